@@ -1,0 +1,39 @@
+//! One module per subcommand, each with an `Args` struct and one `run` function.
+
+pub mod schema;
+pub mod validate;
+
+use crate::error::CliError;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Check a GitOps repository and report every problem at once.
+    Validate(validate::Args),
+    /// Write the JSON Schemas of the manifest kinds (for editors).
+    Schema(schema::Args),
+}
+
+/// Runs a subcommand.
+pub fn run(command: Command) -> Result<ExitCode, CliError> {
+    match command {
+        Command::Validate(args) => validate::run(&args),
+        Command::Schema(args) => schema::run(&args),
+    }
+}
+
+/// The repository directory: `--repo`, else the git work tree holding the current directory,
+/// else the current directory.
+pub fn repo_dir(repo: Option<&Path>) -> Result<PathBuf, CliError> {
+    if let Some(dir) = repo {
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir().map_err(|e| CliError::Io(format!("cannot read the current directory: {e}")))?;
+    Ok(cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&cwd)
+        .to_path_buf())
+}

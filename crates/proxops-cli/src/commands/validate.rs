@@ -1,0 +1,79 @@
+//! `proxops validate`.
+
+use super::repo_dir;
+use crate::error::CliError;
+use proxops_model::report::ValidationReport;
+use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Check a GitOps repository: every cluster's config, composition and manifests, all at once.
+///
+/// Exit status: 0 when there is no error (warnings allowed), 1 when there is any error, 2 for
+/// usage or I/O problems.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Only this cluster (repeatable).
+    #[arg(long = "cluster", value_name = "C")]
+    pub clusters: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+/// Output formats of `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// miette's graphical report on stderr and a summary on stdout.
+    Human,
+    /// The `ValidationReport` JSON document on stdout.
+    Json,
+}
+
+/// Runs `proxops validate`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let dir = repo_dir(args.repo.as_deref())?;
+    let source = FsSource::new(&dir).map_err(|e| {
+        CliError::usage(format!("cannot open repository {}: {e}", dir.display()), Some("pass the repository directory with --repo DIR".into()))
+    })?;
+    let registry = Registry::builtin();
+    let options = LoadOptions {
+        clusters: args.clusters.clone(),
+    };
+    let repo = load_repository(&source, &registry, &options)?;
+    let mut out = std::io::stdout().lock();
+    let written = match args.output {
+        Output::Json => {
+            let report = ValidationReport::new(&repo);
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| CliError::Io(e.to_string()))
+                .and_then(|s| writeln!(out, "{s}").map_err(|e| CliError::Io(e.to_string())))
+        }
+        Output::Human => {
+            let mut err = std::io::stderr().lock();
+            for d in &repo.diagnostics {
+                let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
+            }
+            crate::commands::validate::summary(&repo, &mut out).map_err(|e| CliError::Io(e.to_string()))
+        }
+    };
+    written?;
+    Ok(if repo.is_valid() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// One line per cluster, then the totals.
+pub fn summary(repo: &proxops_model::Repository, out: &mut impl Write) -> std::io::Result<()> {
+    for c in &repo.clusters {
+        let state = if c.valid { "valid" } else { "INVALID" };
+        let n = c.resources.len();
+        writeln!(out, "cluster {}: {state}, {n} resource{}", c.name, if n == 1 { "" } else { "s" })?;
+    }
+    let errors = repo.diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = repo.diagnostics.len() - errors;
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    writeln!(out, "{}, {}", plural(errors, "error"), plural(warnings, "warning"))
+}

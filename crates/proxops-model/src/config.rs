@@ -1,0 +1,391 @@
+//! Configuration shapes: the optional `proxops.yaml`, `clusters/<c>/config.yaml` and the
+//! composition `clusters/<c>/resources.yaml` (SPEC.md sections 2-4). Only shapes and their
+//! checks live here; decrypting secrets and layering flags and environment come later.
+
+use crate::kinds::common::is_valid_node;
+use crate::yaml::PathSeg;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A configuration file: `proxops.yaml`, or a cluster's `config.yaml` (which must declare exactly
+/// one `pve.clusters` entry, named after its directory).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Logging.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogConfig>,
+    /// PVE access and cluster endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pve: Option<PveConfig>,
+    /// Where the repository comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitConfig>,
+    /// Reconcile loop settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<ReconcileConfig>,
+    /// Address of the agent's HTTP endpoint (default `127.0.0.1:9494`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// Directory for caches and the cloned repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<String>,
+}
+
+/// Logging settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LogConfig {
+    /// `debug`, `info` (default), `warn` or `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<LogLevel>,
+}
+
+/// Log levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    /// Everything.
+    Debug,
+    /// Normal.
+    Info,
+    /// Warnings and errors.
+    Warn,
+    /// Errors only.
+    Error,
+}
+
+/// PVE authentication methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMethod {
+    /// API token (`PVEAPIToken=user@realm!id=secret`).
+    Token,
+    /// User and password for a ticket.
+    Ticket,
+}
+
+/// The `pve` section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PveConfig {
+    /// Authentication method (`token` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthMethod>,
+    /// Bootstrap PVE user, e.g. `root@pam` (better: environment or SOPS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Bootstrap token id (the part after `!`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    /// Bootstrap token secret (better: environment or SOPS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A whole token `user@realm!id=secret` (better: environment or SOPS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_value: Option<String>,
+    /// Bootstrap password for ticket auth (better: environment or SOPS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// A PEM CA bundle trusted for every cluster endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Cluster endpoints by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, ClusterEntry>,
+}
+
+/// One `pve.clusters.<name>` entry: a PVE cluster's endpoint, node allowlist and secrets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ClusterEntry {
+    /// The API endpoint, `https://host[:port]`; one endpoint reaches every node.
+    pub base_url: String,
+    /// The node allowlist: every node a manifest names must be here (empty: no check).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// The SOPS file with this cluster's credentials, relative to the config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_file: Option<String>,
+    /// Which keys of the decrypted SOPS `secrets:` map carry which credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<SecretsMapping>,
+    /// SHA-256 fingerprint of the endpoint's certificate, `AA:BB:...`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// A PEM CA bundle for this endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Skip certificate verification (warns on every cycle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
+}
+
+/// Names of SOPS keys per credential.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SecretsMapping {
+    /// PVE credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pve: Option<PveSecretKeys>,
+    /// Git credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitSecretKeys>,
+}
+
+/// SOPS key names of PVE credentials.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PveSecretKeys {
+    /// Key of the PVE user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Key of the token id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    /// Key of the token secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Key of the password (ticket auth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+/// SOPS key names of git credentials.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct GitSecretKeys {
+    /// Key of the HTTPS token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+/// The `git` section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct GitConfig {
+    /// A remote repository to clone and follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The branch (default `main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// HTTPS token (better: environment or SOPS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A local work tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// The `reconcile` section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReconcileConfig {
+    /// Time between cycles, e.g. `30s` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval: Option<String>,
+    /// Longest wait for one PVE task, e.g. `30m` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_timeout: Option<String>,
+    /// Most guests deleted per cycle and cluster (default 3; 0 = no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune_budget: Option<u32>,
+}
+
+/// Reads a duration such as `30s`, `5m`, `1h30m` or `250ms`.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let mut total = std::time::Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits == 0 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let part = match unit {
+            "ms" => std::time::Duration::from_millis(n),
+            "s" => std::time::Duration::from_secs(n),
+            "m" => std::time::Duration::from_secs(n.checked_mul(60)?),
+            "h" => std::time::Duration::from_secs(n.checked_mul(3600)?),
+            _ => return None,
+        };
+        total = total.checked_add(part)?;
+    }
+    Some(total)
+}
+
+/// A problem in a configuration value, at a path from the file's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// Where.
+    pub path: Vec<PathSeg>,
+    /// What.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+fn at(segs: &[&str]) -> Vec<PathSeg> {
+    segs.iter().map(|s| PathSeg::from(*s)).collect()
+}
+
+impl ConfigFile {
+    /// Checks of process-wide values that the types cannot express.
+    pub fn check(&self) -> Vec<ConfigProblem> {
+        let mut out = Vec::new();
+        if let Some(r) = &self.reconcile {
+            for (key, value) in [("poll-interval", &r.poll_interval), ("task-timeout", &r.task_timeout)] {
+                if let Some(v) = value
+                    && parse_duration(v).is_none_or(|d| d.is_zero())
+                {
+                    out.push(ConfigProblem {
+                        path: at(&["reconcile", key]),
+                        message: format!("`{v}` is not a positive duration"),
+                        help: Some("e.g. `30s`, `5m`, `1h`".into()),
+                    });
+                }
+            }
+        }
+        if let Some(listen) = &self.listen
+            && listen.parse::<std::net::SocketAddr>().is_err()
+        {
+            out.push(ConfigProblem {
+                path: at(&["listen"]),
+                message: format!("`{listen}` is not an address and port"),
+                help: Some("e.g. `127.0.0.1:9494`".into()),
+            });
+        }
+        if let Some(g) = &self.git {
+            if g.url.is_some() && g.path.is_some() {
+                out.push(ConfigProblem {
+                    path: at(&["git", "path"]),
+                    message: "`git.url` and `git.path` cannot both be set".into(),
+                    help: None,
+                });
+            }
+            if g.branch.as_deref().is_some_and(|b| b.trim().is_empty()) {
+                out.push(ConfigProblem {
+                    path: at(&["git", "branch"]),
+                    message: "`git.branch` must not be empty".into(),
+                    help: None,
+                });
+            }
+        }
+        if let Some(p) = &self.pve
+            && p.auth != Some(AuthMethod::Ticket)
+            && p.password.as_deref().is_some_and(|s| !s.is_empty())
+        {
+            out.push(ConfigProblem {
+                path: at(&["pve", "password"]),
+                message: "`pve.password` is only used with `pve.auth: ticket`".into(),
+                help: Some("remove the password, or set `pve.auth: ticket`".into()),
+            });
+        }
+        out
+    }
+}
+
+impl ClusterEntry {
+    /// Checks of the entry's values; paths are relative to the entry.
+    pub fn check(&self) -> Vec<ConfigProblem> {
+        let mut out = Vec::new();
+        if let Err(why) = check_base_url(&self.base_url) {
+            out.push(ConfigProblem {
+                path: at(&["base-url"]),
+                message: format!("`{}` is not a usable base URL: {why}", self.base_url),
+                help: Some("e.g. `https://pve.example.com:8006`".into()),
+            });
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let path = vec![PathSeg::from("nodes"), PathSeg::Index(i)];
+            if !is_valid_node(node) {
+                out.push(ConfigProblem {
+                    path,
+                    message: format!("`{node}` is not a valid PVE node name"),
+                    help: None,
+                });
+            } else if self.nodes[..i].contains(node) {
+                out.push(ConfigProblem {
+                    path,
+                    message: format!("node `{node}` is listed twice"),
+                    help: None,
+                });
+            }
+        }
+        if let Some(fp) = &self.fingerprint {
+            let ok = fp.split(':').count() == 32 && fp.split(':').all(|b| b.len() == 2 && b.bytes().all(|c| c.is_ascii_hexdigit()));
+            if !ok {
+                out.push(ConfigProblem {
+                    path: at(&["fingerprint"]),
+                    message: "not a SHA-256 fingerprint".into(),
+                    help: Some("32 hex bytes separated by colons, as `pvenode cert info` prints".into()),
+                });
+            }
+        }
+        out
+    }
+}
+
+fn check_base_url(url: &str) -> Result<(), &'static str> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or("the scheme must be https:// or http://")?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    if host.is_empty() {
+        return Err("the host is missing");
+    }
+    if authority.contains(char::is_whitespace) || authority.contains('@') {
+        return Err("the host part is malformed");
+    }
+    if let Some((_, port)) = authority.rsplit_once(':')
+        && !authority.ends_with(']')
+        && port.parse::<u16>().is_err()
+    {
+        return Err("the port is not a number");
+    }
+    let path = &rest[authority.len()..];
+    if !(path.is_empty() || path == "/") {
+        return Err("give only scheme, host and port: ProxOps adds /api2/json itself");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Some(std::time::Duration::from_secs(30)));
+        assert_eq!(parse_duration("1h30m"), Some(std::time::Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Some(std::time::Duration::from_millis(250)));
+        assert_eq!(parse_duration("30"), None);
+        assert_eq!(parse_duration("s"), None);
+        assert_eq!(parse_duration("3d"), None);
+    }
+
+    #[test]
+    fn base_urls() {
+        assert!(check_base_url("https://pve.example.invalid:8006").is_ok());
+        assert!(check_base_url("https://[fd00::1]:8006").is_ok());
+        assert!(check_base_url("ftp://x").is_err());
+        assert!(check_base_url("https://:8006").is_err());
+        assert!(check_base_url("https://pve:port").is_err());
+        assert!(check_base_url("https://pve:8006/api2/json").is_err());
+    }
+}

@@ -1,0 +1,636 @@
+//! Serde decoding of typed values out of a [`Node`] tree that reports every problem, not the first.
+//!
+//! The deserializer records a [`Problem`] and carries on wherever serde lets it: an unknown field is
+//! reported (with a did-you-mean) and skipped; a missing required field is reported and filled with
+//! a placeholder; a scalar of the wrong type or an unknown enum variant is reported and replaced by
+//! the type's zero value. A value decoded with problems is never used: the caller discards it. The
+//! required fields of each struct come from its JSON Schema, so the schema and the decoder cannot
+//! disagree about what is optional.
+
+use crate::diagnostic::Code;
+use crate::yaml::{Node, NodeValue, ScalarKind, Span, is_null_text};
+use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+
+/// One problem found while decoding or validating a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The stable diagnostic code.
+    pub code: Code,
+    /// Where in the document.
+    pub span: Span,
+    /// What is wrong.
+    pub message: String,
+    /// The label text on the span.
+    pub label: String,
+    /// How to fix it, if we can tell.
+    pub help: Option<String>,
+}
+
+/// Struct name (as serde sees it) -> the fields that must be present.
+#[derive(Debug, Default, Clone)]
+pub struct RequiredFields(HashMap<String, Vec<String>>);
+
+impl RequiredFields {
+    /// Learns the required fields of every struct described in a JSON Schema's definitions.
+    pub fn learn(&mut self, schema: &serde_json::Value) {
+        let mut learn_one = |name: &str, def: &serde_json::Value| {
+            if let Some(req) = def.get("required").and_then(|r| r.as_array()) {
+                let fields = req
+                    .iter()
+                    .filter_map(|f| f.as_str().map(str::to_owned))
+                    .collect();
+                self.0.insert(name.to_owned(), fields);
+            }
+        };
+        if let Some(title) = schema.get("title").and_then(|t| t.as_str()) {
+            learn_one(title, schema);
+        }
+        for defs in ["$defs", "definitions"] {
+            if let Some(map) = schema.get(defs).and_then(|d| d.as_object()) {
+                for (name, def) in map {
+                    learn_one(name, def);
+                }
+            }
+        }
+    }
+
+    fn of(&self, name: &str) -> &[String] {
+        self.0.get(name).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Newtype names whose text has a format the decoder checks itself (see [`crate::quantity`]).
+pub(crate) const QUANTITY_NEWTYPE: &str = "proxops::Quantity";
+
+/// The problems found so far in one document.
+#[derive(Debug, Default)]
+pub struct Sink {
+    problems: RefCell<Vec<Problem>>,
+}
+
+impl Sink {
+    /// Records a problem.
+    pub fn push(&self, p: Problem) {
+        self.problems.borrow_mut().push(p);
+    }
+
+    /// How many problems have been recorded.
+    pub fn len(&self) -> usize {
+        self.problems.borrow().len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes every recorded problem.
+    pub fn take(&self) -> Vec<Problem> {
+        std::mem::take(&mut *self.problems.borrow_mut())
+    }
+}
+
+/// Decodes `T` from `node`, recording problems in `sink`. Returns `None` if any problem was found
+/// in this node (the partially recovered value is dropped).
+pub fn decode<T: DeserializeOwned>(node: &Node, sink: &Sink, required: &RequiredFields) -> Option<T> {
+    let before = sink.len();
+    let de = NodeDe {
+        node: Some(node),
+        span: node.span,
+        sink,
+        required,
+    };
+    match T::deserialize(de) {
+        Ok(v) if sink.len() == before => Some(v),
+        Ok(_) => None,
+        Err(e) => {
+            // Errors that escape recovery come from our own types; report them at the node.
+            if !e.recorded {
+                sink.push(problem(Code::InvalidValue, node.span, e.message, None));
+            }
+            None
+        }
+    }
+}
+
+fn problem(code: Code, span: Span, message: String, help: Option<String>) -> Problem {
+    Problem {
+        code,
+        span,
+        label: match code {
+            Code::UnknownField => "unknown field".to_owned(),
+            Code::MissingField => "required field missing here".to_owned(),
+            _ => "invalid value".to_owned(),
+        },
+        message,
+        help,
+    }
+}
+
+/// The error type of the node deserializer.
+#[derive(Debug)]
+pub struct DeError {
+    message: String,
+    recorded: bool,
+}
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError {
+            message: msg.to_string(),
+            recorded: false,
+        }
+    }
+}
+
+/// The closest candidate to `word`, if it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// A deserializer over one node; `node: None` is a placeholder for a missing field, which yields
+/// the zero value of whatever is asked for without recording anything.
+struct NodeDe<'n, 's> {
+    node: Option<&'n Node>,
+    span: Span,
+    sink: &'s Sink,
+    required: &'s RequiredFields,
+}
+
+impl<'n, 's> NodeDe<'n, 's> {
+    fn child(&self, node: &'n Node) -> Self {
+        NodeDe {
+            node: Some(node),
+            span: node.span,
+            sink: self.sink,
+            required: self.required,
+        }
+    }
+
+    fn placeholder(&self) -> Self {
+        NodeDe {
+            node: None,
+            span: self.span,
+            sink: self.sink,
+            required: self.required,
+        }
+    }
+
+    fn invalid(&self, message: String, help: Option<String>) {
+        self.sink
+            .push(problem(Code::InvalidValue, self.span, message, help));
+    }
+
+    fn describe(&self) -> String {
+        match self.node.map(|n| &n.value) {
+            Some(NodeValue::Scalar(s, ScalarKind::Plain)) if is_null_text(s) => "null".to_owned(),
+            Some(NodeValue::Scalar(s, ScalarKind::Quoted)) => format!("the string \"{s}\""),
+            Some(NodeValue::Scalar(s, ScalarKind::Plain)) => format!("`{s}`"),
+            Some(NodeValue::Seq(_)) => "a sequence".to_owned(),
+            Some(NodeValue::Map(_)) => "a mapping".to_owned(),
+            None => "nothing".to_owned(),
+        }
+    }
+
+    /// The scalar text if this is a plain (untyped) scalar.
+    fn plain(&self) -> Option<&'n str> {
+        match self.node.map(|n| &n.value) {
+            Some(NodeValue::Scalar(s, ScalarKind::Plain)) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn int<T: std::str::FromStr + Default>(&self, what: &str) -> T {
+        let Some(node) = self.node else {
+            return T::default();
+        };
+        if let Some(text) = self.plain() {
+            let cleaned = text.strip_prefix('+').unwrap_or(text).replace('_', "");
+            if let Ok(v) = cleaned.parse::<T>() {
+                return v;
+            }
+            if cleaned.parse::<i128>().is_ok() {
+                self.invalid(format!("{text} is out of range for {what}"), None);
+                return T::default();
+            }
+        }
+        let help = node
+            .as_str()
+            .filter(|_| matches!(node.value, NodeValue::Scalar(_, ScalarKind::Quoted)))
+            .filter(|s| s.parse::<i128>().is_ok())
+            .map(|_| "remove the quotes: numbers are written bare".to_owned());
+        self.invalid(format!("expected {what}, found {}", self.describe()), help);
+        T::default()
+    }
+
+    fn float(&self) -> f64 {
+        if self.node.is_none() {
+            return 0.0;
+        }
+        if let Some(v) = self.plain().and_then(|t| t.parse::<f64>().ok()) {
+            return v;
+        }
+        self.invalid(format!("expected a number, found {}", self.describe()), None);
+        0.0
+    }
+
+    fn boolean(&self) -> bool {
+        if self.node.is_none() {
+            return false;
+        }
+        match self.plain() {
+            Some("true" | "True" | "TRUE") => return true,
+            Some("false" | "False" | "FALSE") => return false,
+            _ => {}
+        }
+        let help = self
+            .node
+            .and_then(Node::as_str)
+            .filter(|s| {
+                matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "yes" | "no" | "on" | "off" | "1" | "0" | "true" | "false"
+                )
+            })
+            .map(|_| "write `true` or `false` without quotes".to_owned());
+        self.invalid(format!("expected true or false, found {}", self.describe()), help);
+        false
+    }
+
+    fn string(&self) -> String {
+        match self.node.map(|n| &n.value) {
+            None => String::new(),
+            Some(NodeValue::Scalar(s, ScalarKind::Plain)) if is_null_text(s) => {
+                self.invalid("expected a string, found null".to_owned(), None);
+                String::new()
+            }
+            Some(NodeValue::Scalar(s, _)) => s.clone(),
+            Some(_) => {
+                self.invalid(format!("expected a string, found {}", self.describe()), None);
+                String::new()
+            }
+        }
+    }
+}
+
+macro_rules! de_int {
+    ($($method:ident $visit:ident $ty:ty, $what:literal;)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            let v: $ty = self.int($what);
+            visitor.$visit(v)
+        }
+    )*};
+}
+
+impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let Some(node) = self.node else {
+            return visitor.visit_unit();
+        };
+        match &node.value {
+            NodeValue::Scalar(s, ScalarKind::Plain) => {
+                if is_null_text(s) {
+                    visitor.visit_unit()
+                } else if let Ok(b) = s.parse::<bool>() {
+                    visitor.visit_bool(b)
+                } else if let Ok(i) = s.parse::<i64>() {
+                    visitor.visit_i64(i)
+                } else if let Ok(f) = s.parse::<f64>().map_err(|_| ()).and_then(|f| {
+                    if f.is_finite() { Ok(f) } else { Err(()) }
+                }) {
+                    visitor.visit_f64(f)
+                } else {
+                    visitor.visit_str(s)
+                }
+            }
+            NodeValue::Scalar(s, ScalarKind::Quoted) => visitor.visit_str(s),
+            NodeValue::Seq(_) => self.deserialize_seq(visitor),
+            NodeValue::Map(_) => self.deserialize_map(visitor),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_bool(self.boolean())
+    }
+
+    de_int! {
+        deserialize_i8 visit_i8 i8, "an integer";
+        deserialize_i16 visit_i16 i16, "an integer";
+        deserialize_i32 visit_i32 i32, "an integer";
+        deserialize_i64 visit_i64 i64, "an integer";
+        deserialize_u8 visit_u8 u8, "a non-negative integer";
+        deserialize_u16 visit_u16 u16, "a non-negative integer";
+        deserialize_u32 visit_u32 u32, "a non-negative integer";
+        deserialize_u64 visit_u64 u64, "a non-negative integer";
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_f32(self.float() as f32)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_f64(self.float())
+    }
+
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let s = self.string();
+        let mut chars = s.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => visitor.visit_char(c),
+            _ => {
+                if self.node.is_some() {
+                    self.invalid("expected a single character".to_owned(), None);
+                }
+                visitor.visit_char(' ')
+            }
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_string(self.string())
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_string(self.string())
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_byte_buf(self.string().into_bytes())
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.node {
+            None => visitor.visit_none(),
+            Some(n) if n.is_null() => visitor.visit_none(),
+            Some(_) => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        if let Some(n) = self.node
+            && !n.is_null()
+        {
+            self.invalid(format!("expected null, found {}", self.describe()), None);
+        }
+        visitor.visit_unit()
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        if name == QUANTITY_NEWTYPE {
+            let text = match self.node.map(|n| &n.value) {
+                None => "0".to_owned(),
+                Some(NodeValue::Scalar(s, _)) if !self.node.is_some_and(Node::is_null) => s.clone(),
+                Some(_) => {
+                    self.invalid(
+                        format!("expected a size such as `8GiB`, found {}", self.describe()),
+                        None,
+                    );
+                    "0".to_owned()
+                }
+            };
+            let checked = match crate::quantity::Quantity::parse(&text) {
+                Ok(_) => text,
+                Err(e) => {
+                    self.invalid(e.to_string(), Some(crate::quantity::QUANTITY_HELP.to_owned()));
+                    "0".to_owned()
+                }
+            };
+            return visitor.visit_newtype_struct(checked.into_deserializer());
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let items: &'n [Node] = match self.node.map(|n| &n.value) {
+            Some(NodeValue::Seq(items)) => items,
+            None => &[],
+            Some(_) if self.node.is_some_and(Node::is_null) => &[],
+            Some(_) => {
+                self.invalid(format!("expected a list, found {}", self.describe()), None);
+                &[]
+            }
+        };
+        visitor.visit_seq(SeqAccess {
+            items: items.iter(),
+            parent: self,
+        })
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let entries: Vec<Entry<'n>> = match self.node.map(|n| &n.value) {
+            Some(NodeValue::Map(entries)) => entries
+                .iter()
+                .map(|(k, v)| Entry::Present(k, v))
+                .collect(),
+            None => Vec::new(),
+            Some(_) if self.node.is_some_and(Node::is_null) => Vec::new(),
+            Some(_) => {
+                self.invalid(format!("expected a mapping, found {}", self.describe()), None);
+                Vec::new()
+            }
+        };
+        visitor.visit_map(MapAccess {
+            entries: entries.into_iter(),
+            value: None,
+            parent: self,
+        })
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let mut kept: Vec<Entry<'n>> = Vec::new();
+        let mut container_span = self.span;
+        match self.node.map(|n| &n.value) {
+            Some(NodeValue::Map(entries)) => {
+                for (k, v) in entries {
+                    let key = k.as_str().unwrap_or_default();
+                    if fields.contains(&key) {
+                        kept.push(Entry::Present(k, v));
+                    } else {
+                        let help = did_you_mean(key, fields.iter().copied())
+                            .map(|s| format!("did you mean `{s}`?"))
+                            .or_else(|| Some(format!("known fields: {}", fields.join(", "))));
+                        self.sink.push(problem(
+                            Code::UnknownField,
+                            k.span,
+                            format!("unknown field `{key}`"),
+                            help,
+                        ));
+                    }
+                }
+            }
+            None => {}
+            Some(_) if self.node.is_some_and(Node::is_null) => {}
+            Some(_) => {
+                self.invalid(format!("expected a mapping, found {}", self.describe()), None);
+                container_span = self.span;
+            }
+        }
+        if self.node.is_some() {
+            for req in self.required.of(name) {
+                let present = kept.iter().any(|e| matches!(e, Entry::Present(k, _) if k.as_str() == Some(req)));
+                if !present {
+                    self.sink.push(problem(
+                        Code::MissingField,
+                        container_span,
+                        format!("missing required field `{req}`"),
+                        None,
+                    ));
+                    kept.push(Entry::Missing(req.clone()));
+                }
+            }
+        } else {
+            // A placeholder struct: fill every required field with placeholders too.
+            for req in self.required.of(name) {
+                kept.push(Entry::Missing(req.clone()));
+            }
+        }
+        visitor.visit_map(MapAccess {
+            entries: kept.into_iter(),
+            value: None,
+            parent: self,
+        })
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let first = variants.first().copied().unwrap_or_default();
+        let chosen = match self.node.map(|n| &n.value) {
+            None => first.to_owned(),
+            Some(NodeValue::Scalar(s, _)) if variants.contains(&s.as_str()) => s.clone(),
+            Some(NodeValue::Scalar(s, _)) => {
+                let help = did_you_mean(s, variants.iter().copied())
+                    .map(|v| format!("did you mean `{v}`?"));
+                let list = variants
+                    .iter()
+                    .map(|v| format!("`{v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.invalid(format!("`{s}` is not one of {list}"), help);
+                first.to_owned()
+            }
+            Some(_) => {
+                self.invalid(format!("expected one of {}, found {}", variants.join(", "), self.describe()), None);
+                first.to_owned()
+            }
+        };
+        visitor.visit_enum(chosen.into_deserializer())
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+}
+
+enum Entry<'n> {
+    Present(&'n Node, &'n Node),
+    Missing(String),
+}
+
+struct SeqAccess<'n, 's> {
+    items: std::slice::Iter<'n, Node>,
+    parent: NodeDe<'n, 's>,
+}
+
+impl<'de, 'n, 's> de::SeqAccess<'de> for SeqAccess<'n, 's> {
+    type Error = DeError;
+
+    fn next_element_seed<T: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
+        match self.items.next() {
+            Some(item) => seed.deserialize(self.parent.child(item)).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+struct MapAccess<'n, 's> {
+    entries: std::vec::IntoIter<Entry<'n>>,
+    value: Option<Entry<'n>>,
+    parent: NodeDe<'n, 's>,
+}
+
+impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
+    type Error = DeError;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+        let Some(entry) = self.entries.next() else {
+            return Ok(None);
+        };
+        let key = match &entry {
+            Entry::Present(k, _) => seed.deserialize(self.parent.child(k))?,
+            Entry::Missing(name) => seed.deserialize(name.clone().into_deserializer())?,
+        };
+        self.value = Some(entry);
+        Ok(Some(key))
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+        match self.value.take() {
+            Some(Entry::Present(_, v)) => seed.deserialize(self.parent.child(v)),
+            Some(Entry::Missing(_)) | None => seed.deserialize(self.parent.placeholder()),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! `kind: ISO`, `kind: CTTemplate` and `kind: DiskImage`: files downloaded onto PVE storage
+//! (SPEC.md section 8.5). They have no vmid; PVE identifies them by (node, storage, filename).
+
+use super::common::{self, check_node};
+use crate::kind::{Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext};
+use crate::manifest::Spec;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// The specification of a storage artifact: a file PVE downloads onto each listed node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ArtifactSpec {
+    /// The nodes that must hold the file; each must be in the cluster's node allowlist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// A single node (older form of `nodes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The PVE storage id, which must allow this kind's content type.
+    pub storage: String,
+    /// The file name on the storage, with the kind's extension.
+    pub filename: String,
+    /// Where PVE downloads the file from (`https://` or `http://`).
+    pub url: String,
+    /// A checksum PVE verifies after the download.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
+}
+
+impl ArtifactSpec {
+    /// The nodes the file is placed on: `nodes`, or `node` when `nodes` is empty, without repeats.
+    pub fn placed_nodes(&self) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        let from = if self.nodes.is_empty() {
+            self.node.iter().cloned().collect()
+        } else {
+            self.nodes.clone()
+        };
+        from.into_iter().filter(|n| seen.insert(n.clone())).collect()
+    }
+}
+
+/// A checksum of a downloaded file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Checksum {
+    /// The digest algorithm.
+    pub algorithm: ChecksumAlgorithm,
+    /// The hexadecimal digest.
+    pub value: String,
+}
+
+/// Digest algorithms PVE's download-url accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChecksumAlgorithm {
+    /// MD5.
+    Md5,
+    /// SHA-1.
+    Sha1,
+    /// SHA-224.
+    Sha224,
+    /// SHA-256.
+    Sha256,
+    /// SHA-384.
+    Sha384,
+    /// SHA-512.
+    Sha512,
+}
+
+impl ChecksumAlgorithm {
+    fn hex_len(self) -> usize {
+        match self {
+            ChecksumAlgorithm::Md5 => 32,
+            ChecksumAlgorithm::Sha1 => 40,
+            ChecksumAlgorithm::Sha224 => 56,
+            ChecksumAlgorithm::Sha256 => 64,
+            ChecksumAlgorithm::Sha384 => 96,
+            ChecksumAlgorithm::Sha512 => 128,
+        }
+    }
+}
+
+/// Which of the three artifact kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArtifactClass {
+    /// An installer or live ISO (`iso` content).
+    Iso,
+    /// A container template (`vztmpl` content).
+    CtTemplate,
+    /// A disk image to import (`import` content).
+    DiskImage,
+}
+
+impl ArtifactClass {
+    /// PVE's content type for the file.
+    pub fn content(self) -> &'static str {
+        match self {
+            ArtifactClass::Iso => "iso",
+            ArtifactClass::CtTemplate => "vztmpl",
+            ArtifactClass::DiskImage => "import",
+        }
+    }
+
+    /// File extensions PVE accepts for this content type.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            ArtifactClass::Iso => &[".iso", ".img"],
+            ArtifactClass::CtTemplate => &[".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2", ".tar"],
+            ArtifactClass::DiskImage => &[".qcow2", ".raw", ".vmdk", ".ova"],
+        }
+    }
+}
+
+/// The definitions of the three artifact kinds.
+pub struct ArtifactKind {
+    class: ArtifactClass,
+}
+
+impl ArtifactKind {
+    /// `kind: ISO`.
+    pub const ISO: ArtifactKind = ArtifactKind { class: ArtifactClass::Iso };
+    /// `kind: CTTemplate`.
+    pub const CT_TEMPLATE: ArtifactKind = ArtifactKind { class: ArtifactClass::CtTemplate };
+    /// `kind: DiskImage`.
+    pub const DISK_IMAGE: ArtifactKind = ArtifactKind { class: ArtifactClass::DiskImage };
+}
+
+fn validate(spec: &ArtifactSpec, class: ArtifactClass, cx: &SpecContext<'_>) {
+    if spec.nodes.is_empty() && spec.node.is_none() {
+        cx.report_missing(&path!["nodes"], "an artifact needs at least one node in `nodes`");
+    }
+    if !spec.nodes.is_empty() && spec.node.is_some() {
+        cx.invalid(&path!["node"], "set either `nodes` or the older `node`, not both", None);
+    }
+    for (i, node) in spec.nodes.iter().enumerate() {
+        check_node(cx, node, &path!["nodes", i]);
+    }
+    if let Some(node) = &spec.node {
+        check_node(cx, node, &path!["node"]);
+    }
+    common::check_storage_id(cx, &spec.storage, &path!["storage"]);
+    let name_ok = spec.filename.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && spec
+            .filename
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    let lower = spec.filename.to_ascii_lowercase();
+    if !name_ok {
+        cx.invalid(
+            &path!["filename"],
+            format!("`{}` is not a plain file name", spec.filename),
+            Some("letters, digits, `.`, `_` and `-`, starting with a letter or digit".into()),
+        );
+    } else if !class.extensions().iter().any(|ext| lower.ends_with(ext)) {
+        cx.invalid(
+            &path!["filename"],
+            format!("`{}` does not have an extension PVE accepts for `{}` content", spec.filename, class.content()),
+            Some(format!("use one of: {}", class.extensions().join(", "))),
+        );
+    }
+    let url_ok = ["https://", "http://"]
+        .iter()
+        .any(|scheme| spec.url.strip_prefix(scheme).is_some_and(|rest| rest.split('/').next().is_some_and(|host| !host.is_empty())));
+    if !url_ok || spec.url.contains(char::is_whitespace) {
+        cx.invalid(&path!["url"], format!("`{}` is not an http(s) URL", spec.url), None);
+    }
+    if let Some(sum) = &spec.checksum {
+        let value = sum.value.trim();
+        if value.len() != sum.algorithm.hex_len() || !value.bytes().all(|b| b.is_ascii_hexdigit()) {
+            cx.invalid(
+                &path!["checksum", "value"],
+                format!("not a {}-digit hexadecimal digest", sum.algorithm.hex_len()),
+                None,
+            );
+        }
+    }
+}
+
+impl KindDef for ArtifactKind {
+    fn name(&self) -> &'static str {
+        match self.class {
+            ArtifactClass::Iso => "ISO",
+            ArtifactClass::CtTemplate => "CTTemplate",
+            ArtifactClass::DiskImage => "DiskImage",
+        }
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        match self.class {
+            ArtifactClass::Iso => &[],
+            ArtifactClass::CtTemplate => &["CTT"],
+            ArtifactClass::DiskImage => &["DISK"],
+        }
+    }
+
+    fn root(&self) -> &'static str {
+        match self.class {
+            ArtifactClass::Iso => "iso",
+            ArtifactClass::CtTemplate => "ctt",
+            ArtifactClass::DiskImage => "diskimage",
+        }
+    }
+
+    fn identity(&self) -> Identity {
+        Identity::StorageArtifact {
+            content: self.class.content(),
+        }
+    }
+
+    fn planes(&self) -> &'static [Plane] {
+        &[Plane::Desired, Plane::Observed]
+    }
+
+    fn reference_fields(&self) -> &'static [ReferenceField] {
+        &[]
+    }
+
+    fn decode(&self, cx: &SpecContext<'_>) -> Option<Spec> {
+        let spec: ArtifactSpec = cx.decode()?;
+        validate(&spec, self.class, cx);
+        Some(Spec::Artifact(spec))
+    }
+
+    fn placement(&self, spec: &Spec) -> Placement {
+        let Spec::Artifact(s) = spec else {
+            return Placement::default();
+        };
+        let nodes = if s.nodes.is_empty() {
+            s.node.iter().map(|n| (n.clone(), path!["node"])).collect()
+        } else {
+            s.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), path!["nodes", i]))
+                .collect()
+        };
+        Placement { nodes, vmid: None }
+    }
+
+    fn references(&self, _spec: &Spec) -> Vec<Reference> {
+        Vec::new()
+    }
+
+    fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<ArtifactSpec>()
+    }
+}

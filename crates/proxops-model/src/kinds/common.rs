@@ -1,0 +1,187 @@
+//! Types and checks shared by several kinds.
+
+use crate::kind::SpecContext;
+use crate::quantity::Quantity;
+use crate::yaml::PathSeg;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Desired power state of a guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerState {
+    /// Running.
+    Started,
+    /// Stopped.
+    Stopped,
+}
+
+/// Whether `name` follows the resource naming rule: lowercase letters and digits in words joined
+/// by single hyphens, at most 63 characters (a DNS label, so it can become a PVE guest name).
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name.split('-').all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+}
+
+/// Whether `node` can be a PVE node name (a host name label).
+pub fn is_valid_node(node: &str) -> bool {
+    !node.is_empty()
+        && node.len() <= 63
+        && node.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !node.starts_with('-')
+        && !node.ends_with('-')
+}
+
+/// Whether `id` can be a PVE storage id.
+pub fn is_valid_storage(id: &str) -> bool {
+    id.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Whether `text` is an IPv4 or IPv6 address with a prefix length.
+pub fn is_cidr(text: &str) -> bool {
+    let Some((ip, prefix)) = text.split_once('/') else {
+        return false;
+    };
+    let Ok(prefix) = prefix.parse::<u8>() else {
+        return false;
+    };
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => prefix <= 32,
+        Ok(std::net::IpAddr::V6(_)) => prefix <= 128,
+        Err(_) => false,
+    }
+}
+
+pub(crate) fn check_node(cx: &SpecContext<'_>, node: &str, at: &[PathSeg]) {
+    if !is_valid_node(node) {
+        cx.invalid(
+            at,
+            format!("`{node}` is not a valid PVE node name"),
+            Some("node names are host names: letters, digits and inner hyphens".into()),
+        );
+    }
+}
+
+pub(crate) fn check_vmid(cx: &SpecContext<'_>, vmid: u32) {
+    if !(100..=999_999_999).contains(&vmid) {
+        cx.invalid(
+            &path!["vmid"],
+            format!("vmid {vmid} is outside PVE's range 100-999999999"),
+            None,
+        );
+    }
+}
+
+pub(crate) fn check_memory(cx: &SpecContext<'_>, q: &Quantity, at: &[PathSeg], what: &str, nonzero: bool) {
+    if q.whole_mib().is_none() {
+        cx.invalid(
+            at,
+            format!("{what} `{q}` is not a whole number of MiB"),
+            Some("PVE sets memory in MiB: use binary units such as `512MiB` or `8GiB`".into()),
+        );
+    } else if nonzero && q.bytes() == 0 {
+        cx.invalid(at, format!("{what} must be greater than zero"), None);
+    }
+}
+
+pub(crate) fn check_storage_id(cx: &SpecContext<'_>, id: &str, at: &[PathSeg]) {
+    if !is_valid_storage(id) {
+        cx.invalid(at, format!("`{id}` is not a valid PVE storage id"), None);
+    }
+}
+
+pub(crate) fn check_vlan(cx: &SpecContext<'_>, vlan: u16, at: &[PathSeg]) {
+    if !(1..=4094).contains(&vlan) {
+        cx.invalid(at, format!("VLAN tag {vlan} is outside 1-4094"), None);
+    }
+}
+
+pub(crate) fn check_mac(cx: &SpecContext<'_>, mac: &str, at: &[PathSeg]) {
+    let ok = mac.split(':').count() == 6
+        && mac.split(':').all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()));
+    let multicast = u8::from_str_radix(mac.get(..2).unwrap_or("00"), 16).is_ok_and(|b| b & 1 == 1);
+    if !ok {
+        cx.invalid(at, format!("`{mac}` is not a MAC address"), Some("e.g. `bc:24:11:12:34:56`".into()));
+    } else if multicast {
+        cx.invalid(at, format!("`{mac}` is a multicast address, which PVE refuses for a NIC"), None);
+    }
+}
+
+pub(crate) fn check_tag(cx: &SpecContext<'_>, tag: &str, at: &[PathSeg]) {
+    let mut bytes = tag.bytes();
+    let ok = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'.' | b'-'));
+    if !ok {
+        cx.invalid(
+            at,
+            format!("`{tag}` is not a valid PVE tag"),
+            Some("tags are letters, digits and `_+.-`, starting with a letter, digit or `_`".into()),
+        );
+    } else if tag.eq_ignore_ascii_case("proxops") || tag.starts_with("proxops-") {
+        cx.invalid(at, format!("tag `{tag}` is reserved for ProxOps's ownership tags"), None);
+    }
+}
+
+pub(crate) fn check_extra(
+    cx: &SpecContext<'_>,
+    extra: &BTreeMap<String, String>,
+    reserved: &[&str],
+    reserved_prefixes: &[&str],
+) {
+    for key in extra.keys() {
+        let numbered_prefix = reserved_prefixes.iter().any(|p| {
+            key.strip_prefix(p)
+                .is_some_and(|rest| rest.is_empty() || rest.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if reserved.contains(&key.as_str()) || numbered_prefix {
+            let at = cx.key_path(&path!["extra"], key);
+            cx.invalid(
+                &at,
+                format!("`extra.{key}` is managed by ProxOps and cannot be set through `extra`"),
+                Some("use the dedicated spec field instead".into()),
+            );
+        }
+    }
+}
+
+pub(crate) fn check_name_ref(cx: &SpecContext<'_>, target: &str, at: &[PathSeg], kind: &str) {
+    if !is_valid_name(target) {
+        cx.invalid(at, format!("`{target}` is not a valid {kind} name"), None);
+    }
+}
+
+pub(crate) fn check_secret_ref(cx: &SpecContext<'_>, reference: &str, prefix: &str, at: &[PathSeg]) {
+    // SOPS cloud-init names: lowercase letters, digits and hyphens, not starting with a hyphen.
+    let ok = reference.strip_prefix(prefix).is_some_and(|name| {
+        (1..=64).contains(&name.len())
+            && !name.starts_with('-')
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    });
+    if !ok {
+        cx.invalid(
+            at,
+            format!("`{reference}` is not a reference of the form `{prefix}<name>`"),
+            None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_valid_name("app-vm") && is_valid_name("a") && is_valid_name("talos-1-8-0"));
+        assert!(!is_valid_name("App") && !is_valid_name("a--b") && !is_valid_name("-a") && !is_valid_name("a-") && !is_valid_name(""));
+        assert!(!is_valid_name(&"a".repeat(64)));
+        assert!(is_valid_node("pve01") && !is_valid_node("pve 01") && !is_valid_node("a/b"));
+        assert!(is_valid_storage("local-lvm") && is_valid_storage("vm_disks") && !is_valid_storage("1x") && !is_valid_storage("a b"));
+        assert!(is_cidr("10.0.0.1/24") && is_cidr("fd00::1/64") && !is_cidr("10.0.0.1") && !is_cidr("10.0.0.1/33"));
+    }
+}

@@ -1,0 +1,432 @@
+//! `kind: LXC` and `kind: TemplateCT`: containers (SPEC.md sections 8.3 and 8.4).
+
+use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+use crate::kind::{GuestType, Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext};
+use crate::manifest::Spec;
+use crate::quantity::Quantity;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The specification of a container (`kind: LXC`) or container template (`kind: TemplateCT`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LxcSpec {
+    /// The PVE node the container lives on; must be in the cluster's node allowlist.
+    pub node: String,
+    /// The PVE guest id, unique within the cluster across VMs, templates and containers.
+    pub vmid: u32,
+    /// The CTTemplate (by `metadata.name`) the container is created from.
+    pub template: String,
+    /// Desired power state: `started` (default for LXC) or `stopped` (the only value for TemplateCT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<PowerState>,
+    /// Memory, a whole number of MiB, e.g. `1GiB`.
+    pub memory: Quantity,
+    /// Swap, a whole number of MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<Quantity>,
+    /// CPU settings.
+    pub cpu: LxcCpu,
+    /// The root filesystem.
+    pub root: RootFs,
+    /// Additional volumes allocated on PVE storage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mount_points: Vec<MountPoint>,
+    /// Host directories bind-mounted into the container (PVE allows these for root@pam only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bind_mounts: Vec<BindMount>,
+    /// Network interfaces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<LxcNetwork>,
+    /// Host name and DNS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<Dns>,
+    /// The OS architecture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Arch>,
+    /// Container options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<LxcOptions>,
+    /// The PVE description (notes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pve_description: Option<String>,
+    /// User tags; ProxOps adds its own ownership tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Extra PVE config keys sent verbatim at create; keys ProxOps manages are refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// CPU settings of a container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LxcCpu {
+    /// Cores, at least 1.
+    pub cores: u32,
+    /// CPU weight (informational; not sent to PVE yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<u32>,
+}
+
+/// The root filesystem of a container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RootFs {
+    /// The PVE storage.
+    pub storage: String,
+    /// The size, e.g. `8GiB`.
+    pub size: Quantity,
+}
+
+/// A volume mounted into a container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MountPoint {
+    /// The PVE storage.
+    pub storage: String,
+    /// The size.
+    pub size: Quantity,
+    /// The absolute path inside the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_point: Option<String>,
+    /// The slot, `mp0`-`mp255`; defaults to `mp<index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+    /// Mount options; an absent option is left to PVE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<MountOptions>,
+}
+
+/// Options of a mount point.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MountOptions {
+    /// Mount read-only (`ro`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// Include in backups (PVE default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<bool>,
+    /// POSIX ACLs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<bool>,
+    /// User quotas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<bool>,
+    /// The volume is shared between nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<bool>,
+    /// Extra mount options, e.g. `noatime`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_options: Option<String>,
+}
+
+/// A host directory bind-mounted into a container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BindMount {
+    /// The absolute host path (not a system directory such as `/etc`).
+    pub host_path: String,
+    /// The absolute path inside the container.
+    pub mount_point: String,
+    /// Mount read-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The slot; defaults to `mp<number of mount-points + index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+}
+
+/// A network interface of a container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LxcNetwork {
+    /// The bridge, e.g. `vmbr0`.
+    pub bridge: String,
+    /// The interface name inside the container (PVE `name`), e.g. `eth0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface: Option<String>,
+    /// The interface type (`veth`).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub net_type: Option<String>,
+    /// The VLAN tag, 1-4094.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<u16>,
+    /// A pinned MAC address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hwaddr: Option<String>,
+    /// Rate limit in MB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<u32>,
+    /// Enable the PVE firewall on this interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<bool>,
+    /// IPv4 address in CIDR notation, `dhcp` or `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+    /// IPv4 gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gw: Option<String>,
+    /// The slot, `net0`-`net31`; defaults to `net<index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+}
+
+/// Host name and DNS settings of a container.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Dns {
+    /// The host name (default: `metadata.name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// DNS servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nameservers: Vec<String>,
+    /// The DNS search domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+}
+
+/// Container architectures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Arch {
+    /// x86-64.
+    Amd64,
+    /// x86 32-bit.
+    I386,
+    /// 64-bit ARM.
+    Arm64,
+    /// 32-bit ARM.
+    Armhf,
+    /// 64-bit RISC-V.
+    Riscv64,
+}
+
+/// Container options; an absent option is left to PVE.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LxcOptions {
+    /// Run unprivileged (create-time only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unprivileged: Option<bool>,
+    /// Protect the container from removal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protection: Option<bool>,
+    /// Start the container when the node boots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onboot: Option<bool>,
+    /// Attach a console device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub console: Option<bool>,
+    /// Allow nested containers (`features: nesting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nesting: Option<bool>,
+    /// Allow the keyctl system call (`features: keyctl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyctl: Option<bool>,
+    /// Allow FUSE mounts (`features: fuse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse: Option<bool>,
+    /// Startup order and delays, e.g. `order=10`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup: Option<String>,
+    /// Number of TTYs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttys: Option<u32>,
+}
+
+const RESERVED_EXTRA: &[&str] = &[
+    "vmid", "ctid", "name", "memory", "swap", "cores", "rootfs", "ostemplate", "ostype", "arch",
+    "hostname", "nameserver", "searchdomain", "unprivileged", "onboot", "protection", "console",
+    "features", "startup", "start", "tags", "description", "template",
+];
+const RESERVED_EXTRA_PREFIXES: &[&str] = &["net", "mp"];
+
+/// Host paths a bind mount may not expose wholesale.
+const PROTECTED_HOST_PATHS: &[&str] = &[
+    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root",
+    "/run", "/sbin", "/srv", "/sys", "/usr", "/var",
+];
+
+fn mp_slot_valid(slot: &str) -> bool {
+    slot.strip_prefix("mp")
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0')))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n <= 255)
+}
+
+fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
+    check_node(cx, &spec.node, &path!["node"]);
+    check_vmid(cx, spec.vmid);
+    check_name_ref(cx, &spec.template, &path!["template"], "CTTemplate");
+    if template && spec.state == Some(PowerState::Started) {
+        cx.invalid(
+            &path!["state"],
+            "a TemplateCT cannot be started",
+            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
+        );
+    }
+    common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
+    if let Some(swap) = &spec.swap {
+        common::check_memory(cx, swap, &path!["swap"], "swap", false);
+    }
+    if spec.cpu.cores == 0 {
+        cx.invalid(&path!["cpu", "cores"], "`cpu.cores` must be at least 1", None);
+    }
+    common::check_storage_id(cx, &spec.root.storage, &path!["root", "storage"]);
+    if spec.root.size.bytes() == 0 {
+        cx.invalid(&path!["root", "size"], "the root filesystem size must be greater than zero", None);
+    }
+    let mut slots = BTreeSet::new();
+    for (i, mp) in spec.mount_points.iter().enumerate() {
+        common::check_storage_id(cx, &mp.storage, &path!["mount-points", i, "storage"]);
+        if mp.size.bytes() == 0 {
+            cx.invalid(&path!["mount-points", i, "size"], "a mount point size must be greater than zero", None);
+        }
+        if let Some(p) = &mp.mount_point
+            && !p.starts_with('/')
+        {
+            cx.invalid(&path!["mount-points", i, "mount-point"], format!("`{p}` is not an absolute path"), None);
+        }
+        let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
+        check_mp_slot(cx, &mut slots, &slot, &path!["mount-points", i, "slot"]);
+    }
+    for (i, bind) in spec.bind_mounts.iter().enumerate() {
+        let host = bind.host_path.trim_end_matches('/');
+        if !bind.host_path.starts_with('/') {
+            cx.invalid(&path!["bind-mounts", i, "host-path"], format!("`{}` is not an absolute path", bind.host_path), None);
+        } else if PROTECTED_HOST_PATHS.contains(&if host.is_empty() { "/" } else { host }) {
+            cx.invalid(
+                &path!["bind-mounts", i, "host-path"],
+                format!("bind-mounting the host's `{}` into a container is refused", bind.host_path),
+                Some("bind a dedicated directory such as `/srv/data/<name>` or `/mnt/...`".into()),
+            );
+        }
+        if !bind.mount_point.starts_with('/') {
+            cx.invalid(&path!["bind-mounts", i, "mount-point"], format!("`{}` is not an absolute path", bind.mount_point), None);
+        }
+        let slot = bind
+            .slot
+            .clone()
+            .unwrap_or_else(|| format!("mp{}", spec.mount_points.len() + i));
+        check_mp_slot(cx, &mut slots, &slot, &path!["bind-mounts", i, "slot"]);
+    }
+    let mut nets = BTreeSet::new();
+    for (i, net) in spec.networks.iter().enumerate() {
+        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
+        let valid = slot
+            .strip_prefix("net")
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| n <= 31 && slot == format!("net{n}"));
+        if !valid {
+            cx.invalid(&path!["networks", i, "slot"], format!("`{slot}` is not a NIC slot (net0-net31)"), None);
+        } else if !nets.insert(slot.clone()) {
+            cx.invalid(&path!["networks", i, "slot"], format!("NIC slot `{slot}` is used twice"), None);
+        }
+        if net.bridge.trim().is_empty() {
+            cx.invalid(&path!["networks", i, "bridge"], "`bridge` must not be empty", None);
+        }
+        if let Some(tag) = net.tag {
+            common::check_vlan(cx, tag, &path!["networks", i, "tag"]);
+        }
+        if let Some(mac) = &net.hwaddr {
+            common::check_mac(cx, mac, &path!["networks", i, "hwaddr"]);
+        }
+        if let Some(ip) = &net.ip
+            && !common::is_cidr(ip)
+            && !matches!(ip.as_str(), "dhcp" | "manual")
+        {
+            cx.invalid(&path!["networks", i, "ip"], format!("`{ip}` is not an address in CIDR notation, `dhcp` or `manual`"), None);
+        }
+        if let Some(gw) = &net.gw
+            && gw.parse::<std::net::Ipv4Addr>().is_err()
+        {
+            cx.invalid(&path!["networks", i, "gw"], format!("`{gw}` is not an IPv4 address"), None);
+        }
+    }
+    for (i, tag) in spec.tags.iter().enumerate() {
+        common::check_tag(cx, tag, &path!["tags", i]);
+    }
+    check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
+}
+
+fn check_mp_slot(cx: &SpecContext<'_>, slots: &mut BTreeSet<String>, slot: &str, at: &[crate::yaml::PathSeg]) {
+    if !mp_slot_valid(slot) {
+        cx.invalid(at, format!("`{slot}` is not a mount point slot (mp0-mp255)"), None);
+    } else if !slots.insert(slot.to_owned()) {
+        cx.invalid(at, format!("mount point slot `{slot}` is used twice"), None);
+    }
+}
+
+/// The `LXC` and `TemplateCT` kind definitions.
+pub struct LxcKind {
+    template: bool,
+}
+
+impl LxcKind {
+    /// `kind: LXC`.
+    pub const LXC: LxcKind = LxcKind { template: false };
+    /// `kind: TemplateCT`.
+    pub const TEMPLATE: LxcKind = LxcKind { template: true };
+}
+
+const REFS: &[ReferenceField] = &[ReferenceField { field: "template", target: "CTTemplate" }];
+
+impl KindDef for LxcKind {
+    fn name(&self) -> &'static str {
+        if self.template { "TemplateCT" } else { "LXC" }
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        if self.template { &["TCT"] } else { &[] }
+    }
+
+    fn root(&self) -> &'static str {
+        if self.template { "templatect" } else { "lxc" }
+    }
+
+    fn identity(&self) -> Identity {
+        Identity::Guest {
+            guest: GuestType::Lxc,
+            template: self.template,
+        }
+    }
+
+    fn planes(&self) -> &'static [Plane] {
+        &[Plane::Desired, Plane::Observed]
+    }
+
+    fn reference_fields(&self) -> &'static [ReferenceField] {
+        REFS
+    }
+
+    fn decode(&self, cx: &SpecContext<'_>) -> Option<Spec> {
+        let spec: LxcSpec = cx.decode()?;
+        validate(&spec, self.template, cx);
+        Some(Spec::Lxc(spec))
+    }
+
+    fn placement(&self, spec: &Spec) -> Placement {
+        match spec {
+            Spec::Lxc(s) => Placement {
+                nodes: vec![(s.node.clone(), path!["node"])],
+                vmid: Some(s.vmid),
+            },
+            _ => Placement::default(),
+        }
+    }
+
+    fn references(&self, spec: &Spec) -> Vec<Reference> {
+        match spec {
+            Spec::Lxc(s) => vec![Reference::structured("template", "CTTemplate", &s.template, path!["template"], true)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<LxcSpec>()
+    }
+}

@@ -1,0 +1,11 @@
+//! The built-in kinds: spec types, their checks and their [`crate::kind::KindDef`]s.
+
+pub mod artifact;
+pub mod common;
+pub mod lxc;
+pub mod vm;
+
+pub use artifact::{ArtifactClass, ArtifactKind, ArtifactSpec, Checksum, ChecksumAlgorithm};
+pub use common::PowerState;
+pub use lxc::{LxcKind, LxcSpec};
+pub use vm::{VmKind, VmSpec};

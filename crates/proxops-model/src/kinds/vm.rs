@@ -1,0 +1,756 @@
+//! `kind: VM` and `kind: TemplateVM`: QEMU guests (SPEC.md sections 8.1 and 8.2).
+
+use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+use crate::kind::{Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext};
+use crate::manifest::Spec;
+use crate::quantity::Quantity;
+use crate::yaml::PathSeg;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The specification of a QEMU guest (`kind: VM`) or QEMU template (`kind: TemplateVM`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VmSpec {
+    /// The PVE node the guest lives on; must be in the cluster's node allowlist.
+    pub node: String,
+    /// The PVE guest id, unique within the cluster across VMs, templates and containers.
+    pub vmid: u32,
+    /// Desired power state: `started` (default for VM) or `stopped` (the only value for TemplateVM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<PowerState>,
+    /// Memory, a whole number of MiB, e.g. `8GiB` or `512MiB`.
+    pub memory: Quantity,
+    /// CPU model and cores.
+    pub cpu: VmCpu,
+    /// Disks by slot; at least one unless the VM is cloned from a template (then none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disks: Vec<VmDisk>,
+    /// Network interfaces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<VmNetwork>,
+    /// Machine, firmware, CD-ROM, cloud-init drive, EFI, TPM and PCI passthrough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<VmHardware>,
+    /// Boot and management options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<VmOptions>,
+    /// Cloud-init data (user, keys, DNS, static addresses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_init_data: Option<CloudInitData>,
+    /// The PVE guest name; defaults to `metadata.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pve_name: Option<String>,
+    /// The PVE description (notes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pve_description: Option<String>,
+    /// User tags; ProxOps adds its own ownership tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Extra PVE config keys sent verbatim at create; keys ProxOps manages are refused.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+    /// The TemplateVM (by `metadata.name`) to full-clone this VM from; then `disks` must be empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
+}
+
+/// CPU settings of a QEMU guest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VmCpu {
+    /// The CPU model, e.g. `host` or `x86-64-v2-AES`.
+    #[serde(rename = "type")]
+    pub cpu_type: String,
+    /// Cores per socket, at least 1.
+    pub cores: u32,
+    /// CPU flags (informational; not sent to PVE yet).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+/// One disk of a QEMU guest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VmDisk {
+    /// The PVE storage the volume is allocated on.
+    pub storage: String,
+    /// The volume size, e.g. `32GiB`; required unless `image` seeds the disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+    /// A DiskImage (by `metadata.name`) to import into the disk at create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The slot: `scsi0`-`scsi30`, `virtio0`-`virtio15`, `sata0`-`sata5` or `ide0`-`ide3`; defaults
+    /// to `scsi<index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// The SCSI controller model (`scsihw`), e.g. `virtio-scsi-single`; the first disk that sets it wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// Use an I/O thread for this disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iothread: Option<bool>,
+    /// Pass discard/TRIM requests to the storage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<Discard>,
+    /// Present the disk as an SSD (scsi, sata and ide slots only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssd: Option<bool>,
+    /// The asynchronous I/O mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aio: Option<Aio>,
+}
+
+/// PVE's `discard` drive option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Discard {
+    /// Discard requests are ignored (PVE's default).
+    Ignore,
+    /// Discard requests are passed to the storage.
+    On,
+}
+
+/// PVE's `aio` drive option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Aio {
+    /// Linux native AIO.
+    Native,
+    /// A thread pool.
+    Threads,
+    /// io_uring.
+    IoUring,
+}
+
+/// One network interface of a QEMU guest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VmNetwork {
+    /// The NIC model: `virtio` (default), `e1000`, `rtl8139`, `vmxnet3`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The bridge, e.g. `vmbr0`.
+    pub bridge: String,
+    /// A pinned MAC address; PVE generates one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+    /// The VLAN tag, 1-4094.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// Rate limit in MB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<u32>,
+    /// Enable the PVE firewall on this interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<bool>,
+    /// The slot, `net0`-`net31`; defaults to `net<index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
+}
+
+/// Hardware of a QEMU guest.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VmHardware {
+    /// The machine type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
+    /// The firmware.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bios: Option<Bios>,
+    /// The display adapter (PVE `vga`), e.g. `std`, `serial0`, `qxl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    /// CPU sockets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<u32>,
+    /// Enable NUMA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<bool>,
+    /// The first serial port, e.g. `socket`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial0: Option<String>,
+    /// The CD-ROM drive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdrom: Option<Cdrom>,
+    /// The cloud-init drive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_init: Option<CloudInitDrive>,
+    /// The EFI vars disk (with `bios: ovmf`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efi_disk: Option<EfiDisk>,
+    /// The TPM state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<Tpm>,
+    /// Host PCI devices passed through.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci_devices: Vec<PciDevice>,
+}
+
+/// PVE machine types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Machine {
+    /// The PVE default.
+    I440fx,
+    /// Q35 (PCIe).
+    Q35,
+}
+
+/// PVE firmware types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Bios {
+    /// SeaBIOS (PVE default).
+    Seabios,
+    /// OVMF (UEFI).
+    Ovmf,
+}
+
+/// The CD-ROM drive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Cdrom {
+    /// An ISO (by `metadata.name`) to insert, or `none` to keep the drive empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iso: Option<String>,
+    /// `cdrom` (default) or `disk`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<Media>,
+}
+
+/// Media type of the CD-ROM drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Media {
+    /// A CD-ROM.
+    Cdrom,
+    /// A disk.
+    Disk,
+}
+
+/// The cloud-init drive (on `ide2`; the CD-ROM then moves to `ide3`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CloudInitDrive {
+    /// Attach a cloud-init drive.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The storage of the drive (needs the `images` content type); required when enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+    /// The drive size (default `4M`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+}
+
+/// The EFI vars disk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct EfiDisk {
+    /// The storage of the EFI disk.
+    pub storage: String,
+    /// The size (default `4MiB`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Quantity>,
+    /// The OVMF vars template (`efitype`): `2m` or `4m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Pre-enroll the distribution and Microsoft secure boot keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_boot: Option<SecureBoot>,
+}
+
+/// Secure boot key enrolment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SecureBoot {
+    /// Keys pre-enrolled.
+    Enabled,
+    /// No keys.
+    Disabled,
+}
+
+/// The TPM state volume (`tpmstate0`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Tpm {
+    /// TPM version, `v2.0` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<TpmVersion>,
+    /// The storage of the TPM state volume; defaults to the EFI disk's storage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
+}
+
+/// TPM versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TpmVersion {
+    /// TPM 1.2.
+    #[serde(rename = "v1.2")]
+    V1_2,
+    /// TPM 2.0.
+    #[serde(rename = "v2.0")]
+    V2_0,
+}
+
+/// One host PCI device passed through.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PciDevice {
+    /// The slot, `hostpci0`-`hostpci15`.
+    pub slot: String,
+    /// The device address: `[domain:]bus:device[.function]`, e.g. `0000:17:00` or `01:00.0`.
+    pub device: String,
+    /// Attach as PCI Express (needs `machine: q35`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie: Option<bool>,
+}
+
+/// Boot and management options; a `false` or absent boolean is left to PVE.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VmOptions {
+    /// Start the guest when the node boots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onboot: Option<bool>,
+    /// Startup order and delays, e.g. `order=10,up=30`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup: Option<String>,
+    /// Protect the guest from removal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protection: Option<bool>,
+    /// Enable the QEMU guest agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<bool>,
+    /// Enable ACPI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acpi: Option<bool>,
+    /// Enable the USB tablet device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tablet: Option<bool>,
+    /// Hot-pluggable device classes, e.g. `[disk, network, usb]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hotplug: Vec<String>,
+    /// Boot order of slots, e.g. `[scsi0, net0]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_order: Vec<String>,
+    /// Expose hardware virtualisation to the guest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_virt: Option<bool>,
+    /// Hide the hypervisor from the guest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<bool>,
+}
+
+/// Cloud-init data of a QEMU guest or template.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CloudInitData {
+    /// The default user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_user: Option<String>,
+    /// OpenSSH public key lines, or exactly `["*"]` to leave the keys to PVE.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ssh_keys: Vec<String>,
+    /// Keys from the cluster's SOPS file: `cloud-init.ssh-keys.<name>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ssh_key_refs: Vec<String>,
+    /// A password from the cluster's SOPS file: `cloud-init.passwords.<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_password_ref: Option<String>,
+    /// DNS servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nameservers: Vec<String>,
+    /// DNS search domains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search_domains: Vec<String>,
+    /// Addresses per NIC.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ipconfigs: Vec<IpConfig>,
+}
+
+/// The address of one NIC (`ipconfig<nic>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct IpConfig {
+    /// The NIC index (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<u32>,
+    /// An address in CIDR notation, or `dhcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+    /// The IPv4 or IPv6 gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+}
+
+/// Config keys that ProxOps manages itself and `extra` may therefore not set.
+const RESERVED_EXTRA: &[&str] = &[
+    "vmid", "name", "memory", "cpu", "cores", "sockets", "numa", "machine", "bios", "vga", "cdrom",
+    "efidisk0", "tpmstate0", "serial0", "onboot", "startup", "protection", "agent", "acpi", "tablet",
+    "hotplug", "boot", "tags", "ciuser", "cipassword", "sshkeys", "nameserver", "searchdomain",
+    "scsihw", "description", "template",
+];
+const RESERVED_EXTRA_PREFIXES: &[&str] = &["scsi", "virtio", "sata", "ide", "net", "ipconfig", "hostpci"];
+
+fn slot_in(slot: &str, prefix: &str, max: u32) -> bool {
+    slot.strip_prefix(prefix)
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0')))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n <= max)
+}
+
+fn disk_slot_valid(slot: &str) -> bool {
+    slot_in(slot, "scsi", 30) || slot_in(slot, "virtio", 15) || slot_in(slot, "sata", 5) || slot_in(slot, "ide", 3)
+}
+
+fn is_bdf(device: &str) -> bool {
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let (addr, func) = match device.split_once('.') {
+        Some((a, f)) => (a, Some(f)),
+        None => (device, None),
+    };
+    if func.is_some_and(|f| !(f.len() == 1 && matches!(f.as_bytes()[0], b'0'..=b'7'))) {
+        return false;
+    }
+    let parts: Vec<&str> = addr.split(':').collect();
+    match parts.as_slice() {
+        [domain, bus, dev] => hex(domain, 4) && hex(bus, 2) && hex(dev, 2),
+        [bus, dev] => hex(bus, 2) && hex(dev, 2),
+        _ => false,
+    }
+}
+
+/// Checks of one VM or TemplateVM spec beyond its types.
+fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
+    check_node(cx, &spec.node, &path!["node"]);
+    check_vmid(cx, spec.vmid);
+    if template && spec.state == Some(PowerState::Started) {
+        cx.invalid(
+            &path!["state"],
+            "a TemplateVM cannot be started",
+            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
+        );
+    }
+    common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
+    if spec.cpu.cpu_type.trim().is_empty() {
+        cx.invalid(&path!["cpu", "type"], "`cpu.type` must not be empty", Some("e.g. `host`".into()));
+    }
+    if spec.cpu.cores == 0 {
+        cx.invalid(&path!["cpu", "cores"], "`cpu.cores` must be at least 1", None);
+    }
+    if let Some(clone) = &spec.clone {
+        if template {
+            cx.invalid(&path!["clone"], "a TemplateVM cannot be cloned from another template", None);
+        }
+        check_name_ref(cx, clone, &path!["clone"], "TemplateVM");
+        if !spec.disks.is_empty() {
+            cx.invalid(
+                &path!["disks"],
+                "a cloned VM must not declare `disks`",
+                Some("the clone inherits the template's disks; remove `disks` or `clone`".into()),
+            );
+        }
+    } else if spec.disks.is_empty() {
+        cx.report_missing(&path!["disks"], "a VM needs at least one disk unless it sets `clone`");
+    }
+    let cloud_init = spec
+        .hardware
+        .as_ref()
+        .and_then(|h| h.cloud_init.as_ref())
+        .is_some_and(|c| c.enabled);
+    let cdrom_slot = if cloud_init { "ide3" } else { "ide2" };
+    let has_cdrom = spec.hardware.as_ref().and_then(|h| h.cdrom.as_ref()).is_some();
+    let mut slots = BTreeSet::new();
+    for (i, disk) in spec.disks.iter().enumerate() {
+        common::check_storage_id(cx, &disk.storage, &path!["disks", i, "storage"]);
+        let slot = disk.interface.clone().unwrap_or_else(|| format!("scsi{i}"));
+        let slot_path = path!["disks", i, "interface"];
+        if !disk_slot_valid(&slot) {
+            cx.invalid(
+                &slot_path,
+                format!("`{slot}` is not a disk slot"),
+                Some("use scsi0-scsi30, virtio0-virtio15, sata0-sata5 or ide0-ide3".into()),
+            );
+        } else if !slots.insert(slot.clone()) {
+            cx.invalid(&slot_path, format!("disk slot `{slot}` is used twice"), None);
+        } else if (cloud_init && slot == "ide2") || (has_cdrom && slot == cdrom_slot) {
+            cx.invalid(
+                &slot_path,
+                format!("disk slot `{slot}` is taken by the {} drive", if slot == "ide2" && cloud_init { "cloud-init" } else { "CD-ROM" }),
+                None,
+            );
+        }
+        match (&disk.size, &disk.image) {
+            (None, None) => cx.report_missing(&path!["disks", i], "a disk needs `size` unless it sets `image`"),
+            (Some(_), Some(_)) => cx.invalid(
+                &path!["disks", i, "size"],
+                "an image-seeded disk takes its size from the image: remove `size`",
+                None,
+            ),
+            (Some(size), None) if size.bytes() == 0 => {
+                cx.invalid(&path!["disks", i, "size"], "a disk size must be greater than zero", None)
+            }
+            _ => {}
+        }
+        if let Some(image) = &disk.image {
+            check_name_ref(cx, image, &path!["disks", i, "image"], "DiskImage");
+        }
+        if disk.ssd.is_some() && !(slot.starts_with("scsi") || slot.starts_with("sata") || slot.starts_with("ide")) {
+            cx.invalid(
+                &path!["disks", i, "ssd"],
+                format!("`ssd` is only supported on scsi, sata and ide slots, not `{slot}`"),
+                None,
+            );
+        }
+    }
+    let mut nets = BTreeSet::new();
+    for (i, net) in spec.networks.iter().enumerate() {
+        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
+        if !slot_in(&slot, "net", 31) {
+            cx.invalid(&path!["networks", i, "slot"], format!("`{slot}` is not a NIC slot (net0-net31)"), None);
+        } else if !nets.insert(slot.clone()) {
+            cx.invalid(&path!["networks", i, "slot"], format!("NIC slot `{slot}` is used twice"), None);
+        }
+        if net.bridge.trim().is_empty() {
+            cx.invalid(&path!["networks", i, "bridge"], "`bridge` must not be empty", None);
+        }
+        if let Some(vlan) = net.vlan {
+            common::check_vlan(cx, vlan, &path!["networks", i, "vlan"]);
+        }
+        if let Some(mac) = &net.mac {
+            common::check_mac(cx, mac, &path!["networks", i, "mac"]);
+        }
+    }
+    if let Some(hw) = &spec.hardware {
+        validate_hardware(hw, cx);
+    }
+    if let Some(opts) = &spec.options {
+        let mut seen = BTreeSet::new();
+        for (i, entry) in opts.boot_order.iter().enumerate() {
+            if entry.trim().is_empty() || !seen.insert(entry) {
+                cx.invalid(&path!["options", "boot-order", i], format!("boot-order entry `{entry}` is empty or repeated"), None);
+            }
+        }
+    }
+    if let Some(ci) = &spec.cloud_init_data {
+        validate_cloud_init(ci, cx);
+    }
+    for (i, tag) in spec.tags.iter().enumerate() {
+        common::check_tag(cx, tag, &path!["tags", i]);
+    }
+    check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
+}
+
+fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
+    if let Some(iso) = hw.cdrom.as_ref().and_then(|c| c.iso.as_ref())
+        && iso != "none"
+    {
+        check_name_ref(cx, iso, &path!["hardware", "cdrom", "iso"], "ISO");
+    }
+    if let Some(ci) = &hw.cloud_init {
+        match &ci.storage {
+            Some(s) => common::check_storage_id(cx, s, &path!["hardware", "cloud-init", "storage"]),
+            None if ci.enabled => cx.report_missing(
+                &path!["hardware", "cloud-init", "storage"],
+                "`hardware.cloud-init.storage` is required when the drive is enabled",
+            ),
+            None => {}
+        }
+    }
+    if let Some(efi) = &hw.efi_disk {
+        common::check_storage_id(cx, &efi.storage, &path!["hardware", "efi-disk", "storage"]);
+        if let Some(t) = &efi.template
+            && !matches!(t.to_ascii_lowercase().as_str(), "2m" | "4m")
+        {
+            cx.invalid(&path!["hardware", "efi-disk", "template"], format!("`{t}` is not an EFI vars type: use `2m` or `4m`"), None);
+        }
+    }
+    if let Some(tpm) = &hw.tpm {
+        match &tpm.storage {
+            Some(s) => common::check_storage_id(cx, s, &path!["hardware", "tpm", "storage"]),
+            None if hw.efi_disk.is_none() => cx.report_missing(
+                &path!["hardware", "tpm", "storage"],
+                "`hardware.tpm.storage` is required when there is no `efi-disk` to take it from",
+            ),
+            None => {}
+        }
+    }
+    let mut slots = BTreeSet::new();
+    for (i, dev) in hw.pci_devices.iter().enumerate() {
+        if !slot_in(&dev.slot, "hostpci", 15) {
+            cx.invalid(&path!["hardware", "pci-devices", i, "slot"], format!("`{}` is not a PCI slot (hostpci0-hostpci15)", dev.slot), None);
+        } else if !slots.insert(dev.slot.clone()) {
+            cx.invalid(&path!["hardware", "pci-devices", i, "slot"], format!("PCI slot `{}` is used twice", dev.slot), None);
+        }
+        if !is_bdf(&dev.device.trim().to_ascii_lowercase()) {
+            cx.invalid(
+                &path!["hardware", "pci-devices", i, "device"],
+                format!("`{}` is not a PCI address", dev.device),
+                Some("write `[domain:]bus:device[.function]`, e.g. `0000:17:00` or `01:00.0`".into()),
+            );
+        }
+    }
+}
+
+fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
+    let base = ["cloud-init-data"];
+    let at = |rest: &[PathSeg]| -> Vec<PathSeg> {
+        base.iter().map(|s| PathSeg::from(*s)).chain(rest.iter().cloned()).collect()
+    };
+    let star = ci.ssh_keys.iter().any(|k| k.trim() == "*");
+    if star && ci.ssh_keys.len() > 1 {
+        cx.invalid(&at(&path!["ssh-keys"]), "`*` leaves the keys to PVE and cannot be combined with other keys", None);
+    }
+    if !ci.ssh_keys.is_empty() && !ci.ssh_key_refs.is_empty() {
+        cx.invalid(&at(&path!["ssh-key-refs"]), "set either `ssh-keys` or `ssh-key-refs`, not both", None);
+    }
+    for (i, key) in ci.ssh_keys.iter().enumerate() {
+        let k = key.trim();
+        if k != "*" && (k.split_whitespace().count() < 2 || k.contains('\n')) {
+            cx.invalid(&at(&path!["ssh-keys", i]), "not an OpenSSH public key line (`<type> <base64> [comment]`)", None);
+        }
+    }
+    for (i, r) in ci.ssh_key_refs.iter().enumerate() {
+        common::check_secret_ref(cx, r, "cloud-init.ssh-keys.", &at(&path!["ssh-key-refs", i]));
+    }
+    if let Some(r) = &ci.ci_password_ref {
+        common::check_secret_ref(cx, r, "cloud-init.passwords.", &at(&path!["ci-password-ref"]));
+    }
+    let mut nics = BTreeSet::new();
+    for (i, ipc) in ci.ipconfigs.iter().enumerate() {
+        let nic = ipc.nic.unwrap_or(0);
+        if nic > 31 {
+            cx.invalid(&at(&path!["ipconfigs", i, "nic"]), format!("NIC index {nic} is out of range (0-31)"), None);
+        } else if !nics.insert(nic) {
+            cx.invalid(&at(&path!["ipconfigs", i, "nic"]), format!("ipconfig for NIC {nic} is declared twice"), None);
+        }
+        match &ipc.ip {
+            Some(ip) if !common::is_cidr(ip) && !matches!(ip.as_str(), "dhcp" | "auto") => cx.invalid(
+                &at(&path!["ipconfigs", i, "ip"]),
+                format!("`{ip}` is not an address in CIDR notation"),
+                Some("e.g. `192.168.1.10/24`, or `dhcp`".into()),
+            ),
+            None if ipc.gateway.is_some() => cx.invalid(
+                &at(&path!["ipconfigs", i, "gateway"]),
+                "a gateway needs a static `ip`",
+                None,
+            ),
+            _ => {}
+        }
+        if let Some(gw) = &ipc.gateway
+            && gw.parse::<std::net::IpAddr>().is_err()
+        {
+            cx.invalid(&at(&path!["ipconfigs", i, "gateway"]), format!("`{gw}` is not an IP address"), None);
+        }
+    }
+}
+
+/// The `VM` and `TemplateVM` kind definitions.
+pub struct VmKind {
+    template: bool,
+}
+
+impl VmKind {
+    /// `kind: VM`.
+    pub const VM: VmKind = VmKind { template: false };
+    /// `kind: TemplateVM`.
+    pub const TEMPLATE: VmKind = VmKind { template: true };
+}
+
+const VM_REFS: &[ReferenceField] = &[
+    ReferenceField { field: "hardware.cdrom.iso", target: "ISO" },
+    ReferenceField { field: "disks[].image", target: "DiskImage" },
+    ReferenceField { field: "clone", target: "TemplateVM" },
+];
+const TEMPLATE_REFS: &[ReferenceField] = &[
+    ReferenceField { field: "hardware.cdrom.iso", target: "ISO" },
+    ReferenceField { field: "disks[].image", target: "DiskImage" },
+];
+
+impl KindDef for VmKind {
+    fn name(&self) -> &'static str {
+        if self.template { "TemplateVM" } else { "VM" }
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        if self.template { &["TVM", "TEMPLATE"] } else { &[] }
+    }
+
+    fn root(&self) -> &'static str {
+        if self.template { "templatevm" } else { "vm" }
+    }
+
+    fn identity(&self) -> Identity {
+        Identity::Guest {
+            guest: crate::kind::GuestType::Qemu,
+            template: self.template,
+        }
+    }
+
+    fn planes(&self) -> &'static [Plane] {
+        &[Plane::Desired, Plane::Observed]
+    }
+
+    fn reference_fields(&self) -> &'static [ReferenceField] {
+        if self.template { TEMPLATE_REFS } else { VM_REFS }
+    }
+
+    fn decode(&self, cx: &SpecContext<'_>) -> Option<Spec> {
+        let spec: VmSpec = cx.decode()?;
+        validate(&spec, self.template, cx);
+        Some(Spec::Vm(spec))
+    }
+
+    fn placement(&self, spec: &Spec) -> Placement {
+        match spec {
+            Spec::Vm(s) => Placement {
+                nodes: vec![(s.node.clone(), path!["node"])],
+                vmid: Some(s.vmid),
+            },
+            _ => Placement::default(),
+        }
+    }
+
+    fn references(&self, spec: &Spec) -> Vec<Reference> {
+        let Spec::Vm(s) = spec else { return Vec::new() };
+        let mut refs = Vec::new();
+        if let Some(iso) = s.hardware.as_ref().and_then(|h| h.cdrom.as_ref()).and_then(|c| c.iso.as_ref())
+            && iso != "none"
+        {
+            refs.push(Reference::structured("hardware.cdrom.iso", "ISO", iso, path!["hardware", "cdrom", "iso"], true));
+        }
+        for (i, d) in s.disks.iter().enumerate() {
+            if let Some(image) = &d.image {
+                refs.push(Reference::structured("disks[].image", "DiskImage", image, path!["disks", i, "image"], true));
+            }
+        }
+        if !self.template
+            && let Some(clone) = &s.clone
+        {
+            refs.push(Reference::structured("clone", "TemplateVM", clone, path!["clone"], false));
+        }
+        refs
+    }
+
+    fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<VmSpec>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_and_addresses() {
+        assert!(disk_slot_valid("scsi0") && disk_slot_valid("scsi30") && disk_slot_valid("ide3"));
+        assert!(!disk_slot_valid("scsi31") && !disk_slot_valid("nvme0") && !disk_slot_valid("scsi01") && !disk_slot_valid("scsi"));
+        assert!(is_bdf("0000:17:00") && is_bdf("01:00.0") && is_bdf("0000:73:00.7"));
+        assert!(!is_bdf("17:00.8") && !is_bdf("0000:17") && !is_bdf("zz:00"));
+    }
+}

@@ -1,0 +1,555 @@
+//! The repository loader: discovers clusters, reads their configs and compositions, loads the
+//! listed manifests (each file once, however many clusters list it) and validates every cluster.
+//! Every problem is collected; one cluster's errors never hide another's results.
+
+use crate::config::{ClusterEntry, ConfigFile};
+use crate::de::{Sink, decode, did_you_mean};
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
+use crate::kind::Registry;
+use crate::kinds::common::is_valid_name;
+use crate::manifest::{LoadedManifest, Resource, load_manifest, scalar_text};
+use crate::source::{ReadError, RepoSource, join_relative};
+use crate::validate::validate_cluster;
+use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Which clusters to report on.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Cluster names; empty means every cluster.
+    pub clusters: Vec<String>,
+}
+
+/// Why a repository could not be loaded at all (as opposed to being loaded with findings).
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum LoadError {
+    /// `--cluster` named a cluster the repository does not have.
+    #[error("no cluster named `{name}` in this repository")]
+    #[diagnostic(code(proxops::unknown_cluster), help("clusters here: {known}"))]
+    UnknownCluster {
+        /// The name asked for.
+        name: String,
+        /// The clusters that exist, comma-separated.
+        known: String,
+    },
+    /// The repository could not be listed.
+    #[error("cannot read the repository at {path}: {source}")]
+    #[diagnostic(code(proxops::io))]
+    Unreadable {
+        /// The repository.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// A cluster as loaded: its endpoint entry and the resources its composition lists.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// The name (its directory under `clusters/`).
+    pub name: String,
+    /// The `pve.clusters.<name>` entry, if the config was usable.
+    pub entry: Option<ClusterEntry>,
+    /// `pve.auth` of the cluster config, if set.
+    pub config: Option<ConfigFile>,
+    /// The resources of the composition that decoded without error, in path order.
+    pub resources: Vec<Arc<Resource>>,
+    /// Whether the cluster has no error (warnings allowed).
+    pub valid: bool,
+}
+
+/// A loaded repository: process-wide config, clusters and every finding.
+#[derive(Debug, Clone)]
+pub struct Repository {
+    /// `proxops.yaml`, if present and usable.
+    pub config: Option<ConfigFile>,
+    /// The selected clusters, by name.
+    pub clusters: Vec<Cluster>,
+    /// Findings, sorted by file and position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Repository {
+    /// Whether there is no error at all.
+    pub fn is_valid(&self) -> bool {
+        !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The cluster called `name`.
+    pub fn cluster(&self, name: &str) -> Option<&Cluster> {
+        self.clusters.iter().find(|c| c.name == name)
+    }
+}
+
+struct Loader<'a> {
+    source: &'a dyn RepoSource,
+    registry: &'a Registry,
+    diagnostics: Vec<Diagnostic>,
+    manifests: BTreeMap<String, LoadedManifest>,
+    /// Manifest path -> clusters listing it.
+    listed_by: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// A file read and parsed as YAML, or the diagnostic saying why not.
+fn read_yaml(source: &dyn RepoSource, path: &str) -> Result<Option<(Arc<SourceFile>, Node)>, Diagnostic> {
+    let bytes = match source.read(path) {
+        Ok(b) => b,
+        Err(ReadError::NotFound) => return Ok(None),
+        Err(e) => return Err(Diagnostic::error(Code::Io, format!("cannot read {path}: {e}")).in_file(path)),
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(path))?;
+    let file = SourceFile::new(path, text);
+    let docs = parse_documents(&file.text).map_err(|e| {
+        Diagnostic::error(Code::YamlSyntax, format!("invalid YAML: {}", e.message)).with_label(&file, e.span, "here")
+    })?;
+    let doc = docs.into_iter().find(|d| !d.is_null()).unwrap_or(Node {
+        span: Span::new(0, 0),
+        value: NodeValue::Map(Vec::new()),
+    });
+    Ok(Some((file, doc)))
+}
+
+/// Loads and validates the repository behind `source`.
+pub fn load_repository(source: &dyn RepoSource, registry: &Registry, options: &LoadOptions) -> Result<Repository, LoadError> {
+    let cluster_dirs = source.list("clusters").map_err(|e| LoadError::Unreadable {
+        path: source.describe(),
+        source: e,
+    })?;
+    let names: Vec<String> = cluster_dirs.iter().filter(|e| e.is_dir && !e.name.starts_with('.')).map(|e| e.name.clone()).collect();
+    for wanted in &options.clusters {
+        if !names.contains(wanted) {
+            return Err(LoadError::UnknownCluster {
+                name: wanted.clone(),
+                known: if names.is_empty() { "none".to_owned() } else { names.join(", ") },
+            });
+        }
+    }
+    let mut loader = Loader {
+        source,
+        registry,
+        diagnostics: Vec::new(),
+        manifests: BTreeMap::new(),
+        listed_by: BTreeMap::new(),
+    };
+    let config = loader.load_repository_config(&names);
+    let mut clusters = Vec::new();
+    let mut compositions = Vec::new();
+    for name in &names {
+        let (cluster, paths) = loader.load_cluster(name);
+        clusters.push(cluster);
+        compositions.push(paths);
+    }
+    loader.check_shared_endpoints(&clusters);
+    loader.scan_kind_roots();
+    // Index of which clusters list each (kind, name), for hints about cross-cluster references.
+    let mut owners: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (cluster, paths) in clusters.iter_mut().zip(&compositions) {
+        for path in paths {
+            let Some(m) = loader.manifests.get(path) else { continue };
+            if let Some(r) = &m.resource {
+                cluster.resources.push(Arc::clone(r));
+                owners.entry((r.kind.to_owned(), r.name().to_owned())).or_default().insert(cluster.name.clone());
+            }
+        }
+    }
+    for cluster in &clusters {
+        let found = validate_cluster(registry, &cluster.name, cluster.entry.as_ref(), &cluster.resources, &owners);
+        loader.diagnostics.extend(found);
+    }
+    // File diagnostics belong to the cluster listing the file, or to none if several do.
+    for (path, m) in &loader.manifests {
+        let listing = loader.listed_by.get(path);
+        let cluster = listing.filter(|s| s.len() == 1).and_then(|s| s.iter().next()).cloned();
+        for d in &m.diagnostics {
+            loader.diagnostics.push(d.clone().in_cluster(cluster.as_deref()));
+        }
+    }
+    let mut diagnostics = loader.diagnostics;
+    for cluster in &mut clusters {
+        let files: BTreeSet<&String> = loader
+            .listed_by
+            .iter()
+            .filter(|(_, cs)| cs.contains(&cluster.name))
+            .map(|(p, _)| p)
+            .collect();
+        cluster.valid = !diagnostics.iter().any(|d| {
+            d.is_error()
+                && (d.cluster.as_deref() == Some(cluster.name.as_str())
+                    || (d.cluster.is_none() && d.primary_file().is_some_and(|f| files.contains(&f.to_owned()))))
+        });
+    }
+    if !options.clusters.is_empty() {
+        clusters.retain(|c| options.clusters.contains(&c.name));
+        diagnostics.retain(|d| d.cluster.as_ref().is_none_or(|c| options.clusters.contains(c)));
+    }
+    diagnostics.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    diagnostics.dedup();
+    Ok(Repository {
+        config,
+        clusters,
+        diagnostics,
+    })
+}
+
+impl Loader<'_> {
+    fn push_problems(&mut self, file: &Arc<SourceFile>, sink: &Sink, cluster: Option<&str>) {
+        for p in sink.take() {
+            let d = Diagnostic {
+                severity: if p.code == Code::UnknownAnnotation {
+                    crate::diagnostic::Severity::Warning
+                } else {
+                    crate::diagnostic::Severity::Error
+                },
+                ..Diagnostic::error(p.code, p.message)
+            };
+            self.diagnostics
+                .push(d.with_label(file, p.span, p.label).with_help_opt(p.help).in_cluster(cluster));
+        }
+    }
+
+    fn load_repository_config(&mut self, cluster_names: &[String]) -> Option<ConfigFile> {
+        let (file, doc) = match read_yaml(self.source, "proxops.yaml") {
+            Ok(Some(x)) => x,
+            Ok(None) => return None,
+            Err(d) => {
+                self.diagnostics.push(Diagnostic { code: if d.code == Code::YamlSyntax { Code::YamlSyntax } else { Code::RepositoryConfig }, ..d });
+                return None;
+            }
+        };
+        let sink = Sink::default();
+        let config = decode::<ConfigFile>(&doc, &sink, self.registry.required());
+        if let Some(c) = &config {
+            for p in c.check() {
+                sink.push(config_problem(&doc, &p.path, p.message, p.help));
+            }
+            if let Some(pve) = &c.pve {
+                for name in pve.clusters.keys() {
+                    let at = [PathSeg::from("pve"), PathSeg::from("clusters"), PathSeg::Key(name.clone())];
+                    let message = if cluster_names.contains(name) {
+                        format!("cluster `{name}` is declared here and in clusters/{name}/config.yaml")
+                    } else {
+                        format!("cluster `{name}` has no clusters/{name}/ directory with a composition")
+                    };
+                    sink.push(crate::de::Problem {
+                        code: Code::ClusterConfig,
+                        span: key_span(&doc, &at),
+                        message,
+                        label: "declared here".into(),
+                        help: Some(format!("declare each cluster only in clusters/<name>/config.yaml; move `{name}` there")),
+                    });
+                }
+            }
+        }
+        self.push_problems(&file, &sink, None);
+        config
+    }
+
+    /// Loads one cluster's config and composition; returns the cluster and its manifest paths.
+    fn load_cluster(&mut self, name: &str) -> (Cluster, Vec<String>) {
+        let mut cluster = Cluster {
+            name: name.to_owned(),
+            entry: None,
+            config: None,
+            resources: Vec::new(),
+            valid: true,
+        };
+        let dir = format!("clusters/{name}");
+        if !is_valid_name(name) {
+            self.diagnostics.push(
+                Diagnostic::error(Code::InvalidName, format!("`{name}` is not a valid cluster name"))
+                    .in_file(&dir)
+                    .in_cluster(Some(name))
+                    .with_help("cluster directories are lowercase letters and digits in words joined by single hyphens"),
+            );
+        }
+        self.load_cluster_config(&mut cluster, &dir);
+        let paths = self.load_composition(name, &dir);
+        (cluster, paths)
+    }
+
+    fn load_cluster_config(&mut self, cluster: &mut Cluster, dir: &str) {
+        let name = cluster.name.clone();
+        let path = format!("{dir}/config.yaml");
+        let (file, doc) = match read_yaml(self.source, &path) {
+            Ok(Some(x)) => x,
+            Ok(None) => {
+                self.diagnostics.push(
+                    Diagnostic::error(Code::ClusterConfig, format!("cluster `{name}` has no config.yaml"))
+                        .in_file(&path)
+                        .in_cluster(Some(&name))
+                        .with_help(format!("create {path} declaring `pve.clusters.{name}` with its base-url and nodes")),
+                );
+                return;
+            }
+            Err(d) => {
+                self.diagnostics.push(d.in_cluster(Some(&name)));
+                return;
+            }
+        };
+        let sink = Sink::default();
+        let Some(config) = decode::<ConfigFile>(&doc, &sink, self.registry.required()) else {
+            self.push_problems(&file, &sink, Some(&name));
+            return;
+        };
+        let entries = config.pve.as_ref().map(|p| &p.clusters);
+        let clusters_path = [PathSeg::from("pve"), PathSeg::from("clusters")];
+        match entries.and_then(|e| e.get(&name)) {
+            Some(entry) => {
+                let entry_path = [PathSeg::from("pve"), PathSeg::from("clusters"), PathSeg::Key(name.clone())];
+                for p in entry.check() {
+                    let full: Vec<PathSeg> = entry_path.iter().cloned().chain(p.path).collect();
+                    sink.push(config_problem(&doc, &full, p.message, p.help));
+                }
+                cluster.entry = Some(entry.clone());
+            }
+            None => sink.push(crate::de::Problem {
+                code: Code::ClusterConfig,
+                span: doc.span_at(&clusters_path),
+                message: format!("{path} does not declare `pve.clusters.{name}`"),
+                label: "expected an entry named after the directory".into(),
+                help: entries
+                    .and_then(|e| did_you_mean(&name, e.keys().map(String::as_str)))
+                    .map(|k| format!("rename `{k}` to `{name}`: the entry must be named after its directory"))
+                    .or_else(|| Some(format!("add `pve: {{clusters: {{{name}: {{base-url: https://...:8006, nodes: [...]}}}}}}`"))),
+            }),
+        }
+        for other in entries.into_iter().flat_map(|e| e.keys()).filter(|k| **k != name) {
+            let at = [PathSeg::from("pve"), PathSeg::from("clusters"), PathSeg::Key(other.clone())];
+            sink.push(crate::de::Problem {
+                code: Code::ClusterConfig,
+                span: key_span(&doc, &at),
+                message: format!("{path} declares cluster `{other}`, but a cluster config declares only its own cluster `{name}`"),
+                label: "extra cluster entry".into(),
+                help: Some(format!("move `{other}` to clusters/{other}/config.yaml")),
+            });
+        }
+        for key in ["log", "git", "reconcile", "listen", "data-dir"] {
+            if let Some((k, _)) = doc.entry(key) {
+                self.diagnostics.push(
+                    Diagnostic::warning(Code::ClusterConfig, format!("`{key}` is process-wide and ignored in a cluster config"))
+                        .with_label(&file, k.span, "ignored here")
+                        .with_help("move it to proxops.yaml at the repository root")
+                        .in_cluster(Some(&name)),
+                );
+            }
+        }
+        cluster.config = Some(config);
+        self.push_problems(&file, &sink, Some(&name));
+    }
+
+    /// Reads `resources.yaml`, checks each entry and loads the manifests; returns their paths.
+    fn load_composition(&mut self, cluster: &str, dir: &str) -> Vec<String> {
+        let path = format!("{dir}/resources.yaml");
+        let (file, doc) = match read_yaml(self.source, &path) {
+            Ok(Some(x)) => x,
+            Ok(None) => {
+                self.diagnostics.push(
+                    Diagnostic::error(Code::Composition, format!("cluster `{cluster}` has no resources.yaml"))
+                        .in_file(&path)
+                        .in_cluster(Some(cluster))
+                        .with_help("list the cluster's manifests in `resources:` (an empty list is fine)"),
+                );
+                return Vec::new();
+            }
+            Err(d) => {
+                self.diagnostics.push(d.in_cluster(Some(cluster)));
+                return Vec::new();
+            }
+        };
+        let bad = |span: Span, message: String, help: Option<&str>| {
+            Diagnostic::error(Code::Composition, message)
+                .with_label(&file, span, "here")
+                .with_help_opt(help.map(str::to_owned))
+                .in_cluster(Some(cluster))
+        };
+        let list: &[Node] = match (&doc.value, doc.get("resources")) {
+            (NodeValue::Seq(items), _) => items,
+            (NodeValue::Map(entries), Some(node)) => {
+                for (k, _) in entries.iter().filter(|(k, _)| k.as_str() != Some("resources")) {
+                    let key = k.as_str().unwrap_or_default();
+                    self.diagnostics.push(
+                        Diagnostic::error(Code::UnknownField, format!("unknown field `{key}`"))
+                            .with_label(&file, k.span, "unknown field")
+                            .with_help("a composition has only `resources:`")
+                            .in_cluster(Some(cluster)),
+                    );
+                }
+                match &node.value {
+                    NodeValue::Seq(items) => items,
+                    _ if node.is_null() => &[],
+                    _ => {
+                        self.diagnostics.push(bad(node.span, "`resources` must be a list of file paths".into(), None));
+                        return Vec::new();
+                    }
+                }
+            }
+            _ => {
+                let d = bad(doc.span, "a composition is `resources:` followed by a list of file paths".into(), Some("e.g. `resources: [../../vm/base/web.yaml]`"));
+                self.diagnostics.push(d);
+                return Vec::new();
+            }
+        };
+        let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+        let mut paths = Vec::new();
+        for item in list {
+            let Some(entry) = scalar_text(item).map(str::trim) else {
+                self.diagnostics.push(bad(item.span, "expected a file path".into(), None));
+                continue;
+            };
+            if entry.is_empty() {
+                continue;
+            }
+            let Some(target) = join_relative(dir, entry) else {
+                let d = Diagnostic::error(Code::CompositionEscape, format!("`{entry}` points outside the repository"))
+                    .with_label(&file, item.span, "outside the repository")
+                    .with_help("paths are relative to the cluster directory and must stay inside the repository")
+                    .in_cluster(Some(cluster));
+                self.diagnostics.push(d);
+                continue;
+            };
+            let lower = target.to_ascii_lowercase();
+            if !(lower.ends_with(".yaml") || lower.ends_with(".yml")) {
+                self.diagnostics.push(bad(item.span, format!("`{entry}` is not a .yaml or .yml file"), None));
+                continue;
+            }
+            if let Some(first) = seen.get(&target) {
+                let d = bad(item.span, format!("`{target}` is listed twice"), Some("remove one of the entries"))
+                    .with_label(&file, *first, "first listed here");
+                self.diagnostics.push(d);
+                continue;
+            }
+            seen.insert(target.clone(), item.span);
+            let segments: Vec<&str> = target.split('/').collect();
+            let root_kind = segments.first().and_then(|s| self.registry.by_root(s)).map(|k| k.name());
+            if root_kind.is_none() {
+                let roots: Vec<&str> = self.registry.kinds().map(|k| k.root()).collect();
+                let d = Diagnostic::error(Code::NotUnderKindRoot, format!("`{target}` is not under a recognised kind root"))
+                    .with_label(&file, item.span, "not under a kind root")
+                    .with_help(format!("manifests live under <kind>/base/ or <kind>/<cluster>/, where <kind> is one of: {}", roots.join(", ")))
+                    .in_cluster(Some(cluster));
+                self.diagnostics.push(d);
+                continue;
+            }
+            if segments.len() == 2 {
+                self.diagnostics.push(flat_layout(&target).with_label(&file, item.span, "listed here").in_cluster(Some(cluster)));
+                continue;
+            }
+            match self.source.read(&target) {
+                Ok(bytes) => {
+                    self.listed_by.entry(target.clone()).or_default().insert(cluster.to_owned());
+                    if !self.manifests.contains_key(&target) {
+                        let loaded = match String::from_utf8(bytes) {
+                            Ok(text) => load_manifest(&SourceFile::new(target.clone(), text), self.registry, root_kind),
+                            Err(_) => LoadedManifest {
+                                resource: None,
+                                diagnostics: vec![Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(&target)],
+                            },
+                        };
+                        self.manifests.insert(target.clone(), loaded);
+                    }
+                    paths.push(target);
+                }
+                Err(ReadError::NotFound) => {
+                    let d = Diagnostic::error(Code::CompositionMissingFile, format!("`{target}` does not exist"))
+                        .with_label(&file, item.span, "no such file")
+                        .with_help("paths are relative to the cluster directory, e.g. `../../vm/<cluster>/web.yaml`")
+                        .in_cluster(Some(cluster));
+                    self.diagnostics.push(d);
+                }
+                Err(ReadError::Escapes) => {
+                    let d = Diagnostic::error(Code::CompositionEscape, format!("`{target}` resolves outside the repository"))
+                        .with_label(&file, item.span, "symbolic link leaves the repository")
+                        .in_cluster(Some(cluster));
+                    self.diagnostics.push(d);
+                }
+                Err(e) => {
+                    let d = Diagnostic::error(Code::Io, format!("cannot read `{target}`: {e}"))
+                        .with_label(&file, item.span, "unreadable")
+                        .in_cluster(Some(cluster));
+                    self.diagnostics.push(d);
+                }
+            }
+        }
+        // Lexicographic order, so that the index order never depends on the listing order.
+        paths.sort();
+        paths
+    }
+
+    fn check_shared_endpoints(&mut self, clusters: &[Cluster]) {
+        let mut by_url: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for c in clusters {
+            if let Some(e) = &c.entry {
+                by_url.entry(e.base_url.trim_end_matches('/')).or_default().push(&c.name);
+            }
+        }
+        for (url, names) in by_url.into_iter().filter(|(_, n)| n.len() > 1) {
+            for name in &names {
+                self.diagnostics.push(
+                    Diagnostic::error(Code::ClusterConfig, format!("clusters {} share the endpoint {url}", names.join(", ")))
+                        .in_file(format!("clusters/{name}/config.yaml"))
+                        .in_cluster(Some(name))
+                        .with_help("one PVE cluster is one ProxOps cluster: merge them, or fix the base-url"),
+                );
+            }
+        }
+    }
+
+    /// Flat files directly under a kind root, and manifests no cluster lists.
+    fn scan_kind_roots(&mut self) {
+        let roots: Vec<&'static str> = self.registry.kinds().map(|k| k.root()).collect();
+        for root in roots {
+            let mut stack = vec![root.to_owned()];
+            while let Some(dir) = stack.pop() {
+                let Ok(entries) = self.source.list(&dir) else { continue };
+                for e in entries.into_iter().filter(|e| !e.name.starts_with('.')) {
+                    let path = format!("{dir}/{}", e.name);
+                    if e.is_dir {
+                        stack.push(path);
+                        continue;
+                    }
+                    let lower = e.name.to_ascii_lowercase();
+                    if !(lower.ends_with(".yaml") || lower.ends_with(".yml")) || self.listed_by.contains_key(&path) {
+                        continue;
+                    }
+                    if dir == root {
+                        self.diagnostics.push(flat_layout(&path).in_file(&path));
+                    } else {
+                        self.diagnostics.push(
+                            Diagnostic::warning(Code::UnlistedManifest, format!("`{path}` is not listed by any cluster"))
+                                .in_file(&path)
+                                .with_help("add it to a cluster's resources.yaml, or delete it: unlisted manifests are never reconciled"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn flat_layout(path: &str) -> Diagnostic {
+    let (root, name) = path.split_once('/').unwrap_or((path, ""));
+    Diagnostic::error(Code::FlatLayout, format!("`{path}` sits directly under the `{root}/` kind root"))
+        .with_help(format!("move it to `{root}/base/{name}` (shared) or `{root}/<cluster>/{name}`: ProxOps never invents a default cluster"))
+}
+
+fn config_problem(doc: &Node, path: &[PathSeg], message: String, help: Option<String>) -> crate::de::Problem {
+    crate::de::Problem {
+        code: Code::InvalidValue,
+        span: doc.span_at(path),
+        message,
+        label: "invalid value".into(),
+        help,
+    }
+}
+
+/// The span of the key node at the end of `path` (falls back to the value's span).
+fn key_span(doc: &Node, path: &[PathSeg]) -> Span {
+    if let Some((PathSeg::Key(last), parent)) = path.split_last()
+        && let Some((k, _)) = doc.at(parent).and_then(|p| p.entry(last))
+    {
+        return k.span;
+    }
+    doc.span_at(path)
+}

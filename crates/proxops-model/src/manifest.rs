@@ -1,0 +1,393 @@
+//! The manifest envelope (`apiVersion`, `kind`, `metadata`, `spec`) and decoding one manifest file
+//! into a [`Resource`].
+
+use crate::de::{Problem, Sink, decode, did_you_mean};
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
+use crate::kind::{KindDef, Reference, ReferenceSource, Registry, SpecContext};
+use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec, common::is_valid_name};
+use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// The only `apiVersion` manifests may carry.
+pub const API_VERSION: &str = "proxops/v1alpha1";
+
+/// The annotation that adds dependencies: `"Kind:name,Kind:name"`.
+pub const DEPENDS_ON: &str = "proxops/depends-on";
+
+/// Annotations in the `proxops/` namespace that ProxOps understands.
+pub const KNOWN_ANNOTATIONS: &[&str] = &[DEPENDS_ON, "proxops/reconcile"];
+
+/// `metadata` of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Metadata {
+    /// The resource's identity within its kind and cluster: lowercase letters and digits in words
+    /// joined by single hyphens, at most 63 characters.
+    pub name: String,
+    /// Unused; accepted for compatibility.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Free-form labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations; `proxops/depends-on` adds dependencies.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A spec of an embedder-registered kind.
+pub trait CustomSpec: Any + fmt::Debug + Send + Sync {
+    /// For downcasting to the concrete type.
+    fn as_any(&self) -> &dyn Any;
+    /// The spec as JSON (for output and the planes).
+    fn to_json(&self) -> serde_json::Value;
+}
+
+/// The decoded `spec` of a manifest.
+#[derive(Debug, Clone)]
+pub enum Spec {
+    /// `VM` and `TemplateVM`.
+    Vm(VmSpec),
+    /// `LXC` and `TemplateCT`.
+    Lxc(LxcSpec),
+    /// `ISO`, `CTTemplate` and `DiskImage`.
+    Artifact(ArtifactSpec),
+    /// A kind registered by an embedder.
+    Custom(Arc<dyn CustomSpec>),
+}
+
+impl Serialize for Spec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Spec::Vm(v) => v.serialize(s),
+            Spec::Lxc(v) => v.serialize(s),
+            Spec::Artifact(v) => v.serialize(s),
+            Spec::Custom(v) => v.to_json().serialize(s),
+        }
+    }
+}
+
+/// (kind, name): a resource's identity within a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ResourceKey {
+    /// The canonical kind.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+impl fmt::Display for ResourceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.kind, self.name)
+    }
+}
+
+/// One decoded, individually valid manifest.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    /// The canonical kind name.
+    pub kind: &'static str,
+    /// `metadata`.
+    pub metadata: Metadata,
+    /// `spec`.
+    pub spec: Spec,
+    /// The file it came from.
+    pub file: Arc<SourceFile>,
+    /// The parsed document, for labels.
+    pub document: Arc<Node>,
+    /// Dependencies from the `proxops/depends-on` annotation.
+    pub depends_on: Vec<Reference>,
+}
+
+impl Resource {
+    /// (kind, name).
+    pub fn key(&self) -> ResourceKey {
+        ResourceKey {
+            kind: self.kind.to_owned(),
+            name: self.metadata.name.clone(),
+        }
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// The span of the node at `path` from the document root (or its deepest existing parent).
+    pub fn span(&self, path: &[PathSeg]) -> Span {
+        self.document.span_at(path)
+    }
+}
+
+/// What decoding one manifest file produced: the resource if it is valid on its own, and every
+/// problem found in it.
+#[derive(Debug, Clone)]
+pub struct LoadedManifest {
+    /// The resource, if the file had no error.
+    pub resource: Option<Arc<Resource>>,
+    /// Errors and warnings of the file alone.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn to_diagnostics(file: &Arc<SourceFile>, problems: Vec<Problem>) -> Vec<Diagnostic> {
+    problems
+        .into_iter()
+        .map(|p| {
+            Diagnostic::error(p.code, p.message)
+                .with_label(file, p.span, p.label)
+                .with_help_opt(p.help)
+        })
+        .collect()
+}
+
+const ENVELOPE_FIELDS: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
+
+/// Decodes the manifest in `file`. `root_kind` is the kind whose directory root holds the file,
+/// if any, to catch a manifest filed under the wrong root.
+pub fn load_manifest(file: &Arc<SourceFile>, registry: &Registry, root_kind: Option<&str>) -> LoadedManifest {
+    let fail = |diagnostics| LoadedManifest {
+        resource: None,
+        diagnostics,
+    };
+    let docs = match parse_documents(&file.text) {
+        Ok(docs) => docs,
+        Err(e) => {
+            return fail(vec![
+                Diagnostic::error(Code::YamlSyntax, format!("invalid YAML: {}", e.message))
+                    .with_label(file, e.span, "here"),
+            ]);
+        }
+    };
+    let mut docs = docs.into_iter().filter(|d| !d.is_null());
+    let Some(doc) = docs.next() else {
+        return fail(vec![
+            Diagnostic::error(Code::MissingField, "the file holds no manifest")
+                .with_label(file, Span::new(0, 0), "empty")
+                .with_help("a listed file must hold one manifest with apiVersion, kind, metadata and spec"),
+        ]);
+    };
+    let mut diagnostics = Vec::new();
+    for extra in docs {
+        diagnostics.push(
+            Diagnostic::error(Code::MultipleDocuments, "a manifest file holds exactly one YAML document")
+                .with_label(file, extra.span, "another document")
+                .with_help("move each manifest to a file of its own and list it in the composition"),
+        );
+    }
+    let sink = Sink::default();
+    let resource = decode_envelope(&doc, file, registry, root_kind, &sink);
+    diagnostics.extend(to_diagnostics(file, sink.take()));
+    let has_error = diagnostics.iter().any(Diagnostic::is_error);
+    LoadedManifest {
+        resource: resource.filter(|_| !has_error).map(Arc::new),
+        diagnostics,
+    }
+}
+
+fn problem(code: Code, span: Span, message: String, label: &str, help: Option<String>) -> Problem {
+    Problem {
+        code,
+        span,
+        message,
+        label: label.to_owned(),
+        help,
+    }
+}
+
+fn decode_envelope(
+    doc: &Node,
+    file: &Arc<SourceFile>,
+    registry: &Registry,
+    root_kind: Option<&str>,
+    sink: &Sink,
+) -> Option<Resource> {
+    let Some(entries) = doc.as_map() else {
+        sink.push(problem(
+            Code::InvalidValue,
+            doc.span,
+            format!("a manifest is a mapping, found {}", doc.type_word()),
+            "not a mapping",
+            None,
+        ));
+        return None;
+    };
+    for (k, _) in entries {
+        let key = k.as_str().unwrap_or_default();
+        if !ENVELOPE_FIELDS.contains(&key) {
+            let help = did_you_mean(key, ENVELOPE_FIELDS.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"))
+                .or_else(|| Some("a manifest has apiVersion, kind, metadata and spec".to_owned()));
+            sink.push(problem(Code::UnknownField, k.span, format!("unknown field `{key}`"), "unknown field", help));
+        }
+    }
+    let head = Span::new(doc.span.start, doc.span.start);
+    match doc.get("apiVersion") {
+        None => sink.push(problem(
+            Code::ApiVersion,
+            head,
+            "missing `apiVersion`".to_owned(),
+            "apiVersion required",
+            Some(format!("add `apiVersion: {API_VERSION}`")),
+        )),
+        Some(v) if v.as_str() != Some(API_VERSION) => sink.push(problem(
+            Code::ApiVersion,
+            v.span,
+            format!("unsupported apiVersion `{}`", v.as_str().unwrap_or_default()),
+            "unsupported",
+            Some(format!("the only supported apiVersion is `{API_VERSION}`")),
+        )),
+        Some(_) => {}
+    }
+    let kind = decode_kind(doc, registry, sink)?;
+    if let Some(root) = root_kind
+        && root != kind.name()
+        && let Some(v) = doc.get("kind")
+    {
+        sink.push(problem(
+            Code::WrongKindRoot,
+            v.span,
+            format!("a {} manifest is filed under the `{}/` root", kind.name(), registry.get(root).map_or(root, |k| k.root())),
+            "kind does not match the directory",
+            Some(format!("move the file under `{}/` or fix `kind`", kind.root())),
+        ));
+    }
+    let metadata = match doc.get("metadata") {
+        Some(node) => decode::<Metadata>(node, sink, registry.required()),
+        None => {
+            sink.push(problem(Code::MissingField, head, "missing `metadata`".to_owned(), "metadata required", None));
+            None
+        }
+    };
+    let metadata = metadata?;
+    let mut depends_on = Vec::new();
+    check_metadata(doc, &metadata, registry, sink, &mut depends_on);
+    let Some(spec_node) = doc.get("spec") else {
+        sink.push(problem(Code::MissingField, head, "missing `spec`".to_owned(), "spec required", None));
+        return None;
+    };
+    let cx = SpecContext {
+        spec: spec_node,
+        sink,
+        required: registry.required(),
+        metadata: &metadata,
+    };
+    let spec = kind.decode(&cx)?;
+    Some(Resource {
+        kind: kind.name(),
+        metadata,
+        spec,
+        file: Arc::clone(file),
+        document: Arc::new(doc.clone()),
+        depends_on,
+    })
+}
+
+fn decode_kind<'r>(doc: &Node, registry: &'r Registry, sink: &Sink) -> Option<&'r dyn KindDef> {
+    let Some(node) = doc.get("kind") else {
+        sink.push(problem(
+            Code::UnknownKind,
+            Span::new(doc.span.start, doc.span.start),
+            "missing `kind`".to_owned(),
+            "kind required",
+            Some(format!("one of: {}", kind_list(registry))),
+        ));
+        return None;
+    };
+    let word = node.as_str().unwrap_or_default();
+    if let Some(kind) = registry.get(word) {
+        return Some(kind);
+    }
+    let help = match registry.guess(word) {
+        Some(k) => format!("the canonical spelling is `{}`", k.name()),
+        None => match did_you_mean(word, registry.kinds().map(|k| k.name())) {
+            Some(k) => format!("did you mean `{k}`?"),
+            None => format!("one of: {}", kind_list(registry)),
+        },
+    };
+    sink.push(problem(Code::UnknownKind, node.span, format!("unknown kind `{word}`"), "unknown kind", Some(help)));
+    None
+}
+
+fn kind_list(registry: &Registry) -> String {
+    registry.kinds().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn check_metadata(doc: &Node, metadata: &Metadata, registry: &Registry, sink: &Sink, depends_on: &mut Vec<Reference>) {
+    if !is_valid_name(&metadata.name) {
+        sink.push(problem(
+            Code::InvalidName,
+            doc.span_at(&[PathSeg::from("metadata"), PathSeg::from("name")]),
+            format!("`{}` is not a valid resource name", metadata.name),
+            "invalid name",
+            Some("names are lowercase letters and digits in words joined by single hyphens, at most 63 characters, e.g. `web-01`".to_owned()),
+        ));
+    }
+    let annotations_path = [PathSeg::from("metadata"), PathSeg::from("annotations")];
+    for key in metadata.annotations.keys() {
+        if key.starts_with("proxops/") && !KNOWN_ANNOTATIONS.contains(&key.as_str()) {
+            let span = doc
+                .at(&annotations_path)
+                .and_then(|a| a.entry(key))
+                .map_or(doc.span, |(k, _)| k.span);
+            sink.push(Problem {
+                code: Code::UnknownAnnotation,
+                span,
+                message: format!("unknown annotation `{key}`"),
+                label: "unknown annotation".to_owned(),
+                help: did_you_mean(key, KNOWN_ANNOTATIONS.iter().copied()).map(|k| format!("did you mean `{k}`?")),
+            });
+        }
+    }
+    let Some(value) = metadata.annotations.get(DEPENDS_ON) else {
+        return;
+    };
+    let path: Vec<PathSeg> = annotations_path
+        .iter()
+        .cloned()
+        .chain(std::iter::once(PathSeg::from(DEPENDS_ON)))
+        .collect();
+    let span = doc.span_at(&path);
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let bad = |message: String, help: Option<String>| {
+            sink.push(problem(Code::InvalidDependsOn, span, message, "in this annotation", help));
+        };
+        let Some((kind_word, name)) = item.split_once(':') else {
+            bad(format!("`{item}` is not a `Kind:name` reference"), Some("e.g. `proxops/depends-on: \"ISO:installer,LXC:db-01\"`".into()));
+            continue;
+        };
+        let (kind_word, name) = (kind_word.trim(), name.trim());
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_')) {
+            bad(format!("`{item}` does not name a resource after the colon"), None);
+            continue;
+        }
+        let Some(kind) = registry.kinds().find(|k| k.name().eq_ignore_ascii_case(kind_word)) else {
+            let help = registry
+                .guess(kind_word)
+                .map(|k| format!("write the canonical kind `{}`", k.name()))
+                .or_else(|| did_you_mean(kind_word, registry.kinds().map(|k| k.name())).map(|k| format!("did you mean `{k}`?")));
+            bad(format!("`{kind_word}` in `{item}` is not a kind"), help);
+            continue;
+        };
+        depends_on.push(Reference {
+            field: DEPENDS_ON,
+            target_kind: kind.name().to_owned(),
+            target_name: name.to_owned(),
+            path: path.clone(),
+            same_node: false,
+            source: ReferenceSource::Annotation,
+        });
+    }
+}
+
+/// Whether a YAML node is a scalar: used by composition parsing.
+pub(crate) fn scalar_text(node: &Node) -> Option<&str> {
+    match &node.value {
+        NodeValue::Scalar(s, _) => Some(s),
+        _ => None,
+    }
+}

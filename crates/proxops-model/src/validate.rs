@@ -1,0 +1,188 @@
+//! Rules over one cluster's whole composition: unique identities and vmids, the node allowlist,
+//! references that resolve inside the cluster, and no dependency cycles.
+
+use crate::config::ClusterEntry;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::kind::{Identity, Reference, Registry};
+use crate::manifest::{Resource, ResourceKey};
+use crate::yaml::PathSeg;
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// (kind, name) -> the clusters whose compositions hold it.
+pub type Owners = BTreeMap<(String, String), BTreeSet<String>>;
+
+fn spec_path(rest: &[PathSeg]) -> Vec<PathSeg> {
+    std::iter::once(PathSeg::from("spec")).chain(rest.iter().cloned()).collect()
+}
+
+fn name_path() -> Vec<PathSeg> {
+    vec![PathSeg::from("metadata"), PathSeg::from("name")]
+}
+
+/// Every reference of a resource: structured fields first, then the annotation, without repeats.
+pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
+    let mut refs = registry.get(r.kind).map(|k| k.references(&r.spec)).unwrap_or_default();
+    for dep in &r.depends_on {
+        if !refs.iter().any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name) {
+            refs.push(dep.clone());
+        }
+    }
+    refs
+}
+
+/// Checks one cluster's resources together; returns the findings.
+pub fn validate_cluster(
+    registry: &Registry,
+    cluster: &str,
+    entry: Option<&ClusterEntry>,
+    resources: &[Arc<Resource>],
+    owners: &Owners,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let in_cluster = |d: Diagnostic| d.in_cluster(Some(cluster));
+    // Identity: (kind, name) unique.
+    let mut index: BTreeMap<ResourceKey, &Arc<Resource>> = BTreeMap::new();
+    for r in resources {
+        if let Some(first) = index.get(&r.key()) {
+            out.push(in_cluster(
+                Diagnostic::error(Code::DuplicateResource, format!("duplicate resource {} in cluster `{cluster}`", r.key()))
+                    .with_label(&r.file, r.span(&name_path()), "defined again here")
+                    .with_label(&first.file, first.span(&name_path()), "first defined here")
+                    .with_help("a kind and name identify one resource per cluster: rename one, or list only one file"),
+            ));
+        } else {
+            index.insert(r.key(), r);
+        }
+    }
+    // vmids are unique across every guest kind of the cluster (PVE's vmid pool is cluster-wide).
+    let mut vmids: BTreeMap<u32, &Arc<Resource>> = BTreeMap::new();
+    for r in index.values() {
+        let Some(kind) = registry.get(r.kind) else { continue };
+        let placement = kind.placement(&r.spec);
+        if !matches!(kind.identity(), Identity::Guest { .. }) {
+            continue;
+        }
+        let Some(vmid) = placement.vmid else { continue };
+        let at = spec_path(&[PathSeg::from("vmid")]);
+        if let Some(first) = vmids.get(&vmid) {
+            out.push(in_cluster(
+                Diagnostic::error(Code::VmidCollision, format!("PVE id {vmid} is claimed by both {} and {}", first.key(), r.key()))
+                    .with_label(&r.file, r.span(&at), format!("vmid {vmid} of {}", r.key()))
+                    .with_label(&first.file, first.span(&at), format!("also claimed by {}", first.key()))
+                    .with_help("vmids are unique per cluster, across VMs, containers and templates: PVE's vmid namespace is cluster-wide"),
+            ));
+        } else {
+            vmids.insert(vmid, r);
+        }
+        // Node allowlist for guests is checked below with every other placement.
+    }
+    // Node allowlist.
+    if let Some(allowed) = entry.map(|e| &e.nodes).filter(|n| !n.is_empty()) {
+        for r in index.values() {
+            let Some(kind) = registry.get(r.kind) else { continue };
+            for (node, at) in kind.placement(&r.spec).nodes {
+                if !allowed.contains(&node) {
+                    out.push(in_cluster(
+                        Diagnostic::error(Code::NodeNotAllowed, format!("node `{node}` of {} is not in cluster `{cluster}`'s node allowlist", r.key()))
+                            .with_label(&r.file, r.span(&spec_path(&at)), "not an allowed node")
+                            .with_help(format!("allowed nodes: {}; add the node to clusters/{cluster}/config.yaml or move the resource", allowed.join(", "))),
+                    ));
+                }
+            }
+        }
+    }
+    // References.
+    let mut graph: DiGraph<ResourceKey, Vec<PathSeg>> = DiGraph::new();
+    let nodes: BTreeMap<ResourceKey, NodeIndex> = index.keys().map(|k| (k.clone(), graph.add_node(k.clone()))).collect();
+    for (key, r) in &index {
+        for reference in references(registry, r) {
+            let target = ResourceKey {
+                kind: reference.target_kind.clone(),
+                name: reference.target_name.clone(),
+            };
+            let Some(found) = index.get(&target) else {
+                out.push(in_cluster(unknown_reference(cluster, r, &reference, &index, owners)));
+                continue;
+            };
+            if reference.same_node
+                && let (Some(src), Some(dst)) = (registry.get(r.kind), registry.get(found.kind))
+            {
+                let guest_nodes: Vec<String> = src.placement(&r.spec).nodes.into_iter().map(|(n, _)| n).collect();
+                let target_nodes: Vec<String> = dst.placement(&found.spec).nodes.into_iter().map(|(n, _)| n).collect();
+                for node in guest_nodes.iter().filter(|n| !target_nodes.contains(n)) {
+                    out.push(in_cluster(
+                        Diagnostic::error(Code::ReferenceNotOnNode, format!("{target} is not placed on node `{node}`, where {} runs", r.key()))
+                            .with_label(&r.file, r.span(&reference.path), format!("{target} is only on {}", target_nodes.join(", ")))
+                            .with_help(format!("add `{node}` to the `nodes` of {target}")),
+                    ));
+                }
+            }
+            if let (Some(a), Some(b)) = (nodes.get(key), nodes.get(&target)) {
+                graph.add_edge(*a, *b, reference.path.clone());
+            }
+        }
+    }
+    // Cycles: every strongly connected component with more than one member, or a self-loop.
+    for scc in petgraph::algo::tarjan_scc(&graph) {
+        let self_loop = scc.len() == 1 && graph.find_edge(scc[0], scc[0]).is_some();
+        if scc.len() < 2 && !self_loop {
+            continue;
+        }
+        let members: BTreeSet<NodeIndex> = scc.iter().copied().collect();
+        let mut names: Vec<&ResourceKey> = scc.iter().map(|i| &graph[*i]).collect();
+        names.sort();
+        let listed = names.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
+        let mut d = Diagnostic::error(Code::DependencyCycle, format!("dependency cycle between {listed}"))
+            .with_help("dependencies must form a DAG: remove one of the references");
+        let mut edges: Vec<(&ResourceKey, &ResourceKey, &Vec<PathSeg>)> = graph
+            .edge_indices()
+            .filter_map(|e| {
+                let (a, b) = graph.edge_endpoints(e)?;
+                (members.contains(&a) && members.contains(&b)).then(|| (&graph[a], &graph[b], &graph[e]))
+            })
+            .collect();
+        edges.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        for (from, to, path) in edges {
+            if let Some(r) = index.get(from) {
+                d = d.with_label(&r.file, r.span(path), format!("{from} depends on {to}"));
+            }
+        }
+        out.push(in_cluster(d));
+    }
+    out
+}
+
+fn unknown_reference(
+    cluster: &str,
+    r: &Resource,
+    reference: &Reference,
+    index: &BTreeMap<ResourceKey, &Arc<Resource>>,
+    owners: &Owners,
+) -> Diagnostic {
+    let target = format!("{}/{}", reference.target_kind, reference.target_name);
+    let message = if reference.field == crate::manifest::DEPENDS_ON {
+        format!("depends-on target {target} of {} is not defined in cluster `{cluster}` (unknown reference)", r.key())
+    } else {
+        format!("{} `{}` references unknown {} `{}`", r.key(), reference.field, reference.target_kind, reference.target_name)
+    };
+    let other_kind = index.keys().find(|k| k.name == reference.target_name && k.kind != reference.target_kind);
+    let elsewhere: Vec<&String> = owners
+        .get(&(reference.target_kind.clone(), reference.target_name.clone()))
+        .map(|s| s.iter().filter(|c| *c != cluster).collect())
+        .unwrap_or_default();
+    let help = if let Some(k) = other_kind {
+        format!("{k} exists, but `{}` needs a {}", reference.field, reference.target_kind)
+    } else if !elsewhere.is_empty() {
+        format!(
+            "only cluster {} lists {target}: add its file to clusters/{cluster}/resources.yaml (there is no cross-cluster resolution)",
+            elsewhere.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        )
+    } else {
+        format!("add a {} named `{}` to this cluster's composition, or fix the name", reference.target_kind, reference.target_name)
+    };
+    Diagnostic::error(Code::UnknownReference, message)
+        .with_label(&r.file, r.span(&reference.path), format!("{target} is not in cluster `{cluster}`"))
+        .with_help(help)
+}

@@ -1,0 +1,441 @@
+//! A YAML document as a tree of [`Node`]s that remember where they came from.
+//!
+//! Manifests are parsed with the event parser that `serde-saphyr` ships (`granit_parser`) into this
+//! tree rather than straight into typed structs: diagnostics need the exact span of any node (not
+//! only of fields that happen to be wrapped), plain scalars must keep their source text (`discard: on`
+//! is the string `on`, not YAML 1.1's `true`), and decoding must go on after the first problem so
+//! that every problem of a file is reported at once. [`crate::de`] then decodes typed values out of
+//! the tree with serde.
+
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, ScanError, Span as ParserSpan};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A byte range in one source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Span {
+    /// Byte offset of the first byte.
+    pub start: usize,
+    /// Byte offset one past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` (inclusive) to `end` (exclusive).
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end: end.max(start) }
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the span covers no byte.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+impl From<Span> for miette::SourceSpan {
+    fn from(s: Span) -> Self {
+        miette::SourceSpan::new(s.start.into(), s.len())
+    }
+}
+
+/// How a scalar was written: plain scalars are typed by their text (`42`, `true`, `null`), quoted
+/// and block scalars are always strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarKind {
+    /// An unquoted scalar.
+    Plain,
+    /// A single-quoted, double-quoted, literal or folded scalar (or one tagged `!!str`).
+    Quoted,
+}
+
+/// The content of a [`Node`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeValue {
+    /// A scalar with its text after escape processing.
+    Scalar(String, ScalarKind),
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping in source order; keys are nodes too, so they can carry labels.
+    Map(Vec<(Node, Node)>),
+}
+
+/// One YAML node and its span in the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Where the node is written.
+    pub span: Span,
+    /// What it holds.
+    pub value: NodeValue,
+}
+
+/// One step of a path into a document, used to find a node's span after decoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSeg {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+impl From<&str> for PathSeg {
+    fn from(k: &str) -> Self {
+        PathSeg::Key(k.to_owned())
+    }
+}
+
+impl From<usize> for PathSeg {
+    fn from(i: usize) -> Self {
+        PathSeg::Index(i)
+    }
+}
+
+impl Node {
+    /// Whether this is a plain `null`, `~` or empty scalar.
+    pub fn is_null(&self) -> bool {
+        matches!(&self.value, NodeValue::Scalar(s, ScalarKind::Plain) if is_null_text(s))
+    }
+
+    /// The scalar text, if this is a scalar.
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            NodeValue::Scalar(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The entries, if this is a mapping.
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            NodeValue::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The key node and value node of `key`, if this is a mapping holding it.
+    pub fn entry(&self, key: &str) -> Option<(&Node, &Node)> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(k, v)| (k, v))
+    }
+
+    /// The value of `key`, if this is a mapping holding it.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|(_, v)| v)
+    }
+
+    /// The node at `path`, if every step exists.
+    pub fn at(&self, path: &[PathSeg]) -> Option<&Node> {
+        let mut node = self;
+        for seg in path {
+            node = match (seg, &node.value) {
+                (PathSeg::Key(k), NodeValue::Map(_)) => node.get(k)?,
+                (PathSeg::Index(i), NodeValue::Seq(items)) => items.get(*i)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// The span of the deepest existing node along `path`: a missing field is labelled on its
+    /// parent, which is where the user has to add it.
+    pub fn span_at(&self, path: &[PathSeg]) -> Span {
+        let mut node = self;
+        for seg in path {
+            let next = match (seg, &node.value) {
+                (PathSeg::Key(k), NodeValue::Map(_)) => node.get(k),
+                (PathSeg::Index(i), NodeValue::Seq(items)) => items.get(*i),
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => break,
+            }
+        }
+        node.span
+    }
+
+    /// A short word for the node's YAML type, for messages.
+    pub fn type_word(&self) -> &'static str {
+        match &self.value {
+            NodeValue::Scalar(s, ScalarKind::Plain) if is_null_text(s) => "null",
+            NodeValue::Scalar(_, _) => "a scalar",
+            NodeValue::Seq(_) => "a sequence",
+            NodeValue::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// Whether plain scalar text means null in YAML 1.2's core schema.
+pub(crate) fn is_null_text(s: &str) -> bool {
+    matches!(s, "" | "~" | "null" | "Null" | "NULL")
+}
+
+/// A YAML syntax error with its position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// What the parser reported.
+    pub message: String,
+    /// Where (a zero-length or one-character span).
+    pub span: Span,
+}
+
+/// The most YAML nodes one file may expand to through aliases: manifests are small, and the cap
+/// stops an alias bomb from exhausting memory.
+const MAX_NODES: usize = 100_000;
+
+/// Parses every document of `source`. Empty documents are returned as a null scalar node so the
+/// caller can decide to skip them.
+pub fn parse_documents(source: &str) -> Result<Vec<Node>, SyntaxError> {
+    let mut builder = TreeBuilder {
+        source,
+        char_to_byte: None,
+        anchors: HashMap::new(),
+        nodes: 0,
+    };
+    let mut events = Parser::new_from_str(source);
+    let mut docs = Vec::new();
+    loop {
+        let Some(next) = events.next_event() else { break };
+        let (event, span) = next.map_err(|e| builder.scan_error(&e))?;
+        match event {
+            Event::DocumentStart(..) => {
+                builder.anchors.clear();
+                let doc = match builder.next_node(&mut events)? {
+                    Some(node) => node,
+                    None => Node {
+                        span: builder.span(&span),
+                        value: NodeValue::Scalar(String::new(), ScalarKind::Plain),
+                    },
+                };
+                docs.push(doc);
+            }
+            Event::StreamEnd => break,
+            _ => {}
+        }
+    }
+    Ok(docs)
+}
+
+struct TreeBuilder<'s> {
+    source: &'s str,
+    /// Built lazily if the parser ever reports a marker without a byte offset.
+    char_to_byte: Option<Arc<Vec<usize>>>,
+    anchors: HashMap<usize, Node>,
+    nodes: usize,
+}
+
+type EventParser<'s> = Parser<'s, serde_saphyr::granit_parser::StrInput<'s>>;
+
+impl<'s> TreeBuilder<'s> {
+    fn byte_of(&mut self, marker: &serde_saphyr::granit_parser::Marker) -> usize {
+        if let Some(b) = marker.byte_offset() {
+            return b.min(self.source.len());
+        }
+        let table = self.char_to_byte.get_or_insert_with(|| {
+            Arc::new(
+                self.source
+                    .char_indices()
+                    .map(|(b, _)| b)
+                    .chain(std::iter::once(self.source.len()))
+                    .collect(),
+            )
+        });
+        table
+            .get(marker.index())
+            .copied()
+            .unwrap_or(self.source.len())
+    }
+
+    fn span(&mut self, s: &ParserSpan) -> Span {
+        let start = self.byte_of(&s.start);
+        let end = self.byte_of(&s.end);
+        Span::new(start, end)
+    }
+
+    fn scan_error(&mut self, e: &ScanError) -> SyntaxError {
+        let at = self.byte_of(e.marker());
+        let end = self.source[at..]
+            .chars()
+            .next()
+            .map_or(at, |c| at + c.len_utf8());
+        SyntaxError {
+            message: e.info(),
+            span: Span::new(at, end),
+        }
+    }
+
+    fn count(&mut self, span: Span, n: usize) -> Result<(), SyntaxError> {
+        self.nodes += n;
+        if self.nodes > MAX_NODES {
+            return Err(SyntaxError {
+                message: format!("document expands to more than {MAX_NODES} nodes (alias bomb?)"),
+                span,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads one node; `None` at the end of a document or collection.
+    fn next_node(&mut self, events: &mut EventParser<'s>) -> Result<Option<Node>, SyntaxError> {
+        let Some(next) = events.next_event() else {
+            return Ok(None);
+        };
+        let (event, pspan) = next.map_err(|e| self.scan_error(&e))?;
+        let span = self.span(&pspan);
+        let (node, anchor) = match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let tagged_str = tag.as_ref().is_some_and(|t| t.suffix() == "str");
+                let kind = if style == ScalarStyle::Plain && !tagged_str {
+                    ScalarKind::Plain
+                } else {
+                    ScalarKind::Quoted
+                };
+                self.count(span, 1)?;
+                let node = Node {
+                    span,
+                    value: NodeValue::Scalar(text.into_owned(), kind),
+                };
+                (node, anchor)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                self.count(span, 1)?;
+                let mut items = Vec::new();
+                while let Some(item) = self.next_node(events)? {
+                    items.push(item);
+                }
+                let end = items.last().map_or(span.end, |n| n.span.end.max(span.end));
+                let node = Node {
+                    span: Span::new(span.start, end),
+                    value: NodeValue::Seq(items),
+                };
+                (node, anchor)
+            }
+            Event::MappingStart(_, anchor, _) => {
+                self.count(span, 1)?;
+                let mut entries: Vec<(Node, Node)> = Vec::new();
+                while let Some(key) = self.next_node(events)? {
+                    let Some(value) = self.next_node(events)? else {
+                        break;
+                    };
+                    if let Some(k) = key.as_str()
+                        && entries.iter().any(|(seen, _)| seen.as_str() == Some(k))
+                    {
+                        return Err(SyntaxError {
+                            message: format!("duplicate mapping key `{k}`"),
+                            span: key.span,
+                        });
+                    }
+                    entries.push((key, value));
+                }
+                let end = entries
+                    .last()
+                    .map_or(span.end, |(_, v)| v.span.end.max(span.end));
+                let node = Node {
+                    span: Span::new(span.start, end),
+                    value: NodeValue::Map(entries),
+                };
+                (node, anchor)
+            }
+            Event::Alias(id) => {
+                let Some(target) = self.anchors.get(&id).cloned() else {
+                    return Err(SyntaxError {
+                        message: "alias refers to an unknown anchor".to_owned(),
+                        span,
+                    });
+                };
+                self.count(span, count_nodes(&target))?;
+                // The alias takes its target's content but keeps its own position.
+                return Ok(Some(Node {
+                    span,
+                    value: target.value,
+                }));
+            }
+            Event::SequenceEnd | Event::MappingEnd | Event::DocumentEnd | Event::StreamEnd => {
+                return Ok(None);
+            }
+            _ => return self.next_node(events),
+        };
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        Ok(Some(node))
+    }
+}
+
+fn count_nodes(node: &Node) -> usize {
+    match &node.value {
+        NodeValue::Scalar(..) => 1,
+        NodeValue::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        NodeValue::Map(entries) => {
+            1 + entries
+                .iter()
+                .map(|(k, v)| count_nodes(k) + count_nodes(v))
+                .sum::<usize>()
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(source.len());
+    let before = source.get(..offset).unwrap_or(source);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_plain_text_and_spans() {
+        let src = "a: on\nb: 'x'\nc:\n  - 1\n";
+        let docs = parse_documents(src).unwrap_or_default();
+        assert_eq!(docs.len(), 1);
+        let a = docs[0].get("a").map(|n| n.value.clone());
+        assert_eq!(a, Some(NodeValue::Scalar("on".into(), ScalarKind::Plain)));
+        let b = docs[0].get("b").map(|n| n.value.clone());
+        assert_eq!(b, Some(NodeValue::Scalar("x".into(), ScalarKind::Quoted)));
+        let item = docs[0].at(&["c".into(), 0.into()]).map(|n| n.span);
+        assert_eq!(item.map(|s| &src[s.start..s.end]), Some("1"));
+        assert_eq!(line_col(src, 19), (4, 5));
+    }
+
+    #[test]
+    fn rejects_duplicate_keys_and_reports_position() {
+        let err = parse_documents("a: 1\na: 2\n").err();
+        assert_eq!(err.map(|e| e.span.start), Some(5));
+        let err = parse_documents("a: [1, 2\n").err();
+        assert!(err.is_some());
+    }
+
+    #[test]
+    fn aliases_expand_and_bombs_stop() {
+        let docs = parse_documents("a: &x [1, 2]\nb: *x\n").unwrap_or_default();
+        assert_eq!(docs[0].get("b").map(|n| n.type_word()), Some("a sequence"));
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..8 {
+            let p = i - 1;
+            bomb.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        assert!(parse_documents(&bomb).is_err());
+    }
+
+    #[test]
+    fn multiple_and_empty_documents() {
+        let docs = parse_documents("---\na: 1\n---\n---\nb: 2\n").unwrap_or_default();
+        assert_eq!(docs.len(), 3);
+        assert!(docs[1].is_null());
+        assert_eq!(parse_documents("").map(|d| d.len()), Ok(0));
+    }
+}
