@@ -31,7 +31,10 @@ impl CliError {
     /// Prints the error to stderr and returns its exit code (2: usage or I/O).
     pub fn report(&self) -> ExitCode {
         eprintln!("error: {self}");
-        if let CliError::Usage { hint: Some(hint), .. } = self {
+        if let CliError::Usage {
+            hint: Some(hint), ..
+        } = self
+        {
             eprintln!("hint: {hint}");
         }
         ExitCode::from(2)

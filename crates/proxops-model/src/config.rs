@@ -202,13 +202,17 @@ pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
         return None;
     }
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if digits == 0 {
             return None;
         }
         let n: u64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
         let part = match unit {
@@ -243,7 +247,10 @@ impl ConfigFile {
     pub fn check(&self) -> Vec<ConfigProblem> {
         let mut out = Vec::new();
         if let Some(r) = &self.reconcile {
-            for (key, value) in [("poll-interval", &r.poll_interval), ("task-timeout", &r.task_timeout)] {
+            for (key, value) in [
+                ("poll-interval", &r.poll_interval),
+                ("task-timeout", &r.task_timeout),
+            ] {
                 if let Some(v) = value
                     && parse_duration(v).is_none_or(|d| d.is_zero())
                 {
@@ -322,12 +329,17 @@ impl ClusterEntry {
             }
         }
         if let Some(fp) = &self.fingerprint {
-            let ok = fp.split(':').count() == 32 && fp.split(':').all(|b| b.len() == 2 && b.bytes().all(|c| c.is_ascii_hexdigit()));
+            let ok = fp.split(':').count() == 32
+                && fp
+                    .split(':')
+                    .all(|b| b.len() == 2 && b.bytes().all(|c| c.is_ascii_hexdigit()));
             if !ok {
                 out.push(ConfigProblem {
                     path: at(&["fingerprint"]),
                     message: "not a SHA-256 fingerprint".into(),
-                    help: Some("32 hex bytes separated by colons, as `pvenode cert info` prints".into()),
+                    help: Some(
+                        "32 hex bytes separated by colons, as `pvenode cert info` prints".into(),
+                    ),
                 });
             }
         }
@@ -371,9 +383,18 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("30s"), Some(std::time::Duration::from_secs(30)));
-        assert_eq!(parse_duration("1h30m"), Some(std::time::Duration::from_secs(5400)));
-        assert_eq!(parse_duration("250ms"), Some(std::time::Duration::from_millis(250)));
+        assert_eq!(
+            parse_duration("30s"),
+            Some(std::time::Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_duration("1h30m"),
+            Some(std::time::Duration::from_secs(5400))
+        );
+        assert_eq!(
+            parse_duration("250ms"),
+            Some(std::time::Duration::from_millis(250))
+        );
         assert_eq!(parse_duration("30"), None);
         assert_eq!(parse_duration("s"), None);
         assert_eq!(parse_duration("3d"), None);

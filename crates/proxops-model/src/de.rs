@@ -87,6 +87,11 @@ impl Sink {
         self.len() == 0
     }
 
+    /// Whether a problem was already recorded at exactly `span`.
+    pub fn has_span(&self, span: Span) -> bool {
+        self.problems.borrow().iter().any(|p| p.span == span)
+    }
+
     /// Takes every recorded problem.
     pub fn take(&self) -> Vec<Problem> {
         std::mem::take(&mut *self.problems.borrow_mut())
@@ -95,8 +100,23 @@ impl Sink {
 
 /// Decodes `T` from `node`, recording problems in `sink`. Returns `None` if any problem was found
 /// in this node (the partially recovered value is dropped).
-pub fn decode<T: DeserializeOwned>(node: &Node, sink: &Sink, required: &RequiredFields) -> Option<T> {
+pub fn decode<T: DeserializeOwned>(
+    node: &Node,
+    sink: &Sink,
+    required: &RequiredFields,
+) -> Option<T> {
     let before = sink.len();
+    decode_recovering(node, sink, required).filter(|_| sink.len() == before)
+}
+
+/// Like [`decode`], but returns the recovered value even when problems were recorded (missing and
+/// invalid values replaced by zero values), so that further checks can still run on it. The
+/// caller must not use such a value for anything but checking.
+pub fn decode_recovering<T: DeserializeOwned>(
+    node: &Node,
+    sink: &Sink,
+    required: &RequiredFields,
+) -> Option<T> {
     let de = NodeDe {
         node: Some(node),
         span: node.span,
@@ -104,8 +124,7 @@ pub fn decode<T: DeserializeOwned>(node: &Node, sink: &Sink, required: &Required
         required,
     };
     match T::deserialize(de) {
-        Ok(v) if sink.len() == before => Some(v),
-        Ok(_) => None,
+        Ok(v) => Some(v),
         Err(e) => {
             // Errors that escape recovery come from our own types; report them at the node.
             if !e.recorded {
@@ -155,7 +174,10 @@ impl de::Error for DeError {
 }
 
 /// The closest candidate to `word`, if it is close enough to be a likely typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     candidates
         .into_iter()
@@ -247,7 +269,10 @@ impl<'n, 's> NodeDe<'n, 's> {
         if let Some(v) = self.plain().and_then(|t| t.parse::<f64>().ok()) {
             return v;
         }
-        self.invalid(format!("expected a number, found {}", self.describe()), None);
+        self.invalid(
+            format!("expected a number, found {}", self.describe()),
+            None,
+        );
         0.0
     }
 
@@ -270,7 +295,10 @@ impl<'n, 's> NodeDe<'n, 's> {
                 )
             })
             .map(|_| "write `true` or `false` without quotes".to_owned());
-        self.invalid(format!("expected true or false, found {}", self.describe()), help);
+        self.invalid(
+            format!("expected true or false, found {}", self.describe()),
+            help,
+        );
         false
     }
 
@@ -283,7 +311,10 @@ impl<'n, 's> NodeDe<'n, 's> {
             }
             Some(NodeValue::Scalar(s, _)) => s.clone(),
             Some(_) => {
-                self.invalid(format!("expected a string, found {}", self.describe()), None);
+                self.invalid(
+                    format!("expected a string, found {}", self.describe()),
+                    None,
+                );
                 String::new()
             }
         }
@@ -314,9 +345,11 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                     visitor.visit_bool(b)
                 } else if let Ok(i) = s.parse::<i64>() {
                     visitor.visit_i64(i)
-                } else if let Ok(f) = s.parse::<f64>().map_err(|_| ()).and_then(|f| {
-                    if f.is_finite() { Ok(f) } else { Err(()) }
-                }) {
+                } else if let Ok(f) = s
+                    .parse::<f64>()
+                    .map_err(|_| ())
+                    .and_then(|f| if f.is_finite() { Ok(f) } else { Err(()) })
+                {
                     visitor.visit_f64(f)
                 } else {
                     visitor.visit_str(s)
@@ -426,7 +459,10 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
             let checked = match crate::quantity::Quantity::parse(&text) {
                 Ok(_) => text,
                 Err(e) => {
-                    self.invalid(e.to_string(), Some(crate::quantity::QUANTITY_HELP.to_owned()));
+                    self.invalid(
+                        e.to_string(),
+                        Some(crate::quantity::QUANTITY_HELP.to_owned()),
+                    );
                     "0".to_owned()
                 }
             };
@@ -451,7 +487,11 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         })
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
         self.deserialize_seq(visitor)
     }
 
@@ -466,14 +506,16 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         let entries: Vec<Entry<'n>> = match self.node.map(|n| &n.value) {
-            Some(NodeValue::Map(entries)) => entries
-                .iter()
-                .map(|(k, v)| Entry::Present(k, v))
-                .collect(),
+            Some(NodeValue::Map(entries)) => {
+                entries.iter().map(|(k, v)| Entry::Present(k, v)).collect()
+            }
             None => Vec::new(),
             Some(_) if self.node.is_some_and(Node::is_null) => Vec::new(),
             Some(_) => {
-                self.invalid(format!("expected a mapping, found {}", self.describe()), None);
+                self.invalid(
+                    format!("expected a mapping, found {}", self.describe()),
+                    None,
+                );
                 Vec::new()
             }
         };
@@ -514,13 +556,18 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
             None => {}
             Some(_) if self.node.is_some_and(Node::is_null) => {}
             Some(_) => {
-                self.invalid(format!("expected a mapping, found {}", self.describe()), None);
+                self.invalid(
+                    format!("expected a mapping, found {}", self.describe()),
+                    None,
+                );
                 container_span = self.span;
             }
         }
         if self.node.is_some() {
             for req in self.required.of(name) {
-                let present = kept.iter().any(|e| matches!(e, Entry::Present(k, _) if k.as_str() == Some(req)));
+                let present = kept
+                    .iter()
+                    .any(|e| matches!(e, Entry::Present(k, _) if k.as_str() == Some(req)));
                 if !present {
                     self.sink.push(problem(
                         Code::MissingField,
@@ -566,7 +613,14 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                 first.to_owned()
             }
             Some(_) => {
-                self.invalid(format!("expected one of {}, found {}", variants.join(", "), self.describe()), None);
+                self.invalid(
+                    format!(
+                        "expected one of {}, found {}",
+                        variants.join(", "),
+                        self.describe()
+                    ),
+                    None,
+                );
                 first.to_owned()
             }
         };
@@ -615,7 +669,10 @@ struct MapAccess<'n, 's> {
 impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
     type Error = DeError;
 
-    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DeError> {
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
         let Some(entry) = self.entries.next() else {
             return Ok(None);
         };
@@ -627,7 +684,10 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
         Ok(Some(key))
     }
 
-    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, DeError> {
         match self.value.take() {
             Some(Entry::Present(_, v)) => seed.deserialize(self.parent.child(v)),
             Some(Entry::Missing(_)) | None => seed.deserialize(self.parent.placeholder()),

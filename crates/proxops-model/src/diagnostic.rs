@@ -191,7 +191,12 @@ impl Diagnostic {
     }
 
     /// Adds a label.
-    pub fn with_label(mut self, file: &Arc<SourceFile>, span: Span, message: impl Into<String>) -> Self {
+    pub fn with_label(
+        mut self,
+        file: &Arc<SourceFile>,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
         self.labels.push(Label {
             file: Arc::clone(file),
             span,
@@ -254,7 +259,10 @@ impl Diagnostic {
         let mut own = Vec::new();
         let mut related = Vec::new();
         for label in &self.labels {
-            if primary.as_ref().is_some_and(|p| Arc::ptr_eq(p, &label.file) || p.path == label.file.path) {
+            if primary
+                .as_ref()
+                .is_some_and(|p| Arc::ptr_eq(p, &label.file) || p.path == label.file.path)
+            {
                 own.push(label.clone());
             } else {
                 related.push(MietteDiagnostic {
@@ -331,7 +339,9 @@ impl miette::Diagnostic for MietteDiagnostic {
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {

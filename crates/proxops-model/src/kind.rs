@@ -4,7 +4,7 @@
 //! The seven built-in kinds are registered by [`Registry::builtin`]. An embedder adds its own kind
 //! by implementing [`KindDef`] and calling [`Registry::register`].
 
-use crate::de::{RequiredFields, Sink, decode};
+use crate::de::{RequiredFields, Sink, decode_recovering};
 use crate::diagnostic::Code;
 use crate::manifest::{Metadata, Spec};
 use crate::yaml::{Node, PathSeg};
@@ -90,11 +90,11 @@ impl Reference {
         field: &'static str,
         target_kind: &str,
         target_name: &str,
-        spec_path: Vec<PathSeg>,
+        spec_path: &[PathSeg],
         same_node: bool,
     ) -> Reference {
         let mut path = vec![PathSeg::from("spec")];
-        path.extend(spec_path);
+        path.extend_from_slice(spec_path);
         Reference {
             field,
             target_kind: target_kind.to_owned(),
@@ -136,9 +136,10 @@ impl<'a> SpecContext<'a> {
     }
 
     /// Decodes the spec into `T`, reporting every unknown field, missing field and bad value.
-    /// `None` if anything was wrong.
+    /// Missing and invalid values are replaced by zero values so that the kind's checks can still
+    /// run and report more; whenever anything was reported, the loader discards the result.
     pub fn decode<T: DeserializeOwned>(&self) -> Option<T> {
-        decode(self.spec, self.sink, self.required)
+        decode_recovering(self.spec, self.sink, self.required)
     }
 
     /// Reports an invalid value at `path` (relative to `spec`).
@@ -160,9 +161,15 @@ impl<'a> SpecContext<'a> {
         label: &str,
         help: Option<String>,
     ) {
+        let span = self.spec.span_at(path);
+        // A value already reported as missing or malformed was replaced by a zero value; checks
+        // of that zero value would only repeat the problem.
+        if self.sink.has_span(span) {
+            return;
+        }
         self.sink.push(crate::de::Problem {
             code,
-            span: self.spec.span_at(path),
+            span,
             message: message.into(),
             label: label.to_owned(),
             help,
@@ -229,7 +236,9 @@ pub struct Registry {
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.kinds.iter().map(|k| k.name())).finish()
+        f.debug_list()
+            .entries(self.kinds.iter().map(|k| k.name()))
+            .finish()
     }
 }
 
@@ -286,7 +295,11 @@ impl Registry {
         for existing in &self.kinds {
             let words = |k: &dyn KindDef| -> Vec<(&'static str, String)> {
                 std::iter::once(("name", k.name().to_ascii_lowercase()))
-                    .chain(k.aliases().iter().map(|a| ("alias", a.to_ascii_lowercase())))
+                    .chain(
+                        k.aliases()
+                            .iter()
+                            .map(|a| ("alias", a.to_ascii_lowercase())),
+                    )
                     .collect()
             };
             let theirs = words(existing.as_ref());
@@ -337,7 +350,8 @@ impl Registry {
     pub fn guess(&self, word: &str) -> Option<&dyn KindDef> {
         let w = word.trim();
         self.kinds().find(|k| {
-            k.name().eq_ignore_ascii_case(w) || k.aliases().iter().any(|a| a.eq_ignore_ascii_case(w))
+            k.name().eq_ignore_ascii_case(w)
+                || k.aliases().iter().any(|a| a.eq_ignore_ascii_case(w))
         })
     }
 

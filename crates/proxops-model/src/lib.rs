@@ -14,11 +14,11 @@
 //!
 //! The model reads only the files it is given; it does no network or git I/O.
 
-/// Builds a `Vec<PathSeg>` from keys (`&str`) and indices (`usize`).
+/// Builds an array of [`yaml::PathSeg`] from keys (`&str`) and indices (`usize`).
 #[macro_export]
 macro_rules! path {
     ($($seg:expr),* $(,)?) => {
-        vec![$($crate::yaml::PathSeg::from($seg)),*]
+        [$($crate::yaml::PathSeg::from($seg)),*]
     };
 }
 

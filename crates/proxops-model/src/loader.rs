@@ -92,17 +92,28 @@ struct Loader<'a> {
 }
 
 /// A file read and parsed as YAML, or the diagnostic saying why not.
-fn read_yaml(source: &dyn RepoSource, path: &str) -> Result<Option<(Arc<SourceFile>, Node)>, Diagnostic> {
+fn read_yaml(
+    source: &dyn RepoSource,
+    path: &str,
+) -> Result<Option<(Arc<SourceFile>, Node)>, Box<Diagnostic>> {
     let bytes = match source.read(path) {
         Ok(b) => b,
         Err(ReadError::NotFound) => return Ok(None),
-        Err(e) => return Err(Diagnostic::error(Code::Io, format!("cannot read {path}: {e}")).in_file(path)),
+        Err(e) => {
+            return Err(Box::new(
+                Diagnostic::error(Code::Io, format!("cannot read {path}: {e}")).in_file(path),
+            ));
+        }
     };
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(path))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Box::new(Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(path))
+    })?;
     let file = SourceFile::new(path, text);
     let docs = parse_documents(&file.text).map_err(|e| {
-        Diagnostic::error(Code::YamlSyntax, format!("invalid YAML: {}", e.message)).with_label(&file, e.span, "here")
+        Box::new(
+            Diagnostic::error(Code::YamlSyntax, format!("invalid YAML: {}", e.message))
+                .with_label(&file, e.span, "here"),
+        )
     })?;
     let doc = docs.into_iter().find(|d| !d.is_null()).unwrap_or(Node {
         span: Span::new(0, 0),
@@ -112,17 +123,29 @@ fn read_yaml(source: &dyn RepoSource, path: &str) -> Result<Option<(Arc<SourceFi
 }
 
 /// Loads and validates the repository behind `source`.
-pub fn load_repository(source: &dyn RepoSource, registry: &Registry, options: &LoadOptions) -> Result<Repository, LoadError> {
+pub fn load_repository(
+    source: &dyn RepoSource,
+    registry: &Registry,
+    options: &LoadOptions,
+) -> Result<Repository, LoadError> {
     let cluster_dirs = source.list("clusters").map_err(|e| LoadError::Unreadable {
         path: source.describe(),
         source: e,
     })?;
-    let names: Vec<String> = cluster_dirs.iter().filter(|e| e.is_dir && !e.name.starts_with('.')).map(|e| e.name.clone()).collect();
+    let names: Vec<String> = cluster_dirs
+        .iter()
+        .filter(|e| e.is_dir && !e.name.starts_with('.'))
+        .map(|e| e.name.clone())
+        .collect();
     for wanted in &options.clusters {
         if !names.contains(wanted) {
             return Err(LoadError::UnknownCluster {
                 name: wanted.clone(),
-                known: if names.is_empty() { "none".to_owned() } else { names.join(", ") },
+                known: if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                },
             });
         }
     }
@@ -147,23 +170,39 @@ pub fn load_repository(source: &dyn RepoSource, registry: &Registry, options: &L
     let mut owners: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (cluster, paths) in clusters.iter_mut().zip(&compositions) {
         for path in paths {
-            let Some(m) = loader.manifests.get(path) else { continue };
+            let Some(m) = loader.manifests.get(path) else {
+                continue;
+            };
             if let Some(r) = &m.resource {
                 cluster.resources.push(Arc::clone(r));
-                owners.entry((r.kind.to_owned(), r.name().to_owned())).or_default().insert(cluster.name.clone());
+                owners
+                    .entry((r.kind.to_owned(), r.name().to_owned()))
+                    .or_default()
+                    .insert(cluster.name.clone());
             }
         }
     }
     for cluster in &clusters {
-        let found = validate_cluster(registry, &cluster.name, cluster.entry.as_ref(), &cluster.resources, &owners);
+        let found = validate_cluster(
+            registry,
+            &cluster.name,
+            cluster.entry.as_ref(),
+            &cluster.resources,
+            &owners,
+        );
         loader.diagnostics.extend(found);
     }
     // File diagnostics belong to the cluster listing the file, or to none if several do.
     for (path, m) in &loader.manifests {
         let listing = loader.listed_by.get(path);
-        let cluster = listing.filter(|s| s.len() == 1).and_then(|s| s.iter().next()).cloned();
+        let cluster = listing
+            .filter(|s| s.len() == 1)
+            .and_then(|s| s.iter().next())
+            .cloned();
         for d in &m.diagnostics {
-            loader.diagnostics.push(d.clone().in_cluster(cluster.as_deref()));
+            loader
+                .diagnostics
+                .push(d.clone().in_cluster(cluster.as_deref()));
         }
     }
     let mut diagnostics = loader.diagnostics;
@@ -177,12 +216,18 @@ pub fn load_repository(source: &dyn RepoSource, registry: &Registry, options: &L
         cluster.valid = !diagnostics.iter().any(|d| {
             d.is_error()
                 && (d.cluster.as_deref() == Some(cluster.name.as_str())
-                    || (d.cluster.is_none() && d.primary_file().is_some_and(|f| files.contains(&f.to_owned()))))
+                    || (d.cluster.is_none()
+                        && d.primary_file()
+                            .is_some_and(|f| files.contains(&f.to_owned()))))
         });
     }
     if !options.clusters.is_empty() {
         clusters.retain(|c| options.clusters.contains(&c.name));
-        diagnostics.retain(|d| d.cluster.as_ref().is_none_or(|c| options.clusters.contains(c)));
+        diagnostics.retain(|d| {
+            d.cluster
+                .as_ref()
+                .is_none_or(|c| options.clusters.contains(c))
+        });
     }
     diagnostics.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     diagnostics.dedup();
@@ -204,8 +249,11 @@ impl Loader<'_> {
                 },
                 ..Diagnostic::error(p.code, p.message)
             };
-            self.diagnostics
-                .push(d.with_label(file, p.span, p.label).with_help_opt(p.help).in_cluster(cluster));
+            self.diagnostics.push(
+                d.with_label(file, p.span, p.label)
+                    .with_help_opt(p.help)
+                    .in_cluster(cluster),
+            );
         }
     }
 
@@ -214,7 +262,14 @@ impl Loader<'_> {
             Ok(Some(x)) => x,
             Ok(None) => return None,
             Err(d) => {
-                self.diagnostics.push(Diagnostic { code: if d.code == Code::YamlSyntax { Code::YamlSyntax } else { Code::RepositoryConfig }, ..d });
+                self.diagnostics.push(Diagnostic {
+                    code: if d.code == Code::YamlSyntax {
+                        Code::YamlSyntax
+                    } else {
+                        Code::RepositoryConfig
+                    },
+                    ..*d
+                });
                 return None;
             }
         };
@@ -226,11 +281,19 @@ impl Loader<'_> {
             }
             if let Some(pve) = &c.pve {
                 for name in pve.clusters.keys() {
-                    let at = [PathSeg::from("pve"), PathSeg::from("clusters"), PathSeg::Key(name.clone())];
+                    let at = [
+                        PathSeg::from("pve"),
+                        PathSeg::from("clusters"),
+                        PathSeg::Key(name.clone()),
+                    ];
                     let message = if cluster_names.contains(name) {
-                        format!("cluster `{name}` is declared here and in clusters/{name}/config.yaml")
+                        format!(
+                            "cluster `{name}` is declared here and in clusters/{name}/config.yaml"
+                        )
                     } else {
-                        format!("cluster `{name}` has no clusters/{name}/ directory with a composition")
+                        format!(
+                            "cluster `{name}` has no clusters/{name}/ directory with a composition"
+                        )
                     };
                     sink.push(crate::de::Problem {
                         code: Code::ClusterConfig,
@@ -276,15 +339,20 @@ impl Loader<'_> {
             Ok(Some(x)) => x,
             Ok(None) => {
                 self.diagnostics.push(
-                    Diagnostic::error(Code::ClusterConfig, format!("cluster `{name}` has no config.yaml"))
-                        .in_file(&path)
-                        .in_cluster(Some(&name))
-                        .with_help(format!("create {path} declaring `pve.clusters.{name}` with its base-url and nodes")),
+                    Diagnostic::error(
+                        Code::ClusterConfig,
+                        format!("cluster `{name}` has no config.yaml"),
+                    )
+                    .in_file(&path)
+                    .in_cluster(Some(&name))
+                    .with_help(format!(
+                        "create {path} declaring `pve.clusters.{name}` with its base-url and nodes"
+                    )),
                 );
                 return;
             }
             Err(d) => {
-                self.diagnostics.push(d.in_cluster(Some(&name)));
+                self.diagnostics.push((*d).in_cluster(Some(&name)));
                 return;
             }
         };
@@ -315,8 +383,16 @@ impl Loader<'_> {
                     .or_else(|| Some(format!("add `pve: {{clusters: {{{name}: {{base-url: https://...:8006, nodes: [...]}}}}}}`"))),
             }),
         }
-        for other in entries.into_iter().flat_map(|e| e.keys()).filter(|k| **k != name) {
-            let at = [PathSeg::from("pve"), PathSeg::from("clusters"), PathSeg::Key(other.clone())];
+        for other in entries
+            .into_iter()
+            .flat_map(|e| e.keys())
+            .filter(|k| **k != name)
+        {
+            let at = [
+                PathSeg::from("pve"),
+                PathSeg::from("clusters"),
+                PathSeg::Key(other.clone()),
+            ];
             sink.push(crate::de::Problem {
                 code: Code::ClusterConfig,
                 span: key_span(&doc, &at),
@@ -328,10 +404,13 @@ impl Loader<'_> {
         for key in ["log", "git", "reconcile", "listen", "data-dir"] {
             if let Some((k, _)) = doc.entry(key) {
                 self.diagnostics.push(
-                    Diagnostic::warning(Code::ClusterConfig, format!("`{key}` is process-wide and ignored in a cluster config"))
-                        .with_label(&file, k.span, "ignored here")
-                        .with_help("move it to proxops.yaml at the repository root")
-                        .in_cluster(Some(&name)),
+                    Diagnostic::warning(
+                        Code::ClusterConfig,
+                        format!("`{key}` is process-wide and ignored in a cluster config"),
+                    )
+                    .with_label(&file, k.span, "ignored here")
+                    .with_help("move it to proxops.yaml at the repository root")
+                    .in_cluster(Some(&name)),
                 );
             }
         }
@@ -346,15 +425,20 @@ impl Loader<'_> {
             Ok(Some(x)) => x,
             Ok(None) => {
                 self.diagnostics.push(
-                    Diagnostic::error(Code::Composition, format!("cluster `{cluster}` has no resources.yaml"))
-                        .in_file(&path)
-                        .in_cluster(Some(cluster))
-                        .with_help("list the cluster's manifests in `resources:` (an empty list is fine)"),
+                    Diagnostic::error(
+                        Code::Composition,
+                        format!("cluster `{cluster}` has no resources.yaml"),
+                    )
+                    .in_file(&path)
+                    .in_cluster(Some(cluster))
+                    .with_help(
+                        "list the cluster's manifests in `resources:` (an empty list is fine)",
+                    ),
                 );
                 return Vec::new();
             }
             Err(d) => {
-                self.diagnostics.push(d.in_cluster(Some(cluster)));
+                self.diagnostics.push((*d).in_cluster(Some(cluster)));
                 return Vec::new();
             }
         };
@@ -367,7 +451,10 @@ impl Loader<'_> {
         let list: &[Node] = match (&doc.value, doc.get("resources")) {
             (NodeValue::Seq(items), _) => items,
             (NodeValue::Map(entries), Some(node)) => {
-                for (k, _) in entries.iter().filter(|(k, _)| k.as_str() != Some("resources")) {
+                for (k, _) in entries
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != Some("resources"))
+                {
                     let key = k.as_str().unwrap_or_default();
                     self.diagnostics.push(
                         Diagnostic::error(Code::UnknownField, format!("unknown field `{key}`"))
@@ -380,13 +467,21 @@ impl Loader<'_> {
                     NodeValue::Seq(items) => items,
                     _ if node.is_null() => &[],
                     _ => {
-                        self.diagnostics.push(bad(node.span, "`resources` must be a list of file paths".into(), None));
+                        self.diagnostics.push(bad(
+                            node.span,
+                            "`resources` must be a list of file paths".into(),
+                            None,
+                        ));
                         return Vec::new();
                     }
                 }
             }
             _ => {
-                let d = bad(doc.span, "a composition is `resources:` followed by a list of file paths".into(), Some("e.g. `resources: [../../vm/base/web.yaml]`"));
+                let d = bad(
+                    doc.span,
+                    "a composition is `resources:` followed by a list of file paths".into(),
+                    Some("e.g. `resources: [../../vm/base/web.yaml]`"),
+                );
                 self.diagnostics.push(d);
                 return Vec::new();
             }
@@ -395,7 +490,8 @@ impl Loader<'_> {
         let mut paths = Vec::new();
         for item in list {
             let Some(entry) = scalar_text(item).map(str::trim) else {
-                self.diagnostics.push(bad(item.span, "expected a file path".into(), None));
+                self.diagnostics
+                    .push(bad(item.span, "expected a file path".into(), None));
                 continue;
             };
             if entry.is_empty() {
@@ -411,18 +507,29 @@ impl Loader<'_> {
             };
             let lower = target.to_ascii_lowercase();
             if !(lower.ends_with(".yaml") || lower.ends_with(".yml")) {
-                self.diagnostics.push(bad(item.span, format!("`{entry}` is not a .yaml or .yml file"), None));
+                self.diagnostics.push(bad(
+                    item.span,
+                    format!("`{entry}` is not a .yaml or .yml file"),
+                    None,
+                ));
                 continue;
             }
             if let Some(first) = seen.get(&target) {
-                let d = bad(item.span, format!("`{target}` is listed twice"), Some("remove one of the entries"))
-                    .with_label(&file, *first, "first listed here");
+                let d = bad(
+                    item.span,
+                    format!("`{target}` is listed twice"),
+                    Some("remove one of the entries"),
+                )
+                .with_label(&file, *first, "first listed here");
                 self.diagnostics.push(d);
                 continue;
             }
             seen.insert(target.clone(), item.span);
             let segments: Vec<&str> = target.split('/').collect();
-            let root_kind = segments.first().and_then(|s| self.registry.by_root(s)).map(|k| k.name());
+            let root_kind = segments
+                .first()
+                .and_then(|s| self.registry.by_root(s))
+                .map(|k| k.name());
             if root_kind.is_none() {
                 let roots: Vec<&str> = self.registry.kinds().map(|k| k.root()).collect();
                 let d = Diagnostic::error(Code::NotUnderKindRoot, format!("`{target}` is not under a recognised kind root"))
@@ -433,18 +540,35 @@ impl Loader<'_> {
                 continue;
             }
             if segments.len() == 2 {
-                self.diagnostics.push(flat_layout(&target).with_label(&file, item.span, "listed here").in_cluster(Some(cluster)));
+                self.diagnostics.push(
+                    flat_layout(&target)
+                        .with_label(&file, item.span, "listed here")
+                        .in_cluster(Some(cluster)),
+                );
                 continue;
             }
             match self.source.read(&target) {
                 Ok(bytes) => {
-                    self.listed_by.entry(target.clone()).or_default().insert(cluster.to_owned());
+                    self.listed_by
+                        .entry(target.clone())
+                        .or_default()
+                        .insert(cluster.to_owned());
                     if !self.manifests.contains_key(&target) {
                         let loaded = match String::from_utf8(bytes) {
-                            Ok(text) => load_manifest(&SourceFile::new(target.clone(), text), self.registry, root_kind),
+                            Ok(text) => load_manifest(
+                                &SourceFile::new(target.clone(), text),
+                                self.registry,
+                                root_kind,
+                            ),
                             Err(_) => LoadedManifest {
                                 resource: None,
-                                diagnostics: vec![Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(&target)],
+                                diagnostics: vec![
+                                    Diagnostic::error(
+                                        Code::YamlSyntax,
+                                        "the file is not UTF-8 text",
+                                    )
+                                    .in_file(&target),
+                                ],
                             },
                         };
                         self.manifests.insert(target.clone(), loaded);
@@ -459,9 +583,12 @@ impl Loader<'_> {
                     self.diagnostics.push(d);
                 }
                 Err(ReadError::Escapes) => {
-                    let d = Diagnostic::error(Code::CompositionEscape, format!("`{target}` resolves outside the repository"))
-                        .with_label(&file, item.span, "symbolic link leaves the repository")
-                        .in_cluster(Some(cluster));
+                    let d = Diagnostic::error(
+                        Code::CompositionEscape,
+                        format!("`{target}` resolves outside the repository"),
+                    )
+                    .with_label(&file, item.span, "symbolic link leaves the repository")
+                    .in_cluster(Some(cluster));
                     self.diagnostics.push(d);
                 }
                 Err(e) => {
@@ -481,16 +608,24 @@ impl Loader<'_> {
         let mut by_url: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for c in clusters {
             if let Some(e) = &c.entry {
-                by_url.entry(e.base_url.trim_end_matches('/')).or_default().push(&c.name);
+                by_url
+                    .entry(e.base_url.trim_end_matches('/'))
+                    .or_default()
+                    .push(&c.name);
             }
         }
         for (url, names) in by_url.into_iter().filter(|(_, n)| n.len() > 1) {
             for name in &names {
                 self.diagnostics.push(
-                    Diagnostic::error(Code::ClusterConfig, format!("clusters {} share the endpoint {url}", names.join(", ")))
-                        .in_file(format!("clusters/{name}/config.yaml"))
-                        .in_cluster(Some(name))
-                        .with_help("one PVE cluster is one ProxOps cluster: merge them, or fix the base-url"),
+                    Diagnostic::error(
+                        Code::ClusterConfig,
+                        format!("clusters {} share the endpoint {url}", names.join(", ")),
+                    )
+                    .in_file(format!("clusters/{name}/config.yaml"))
+                    .in_cluster(Some(name))
+                    .with_help(
+                        "one PVE cluster is one ProxOps cluster: merge them, or fix the base-url",
+                    ),
                 );
             }
         }
@@ -502,7 +637,9 @@ impl Loader<'_> {
         for root in roots {
             let mut stack = vec![root.to_owned()];
             while let Some(dir) = stack.pop() {
-                let Ok(entries) = self.source.list(&dir) else { continue };
+                let Ok(entries) = self.source.list(&dir) else {
+                    continue;
+                };
                 for e in entries.into_iter().filter(|e| !e.name.starts_with('.')) {
                     let path = format!("{dir}/{}", e.name);
                     if e.is_dir {
@@ -510,7 +647,9 @@ impl Loader<'_> {
                         continue;
                     }
                     let lower = e.name.to_ascii_lowercase();
-                    if !(lower.ends_with(".yaml") || lower.ends_with(".yml")) || self.listed_by.contains_key(&path) {
+                    if !(lower.ends_with(".yaml") || lower.ends_with(".yml"))
+                        || self.listed_by.contains_key(&path)
+                    {
                         continue;
                     }
                     if dir == root {
@@ -534,7 +673,12 @@ fn flat_layout(path: &str) -> Diagnostic {
         .with_help(format!("move it to `{root}/base/{name}` (shared) or `{root}/<cluster>/{name}`: ProxOps never invents a default cluster"))
 }
 
-fn config_problem(doc: &Node, path: &[PathSeg], message: String, help: Option<String>) -> crate::de::Problem {
+fn config_problem(
+    doc: &Node,
+    path: &[PathSeg],
+    message: String,
+    help: Option<String>,
+) -> crate::de::Problem {
     crate::de::Problem {
         code: Code::InvalidValue,
         span: doc.span_at(path),

@@ -49,6 +49,8 @@ pub trait CustomSpec: Any + fmt::Debug + Send + Sync {
 }
 
 /// The decoded `spec` of a manifest.
+// Resources live behind an `Arc` each; boxing the large variants would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Spec {
     /// `VM` and `TemplateVM`.
@@ -149,7 +151,11 @@ const ENVELOPE_FIELDS: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 
 /// Decodes the manifest in `file`. `root_kind` is the kind whose directory root holds the file,
 /// if any, to catch a manifest filed under the wrong root.
-pub fn load_manifest(file: &Arc<SourceFile>, registry: &Registry, root_kind: Option<&str>) -> LoadedManifest {
+pub fn load_manifest(
+    file: &Arc<SourceFile>,
+    registry: &Registry,
+    root_kind: Option<&str>,
+) -> LoadedManifest {
     let fail = |diagnostics| LoadedManifest {
         resource: None,
         diagnostics,
@@ -168,15 +174,20 @@ pub fn load_manifest(file: &Arc<SourceFile>, registry: &Registry, root_kind: Opt
         return fail(vec![
             Diagnostic::error(Code::MissingField, "the file holds no manifest")
                 .with_label(file, Span::new(0, 0), "empty")
-                .with_help("a listed file must hold one manifest with apiVersion, kind, metadata and spec"),
+                .with_help(
+                    "a listed file must hold one manifest with apiVersion, kind, metadata and spec",
+                ),
         ]);
     };
     let mut diagnostics = Vec::new();
     for extra in docs {
         diagnostics.push(
-            Diagnostic::error(Code::MultipleDocuments, "a manifest file holds exactly one YAML document")
-                .with_label(file, extra.span, "another document")
-                .with_help("move each manifest to a file of its own and list it in the composition"),
+            Diagnostic::error(
+                Code::MultipleDocuments,
+                "a manifest file holds exactly one YAML document",
+            )
+            .with_label(file, extra.span, "another document")
+            .with_help("move each manifest to a file of its own and list it in the composition"),
         );
     }
     let sink = Sink::default();
@@ -222,7 +233,13 @@ fn decode_envelope(
             let help = did_you_mean(key, ENVELOPE_FIELDS.iter().copied())
                 .map(|s| format!("did you mean `{s}`?"))
                 .or_else(|| Some("a manifest has apiVersion, kind, metadata and spec".to_owned()));
-            sink.push(problem(Code::UnknownField, k.span, format!("unknown field `{key}`"), "unknown field", help));
+            sink.push(problem(
+                Code::UnknownField,
+                k.span,
+                format!("unknown field `{key}`"),
+                "unknown field",
+                help,
+            ));
         }
     }
     let head = Span::new(doc.span.start, doc.span.start);
@@ -237,7 +254,10 @@ fn decode_envelope(
         Some(v) if v.as_str() != Some(API_VERSION) => sink.push(problem(
             Code::ApiVersion,
             v.span,
-            format!("unsupported apiVersion `{}`", v.as_str().unwrap_or_default()),
+            format!(
+                "unsupported apiVersion `{}`",
+                v.as_str().unwrap_or_default()
+            ),
             "unsupported",
             Some(format!("the only supported apiVersion is `{API_VERSION}`")),
         )),
@@ -251,15 +271,28 @@ fn decode_envelope(
         sink.push(problem(
             Code::WrongKindRoot,
             v.span,
-            format!("a {} manifest is filed under the `{}/` root", kind.name(), registry.get(root).map_or(root, |k| k.root())),
+            format!(
+                "a {} manifest is filed under the `{}/` root",
+                kind.name(),
+                registry.get(root).map_or(root, |k| k.root())
+            ),
             "kind does not match the directory",
-            Some(format!("move the file under `{}/` or fix `kind`", kind.root())),
+            Some(format!(
+                "move the file under `{}/` or fix `kind`",
+                kind.root()
+            )),
         ));
     }
     let metadata = match doc.get("metadata") {
         Some(node) => decode::<Metadata>(node, sink, registry.required()),
         None => {
-            sink.push(problem(Code::MissingField, head, "missing `metadata`".to_owned(), "metadata required", None));
+            sink.push(problem(
+                Code::MissingField,
+                head,
+                "missing `metadata`".to_owned(),
+                "metadata required",
+                None,
+            ));
             None
         }
     };
@@ -267,7 +300,13 @@ fn decode_envelope(
     let mut depends_on = Vec::new();
     check_metadata(doc, &metadata, registry, sink, &mut depends_on);
     let Some(spec_node) = doc.get("spec") else {
-        sink.push(problem(Code::MissingField, head, "missing `spec`".to_owned(), "spec required", None));
+        sink.push(problem(
+            Code::MissingField,
+            head,
+            "missing `spec`".to_owned(),
+            "spec required",
+            None,
+        ));
         return None;
     };
     let cx = SpecContext {
@@ -309,15 +348,31 @@ fn decode_kind<'r>(doc: &Node, registry: &'r Registry, sink: &Sink) -> Option<&'
             None => format!("one of: {}", kind_list(registry)),
         },
     };
-    sink.push(problem(Code::UnknownKind, node.span, format!("unknown kind `{word}`"), "unknown kind", Some(help)));
+    sink.push(problem(
+        Code::UnknownKind,
+        node.span,
+        format!("unknown kind `{word}`"),
+        "unknown kind",
+        Some(help),
+    ));
     None
 }
 
 fn kind_list(registry: &Registry) -> String {
-    registry.kinds().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    registry
+        .kinds()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn check_metadata(doc: &Node, metadata: &Metadata, registry: &Registry, sink: &Sink, depends_on: &mut Vec<Reference>) {
+fn check_metadata(
+    doc: &Node,
+    metadata: &Metadata,
+    registry: &Registry,
+    sink: &Sink,
+    depends_on: &mut Vec<Reference>,
+) {
     if !is_valid_name(&metadata.name) {
         sink.push(problem(
             Code::InvalidName,
@@ -339,7 +394,8 @@ fn check_metadata(doc: &Node, metadata: &Metadata, registry: &Registry, sink: &S
                 span,
                 message: format!("unknown annotation `{key}`"),
                 label: "unknown annotation".to_owned(),
-                help: did_you_mean(key, KNOWN_ANNOTATIONS.iter().copied()).map(|k| format!("did you mean `{k}`?")),
+                help: did_you_mean(key, KNOWN_ANNOTATIONS.iter().copied())
+                    .map(|k| format!("did you mean `{k}`?")),
             });
         }
     }
@@ -354,22 +410,44 @@ fn check_metadata(doc: &Node, metadata: &Metadata, registry: &Registry, sink: &S
     let span = doc.span_at(&path);
     for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let bad = |message: String, help: Option<String>| {
-            sink.push(problem(Code::InvalidDependsOn, span, message, "in this annotation", help));
+            sink.push(problem(
+                Code::InvalidDependsOn,
+                span,
+                message,
+                "in this annotation",
+                help,
+            ));
         };
         let Some((kind_word, name)) = item.split_once(':') else {
-            bad(format!("`{item}` is not a `Kind:name` reference"), Some("e.g. `proxops/depends-on: \"ISO:installer,LXC:db-01\"`".into()));
+            bad(
+                format!("`{item}` is not a `Kind:name` reference"),
+                Some("e.g. `proxops/depends-on: \"ISO:installer,LXC:db-01\"`".into()),
+            );
             continue;
         };
         let (kind_word, name) = (kind_word.trim(), name.trim());
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_')) {
-            bad(format!("`{item}` does not name a resource after the colon"), None);
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+        {
+            bad(
+                format!("`{item}` does not name a resource after the colon"),
+                None,
+            );
             continue;
         }
-        let Some(kind) = registry.kinds().find(|k| k.name().eq_ignore_ascii_case(kind_word)) else {
+        let Some(kind) = registry
+            .kinds()
+            .find(|k| k.name().eq_ignore_ascii_case(kind_word))
+        else {
             let help = registry
                 .guess(kind_word)
                 .map(|k| format!("write the canonical kind `{}`", k.name()))
-                .or_else(|| did_you_mean(kind_word, registry.kinds().map(|k| k.name())).map(|k| format!("did you mean `{k}`?")));
+                .or_else(|| {
+                    did_you_mean(kind_word, registry.kinds().map(|k| k.name()))
+                        .map(|k| format!("did you mean `{k}`?"))
+                });
             bad(format!("`{kind_word}` in `{item}` is not a kind"), help);
             continue;
         };

@@ -30,8 +30,7 @@ pub enum QuantityError {
 }
 
 /// The hint shown with a quantity error.
-pub const QUANTITY_HELP: &str =
-    "sizes are whole numbers with an optional unit: B, K, M, G, T, P (powers of 1000) or Ki, Mi, Gi, Ti, Pi (powers of 1024), e.g. `8GiB`";
+pub const QUANTITY_HELP: &str = "sizes are whole numbers with an optional unit: B, K, M, G, T, P (powers of 1000) or Ki, Mi, Gi, Ti, Pi (powers of 1024), e.g. `8GiB`";
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -82,13 +81,13 @@ impl Quantity {
 
     /// The size in whole MiB, if it is a whole number of MiB (PVE's unit for memory and swap).
     pub fn whole_mib(&self) -> Option<u64> {
-        (self.bytes % MIB == 0).then_some(self.bytes / MIB)
+        self.bytes.is_multiple_of(MIB).then_some(self.bytes / MIB)
     }
 
     /// The size in GiB as PVE's allocation syntax wants it: an integer when whole, otherwise the
     /// shortest exact decimal (`512MiB` -> `0.5`, `4MiB` -> `0.00390625`).
     pub fn gib_string(&self) -> String {
-        if self.bytes % GIB == 0 {
+        if self.bytes.is_multiple_of(GIB) {
             return (self.bytes / GIB).to_string();
         }
         // bytes / 2^30 has a finite decimal expansion of at most 30 digits after the point.
@@ -145,7 +144,10 @@ impl<'de> Deserialize<'de> for Quantity {
                     text: v.to_string(),
                 })
             }
-            fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Quantity, D::Error> {
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Quantity, D::Error> {
                 d.deserialize_any(self)
             }
         }
@@ -188,12 +190,20 @@ mod tests {
         assert!(matches!(q("GiB"), Err(QuantityError::Syntax(_))));
         assert!(matches!(q("8 GiB"), Err(QuantityError::Syntax(_))));
         assert!(matches!(q("8XB"), Err(QuantityError::Unit(..))));
-        assert!(matches!(q("99999999999PiB"), Err(QuantityError::Overflow(_))));
+        assert!(matches!(
+            q("99999999999PiB"),
+            Err(QuantityError::Overflow(_))
+        ));
     }
 
     #[test]
     fn pve_forms() {
-        let p = |s: &str| Quantity::parse(s).unwrap_or_else(|_| Quantity { bytes: 0, text: String::new() });
+        let p = |s: &str| {
+            Quantity::parse(s).unwrap_or_else(|_| Quantity {
+                bytes: 0,
+                text: String::new(),
+            })
+        };
         assert_eq!(p("8GiB").whole_mib(), Some(8192));
         assert_eq!(p("8G").whole_mib(), None);
         assert_eq!(p("50GiB").gib_string(), "50");

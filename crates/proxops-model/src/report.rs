@@ -112,7 +112,11 @@ impl ValidationReport {
                     resources: c.resources.len(),
                 })
                 .collect(),
-            diagnostics: repo.diagnostics.iter().map(DiagnosticRecord::from).collect(),
+            diagnostics: repo
+                .diagnostics
+                .iter()
+                .map(DiagnosticRecord::from)
+                .collect(),
         }
     }
 }

@@ -22,12 +22,22 @@ fn manifest_properties(kind: &dyn KindDef, generator: &mut schemars::SchemaGener
     })
 }
 
-fn document(title: String, body: Map<String, Value>, generator: schemars::SchemaGenerator) -> Value {
+fn document(
+    title: String,
+    body: Map<String, Value>,
+    generator: schemars::SchemaGenerator,
+) -> Value {
     let mut doc = Map::new();
-    doc.insert("$schema".into(), json!("http://json-schema.org/draft-07/schema#"));
+    doc.insert(
+        "$schema".into(),
+        json!("http://json-schema.org/draft-07/schema#"),
+    );
     doc.insert("title".into(), json!(title));
     doc.extend(body);
-    doc.insert("definitions".into(), Value::Object(generator.definitions().clone()));
+    doc.insert(
+        "definitions".into(),
+        Value::Object(generator.definitions().clone()),
+    );
     Value::Object(doc)
 }
 
@@ -42,7 +52,9 @@ pub fn kind_schema(kind: &dyn KindDef) -> Value {
         "additionalProperties": false,
         "properties": properties,
     });
-    let Value::Object(body) = body else { return Value::Null };
+    let Value::Object(body) = body else {
+        return Value::Null;
+    };
     document(format!("ProxOps {}", kind.name()), body, generator)
 }
 
@@ -70,7 +82,9 @@ pub fn combined_schema(registry: &Registry) -> Value {
         },
         "allOf": branches,
     });
-    let Value::Object(body) = body else { return Value::Null };
+    let Value::Object(body) = body else {
+        return Value::Null;
+    };
     document("ProxOps manifest".into(), body, generator)
 }
 
@@ -79,9 +93,17 @@ pub fn combined_schema(registry: &Registry) -> Value {
 pub fn schema_files(registry: &Registry) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = registry
         .kinds()
-        .map(|k| (format!("{}.schema.json", k.name().to_ascii_lowercase()), pretty(&kind_schema(k))))
+        .map(|k| {
+            (
+                format!("{}.schema.json", k.name().to_ascii_lowercase()),
+                pretty(&kind_schema(k)),
+            )
+        })
         .collect();
-    out.push(("proxops.schema.json".into(), pretty(&combined_schema(registry))));
+    out.push((
+        "proxops.schema.json".into(),
+        pretty(&combined_schema(registry)),
+    ));
     out
 }
 

@@ -57,9 +57,15 @@ impl FsSource {
         let root = root.into();
         let canonical_root = root.canonicalize()?;
         if !canonical_root.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::NotADirectory, format!("{} is not a directory", root.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", root.display()),
+            ));
         }
-        Ok(FsSource { root, canonical_root })
+        Ok(FsSource {
+            root,
+            canonical_root,
+        })
     }
 
     /// The root directory as given.
@@ -102,7 +108,12 @@ impl RepoSource for FsSource {
         let full = self.resolve(dir);
         let entries = match std::fs::read_dir(&full) {
             Ok(e) => e,
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 return Ok(Vec::new());
             }
             Err(e) => return Err(e),
@@ -125,7 +136,11 @@ impl RepoSource for FsSource {
 /// Joins `rel` onto the directory `base` lexically (both repository-relative), resolving `.` and
 /// `..`; `None` if the result would leave the repository or `rel` is absolute.
 pub fn join_relative(base: &str, rel: &str) -> Option<String> {
-    if rel.starts_with('/') || rel.starts_with('\\') || rel.contains('\\') || rel.get(1..2) == Some(":") {
+    if rel.starts_with('/')
+        || rel.starts_with('\\')
+        || rel.contains('\\')
+        || rel.get(1..2) == Some(":")
+    {
         return None;
     }
     let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
@@ -147,8 +162,14 @@ mod tests {
 
     #[test]
     fn joins() {
-        assert_eq!(join_relative("clusters/a", "../../vm/a/x.yaml").as_deref(), Some("vm/a/x.yaml"));
-        assert_eq!(join_relative("clusters/a", "./../../vm//x.yaml").as_deref(), Some("vm/x.yaml"));
+        assert_eq!(
+            join_relative("clusters/a", "../../vm/a/x.yaml").as_deref(),
+            Some("vm/a/x.yaml")
+        );
+        assert_eq!(
+            join_relative("clusters/a", "./../../vm//x.yaml").as_deref(),
+            Some("vm/x.yaml")
+        );
         assert_eq!(join_relative("clusters/a", "../../../etc/passwd"), None);
         assert_eq!(join_relative("clusters/a", "/etc/passwd"), None);
         assert_eq!(join_relative("clusters/a", "C:/x.yaml"), None);

@@ -14,7 +14,9 @@ use std::sync::Arc;
 pub type Owners = BTreeMap<(String, String), BTreeSet<String>>;
 
 fn spec_path(rest: &[PathSeg]) -> Vec<PathSeg> {
-    std::iter::once(PathSeg::from("spec")).chain(rest.iter().cloned()).collect()
+    std::iter::once(PathSeg::from("spec"))
+        .chain(rest.iter().cloned())
+        .collect()
 }
 
 fn name_path() -> Vec<PathSeg> {
@@ -23,9 +25,15 @@ fn name_path() -> Vec<PathSeg> {
 
 /// Every reference of a resource: structured fields first, then the annotation, without repeats.
 pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
-    let mut refs = registry.get(r.kind).map(|k| k.references(&r.spec)).unwrap_or_default();
+    let mut refs = registry
+        .get(r.kind)
+        .map(|k| k.references(&r.spec))
+        .unwrap_or_default();
     for dep in &r.depends_on {
-        if !refs.iter().any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name) {
+        if !refs
+            .iter()
+            .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name)
+        {
             refs.push(dep.clone());
         }
     }
@@ -59,7 +67,9 @@ pub fn validate_cluster(
     // vmids are unique across every guest kind of the cluster (PVE's vmid pool is cluster-wide).
     let mut vmids: BTreeMap<u32, &Arc<Resource>> = BTreeMap::new();
     for r in index.values() {
-        let Some(kind) = registry.get(r.kind) else { continue };
+        let Some(kind) = registry.get(r.kind) else {
+            continue;
+        };
         let placement = kind.placement(&r.spec);
         if !matches!(kind.identity(), Identity::Guest { .. }) {
             continue;
@@ -81,7 +91,9 @@ pub fn validate_cluster(
     // Node allowlist.
     if let Some(allowed) = entry.map(|e| &e.nodes).filter(|n| !n.is_empty()) {
         for r in index.values() {
-            let Some(kind) = registry.get(r.kind) else { continue };
+            let Some(kind) = registry.get(r.kind) else {
+                continue;
+            };
             for (node, at) in kind.placement(&r.spec).nodes {
                 if !allowed.contains(&node) {
                     out.push(in_cluster(
@@ -95,7 +107,10 @@ pub fn validate_cluster(
     }
     // References.
     let mut graph: DiGraph<ResourceKey, Vec<PathSeg>> = DiGraph::new();
-    let nodes: BTreeMap<ResourceKey, NodeIndex> = index.keys().map(|k| (k.clone(), graph.add_node(k.clone()))).collect();
+    let nodes: BTreeMap<ResourceKey, NodeIndex> = index
+        .keys()
+        .map(|k| (k.clone(), graph.add_node(k.clone())))
+        .collect();
     for (key, r) in &index {
         for reference in references(registry, r) {
             let target = ResourceKey {
@@ -103,19 +118,41 @@ pub fn validate_cluster(
                 name: reference.target_name.clone(),
             };
             let Some(found) = index.get(&target) else {
-                out.push(in_cluster(unknown_reference(cluster, r, &reference, &index, owners)));
+                out.push(in_cluster(unknown_reference(
+                    cluster, r, &reference, &index, owners,
+                )));
                 continue;
             };
             if reference.same_node
                 && let (Some(src), Some(dst)) = (registry.get(r.kind), registry.get(found.kind))
             {
-                let guest_nodes: Vec<String> = src.placement(&r.spec).nodes.into_iter().map(|(n, _)| n).collect();
-                let target_nodes: Vec<String> = dst.placement(&found.spec).nodes.into_iter().map(|(n, _)| n).collect();
+                let guest_nodes: Vec<String> = src
+                    .placement(&r.spec)
+                    .nodes
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .collect();
+                let target_nodes: Vec<String> = dst
+                    .placement(&found.spec)
+                    .nodes
+                    .into_iter()
+                    .map(|(n, _)| n)
+                    .collect();
                 for node in guest_nodes.iter().filter(|n| !target_nodes.contains(n)) {
                     out.push(in_cluster(
-                        Diagnostic::error(Code::ReferenceNotOnNode, format!("{target} is not placed on node `{node}`, where {} runs", r.key()))
-                            .with_label(&r.file, r.span(&reference.path), format!("{target} is only on {}", target_nodes.join(", ")))
-                            .with_help(format!("add `{node}` to the `nodes` of {target}")),
+                        Diagnostic::error(
+                            Code::ReferenceNotOnNode,
+                            format!(
+                                "{target} is not placed on node `{node}`, where {} runs",
+                                r.key()
+                            ),
+                        )
+                        .with_label(
+                            &r.file,
+                            r.span(&reference.path),
+                            format!("{target} is only on {}", target_nodes.join(", ")),
+                        )
+                        .with_help(format!("add `{node}` to the `nodes` of {target}")),
                     ));
                 }
             }
@@ -133,14 +170,22 @@ pub fn validate_cluster(
         let members: BTreeSet<NodeIndex> = scc.iter().copied().collect();
         let mut names: Vec<&ResourceKey> = scc.iter().map(|i| &graph[*i]).collect();
         names.sort();
-        let listed = names.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
-        let mut d = Diagnostic::error(Code::DependencyCycle, format!("dependency cycle between {listed}"))
-            .with_help("dependencies must form a DAG: remove one of the references");
+        let listed = names
+            .iter()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut d = Diagnostic::error(
+            Code::DependencyCycle,
+            format!("dependency cycle between {listed}"),
+        )
+        .with_help("dependencies must form a DAG: remove one of the references");
         let mut edges: Vec<(&ResourceKey, &ResourceKey, &Vec<PathSeg>)> = graph
             .edge_indices()
             .filter_map(|e| {
                 let (a, b) = graph.edge_endpoints(e)?;
-                (members.contains(&a) && members.contains(&b)).then(|| (&graph[a], &graph[b], &graph[e]))
+                (members.contains(&a) && members.contains(&b))
+                    .then(|| (&graph[a], &graph[b], &graph[e]))
             })
             .collect();
         edges.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
@@ -163,26 +208,51 @@ fn unknown_reference(
 ) -> Diagnostic {
     let target = format!("{}/{}", reference.target_kind, reference.target_name);
     let message = if reference.field == crate::manifest::DEPENDS_ON {
-        format!("depends-on target {target} of {} is not defined in cluster `{cluster}` (unknown reference)", r.key())
+        format!(
+            "depends-on target {target} of {} is not defined in cluster `{cluster}` (unknown reference)",
+            r.key()
+        )
     } else {
-        format!("{} `{}` references unknown {} `{}`", r.key(), reference.field, reference.target_kind, reference.target_name)
+        format!(
+            "{} `{}` references unknown {} `{}`",
+            r.key(),
+            reference.field,
+            reference.target_kind,
+            reference.target_name
+        )
     };
-    let other_kind = index.keys().find(|k| k.name == reference.target_name && k.kind != reference.target_kind);
+    let other_kind = index
+        .keys()
+        .find(|k| k.name == reference.target_name && k.kind != reference.target_kind);
     let elsewhere: Vec<&String> = owners
         .get(&(reference.target_kind.clone(), reference.target_name.clone()))
         .map(|s| s.iter().filter(|c| *c != cluster).collect())
         .unwrap_or_default();
     let help = if let Some(k) = other_kind {
-        format!("{k} exists, but `{}` needs a {}", reference.field, reference.target_kind)
+        format!(
+            "{k} exists, but `{}` needs a {}",
+            reference.field, reference.target_kind
+        )
     } else if !elsewhere.is_empty() {
         format!(
             "only cluster {} lists {target}: add its file to clusters/{cluster}/resources.yaml (there is no cross-cluster resolution)",
-            elsewhere.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            elsewhere
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     } else {
-        format!("add a {} named `{}` to this cluster's composition, or fix the name", reference.target_kind, reference.target_name)
+        format!(
+            "add a {} named `{}` to this cluster's composition, or fix the name",
+            reference.target_kind, reference.target_name
+        )
     };
     Diagnostic::error(Code::UnknownReference, message)
-        .with_label(&r.file, r.span(&reference.path), format!("{target} is not in cluster `{cluster}`"))
+        .with_label(
+            &r.file,
+            r.span(&reference.path),
+            format!("{target} is not in cluster `{cluster}`"),
+        )
         .with_help(help)
 }

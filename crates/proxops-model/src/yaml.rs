@@ -23,7 +23,10 @@ pub struct Span {
 impl Span {
     /// A span from `start` (inclusive) to `end` (exclusive).
     pub fn new(start: usize, end: usize) -> Self {
-        Span { start, end: end.max(start) }
+        Span {
+            start,
+            end: end.max(start),
+        }
     }
 
     /// The length in bytes.
@@ -200,8 +203,7 @@ pub fn parse_documents(source: &str) -> Result<Vec<Node>, SyntaxError> {
     };
     let mut events = Parser::new_from_str(source);
     let mut docs = Vec::new();
-    loop {
-        let Some(next) = events.next_event() else { break };
+    while let Some(next) = events.next_event() {
         let (event, span) = next.map_err(|e| builder.scan_error(&e))?;
         match event {
             Event::DocumentStart(..) => {

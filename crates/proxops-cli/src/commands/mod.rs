@@ -30,7 +30,8 @@ pub fn repo_dir(repo: Option<&Path>) -> Result<PathBuf, CliError> {
     if let Some(dir) = repo {
         return Ok(dir.to_path_buf());
     }
-    let cwd = std::env::current_dir().map_err(|e| CliError::Io(format!("cannot read the current directory: {e}")))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::Io(format!("cannot read the current directory: {e}")))?;
     Ok(cwd
         .ancestors()
         .find(|d| d.join(".git").exists())

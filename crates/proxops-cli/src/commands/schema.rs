@@ -22,11 +22,13 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let registry = Registry::builtin();
     let Some(dir) = &args.out else {
-        let text = serde_json::to_string_pretty(&combined_schema(&registry)).map_err(|e| CliError::Io(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&combined_schema(&registry))
+            .map_err(|e| CliError::Io(e.to_string()))?;
         writeln!(std::io::stdout().lock(), "{text}").map_err(|e| CliError::Io(e.to_string()))?;
         return Ok(ExitCode::SUCCESS);
     };
-    std::fs::create_dir_all(dir).map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
     for (name, text) in schema_files(&registry) {
         let path = dir.join(&name);
         // Write beside, then rename: an interrupted run never leaves a half-written schema.

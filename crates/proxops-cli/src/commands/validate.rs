@@ -38,7 +38,10 @@ pub enum Output {
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
     let source = FsSource::new(&dir).map_err(|e| {
-        CliError::usage(format!("cannot open repository {}: {e}", dir.display()), Some("pass the repository directory with --repo DIR".into()))
+        CliError::usage(
+            format!("cannot open repository {}: {e}", dir.display()),
+            Some("pass the repository directory with --repo DIR".into()),
+        )
     })?;
     let registry = Registry::builtin();
     let options = LoadOptions {
@@ -58,11 +61,16 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             for d in &repo.diagnostics {
                 let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
             }
-            crate::commands::validate::summary(&repo, &mut out).map_err(|e| CliError::Io(e.to_string()))
+            crate::commands::validate::summary(&repo, &mut out)
+                .map_err(|e| CliError::Io(e.to_string()))
         }
     };
     written?;
-    Ok(if repo.is_valid() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if repo.is_valid() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// One line per cluster, then the totals.
@@ -70,10 +78,20 @@ pub fn summary(repo: &proxops_model::Repository, out: &mut impl Write) -> std::i
     for c in &repo.clusters {
         let state = if c.valid { "valid" } else { "INVALID" };
         let n = c.resources.len();
-        writeln!(out, "cluster {}: {state}, {n} resource{}", c.name, if n == 1 { "" } else { "s" })?;
+        writeln!(
+            out,
+            "cluster {}: {state}, {n} resource{}",
+            c.name,
+            if n == 1 { "" } else { "s" }
+        )?;
     }
     let errors = repo.diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = repo.diagnostics.len() - errors;
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
-    writeln!(out, "{}, {}", plural(errors, "error"), plural(warnings, "warning"))
+    writeln!(
+        out,
+        "{}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
 }

@@ -38,7 +38,9 @@ impl ArtifactSpec {
         } else {
             self.nodes.clone()
         };
-        from.into_iter().filter(|n| seen.insert(n.clone())).collect()
+        from.into_iter()
+            .filter(|n| seen.insert(n.clone()))
+            .collect()
     }
 }
 
@@ -121,19 +123,32 @@ pub struct ArtifactKind {
 
 impl ArtifactKind {
     /// `kind: ISO`.
-    pub const ISO: ArtifactKind = ArtifactKind { class: ArtifactClass::Iso };
+    pub const ISO: ArtifactKind = ArtifactKind {
+        class: ArtifactClass::Iso,
+    };
     /// `kind: CTTemplate`.
-    pub const CT_TEMPLATE: ArtifactKind = ArtifactKind { class: ArtifactClass::CtTemplate };
+    pub const CT_TEMPLATE: ArtifactKind = ArtifactKind {
+        class: ArtifactClass::CtTemplate,
+    };
     /// `kind: DiskImage`.
-    pub const DISK_IMAGE: ArtifactKind = ArtifactKind { class: ArtifactClass::DiskImage };
+    pub const DISK_IMAGE: ArtifactKind = ArtifactKind {
+        class: ArtifactClass::DiskImage,
+    };
 }
 
 fn validate(spec: &ArtifactSpec, class: ArtifactClass, cx: &SpecContext<'_>) {
     if spec.nodes.is_empty() && spec.node.is_none() {
-        cx.report_missing(&path!["nodes"], "an artifact needs at least one node in `nodes`");
+        cx.report_missing(
+            &path!["nodes"],
+            "an artifact needs at least one node in `nodes`",
+        );
     }
     if !spec.nodes.is_empty() && spec.node.is_some() {
-        cx.invalid(&path!["node"], "set either `nodes` or the older `node`, not both", None);
+        cx.invalid(
+            &path!["node"],
+            "set either `nodes` or the older `node`, not both",
+            None,
+        );
     }
     for (i, node) in spec.nodes.iter().enumerate() {
         check_node(cx, node, &path!["nodes", i]);
@@ -142,7 +157,11 @@ fn validate(spec: &ArtifactSpec, class: ArtifactClass, cx: &SpecContext<'_>) {
         check_node(cx, node, &path!["node"]);
     }
     common::check_storage_id(cx, &spec.storage, &path!["storage"]);
-    let name_ok = spec.filename.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+    let name_ok = spec
+        .filename
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric())
         && spec
             .filename
             .bytes()
@@ -157,15 +176,25 @@ fn validate(spec: &ArtifactSpec, class: ArtifactClass, cx: &SpecContext<'_>) {
     } else if !class.extensions().iter().any(|ext| lower.ends_with(ext)) {
         cx.invalid(
             &path!["filename"],
-            format!("`{}` does not have an extension PVE accepts for `{}` content", spec.filename, class.content()),
+            format!(
+                "`{}` does not have an extension PVE accepts for `{}` content",
+                spec.filename,
+                class.content()
+            ),
             Some(format!("use one of: {}", class.extensions().join(", "))),
         );
     }
-    let url_ok = ["https://", "http://"]
-        .iter()
-        .any(|scheme| spec.url.strip_prefix(scheme).is_some_and(|rest| rest.split('/').next().is_some_and(|host| !host.is_empty())));
+    let url_ok = ["https://", "http://"].iter().any(|scheme| {
+        spec.url
+            .strip_prefix(scheme)
+            .is_some_and(|rest| rest.split('/').next().is_some_and(|host| !host.is_empty()))
+    });
     if !url_ok || spec.url.contains(char::is_whitespace) {
-        cx.invalid(&path!["url"], format!("`{}` is not an http(s) URL", spec.url), None);
+        cx.invalid(
+            &path!["url"],
+            format!("`{}` is not an http(s) URL", spec.url),
+            None,
+        );
     }
     if let Some(sum) = &spec.checksum {
         let value = sum.value.trim();
@@ -229,12 +258,15 @@ impl KindDef for ArtifactKind {
             return Placement::default();
         };
         let nodes = if s.nodes.is_empty() {
-            s.node.iter().map(|n| (n.clone(), path!["node"])).collect()
+            s.node
+                .iter()
+                .map(|n| (n.clone(), path!["node"].to_vec()))
+                .collect()
         } else {
             s.nodes
                 .iter()
                 .enumerate()
-                .map(|(i, n)| (n.clone(), path!["nodes", i]))
+                .map(|(i, n)| (n.clone(), path!["nodes", i].to_vec()))
                 .collect()
         };
         Placement { nodes, vmid: None }

@@ -22,7 +22,11 @@ pub enum PowerState {
 pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
-        && name.split('-').all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        && name.split('-').all(|w| {
+            !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
 }
 
 /// Whether `node` can be a PVE node name (a host name label).
@@ -37,7 +41,9 @@ pub fn is_valid_node(node: &str) -> bool {
 /// Whether `id` can be a PVE storage id.
 pub fn is_valid_storage(id: &str) -> bool {
     id.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Whether `text` is an IPv4 or IPv6 address with a prefix length.
@@ -75,7 +81,13 @@ pub(crate) fn check_vmid(cx: &SpecContext<'_>, vmid: u32) {
     }
 }
 
-pub(crate) fn check_memory(cx: &SpecContext<'_>, q: &Quantity, at: &[PathSeg], what: &str, nonzero: bool) {
+pub(crate) fn check_memory(
+    cx: &SpecContext<'_>,
+    q: &Quantity,
+    at: &[PathSeg],
+    what: &str,
+    nonzero: bool,
+) {
     if q.whole_mib().is_none() {
         cx.invalid(
             at,
@@ -101,12 +113,22 @@ pub(crate) fn check_vlan(cx: &SpecContext<'_>, vlan: u16, at: &[PathSeg]) {
 
 pub(crate) fn check_mac(cx: &SpecContext<'_>, mac: &str, at: &[PathSeg]) {
     let ok = mac.split(':').count() == 6
-        && mac.split(':').all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()));
+        && mac
+            .split(':')
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()));
     let multicast = u8::from_str_radix(mac.get(..2).unwrap_or("00"), 16).is_ok_and(|b| b & 1 == 1);
     if !ok {
-        cx.invalid(at, format!("`{mac}` is not a MAC address"), Some("e.g. `bc:24:11:12:34:56`".into()));
+        cx.invalid(
+            at,
+            format!("`{mac}` is not a MAC address"),
+            Some("e.g. `bc:24:11:12:34:56`".into()),
+        );
     } else if multicast {
-        cx.invalid(at, format!("`{mac}` is a multicast address, which PVE refuses for a NIC"), None);
+        cx.invalid(
+            at,
+            format!("`{mac}` is a multicast address, which PVE refuses for a NIC"),
+            None,
+        );
     }
 }
 
@@ -120,10 +142,16 @@ pub(crate) fn check_tag(cx: &SpecContext<'_>, tag: &str, at: &[PathSeg]) {
         cx.invalid(
             at,
             format!("`{tag}` is not a valid PVE tag"),
-            Some("tags are letters, digits and `_+.-`, starting with a letter, digit or `_`".into()),
+            Some(
+                "tags are letters, digits and `_+.-`, starting with a letter, digit or `_`".into(),
+            ),
         );
     } else if tag.eq_ignore_ascii_case("proxops") || tag.starts_with("proxops-") {
-        cx.invalid(at, format!("tag `{tag}` is reserved for ProxOps's ownership tags"), None);
+        cx.invalid(
+            at,
+            format!("tag `{tag}` is reserved for ProxOps's ownership tags"),
+            None,
+        );
     }
 }
 
@@ -155,12 +183,19 @@ pub(crate) fn check_name_ref(cx: &SpecContext<'_>, target: &str, at: &[PathSeg],
     }
 }
 
-pub(crate) fn check_secret_ref(cx: &SpecContext<'_>, reference: &str, prefix: &str, at: &[PathSeg]) {
+pub(crate) fn check_secret_ref(
+    cx: &SpecContext<'_>,
+    reference: &str,
+    prefix: &str,
+    at: &[PathSeg],
+) {
     // SOPS cloud-init names: lowercase letters, digits and hyphens, not starting with a hyphen.
     let ok = reference.strip_prefix(prefix).is_some_and(|name| {
         (1..=64).contains(&name.len())
             && !name.starts_with('-')
-            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     });
     if !ok {
         cx.invalid(
@@ -178,10 +213,26 @@ mod tests {
     #[test]
     fn names() {
         assert!(is_valid_name("app-vm") && is_valid_name("a") && is_valid_name("talos-1-8-0"));
-        assert!(!is_valid_name("App") && !is_valid_name("a--b") && !is_valid_name("-a") && !is_valid_name("a-") && !is_valid_name(""));
+        assert!(
+            !is_valid_name("App")
+                && !is_valid_name("a--b")
+                && !is_valid_name("-a")
+                && !is_valid_name("a-")
+                && !is_valid_name("")
+        );
         assert!(!is_valid_name(&"a".repeat(64)));
         assert!(is_valid_node("pve01") && !is_valid_node("pve 01") && !is_valid_node("a/b"));
-        assert!(is_valid_storage("local-lvm") && is_valid_storage("vm_disks") && !is_valid_storage("1x") && !is_valid_storage("a b"));
-        assert!(is_cidr("10.0.0.1/24") && is_cidr("fd00::1/64") && !is_cidr("10.0.0.1") && !is_cidr("10.0.0.1/33"));
+        assert!(
+            is_valid_storage("local-lvm")
+                && is_valid_storage("vm_disks")
+                && !is_valid_storage("1x")
+                && !is_valid_storage("a b")
+        );
+        assert!(
+            is_cidr("10.0.0.1/24")
+                && is_cidr("fd00::1/64")
+                && !is_cidr("10.0.0.1")
+                && !is_cidr("10.0.0.1/33")
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! `kind: LXC` and `kind: TemplateCT`: containers (SPEC.md sections 8.3 and 8.4).
 
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
-use crate::kind::{GuestType, Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext};
+use crate::kind::{
+    GuestType, Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext,
+};
 use crate::manifest::Spec;
 use crate::quantity::Quantity;
 use schemars::JsonSchema;
@@ -239,9 +241,29 @@ pub struct LxcOptions {
 }
 
 const RESERVED_EXTRA: &[&str] = &[
-    "vmid", "ctid", "name", "memory", "swap", "cores", "rootfs", "ostemplate", "ostype", "arch",
-    "hostname", "nameserver", "searchdomain", "unprivileged", "onboot", "protection", "console",
-    "features", "startup", "start", "tags", "description", "template",
+    "vmid",
+    "ctid",
+    "name",
+    "memory",
+    "swap",
+    "cores",
+    "rootfs",
+    "ostemplate",
+    "ostype",
+    "arch",
+    "hostname",
+    "nameserver",
+    "searchdomain",
+    "unprivileged",
+    "onboot",
+    "protection",
+    "console",
+    "features",
+    "startup",
+    "start",
+    "tags",
+    "description",
+    "template",
 ];
 const RESERVED_EXTRA_PREFIXES: &[&str] = &["net", "mp"];
 
@@ -253,7 +275,11 @@ const PROTECTED_HOST_PATHS: &[&str] = &[
 
 fn mp_slot_valid(slot: &str) -> bool {
     slot.strip_prefix("mp")
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0')))
+        .filter(|n| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && (n.len() == 1 || !n.starts_with('0'))
+        })
         .and_then(|n| n.parse::<u32>().ok())
         .is_some_and(|n| n <= 255)
 }
@@ -274,22 +300,38 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
         common::check_memory(cx, swap, &path!["swap"], "swap", false);
     }
     if spec.cpu.cores == 0 {
-        cx.invalid(&path!["cpu", "cores"], "`cpu.cores` must be at least 1", None);
+        cx.invalid(
+            &path!["cpu", "cores"],
+            "`cpu.cores` must be at least 1",
+            None,
+        );
     }
     common::check_storage_id(cx, &spec.root.storage, &path!["root", "storage"]);
     if spec.root.size.bytes() == 0 {
-        cx.invalid(&path!["root", "size"], "the root filesystem size must be greater than zero", None);
+        cx.invalid(
+            &path!["root", "size"],
+            "the root filesystem size must be greater than zero",
+            None,
+        );
     }
     let mut slots = BTreeSet::new();
     for (i, mp) in spec.mount_points.iter().enumerate() {
         common::check_storage_id(cx, &mp.storage, &path!["mount-points", i, "storage"]);
         if mp.size.bytes() == 0 {
-            cx.invalid(&path!["mount-points", i, "size"], "a mount point size must be greater than zero", None);
+            cx.invalid(
+                &path!["mount-points", i, "size"],
+                "a mount point size must be greater than zero",
+                None,
+            );
         }
         if let Some(p) = &mp.mount_point
             && !p.starts_with('/')
         {
-            cx.invalid(&path!["mount-points", i, "mount-point"], format!("`{p}` is not an absolute path"), None);
+            cx.invalid(
+                &path!["mount-points", i, "mount-point"],
+                format!("`{p}` is not an absolute path"),
+                None,
+            );
         }
         let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
         check_mp_slot(cx, &mut slots, &slot, &path!["mount-points", i, "slot"]);
@@ -297,16 +339,27 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     for (i, bind) in spec.bind_mounts.iter().enumerate() {
         let host = bind.host_path.trim_end_matches('/');
         if !bind.host_path.starts_with('/') {
-            cx.invalid(&path!["bind-mounts", i, "host-path"], format!("`{}` is not an absolute path", bind.host_path), None);
+            cx.invalid(
+                &path!["bind-mounts", i, "host-path"],
+                format!("`{}` is not an absolute path", bind.host_path),
+                None,
+            );
         } else if PROTECTED_HOST_PATHS.contains(&if host.is_empty() { "/" } else { host }) {
             cx.invalid(
                 &path!["bind-mounts", i, "host-path"],
-                format!("bind-mounting the host's `{}` into a container is refused", bind.host_path),
+                format!(
+                    "bind-mounting the host's `{}` into a container is refused",
+                    bind.host_path
+                ),
                 Some("bind a dedicated directory such as `/srv/data/<name>` or `/mnt/...`".into()),
             );
         }
         if !bind.mount_point.starts_with('/') {
-            cx.invalid(&path!["bind-mounts", i, "mount-point"], format!("`{}` is not an absolute path", bind.mount_point), None);
+            cx.invalid(
+                &path!["bind-mounts", i, "mount-point"],
+                format!("`{}` is not an absolute path", bind.mount_point),
+                None,
+            );
         }
         let slot = bind
             .slot
@@ -322,12 +375,24 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
             .and_then(|n| n.parse::<u32>().ok())
             .is_some_and(|n| n <= 31 && slot == format!("net{n}"));
         if !valid {
-            cx.invalid(&path!["networks", i, "slot"], format!("`{slot}` is not a NIC slot (net0-net31)"), None);
+            cx.invalid(
+                &path!["networks", i, "slot"],
+                format!("`{slot}` is not a NIC slot (net0-net31)"),
+                None,
+            );
         } else if !nets.insert(slot.clone()) {
-            cx.invalid(&path!["networks", i, "slot"], format!("NIC slot `{slot}` is used twice"), None);
+            cx.invalid(
+                &path!["networks", i, "slot"],
+                format!("NIC slot `{slot}` is used twice"),
+                None,
+            );
         }
         if net.bridge.trim().is_empty() {
-            cx.invalid(&path!["networks", i, "bridge"], "`bridge` must not be empty", None);
+            cx.invalid(
+                &path!["networks", i, "bridge"],
+                "`bridge` must not be empty",
+                None,
+            );
         }
         if let Some(tag) = net.tag {
             common::check_vlan(cx, tag, &path!["networks", i, "tag"]);
@@ -339,12 +404,20 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
             && !common::is_cidr(ip)
             && !matches!(ip.as_str(), "dhcp" | "manual")
         {
-            cx.invalid(&path!["networks", i, "ip"], format!("`{ip}` is not an address in CIDR notation, `dhcp` or `manual`"), None);
+            cx.invalid(
+                &path!["networks", i, "ip"],
+                format!("`{ip}` is not an address in CIDR notation, `dhcp` or `manual`"),
+                None,
+            );
         }
         if let Some(gw) = &net.gw
             && gw.parse::<std::net::Ipv4Addr>().is_err()
         {
-            cx.invalid(&path!["networks", i, "gw"], format!("`{gw}` is not an IPv4 address"), None);
+            cx.invalid(
+                &path!["networks", i, "gw"],
+                format!("`{gw}` is not an IPv4 address"),
+                None,
+            );
         }
     }
     for (i, tag) in spec.tags.iter().enumerate() {
@@ -353,9 +426,18 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
 }
 
-fn check_mp_slot(cx: &SpecContext<'_>, slots: &mut BTreeSet<String>, slot: &str, at: &[crate::yaml::PathSeg]) {
+fn check_mp_slot(
+    cx: &SpecContext<'_>,
+    slots: &mut BTreeSet<String>,
+    slot: &str,
+    at: &[crate::yaml::PathSeg],
+) {
     if !mp_slot_valid(slot) {
-        cx.invalid(at, format!("`{slot}` is not a mount point slot (mp0-mp255)"), None);
+        cx.invalid(
+            at,
+            format!("`{slot}` is not a mount point slot (mp0-mp255)"),
+            None,
+        );
     } else if !slots.insert(slot.to_owned()) {
         cx.invalid(at, format!("mount point slot `{slot}` is used twice"), None);
     }
@@ -373,7 +455,10 @@ impl LxcKind {
     pub const TEMPLATE: LxcKind = LxcKind { template: true };
 }
 
-const REFS: &[ReferenceField] = &[ReferenceField { field: "template", target: "CTTemplate" }];
+const REFS: &[ReferenceField] = &[ReferenceField {
+    field: "template",
+    target: "CTTemplate",
+}];
 
 impl KindDef for LxcKind {
     fn name(&self) -> &'static str {
@@ -412,7 +497,7 @@ impl KindDef for LxcKind {
     fn placement(&self, spec: &Spec) -> Placement {
         match spec {
             Spec::Lxc(s) => Placement {
-                nodes: vec![(s.node.clone(), path!["node"])],
+                nodes: vec![(s.node.clone(), path!["node"].to_vec())],
                 vmid: Some(s.vmid),
             },
             _ => Placement::default(),
@@ -421,7 +506,13 @@ impl KindDef for LxcKind {
 
     fn references(&self, spec: &Spec) -> Vec<Reference> {
         match spec {
-            Spec::Lxc(s) => vec![Reference::structured("template", "CTTemplate", &s.template, path!["template"], true)],
+            Spec::Lxc(s) => vec![Reference::structured(
+                "template",
+                "CTTemplate",
+                &s.template,
+                &path!["template"],
+                true,
+            )],
             _ => Vec::new(),
         }
     }

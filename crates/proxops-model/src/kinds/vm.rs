@@ -390,22 +390,58 @@ pub struct IpConfig {
 
 /// Config keys that ProxOps manages itself and `extra` may therefore not set.
 const RESERVED_EXTRA: &[&str] = &[
-    "vmid", "name", "memory", "cpu", "cores", "sockets", "numa", "machine", "bios", "vga", "cdrom",
-    "efidisk0", "tpmstate0", "serial0", "onboot", "startup", "protection", "agent", "acpi", "tablet",
-    "hotplug", "boot", "tags", "ciuser", "cipassword", "sshkeys", "nameserver", "searchdomain",
-    "scsihw", "description", "template",
+    "vmid",
+    "name",
+    "memory",
+    "cpu",
+    "cores",
+    "sockets",
+    "numa",
+    "machine",
+    "bios",
+    "vga",
+    "cdrom",
+    "efidisk0",
+    "tpmstate0",
+    "serial0",
+    "onboot",
+    "startup",
+    "protection",
+    "agent",
+    "acpi",
+    "tablet",
+    "hotplug",
+    "boot",
+    "tags",
+    "ciuser",
+    "cipassword",
+    "sshkeys",
+    "nameserver",
+    "searchdomain",
+    "scsihw",
+    "description",
+    "template",
 ];
-const RESERVED_EXTRA_PREFIXES: &[&str] = &["scsi", "virtio", "sata", "ide", "net", "ipconfig", "hostpci"];
+const RESERVED_EXTRA_PREFIXES: &[&str] = &[
+    "scsi", "virtio", "sata", "ide", "net", "ipconfig", "hostpci",
+];
 
 fn slot_in(slot: &str, prefix: &str, max: u32) -> bool {
     slot.strip_prefix(prefix)
-        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0')))
+        .filter(|n| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && (n.len() == 1 || !n.starts_with('0'))
+        })
         .and_then(|n| n.parse::<u32>().ok())
         .is_some_and(|n| n <= max)
 }
 
 fn disk_slot_valid(slot: &str) -> bool {
-    slot_in(slot, "scsi", 30) || slot_in(slot, "virtio", 15) || slot_in(slot, "sata", 5) || slot_in(slot, "ide", 3)
+    slot_in(slot, "scsi", 30)
+        || slot_in(slot, "virtio", 15)
+        || slot_in(slot, "sata", 5)
+        || slot_in(slot, "ide", 3)
 }
 
 fn is_bdf(device: &str) -> bool {
@@ -438,14 +474,26 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
     }
     common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
     if spec.cpu.cpu_type.trim().is_empty() {
-        cx.invalid(&path!["cpu", "type"], "`cpu.type` must not be empty", Some("e.g. `host`".into()));
+        cx.invalid(
+            &path!["cpu", "type"],
+            "`cpu.type` must not be empty",
+            Some("e.g. `host`".into()),
+        );
     }
     if spec.cpu.cores == 0 {
-        cx.invalid(&path!["cpu", "cores"], "`cpu.cores` must be at least 1", None);
+        cx.invalid(
+            &path!["cpu", "cores"],
+            "`cpu.cores` must be at least 1",
+            None,
+        );
     }
     if let Some(clone) = &spec.clone {
         if template {
-            cx.invalid(&path!["clone"], "a TemplateVM cannot be cloned from another template", None);
+            cx.invalid(
+                &path!["clone"],
+                "a TemplateVM cannot be cloned from another template",
+                None,
+            );
         }
         check_name_ref(cx, clone, &path!["clone"], "TemplateVM");
         if !spec.disks.is_empty() {
@@ -456,7 +504,10 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
             );
         }
     } else if spec.disks.is_empty() {
-        cx.report_missing(&path!["disks"], "a VM needs at least one disk unless it sets `clone`");
+        cx.report_missing(
+            &path!["disks"],
+            "a VM needs at least one disk unless it sets `clone`",
+        );
     }
     let cloud_init = spec
         .hardware
@@ -464,7 +515,11 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         .and_then(|h| h.cloud_init.as_ref())
         .is_some_and(|c| c.enabled);
     let cdrom_slot = if cloud_init { "ide3" } else { "ide2" };
-    let has_cdrom = spec.hardware.as_ref().and_then(|h| h.cdrom.as_ref()).is_some();
+    let has_cdrom = spec
+        .hardware
+        .as_ref()
+        .and_then(|h| h.cdrom.as_ref())
+        .is_some();
     let mut slots = BTreeSet::new();
     for (i, disk) in spec.disks.iter().enumerate() {
         common::check_storage_id(cx, &disk.storage, &path!["disks", i, "storage"]);
@@ -477,30 +532,48 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
                 Some("use scsi0-scsi30, virtio0-virtio15, sata0-sata5 or ide0-ide3".into()),
             );
         } else if !slots.insert(slot.clone()) {
-            cx.invalid(&slot_path, format!("disk slot `{slot}` is used twice"), None);
+            cx.invalid(
+                &slot_path,
+                format!("disk slot `{slot}` is used twice"),
+                None,
+            );
         } else if (cloud_init && slot == "ide2") || (has_cdrom && slot == cdrom_slot) {
             cx.invalid(
                 &slot_path,
-                format!("disk slot `{slot}` is taken by the {} drive", if slot == "ide2" && cloud_init { "cloud-init" } else { "CD-ROM" }),
+                format!(
+                    "disk slot `{slot}` is taken by the {} drive",
+                    if slot == "ide2" && cloud_init {
+                        "cloud-init"
+                    } else {
+                        "CD-ROM"
+                    }
+                ),
                 None,
             );
         }
         match (&disk.size, &disk.image) {
-            (None, None) => cx.report_missing(&path!["disks", i], "a disk needs `size` unless it sets `image`"),
+            (None, None) => cx.report_missing(
+                &path!["disks", i],
+                "a disk needs `size` unless it sets `image`",
+            ),
             (Some(_), Some(_)) => cx.invalid(
                 &path!["disks", i, "size"],
                 "an image-seeded disk takes its size from the image: remove `size`",
                 None,
             ),
-            (Some(size), None) if size.bytes() == 0 => {
-                cx.invalid(&path!["disks", i, "size"], "a disk size must be greater than zero", None)
-            }
+            (Some(size), None) if size.bytes() == 0 => cx.invalid(
+                &path!["disks", i, "size"],
+                "a disk size must be greater than zero",
+                None,
+            ),
             _ => {}
         }
         if let Some(image) = &disk.image {
             check_name_ref(cx, image, &path!["disks", i, "image"], "DiskImage");
         }
-        if disk.ssd.is_some() && !(slot.starts_with("scsi") || slot.starts_with("sata") || slot.starts_with("ide")) {
+        if disk.ssd.is_some()
+            && !(slot.starts_with("scsi") || slot.starts_with("sata") || slot.starts_with("ide"))
+        {
             cx.invalid(
                 &path!["disks", i, "ssd"],
                 format!("`ssd` is only supported on scsi, sata and ide slots, not `{slot}`"),
@@ -512,12 +585,24 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
     for (i, net) in spec.networks.iter().enumerate() {
         let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
         if !slot_in(&slot, "net", 31) {
-            cx.invalid(&path!["networks", i, "slot"], format!("`{slot}` is not a NIC slot (net0-net31)"), None);
+            cx.invalid(
+                &path!["networks", i, "slot"],
+                format!("`{slot}` is not a NIC slot (net0-net31)"),
+                None,
+            );
         } else if !nets.insert(slot.clone()) {
-            cx.invalid(&path!["networks", i, "slot"], format!("NIC slot `{slot}` is used twice"), None);
+            cx.invalid(
+                &path!["networks", i, "slot"],
+                format!("NIC slot `{slot}` is used twice"),
+                None,
+            );
         }
         if net.bridge.trim().is_empty() {
-            cx.invalid(&path!["networks", i, "bridge"], "`bridge` must not be empty", None);
+            cx.invalid(
+                &path!["networks", i, "bridge"],
+                "`bridge` must not be empty",
+                None,
+            );
         }
         if let Some(vlan) = net.vlan {
             common::check_vlan(cx, vlan, &path!["networks", i, "vlan"]);
@@ -533,7 +618,11 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         let mut seen = BTreeSet::new();
         for (i, entry) in opts.boot_order.iter().enumerate() {
             if entry.trim().is_empty() || !seen.insert(entry) {
-                cx.invalid(&path!["options", "boot-order", i], format!("boot-order entry `{entry}` is empty or repeated"), None);
+                cx.invalid(
+                    &path!["options", "boot-order", i],
+                    format!("boot-order entry `{entry}` is empty or repeated"),
+                    None,
+                );
             }
         }
     }
@@ -567,7 +656,11 @@ fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
         if let Some(t) = &efi.template
             && !matches!(t.to_ascii_lowercase().as_str(), "2m" | "4m")
         {
-            cx.invalid(&path!["hardware", "efi-disk", "template"], format!("`{t}` is not an EFI vars type: use `2m` or `4m`"), None);
+            cx.invalid(
+                &path!["hardware", "efi-disk", "template"],
+                format!("`{t}` is not an EFI vars type: use `2m` or `4m`"),
+                None,
+            );
         }
     }
     if let Some(tpm) = &hw.tpm {
@@ -583,15 +676,25 @@ fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
     let mut slots = BTreeSet::new();
     for (i, dev) in hw.pci_devices.iter().enumerate() {
         if !slot_in(&dev.slot, "hostpci", 15) {
-            cx.invalid(&path!["hardware", "pci-devices", i, "slot"], format!("`{}` is not a PCI slot (hostpci0-hostpci15)", dev.slot), None);
+            cx.invalid(
+                &path!["hardware", "pci-devices", i, "slot"],
+                format!("`{}` is not a PCI slot (hostpci0-hostpci15)", dev.slot),
+                None,
+            );
         } else if !slots.insert(dev.slot.clone()) {
-            cx.invalid(&path!["hardware", "pci-devices", i, "slot"], format!("PCI slot `{}` is used twice", dev.slot), None);
+            cx.invalid(
+                &path!["hardware", "pci-devices", i, "slot"],
+                format!("PCI slot `{}` is used twice", dev.slot),
+                None,
+            );
         }
         if !is_bdf(&dev.device.trim().to_ascii_lowercase()) {
             cx.invalid(
                 &path!["hardware", "pci-devices", i, "device"],
                 format!("`{}` is not a PCI address", dev.device),
-                Some("write `[domain:]bus:device[.function]`, e.g. `0000:17:00` or `01:00.0`".into()),
+                Some(
+                    "write `[domain:]bus:device[.function]`, e.g. `0000:17:00` or `01:00.0`".into(),
+                ),
             );
         }
     }
@@ -600,41 +703,75 @@ fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
 fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
     let base = ["cloud-init-data"];
     let at = |rest: &[PathSeg]| -> Vec<PathSeg> {
-        base.iter().map(|s| PathSeg::from(*s)).chain(rest.iter().cloned()).collect()
+        base.iter()
+            .map(|s| PathSeg::from(*s))
+            .chain(rest.iter().cloned())
+            .collect()
     };
     let star = ci.ssh_keys.iter().any(|k| k.trim() == "*");
     if star && ci.ssh_keys.len() > 1 {
-        cx.invalid(&at(&path!["ssh-keys"]), "`*` leaves the keys to PVE and cannot be combined with other keys", None);
+        cx.invalid(
+            &at(&path!["ssh-keys"]),
+            "`*` leaves the keys to PVE and cannot be combined with other keys",
+            None,
+        );
     }
     if !ci.ssh_keys.is_empty() && !ci.ssh_key_refs.is_empty() {
-        cx.invalid(&at(&path!["ssh-key-refs"]), "set either `ssh-keys` or `ssh-key-refs`, not both", None);
+        cx.invalid(
+            &at(&path!["ssh-key-refs"]),
+            "set either `ssh-keys` or `ssh-key-refs`, not both",
+            None,
+        );
     }
     for (i, key) in ci.ssh_keys.iter().enumerate() {
         let k = key.trim();
         if k != "*" && (k.split_whitespace().count() < 2 || k.contains('\n')) {
-            cx.invalid(&at(&path!["ssh-keys", i]), "not an OpenSSH public key line (`<type> <base64> [comment]`)", None);
+            cx.invalid(
+                &at(&path!["ssh-keys", i]),
+                "not an OpenSSH public key line (`<type> <base64> [comment]`)",
+                None,
+            );
         }
     }
     for (i, r) in ci.ssh_key_refs.iter().enumerate() {
-        common::check_secret_ref(cx, r, "cloud-init.ssh-keys.", &at(&path!["ssh-key-refs", i]));
+        common::check_secret_ref(
+            cx,
+            r,
+            "cloud-init.ssh-keys.",
+            &at(&path!["ssh-key-refs", i]),
+        );
     }
     if let Some(r) = &ci.ci_password_ref {
-        common::check_secret_ref(cx, r, "cloud-init.passwords.", &at(&path!["ci-password-ref"]));
+        common::check_secret_ref(
+            cx,
+            r,
+            "cloud-init.passwords.",
+            &at(&path!["ci-password-ref"]),
+        );
     }
     let mut nics = BTreeSet::new();
     for (i, ipc) in ci.ipconfigs.iter().enumerate() {
         let nic = ipc.nic.unwrap_or(0);
         if nic > 31 {
-            cx.invalid(&at(&path!["ipconfigs", i, "nic"]), format!("NIC index {nic} is out of range (0-31)"), None);
+            cx.invalid(
+                &at(&path!["ipconfigs", i, "nic"]),
+                format!("NIC index {nic} is out of range (0-31)"),
+                None,
+            );
         } else if !nics.insert(nic) {
-            cx.invalid(&at(&path!["ipconfigs", i, "nic"]), format!("ipconfig for NIC {nic} is declared twice"), None);
+            cx.invalid(
+                &at(&path!["ipconfigs", i, "nic"]),
+                format!("ipconfig for NIC {nic} is declared twice"),
+                None,
+            );
         }
         match &ipc.ip {
-            Some(ip) if !common::is_cidr(ip) && !matches!(ip.as_str(), "dhcp" | "auto") => cx.invalid(
-                &at(&path!["ipconfigs", i, "ip"]),
-                format!("`{ip}` is not an address in CIDR notation"),
-                Some("e.g. `192.168.1.10/24`, or `dhcp`".into()),
-            ),
+            Some(ip) if !common::is_cidr(ip) && !matches!(ip.as_str(), "dhcp" | "auto") => cx
+                .invalid(
+                    &at(&path!["ipconfigs", i, "ip"]),
+                    format!("`{ip}` is not an address in CIDR notation"),
+                    Some("e.g. `192.168.1.10/24`, or `dhcp`".into()),
+                ),
             None if ipc.gateway.is_some() => cx.invalid(
                 &at(&path!["ipconfigs", i, "gateway"]),
                 "a gateway needs a static `ip`",
@@ -645,7 +782,11 @@ fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
         if let Some(gw) = &ipc.gateway
             && gw.parse::<std::net::IpAddr>().is_err()
         {
-            cx.invalid(&at(&path!["ipconfigs", i, "gateway"]), format!("`{gw}` is not an IP address"), None);
+            cx.invalid(
+                &at(&path!["ipconfigs", i, "gateway"]),
+                format!("`{gw}` is not an IP address"),
+                None,
+            );
         }
     }
 }
@@ -663,13 +804,28 @@ impl VmKind {
 }
 
 const VM_REFS: &[ReferenceField] = &[
-    ReferenceField { field: "hardware.cdrom.iso", target: "ISO" },
-    ReferenceField { field: "disks[].image", target: "DiskImage" },
-    ReferenceField { field: "clone", target: "TemplateVM" },
+    ReferenceField {
+        field: "hardware.cdrom.iso",
+        target: "ISO",
+    },
+    ReferenceField {
+        field: "disks[].image",
+        target: "DiskImage",
+    },
+    ReferenceField {
+        field: "clone",
+        target: "TemplateVM",
+    },
 ];
 const TEMPLATE_REFS: &[ReferenceField] = &[
-    ReferenceField { field: "hardware.cdrom.iso", target: "ISO" },
-    ReferenceField { field: "disks[].image", target: "DiskImage" },
+    ReferenceField {
+        field: "hardware.cdrom.iso",
+        target: "ISO",
+    },
+    ReferenceField {
+        field: "disks[].image",
+        target: "DiskImage",
+    },
 ];
 
 impl KindDef for VmKind {
@@ -678,7 +834,11 @@ impl KindDef for VmKind {
     }
 
     fn aliases(&self) -> &'static [&'static str] {
-        if self.template { &["TVM", "TEMPLATE"] } else { &[] }
+        if self.template {
+            &["TVM", "TEMPLATE"]
+        } else {
+            &[]
+        }
     }
 
     fn root(&self) -> &'static str {
@@ -697,7 +857,11 @@ impl KindDef for VmKind {
     }
 
     fn reference_fields(&self) -> &'static [ReferenceField] {
-        if self.template { TEMPLATE_REFS } else { VM_REFS }
+        if self.template {
+            TEMPLATE_REFS
+        } else {
+            VM_REFS
+        }
     }
 
     fn decode(&self, cx: &SpecContext<'_>) -> Option<Spec> {
@@ -709,7 +873,7 @@ impl KindDef for VmKind {
     fn placement(&self, spec: &Spec) -> Placement {
         match spec {
             Spec::Vm(s) => Placement {
-                nodes: vec![(s.node.clone(), path!["node"])],
+                nodes: vec![(s.node.clone(), path!["node"].to_vec())],
                 vmid: Some(s.vmid),
             },
             _ => Placement::default(),
@@ -719,20 +883,42 @@ impl KindDef for VmKind {
     fn references(&self, spec: &Spec) -> Vec<Reference> {
         let Spec::Vm(s) = spec else { return Vec::new() };
         let mut refs = Vec::new();
-        if let Some(iso) = s.hardware.as_ref().and_then(|h| h.cdrom.as_ref()).and_then(|c| c.iso.as_ref())
+        if let Some(iso) = s
+            .hardware
+            .as_ref()
+            .and_then(|h| h.cdrom.as_ref())
+            .and_then(|c| c.iso.as_ref())
             && iso != "none"
         {
-            refs.push(Reference::structured("hardware.cdrom.iso", "ISO", iso, path!["hardware", "cdrom", "iso"], true));
+            refs.push(Reference::structured(
+                "hardware.cdrom.iso",
+                "ISO",
+                iso,
+                &path!["hardware", "cdrom", "iso"],
+                true,
+            ));
         }
         for (i, d) in s.disks.iter().enumerate() {
             if let Some(image) = &d.image {
-                refs.push(Reference::structured("disks[].image", "DiskImage", image, path!["disks", i, "image"], true));
+                refs.push(Reference::structured(
+                    "disks[].image",
+                    "DiskImage",
+                    image,
+                    &path!["disks", i, "image"],
+                    true,
+                ));
             }
         }
         if !self.template
             && let Some(clone) = &s.clone
         {
-            refs.push(Reference::structured("clone", "TemplateVM", clone, path!["clone"], false));
+            refs.push(Reference::structured(
+                "clone",
+                "TemplateVM",
+                clone,
+                &path!["clone"],
+                false,
+            ));
         }
         refs
     }
@@ -749,7 +935,12 @@ mod tests {
     #[test]
     fn slots_and_addresses() {
         assert!(disk_slot_valid("scsi0") && disk_slot_valid("scsi30") && disk_slot_valid("ide3"));
-        assert!(!disk_slot_valid("scsi31") && !disk_slot_valid("nvme0") && !disk_slot_valid("scsi01") && !disk_slot_valid("scsi"));
+        assert!(
+            !disk_slot_valid("scsi31")
+                && !disk_slot_valid("nvme0")
+                && !disk_slot_valid("scsi01")
+                && !disk_slot_valid("scsi")
+        );
         assert!(is_bdf("0000:17:00") && is_bdf("01:00.0") && is_bdf("0000:73:00.7"));
         assert!(!is_bdf("17:00.8") && !is_bdf("0000:17") && !is_bdf("zz:00"));
     }
