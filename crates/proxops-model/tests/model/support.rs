@@ -1,0 +1,129 @@
+//! Helpers shared by the model tests: throw-away repositories and access to `../shared`.
+
+#![allow(dead_code)]
+
+use proxops_model::{Code, Diagnostic, FsSource, LoadOptions, Registry, Repository, load_repository};
+use std::path::{Path, PathBuf};
+
+/// A path under the shared reference directory (`<workspace>/../shared`), or `None` (with a
+/// message) when it is absent. Under `PROXOPS_REQUIRE_SHARED=1` (CI) absence fails the test.
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
+        "required shared path {} is missing",
+        path.display()
+    );
+    eprintln!("skipping: {} is absent", path.display());
+    None
+}
+
+/// The workspace's own `examples/` directory.
+pub fn examples(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(rel)
+}
+
+/// A repository in a temporary directory, built file by file.
+pub struct TempRepo {
+    pub dir: tempfile::TempDir,
+}
+
+impl TempRepo {
+    /// An empty repository.
+    pub fn new() -> TempRepo {
+        TempRepo { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    /// A repository with clusters `names`, each with nodes `pve01` and `pve02`, and an empty
+    /// composition.
+    pub fn with_clusters(names: &[&str]) -> TempRepo {
+        let repo = TempRepo::new();
+        for name in names {
+            repo.cluster(name, &["pve01", "pve02"]);
+            repo.compose(name, &[]);
+        }
+        repo
+    }
+
+    /// Writes `clusters/<name>/config.yaml` with the given node allowlist.
+    pub fn cluster(&self, name: &str, nodes: &[&str]) -> &Self {
+        let nodes = nodes.iter().map(|n| format!("        - {n}\n")).collect::<String>();
+        self.write(
+            &format!("clusters/{name}/config.yaml"),
+            &format!("pve:\n  clusters:\n    {name}:\n      base-url: https://{name}.example.invalid:8006\n      nodes:\n{nodes}"),
+        )
+    }
+
+    /// Writes `clusters/<name>/resources.yaml` listing `files` (repository-relative paths).
+    pub fn compose(&self, name: &str, files: &[&str]) -> &Self {
+        let mut text = String::from("resources:\n");
+        if files.is_empty() {
+            text = "resources: []\n".into();
+        }
+        for f in files {
+            text.push_str(&format!("  - ../../{f}\n"));
+        }
+        self.write(&format!("clusters/{name}/resources.yaml"), &text)
+    }
+
+    /// Writes a file (creating directories).
+    pub fn write(&self, rel: &str, text: &str) -> &Self {
+        let path = self.dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, text).expect("write");
+        self
+    }
+
+    /// Loads and validates every cluster.
+    pub fn load(&self) -> Repository {
+        let source = FsSource::new(self.dir.path()).expect("source");
+        load_repository(&source, &Registry::builtin(), &LoadOptions::default()).expect("load")
+    }
+
+    /// The root directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The codes of every error, in report order.
+pub fn error_codes(repo: &Repository) -> Vec<Code> {
+    repo.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.code).collect()
+}
+
+/// The first error with `code`, or a panic listing what was found.
+pub fn find(repo: &Repository, code: Code) -> &Diagnostic {
+    repo.diagnostics.iter().find(|d| d.code == code).unwrap_or_else(|| {
+        panic!("no {code} among: {:#?}", repo.diagnostics.iter().map(|d| d.to_string()).collect::<Vec<_>>())
+    })
+}
+
+/// A minimal valid VM manifest.
+pub fn vm(name: &str, node: &str, vmid: u32) -> String {
+    format!(
+        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\nspec:\n  node: {node}\n  vmid: {vmid}\n  memory: 1GiB\n  cpu:\n    type: host\n    cores: 1\n  disks:\n    - storage: local-lvm\n      size: 8GiB\n"
+    )
+}
+
+/// A minimal valid LXC manifest from CTTemplate `template`.
+pub fn lxc(name: &str, node: &str, vmid: u32, template: &str) -> String {
+    format!(
+        "apiVersion: proxops/v1alpha1\nkind: LXC\nmetadata:\n  name: {name}\nspec:\n  node: {node}\n  vmid: {vmid}\n  template: {template}\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n"
+    )
+}
+
+/// A minimal valid artifact manifest (`ISO`, `CTTemplate` or `DiskImage`) on `nodes`.
+pub fn artifact(kind: &str, name: &str, nodes: &[&str]) -> String {
+    let ext = match kind {
+        "ISO" => "iso",
+        "CTTemplate" => "tar.zst",
+        _ => "qcow2",
+    };
+    let nodes = nodes.iter().map(|n| format!("    - {n}\n")).collect::<String>();
+    format!(
+        "apiVersion: proxops/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n  nodes:\n{nodes}  storage: local\n  filename: {name}.{ext}\n  url: https://example.invalid/{name}.{ext}\n"
+    )
+}
