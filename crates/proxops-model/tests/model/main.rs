@@ -1,5 +1,8 @@
 //! The proxops-model test binary: one binary, one module per area.
 
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 mod codes;
