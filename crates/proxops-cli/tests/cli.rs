@@ -1,0 +1,210 @@
+//! The proxops-cli test binary: the `proxops` command end to end, on real directories.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+/// A path under `<workspace>/../shared`, or `None` (with a message) when absent; under
+/// `PROXOPS_REQUIRE_SHARED=1` absence fails the test.
+fn shared(rel: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
+        "required shared path {} is missing",
+        path.display()
+    );
+    eprintln!("skipping: {} is absent", path.display());
+    None
+}
+
+fn proxops() -> Command {
+    let mut cmd = Command::cargo_bin("proxops").expect("binary");
+    cmd.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+    cmd
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// A small repository with one cluster and one broken manifest.
+fn broken_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "clusters/lab/config.yaml", "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n");
+    write(root, "clusters/lab/resources.yaml", "resources:\n  - ../../vm/lab/web.yaml\n");
+    write(
+        root,
+        "vm/lab/web.yaml",
+        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 101\n  memroy: 1GiB\n  cpu: {type: host, cores: 1}\n  disks: [{storage: local-lvm, size: 8GiB}]\n",
+    );
+    dir
+}
+
+#[test]
+fn validates_the_compat_examples() {
+    let Some(repo) = shared("compat/examples") else { return };
+    let out = proxops().args(["validate", "--repo"]).arg(&repo).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    insta::assert_snapshot!(stdout, @r"
+    cluster example: valid, 12 resources
+    0 errors, 0 warnings
+    ");
+}
+
+#[test]
+fn validates_the_homelab_example() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab");
+    let out = proxops().args(["validate", "--repo"]).arg(&repo).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("cluster home: valid"), "{stdout}");
+    assert!(stdout.contains("cluster lab: valid"), "{stdout}");
+    assert!(stdout.ends_with("0 errors, 0 warnings\n"), "{stdout}");
+}
+
+#[test]
+fn json_report_has_the_documented_shape() {
+    let repo = broken_repo();
+    let out = proxops()
+        .args(["validate", "--output", "json", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(1);
+    let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    insta::assert_json_snapshot!(json, @r###"
+    {
+      "apiVersion": "proxops/v1alpha1",
+      "clusters": [
+        {
+          "name": "lab",
+          "resources": 0,
+          "valid": false
+        }
+      ],
+      "diagnostics": [
+        {
+          "cluster": "lab",
+          "code": "proxops::missing_field",
+          "column": 3,
+          "file": "vm/lab/web.yaml",
+          "help": null,
+          "labels": [
+            {
+              "column": 3,
+              "file": "vm/lab/web.yaml",
+              "line": 6,
+              "message": "required field missing here"
+            }
+          ],
+          "line": 6,
+          "message": "missing required field `memory`",
+          "severity": "error"
+        },
+        {
+          "cluster": "lab",
+          "code": "proxops::unknown_field",
+          "column": 3,
+          "file": "vm/lab/web.yaml",
+          "help": "did you mean `memory`?",
+          "labels": [
+            {
+              "column": 3,
+              "file": "vm/lab/web.yaml",
+              "line": 8,
+              "message": "unknown field"
+            }
+          ],
+          "line": 8,
+          "message": "unknown field `memroy`",
+          "severity": "error"
+        }
+      ],
+      "kind": "ValidationReport"
+    }
+    "###);
+}
+
+#[test]
+fn human_report_goes_to_stderr_and_exits_1() {
+    let repo = broken_repo();
+    let out = proxops().args(["validate", "--repo"]).arg(repo.path()).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("proxops::unknown_field"), "{stderr}");
+    assert!(stderr.contains("vm/lab/web.yaml:8:3"), "{stderr}");
+    assert!(stderr.contains("did you mean `memory`?"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    insta::assert_snapshot!(stdout, @r"
+    cluster lab: INVALID, 0 resources
+    2 errors, 0 warnings
+    ");
+}
+
+#[test]
+fn unknown_cluster_and_missing_repo_are_usage_errors() {
+    let repo = broken_repo();
+    let out = proxops()
+        .args(["validate", "--cluster", "ghost", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("no cluster named `ghost`"), "{stderr}");
+    assert!(stderr.contains("clusters here: lab"), "{stderr}");
+    proxops()
+        .args(["validate", "--repo", "/nonexistent/proxops-repo"])
+        .assert()
+        .code(2);
+    proxops().args(["validate", "--output", "yaml"]).assert().code(2);
+}
+
+#[test]
+fn cluster_filter_narrows_the_report() {
+    let dir = broken_repo();
+    let root = dir.path();
+    write(root, "clusters/prod/config.yaml", "pve:\n  clusters:\n    prod:\n      base-url: https://prod.example.invalid:8006\n");
+    write(root, "clusters/prod/resources.yaml", "resources: []\n");
+    let out = proxops()
+        .args(["validate", "--cluster", "prod", "--repo"])
+        .arg(root)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(stdout, "cluster prod: valid, 0 resources\n0 errors, 0 warnings\n");
+}
+
+#[test]
+fn schema_writes_one_file_per_kind_and_a_combined_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    proxops().args(["schema", "--out"]).arg(dir.path()).assert().success();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "cttemplate.schema.json",
+            "diskimage.schema.json",
+            "iso.schema.json",
+            "lxc.schema.json",
+            "proxops.schema.json",
+            "templatect.schema.json",
+            "templatevm.schema.json",
+            "vm.schema.json",
+        ]
+    );
+    let combined: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("proxops.schema.json")).expect("read")).expect("json");
+    assert_eq!(combined["$schema"], "http://json-schema.org/draft-07/schema#");
+    let out = proxops().arg("schema").assert().success();
+    let printed: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    assert_eq!(printed, combined);
+}
