@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 /// A path under `<workspace>/../shared`, or `None` (with a message) when absent; under
 /// `PROXOPS_REQUIRE_SHARED=1` absence fails the test.
 fn shared(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(rel);
     if path.exists() {
         return Some(path);
     }
@@ -38,8 +40,16 @@ fn write(root: &Path, rel: &str, text: &str) {
 fn broken_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
-    write(root, "clusters/lab/config.yaml", "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n");
-    write(root, "clusters/lab/resources.yaml", "resources:\n  - ../../vm/lab/web.yaml\n");
+    write(
+        root,
+        "clusters/lab/config.yaml",
+        "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n",
+    );
+    write(
+        root,
+        "clusters/lab/resources.yaml",
+        "resources:\n  - ../../vm/lab/web.yaml\n",
+    );
     write(
         root,
         "vm/lab/web.yaml",
@@ -50,8 +60,14 @@ fn broken_repo() -> tempfile::TempDir {
 
 #[test]
 fn validates_the_compat_examples() {
-    let Some(repo) = shared("compat/examples") else { return };
-    let out = proxops().args(["validate", "--repo"]).arg(&repo).assert().success();
+    let Some(repo) = shared("compat/examples") else {
+        return;
+    };
+    let out = proxops()
+        .args(["validate", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     insta::assert_snapshot!(stdout, @r"
     cluster example: valid, 12 resources
@@ -62,7 +78,11 @@ fn validates_the_compat_examples() {
 #[test]
 fn validates_the_homelab_example() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab");
-    let out = proxops().args(["validate", "--repo"]).arg(&repo).assert().success();
+    let out = proxops()
+        .args(["validate", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(stdout.contains("cluster home: valid"), "{stdout}");
     assert!(stdout.contains("cluster lab: valid"), "{stdout}");
@@ -92,18 +112,18 @@ fn json_report_has_the_documented_shape() {
         {
           "cluster": "lab",
           "code": "proxops::missing_field",
-          "column": 3,
+          "column": 1,
           "file": "vm/lab/web.yaml",
           "help": null,
           "labels": [
             {
-              "column": 3,
+              "column": 1,
               "file": "vm/lab/web.yaml",
-              "line": 6,
+              "line": 5,
               "message": "required field missing here"
             }
           ],
-          "line": 6,
+          "line": 5,
           "message": "missing required field `memory`",
           "severity": "error"
         },
@@ -134,7 +154,11 @@ fn json_report_has_the_documented_shape() {
 #[test]
 fn human_report_goes_to_stderr_and_exits_1() {
     let repo = broken_repo();
-    let out = proxops().args(["validate", "--repo"]).arg(repo.path()).assert().code(1);
+    let out = proxops()
+        .args(["validate", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(1);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("proxops::unknown_field"), "{stderr}");
     assert!(stderr.contains("vm/lab/web.yaml:8:3"), "{stderr}");
@@ -161,14 +185,21 @@ fn unknown_cluster_and_missing_repo_are_usage_errors() {
         .args(["validate", "--repo", "/nonexistent/proxops-repo"])
         .assert()
         .code(2);
-    proxops().args(["validate", "--output", "yaml"]).assert().code(2);
+    proxops()
+        .args(["validate", "--output", "yaml"])
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn cluster_filter_narrows_the_report() {
     let dir = broken_repo();
     let root = dir.path();
-    write(root, "clusters/prod/config.yaml", "pve:\n  clusters:\n    prod:\n      base-url: https://prod.example.invalid:8006\n");
+    write(
+        root,
+        "clusters/prod/config.yaml",
+        "pve:\n  clusters:\n    prod:\n      base-url: https://prod.example.invalid:8006\n",
+    );
     write(root, "clusters/prod/resources.yaml", "resources: []\n");
     let out = proxops()
         .args(["validate", "--cluster", "prod", "--repo"])
@@ -176,13 +207,20 @@ fn cluster_filter_narrows_the_report() {
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert_eq!(stdout, "cluster prod: valid, 0 resources\n0 errors, 0 warnings\n");
+    assert_eq!(
+        stdout,
+        "cluster prod: valid, 0 resources\n0 errors, 0 warnings\n"
+    );
 }
 
 #[test]
 fn schema_writes_one_file_per_kind_and_a_combined_one() {
     let dir = tempfile::tempdir().expect("tempdir");
-    proxops().args(["schema", "--out"]).arg(dir.path()).assert().success();
+    proxops()
+        .args(["schema", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success();
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .expect("read_dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -201,10 +239,16 @@ fn schema_writes_one_file_per_kind_and_a_combined_one() {
             "vm.schema.json",
         ]
     );
-    let combined: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("proxops.schema.json")).expect("read")).expect("json");
-    assert_eq!(combined["$schema"], "http://json-schema.org/draft-07/schema#");
+    let combined: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("proxops.schema.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(
+        combined["$schema"],
+        "http://json-schema.org/draft-07/schema#"
+    );
     let out = proxops().arg("schema").assert().success();
-    let printed: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    let printed: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).expect("json");
     assert_eq!(printed, combined);
 }

@@ -106,20 +106,23 @@ pub fn decode<T: DeserializeOwned>(
     required: &RequiredFields,
 ) -> Option<T> {
     let before = sink.len();
-    decode_recovering(node, sink, required).filter(|_| sink.len() == before)
+    decode_recovering(node, None, sink, required).filter(|_| sink.len() == before)
 }
 
 /// Like [`decode`], but returns the recovered value even when problems were recorded (missing and
 /// invalid values replaced by zero values), so that further checks can still run on it. The
-/// caller must not use such a value for anything but checking.
+/// caller must not use such a value for anything but checking. `key` is the span of the key
+/// whose value `node` is, where missing fields are labelled.
 pub fn decode_recovering<T: DeserializeOwned>(
     node: &Node,
+    key: Option<Span>,
     sink: &Sink,
     required: &RequiredFields,
 ) -> Option<T> {
     let de = NodeDe {
         node: Some(node),
         span: node.span,
+        key,
         sink,
         required,
     };
@@ -192,6 +195,8 @@ pub fn did_you_mean<'a>(
 struct NodeDe<'n, 's> {
     node: Option<&'n Node>,
     span: Span,
+    /// The key this node is the value of, where a missing field of it is labelled.
+    key: Option<Span>,
     sink: &'s Sink,
     required: &'s RequiredFields,
 }
@@ -201,6 +206,7 @@ impl<'n, 's> NodeDe<'n, 's> {
         NodeDe {
             node: Some(node),
             span: node.span,
+            key: None,
             sink: self.sink,
             required: self.required,
         }
@@ -210,6 +216,7 @@ impl<'n, 's> NodeDe<'n, 's> {
         NodeDe {
             node: None,
             span: self.span,
+            key: None,
             sink: self.sink,
             required: self.required,
         }
@@ -533,7 +540,9 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         let mut kept: Vec<Entry<'n>> = Vec::new();
-        let mut container_span = self.span;
+        let mut container_span = self
+            .key
+            .unwrap_or_else(|| self.node.map_or(self.span, Node::head));
         match self.node.map(|n| &n.value) {
             Some(NodeValue::Map(entries)) => {
                 for (k, v) in entries {
@@ -689,7 +698,11 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
         seed: V,
     ) -> Result<V::Value, DeError> {
         match self.value.take() {
-            Some(Entry::Present(_, v)) => seed.deserialize(self.parent.child(v)),
+            Some(Entry::Present(k, v)) => {
+                let mut child = self.parent.child(v);
+                child.key = Some(k.span);
+                seed.deserialize(child)
+            }
             Some(Entry::Missing(_)) | None => seed.deserialize(self.parent.placeholder()),
         }
     }

@@ -119,6 +119,8 @@ pub struct Placement {
 /// What a kind definition gets to decode and check one manifest's `spec`.
 pub struct SpecContext<'a> {
     pub(crate) spec: &'a Node,
+    /// The `spec:` key, where a missing top-level field is labelled.
+    pub(crate) spec_key: Option<crate::yaml::Span>,
     pub(crate) sink: &'a Sink,
     pub(crate) required: &'a RequiredFields,
     pub(crate) metadata: &'a Metadata,
@@ -139,7 +141,7 @@ impl<'a> SpecContext<'a> {
     /// Missing and invalid values are replaced by zero values so that the kind's checks can still
     /// run and report more; whenever anything was reported, the loader discards the result.
     pub fn decode<T: DeserializeOwned>(&self) -> Option<T> {
-        decode_recovering(self.spec, self.sink, self.required)
+        decode_recovering(self.spec, self.spec_key, self.sink, self.required)
     }
 
     /// Reports an invalid value at `path` (relative to `spec`).
@@ -161,7 +163,7 @@ impl<'a> SpecContext<'a> {
         label: &str,
         help: Option<String>,
     ) {
-        let span = self.spec.span_at(path);
+        let span = self.spec.span_at_from(path, self.spec_key);
         // A value already reported as missing or malformed was replaced by a zero value; checks
         // of that zero value would only repeat the problem.
         if self.sink.has_span(span) {

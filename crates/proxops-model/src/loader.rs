@@ -157,6 +157,13 @@ pub fn load_repository(
         listed_by: BTreeMap::new(),
     };
     let config = loader.load_repository_config(&names);
+    if names.is_empty() {
+        loader.diagnostics.push(
+            Diagnostic::warning(Code::ClusterConfig, "this repository has no clusters")
+                .in_file("clusters")
+                .with_help("add clusters/<name>/config.yaml and clusters/<name>/resources.yaml for each PVE cluster"),
+        );
+    }
     let mut clusters = Vec::new();
     let mut compositions = Vec::new();
     for name in &names {

@@ -299,7 +299,7 @@ fn decode_envelope(
     let metadata = metadata?;
     let mut depends_on = Vec::new();
     check_metadata(doc, &metadata, registry, sink, &mut depends_on);
-    let Some(spec_node) = doc.get("spec") else {
+    let Some((spec_key, spec_node)) = doc.entry("spec") else {
         sink.push(problem(
             Code::MissingField,
             head,
@@ -311,6 +311,7 @@ fn decode_envelope(
     };
     let cx = SpecContext {
         spec: spec_node,
+        spec_key: Some(spec_key.span),
         sink,
         required: registry.required(),
         metadata: &metadata,

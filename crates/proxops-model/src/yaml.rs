@@ -145,22 +145,43 @@ impl Node {
         Some(node)
     }
 
-    /// The span of the deepest existing node along `path`: a missing field is labelled on its
-    /// parent, which is where the user has to add it.
+    /// Where a label about `path` goes: the node itself if it exists; otherwise the key of the
+    /// deepest existing node along the path (the field is missing there, and one line is a better
+    /// label than a whole mapping), or that node's [`Node::head`] if it was reached by an index.
     pub fn span_at(&self, path: &[PathSeg]) -> Span {
+        self.span_at_from(path, None)
+    }
+
+    /// [`Node::span_at`] for a node that is itself the value of the key at `key`.
+    pub fn span_at_from(&self, path: &[PathSeg], key: Option<Span>) -> Span {
         let mut node = self;
+        let mut via_key: Option<Span> = key;
         for seg in path {
             let next = match (seg, &node.value) {
-                (PathSeg::Key(k), NodeValue::Map(_)) => node.get(k),
-                (PathSeg::Index(i), NodeValue::Seq(items)) => items.get(*i),
+                (PathSeg::Key(k), NodeValue::Map(_)) => {
+                    node.entry(k).map(|(key, v)| (Some(key.span), v))
+                }
+                (PathSeg::Index(i), NodeValue::Seq(items)) => items.get(*i).map(|v| (None, v)),
                 _ => None,
             };
             match next {
-                Some(n) => node = n,
-                None => break,
+                Some((key, n)) => {
+                    via_key = key;
+                    node = n;
+                }
+                None => return via_key.unwrap_or_else(|| node.head()),
             }
         }
         node.span
+    }
+
+    /// A short span that stands for the node: the first key of a non-empty mapping, else the
+    /// whole node.
+    pub fn head(&self) -> Span {
+        match &self.value {
+            NodeValue::Map(entries) => entries.first().map_or(self.span, |(k, _)| k.span),
+            _ => self.span,
+        }
     }
 
     /// A short word for the node's YAML type, for messages.
