@@ -1,0 +1,102 @@
+//! The example repositories validate, with the inventory the compatibility corpus records, and
+//! the report is byte-for-byte the same however the compositions are ordered.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proxops_e2e::{copy_tree, example, shared};
+use proxops_model::report::ValidationReport;
+use proxops_model::{FsSource, LoadOptions, Registry, Repository, load_repository};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn load(dir: &Path) -> Repository {
+    let source = FsSource::new(dir).expect("source");
+    load_repository(&source, &Registry::builtin(), &LoadOptions::default()).expect("load")
+}
+
+fn report_bytes(repo: &Repository) -> String {
+    serde_json::to_string_pretty(&ValidationReport::new(repo)).expect("json")
+}
+
+#[test]
+fn compat_example_cluster_has_its_twelve_resources() {
+    let Some(dir) = shared("compat/examples") else {
+        return;
+    };
+    let repo = load(&dir);
+    assert!(repo.is_valid(), "{:#?}", repo.diagnostics);
+    let cluster = repo.cluster("example").expect("cluster example");
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &cluster.resources {
+        *counts.entry(r.kind).or_default() += 1;
+    }
+    let expected: BTreeMap<&str, usize> = [
+        ("CTTemplate", 1),
+        ("DiskImage", 1),
+        ("ISO", 1),
+        ("LXC", 1),
+        ("TemplateCT", 1),
+        ("TemplateVM", 1),
+        ("VM", 6),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, expected);
+    // Index order is the lexicographic order of the composed paths.
+    let files: Vec<&str> = cluster
+        .resources
+        .iter()
+        .map(|r| r.file.path.as_str())
+        .collect();
+    let mut sorted = files.clone();
+    sorted.sort_unstable();
+    assert_eq!(files, sorted);
+    assert_eq!(files.first(), Some(&"ctt/base/golden-base.yaml"));
+}
+
+#[test]
+fn homelab_validates_clean_with_both_clusters() {
+    let repo = load(&example("homelab"));
+    assert!(repo.diagnostics.is_empty(), "{:#?}", repo.diagnostics);
+    let names: Vec<&str> = repo.clusters.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["home", "lab"]);
+    for cluster in &repo.clusters {
+        assert!(cluster.valid);
+        // The shared base artifacts are listed by both clusters.
+        for base in ["ISO", "CTTemplate", "DiskImage"] {
+            assert!(
+                cluster
+                    .resources
+                    .iter()
+                    .any(|r| r.kind == base && r.file.path.contains("/base/")),
+                "{} lacks a base {base}",
+                cluster.name
+            );
+        }
+    }
+}
+
+#[test]
+fn report_does_not_depend_on_composition_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_tree(&example("homelab"), dir.path()).expect("copy");
+    // Break something so the report has content, then compare against a reversed composition.
+    let broken = dir.path().join("vm/home/jumpbox.yaml");
+    let text = std::fs::read_to_string(&broken).expect("read");
+    std::fs::write(&broken, text.replace("memory:", "memroy:")).expect("write");
+    let before = report_bytes(&load(dir.path()));
+    let composition = dir.path().join("clusters/home/resources.yaml");
+    let text = std::fs::read_to_string(&composition).expect("read");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let first_entry = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("- "))
+        .expect("entries");
+    lines[first_entry..].reverse();
+    std::fs::write(&composition, lines.join("\n") + "\n").expect("write");
+    let after = report_bytes(&load(dir.path()));
+    assert!(before.contains("memroy"));
+    // Same findings, same order; only composition line numbers could differ, and none is reported.
+    assert_eq!(before, after);
+}
