@@ -34,25 +34,15 @@ pub struct Problem {
 pub struct RequiredFields(HashMap<String, Vec<String>>);
 
 impl RequiredFields {
-    /// Learns the required fields of every struct described in a JSON Schema's definitions.
-    pub fn learn(&mut self, schema: &serde_json::Value) {
-        let mut learn_one = |name: &str, def: &serde_json::Value| {
+    /// Learns from a schema generator's definitions (type name -> schema).
+    pub fn learn_definitions(&mut self, definitions: &serde_json::Map<String, serde_json::Value>) {
+        for (name, def) in definitions {
             if let Some(req) = def.get("required").and_then(|r| r.as_array()) {
                 let fields = req
                     .iter()
                     .filter_map(|f| f.as_str().map(str::to_owned))
                     .collect();
-                self.0.insert(name.to_owned(), fields);
-            }
-        };
-        if let Some(title) = schema.get("title").and_then(|t| t.as_str()) {
-            learn_one(title, schema);
-        }
-        for defs in ["$defs", "definitions"] {
-            if let Some(map) = schema.get(defs).and_then(|d| d.as_object()) {
-                for (name, def) in map {
-                    learn_one(name, def);
-                }
+                self.0.insert(name.clone(), fields);
             }
         }
     }

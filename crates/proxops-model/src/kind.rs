@@ -253,18 +253,10 @@ impl Default for Registry {
 impl Registry {
     /// A registry with no kinds.
     pub fn empty() -> Registry {
-        let mut required = RequiredFields::default();
         let mut generator = crate::schema::generator();
-        let metadata = generator.subschema_for::<Metadata>();
-        let _ = metadata;
-        required.learn(&serde_json::Value::Object(
-            [(
-                "definitions".to_owned(),
-                serde_json::Value::Object(generator.definitions().clone()),
-            )]
-            .into_iter()
-            .collect(),
-        ));
+        generator.subschema_for::<Metadata>();
+        let mut required = RequiredFields::default();
+        required.learn_definitions(generator.definitions());
         Registry {
             kinds: Vec::new(),
             required,
@@ -326,14 +318,7 @@ impl Registry {
         }
         let mut generator = crate::schema::generator();
         kind.spec_schema(&mut generator);
-        self.required.learn(&serde_json::Value::Object(
-            [(
-                "definitions".to_owned(),
-                serde_json::Value::Object(generator.definitions().clone()),
-            )]
-            .into_iter()
-            .collect(),
-        ));
+        self.required.learn_definitions(generator.definitions());
         self.kinds.push(kind);
         Ok(())
     }
