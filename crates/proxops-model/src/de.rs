@@ -59,6 +59,8 @@ pub(crate) const QUANTITY_NEWTYPE: &str = "proxops::Quantity";
 #[derive(Debug, Default)]
 pub struct Sink {
     problems: RefCell<Vec<Problem>>,
+    /// Fields filled with placeholders: (span where they are labelled, field name).
+    placeholders: RefCell<Vec<(Span, String)>>,
 }
 
 impl Sink {
@@ -80,6 +82,21 @@ impl Sink {
     /// Whether a problem was already recorded at exactly `span`.
     pub fn has_span(&self, span: Span) -> bool {
         self.problems.borrow().iter().any(|p| p.span == span)
+    }
+
+    /// Whether `field`, labelled at `span`, was filled with a placeholder because it was missing
+    /// or its container was malformed.
+    pub fn is_placeholder(&self, span: Span, field: &str) -> bool {
+        self.placeholders
+            .borrow()
+            .iter()
+            .any(|(s, f)| *s == span && f == field)
+    }
+
+    fn placeholder(&self, span: Span, field: &str) {
+        self.placeholders
+            .borrow_mut()
+            .push((span, field.to_owned()));
     }
 
     /// Takes every recorded problem.
@@ -530,7 +547,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         let mut kept: Vec<Entry<'n>> = Vec::new();
-        let mut container_span = self
+        let container_span = self
             .key
             .unwrap_or_else(|| self.node.map_or(self.span, Node::head));
         match self.node.map(|n| &n.value) {
@@ -559,7 +576,16 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                     format!("expected a mapping, found {}", self.describe()),
                     None,
                 );
-                container_span = self.span;
+                // The mapping is reported as a whole; its fields become placeholders silently.
+                for req in self.required.of(name) {
+                    self.sink.placeholder(container_span, req);
+                    kept.push(Entry::Missing(req.clone()));
+                }
+                return visitor.visit_map(MapAccess {
+                    entries: kept.into_iter(),
+                    value: None,
+                    parent: self,
+                });
             }
         }
         if self.node.is_some() {
@@ -574,6 +600,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                         format!("missing required field `{req}`"),
                         None,
                     ));
+                    self.sink.placeholder(container_span, req);
                     kept.push(Entry::Missing(req.clone()));
                 }
             }

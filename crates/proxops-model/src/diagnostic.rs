@@ -59,7 +59,7 @@ codes! {
     /// A cluster's `config.yaml` is missing, malformed, or does not declare exactly its own
     /// `pve.clusters.<name>` entry.
     ClusterConfig => "proxops::cluster_config",
-    /// `proxops.yaml` is malformed.
+    /// `proxops.yaml` cannot be read as a file.
     RepositoryConfig => "proxops::repository_config",
     /// A composition (`resources.yaml`) is missing or malformed, or lists a path twice, or one
     /// that is not a YAML file.
@@ -276,12 +276,7 @@ impl Diagnostic {
                 });
             }
         }
-        let mut message = self.message.clone();
-        if primary.is_none()
-            && let Some(file) = &self.file
-        {
-            message = format!("{file}: {message}");
-        }
+        let message = self.message.clone();
         MietteDiagnostic {
             severity: match self.severity {
                 Severity::Error => miette::Severity::Error,

@@ -166,7 +166,11 @@ impl<'a> SpecContext<'a> {
         let span = self.spec.span_at_from(path, self.spec_key);
         // A value already reported as missing or malformed was replaced by a zero value; checks
         // of that zero value would only repeat the problem.
-        if self.sink.has_span(span) {
+        let repeated = match self.spec.missing_step(path, self.spec_key) {
+            None => self.sink.has_span(span),
+            Some((at, field)) => self.sink.is_placeholder(at, &field),
+        };
+        if repeated {
             return;
         }
         self.sink.push(crate::de::Problem {

@@ -223,6 +223,7 @@ pub fn load_repository(
         cluster.valid = !diagnostics.iter().any(|d| {
             d.is_error()
                 && (d.cluster.as_deref() == Some(cluster.name.as_str())
+                    || (d.cluster.is_none() && d.primary_file() == Some("proxops.yaml"))
                     || (d.cluster.is_none()
                         && d.primary_file()
                             .is_some_and(|f| files.contains(&f.to_owned()))))
@@ -348,7 +349,7 @@ impl Loader<'_> {
                 self.diagnostics.push(
                     Diagnostic::error(
                         Code::ClusterConfig,
-                        format!("cluster `{name}` has no config.yaml"),
+                        format!("{path} is missing"),
                     )
                     .in_file(&path)
                     .in_cluster(Some(&name))
@@ -390,10 +391,13 @@ impl Loader<'_> {
                     .or_else(|| Some(format!("add `pve: {{clusters: {{{name}: {{base-url: https://...:8006, nodes: [...]}}}}}}`"))),
             }),
         }
+        let own_missing = entries.is_none_or(|e| !e.contains_key(&name));
+        let near_miss = entries.and_then(|e| did_you_mean(&name, e.keys().map(String::as_str)));
+        // A near-miss of the own name was already reported as misnamed.
         for other in entries
             .into_iter()
             .flat_map(|e| e.keys())
-            .filter(|k| **k != name)
+            .filter(|k| **k != name && !(own_missing && near_miss == Some(k.as_str())))
         {
             let at = [
                 PathSeg::from("pve"),
@@ -432,15 +436,12 @@ impl Loader<'_> {
             Ok(Some(x)) => x,
             Ok(None) => {
                 self.diagnostics.push(
-                    Diagnostic::error(
-                        Code::Composition,
-                        format!("cluster `{cluster}` has no resources.yaml"),
-                    )
-                    .in_file(&path)
-                    .in_cluster(Some(cluster))
-                    .with_help(
-                        "list the cluster's manifests in `resources:` (an empty list is fine)",
-                    ),
+                    Diagnostic::error(Code::Composition, format!("{path} is missing"))
+                        .in_file(&path)
+                        .in_cluster(Some(cluster))
+                        .with_help(
+                            "list the cluster's manifests in `resources:` (an empty list is fine)",
+                        ),
                 );
                 return Vec::new();
             }
@@ -547,6 +548,11 @@ impl Loader<'_> {
                 continue;
             }
             if segments.len() == 2 {
+                // Counted as listed, so that the kind-root scan does not report it again.
+                self.listed_by
+                    .entry(target.clone())
+                    .or_default()
+                    .insert(cluster.to_owned());
                 self.diagnostics.push(
                     flat_layout(&target)
                         .with_label(&file, item.span, "listed here")

@@ -140,9 +140,12 @@ fn to_diagnostics(file: &Arc<SourceFile>, problems: Vec<Problem>) -> Vec<Diagnos
     problems
         .into_iter()
         .map(|p| {
-            Diagnostic::error(p.code, p.message)
-                .with_label(file, p.span, p.label)
-                .with_help_opt(p.help)
+            let d = if p.code == Code::UnknownAnnotation {
+                Diagnostic::warning(p.code, p.message)
+            } else {
+                Diagnostic::error(p.code, p.message)
+            };
+            d.with_label(file, p.span, p.label).with_help_opt(p.help)
         })
         .collect()
 }

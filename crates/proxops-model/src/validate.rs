@@ -244,8 +244,14 @@ fn unknown_reference(
         )
     } else {
         format!(
-            "add a {} named `{}` to this cluster's composition, or fix the name",
-            reference.target_kind, reference.target_name
+            "add {} {} named `{}` to this cluster's composition, or fix the name",
+            if reference.target_kind.starts_with(['A', 'E', 'I', 'O', 'U']) {
+                "an"
+            } else {
+                "a"
+            },
+            reference.target_kind,
+            reference.target_name
         )
     };
     Diagnostic::error(Code::UnknownReference, message)

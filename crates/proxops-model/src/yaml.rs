@@ -7,7 +7,9 @@
 //! that every problem of a file is reported at once. [`crate::de`] then decodes typed values out of
 //! the tree with serde.
 
-use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, ScanError, Span as ParserSpan};
+use serde_saphyr::granit_parser::{
+    Event, Parser, ScalarStyle, ScanError, Span as ParserSpan, StructureStyle,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -175,6 +177,36 @@ impl Node {
         node.span
     }
 
+    /// `None` if `path` exists; otherwise where its first missing step is labelled (as
+    /// [`Node::span_at_from`] would) and that step's key.
+    pub fn missing_step(&self, path: &[PathSeg], key: Option<Span>) -> Option<(Span, String)> {
+        let mut node = self;
+        let mut via_key = key;
+        for seg in path {
+            let next = match (seg, &node.value) {
+                (PathSeg::Key(k), NodeValue::Map(_)) => {
+                    node.entry(k).map(|(key, v)| (Some(key.span), v))
+                }
+                (PathSeg::Index(i), NodeValue::Seq(items)) => items.get(*i).map(|v| (None, v)),
+                _ => None,
+            };
+            match next {
+                Some((key, n)) => {
+                    via_key = key;
+                    node = n;
+                }
+                None => {
+                    let name = match seg {
+                        PathSeg::Key(k) => k.clone(),
+                        PathSeg::Index(i) => i.to_string(),
+                    };
+                    return Some((via_key.unwrap_or_else(|| node.head()), name));
+                }
+            }
+        }
+        None
+    }
+
     /// A short span that stands for the node: the first key of a non-empty mapping, else the
     /// whole node.
     pub fn head(&self) -> Span {
@@ -225,6 +257,7 @@ pub fn parse_documents(source: &str) -> Result<Vec<Node>, SyntaxError> {
         anchors: HashMap::new(),
         nodes: 0,
         depth: 0,
+        last_end: Span::default(),
     };
     let mut events = Parser::new_from_str(source);
     let mut docs = Vec::new();
@@ -256,6 +289,9 @@ struct TreeBuilder<'s> {
     anchors: HashMap<usize, Node>,
     nodes: usize,
     depth: usize,
+    /// The span of the last collection or document end event, which for a flow collection
+    /// covers its closing bracket.
+    last_end: Span,
 }
 
 type EventParser<'s> = Parser<'s, serde_saphyr::granit_parser::StrInput<'s>>;
@@ -342,7 +378,7 @@ impl<'s> TreeBuilder<'s> {
                 };
                 (node, anchor)
             }
-            Event::SequenceStart(_, anchor, _) => {
+            Event::SequenceStart(style, anchor, _) => {
                 self.count(span, 1)?;
                 self.enter(span)?;
                 let mut items = Vec::new();
@@ -350,14 +386,18 @@ impl<'s> TreeBuilder<'s> {
                     items.push(item);
                 }
                 self.depth -= 1;
-                let end = items.last().map_or(span.end, |n| n.span.end.max(span.end));
+                let end = if style == StructureStyle::Flow {
+                    self.last_end.end.max(span.end)
+                } else {
+                    items.last().map_or(span.end, |n| n.span.end.max(span.end))
+                };
                 let node = Node {
                     span: Span::new(span.start, end),
                     value: NodeValue::Seq(items),
                 };
                 (node, anchor)
             }
-            Event::MappingStart(_, anchor, _) => {
+            Event::MappingStart(style, anchor, _) => {
                 self.count(span, 1)?;
                 self.enter(span)?;
                 let mut entries: Vec<(Node, Node)> = Vec::new();
@@ -376,9 +416,13 @@ impl<'s> TreeBuilder<'s> {
                     entries.push((key, value));
                 }
                 self.depth -= 1;
-                let end = entries
-                    .last()
-                    .map_or(span.end, |(_, v)| v.span.end.max(span.end));
+                let end = if style == StructureStyle::Flow {
+                    self.last_end.end.max(span.end)
+                } else {
+                    entries
+                        .last()
+                        .map_or(span.end, |(_, v)| v.span.end.max(span.end))
+                };
                 let node = Node {
                     span: Span::new(span.start, end),
                     value: NodeValue::Map(entries),
@@ -400,6 +444,7 @@ impl<'s> TreeBuilder<'s> {
                 }));
             }
             Event::SequenceEnd | Event::MappingEnd | Event::DocumentEnd | Event::StreamEnd => {
+                self.last_end = span;
                 return Ok(None);
             }
             _ => return self.next_node(events),
@@ -472,6 +517,15 @@ mod tests {
             ));
         }
         assert!(parse_documents(&bomb).is_err());
+    }
+
+    #[test]
+    fn flow_collections_span_their_brackets() {
+        let src = "a: [1, 2]\nb: {x: 1}\n";
+        let docs = parse_documents(src).unwrap_or_default();
+        let text = |k: &str| docs[0].get(k).map(|n| &src[n.span.start..n.span.end]);
+        assert_eq!(text("a"), Some("[1, 2]"));
+        assert_eq!(text("b"), Some("{x: 1}"));
     }
 
     #[test]

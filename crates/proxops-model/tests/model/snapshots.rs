@@ -1,1 +1,277 @@
-//! placeholder until written
+//! Snapshots of the human rendering (miette, unicode without colour, 100 columns) of a
+//! representative set of diagnostics. Paths are repository-relative, so the output is stable.
+
+use crate::support::*;
+use miette::{GraphicalReportHandler, GraphicalTheme};
+use proxops_model::{Code, Diagnostic};
+
+const CLUSTER: &str = "dev";
+
+fn cluster_of(files: &[(&str, String)]) -> TempRepo {
+    let repo = TempRepo::new();
+    repo.cluster(CLUSTER, &["pve01", "pve02"]);
+    repo.listing(CLUSTER, files);
+    repo
+}
+
+/// The human rendering of one diagnostic.
+fn render(d: &Diagnostic) -> String {
+    let mut out = String::new();
+    GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
+        .with_width(100)
+        .render_report(&mut out, &d.to_miette())
+        .expect("render");
+    out
+}
+
+/// Renders the only diagnostic with `code`.
+fn render_only(repo: &TempRepo, code: Code) -> String {
+    let loaded = repo.load();
+    let found = all_with(&loaded, code);
+    assert_eq!(found.len(), 1, "{}", dump(&loaded));
+    render(found[0])
+}
+
+#[test]
+fn unknown_field_with_did_you_mean() {
+    let text = vm("web", "pve01", 142).replace("    cores: 1\n", "    cores: 1\n    coers: 2\n");
+    let repo = cluster_of(&[("vm/dev/web.yaml", text)]);
+    insta::assert_snapshot!(render_only(&repo, Code::UnknownField), @r#"
+        proxops::unknown_field
+
+          × unknown field `coers`
+            ╭─[vm/dev/web.yaml:12:5]
+         11 │     cores: 1
+         12 │     coers: 2
+            ·     ──┬──
+            ·       ╰── unknown field
+         13 │   disks:
+            ╰────
+          help: did you mean `cores`?
+        "#);
+}
+
+#[test]
+fn kind_alias() {
+    let text = vm("golden", "pve01", 900).replace("kind: VM", "kind: TVM");
+    let repo = cluster_of(&[("templatevm/dev/golden.yaml", text)]);
+    insta::assert_snapshot!(render_only(&repo, Code::UnknownKind), @r#"
+        proxops::unknown_kind
+
+          × unknown kind `TVM`
+           ╭─[templatevm/dev/golden.yaml:2:7]
+         1 │ apiVersion: proxops/v1alpha1
+         2 │ kind: TVM
+           ·       ─┬─
+           ·        ╰── unknown kind
+         3 │ metadata:
+           ╰────
+          help: the canonical spelling is `TemplateVM`
+        "#);
+}
+
+#[test]
+fn vmid_collision_across_two_files() {
+    let repo = cluster_of(&[
+        (
+            "ctt/base/debian.yaml",
+            artifact("CTTemplate", "debian", &["pve01"]),
+        ),
+        ("lxc/dev/cache.yaml", lxc("cache", "pve01", 142, "debian")),
+        ("vm/dev/web.yaml", vm("web", "pve02", 142)),
+    ]);
+    insta::assert_snapshot!(render_only(&repo, Code::VmidCollision), @r#"
+        proxops::vmid_collision
+
+          × PVE id 142 is claimed by both LXC/cache and VM/web
+           ╭─[vm/dev/web.yaml:7:9]
+         6 │   node: pve02
+         7 │   vmid: 142
+           ·         ─┬─
+           ·          ╰── vmid 142 of VM/web
+         8 │   memory: 1GiB
+           ╰────
+          help: vmids are unique per cluster, across VMs, containers and templates: PVE's vmid namespace
+                is cluster-wide
+
+        Advice: 
+          ☞ see also lxc/dev/cache.yaml
+           ╭─[lxc/dev/cache.yaml:7:9]
+         6 │   node: pve01
+         7 │   vmid: 142
+           ·         ─┬─
+           ·          ╰── also claimed by LXC/cache
+         8 │   template: debian
+           ╰────
+        "#);
+}
+
+#[test]
+fn unknown_reference() {
+    let text = with_spec(
+        &vm("web", "pve01", 142),
+        &["hardware:", "  cdrom:", "    iso: talos-1-8"],
+    );
+    let repo = cluster_of(&[
+        (
+            "iso/base/talos.yaml",
+            artifact("ISO", "talos-1-8-0", &["pve01"]),
+        ),
+        ("vm/dev/web.yaml", text),
+    ]);
+    insta::assert_snapshot!(render_only(&repo, Code::UnknownReference), @r#"
+        proxops::unknown_reference
+
+          × VM/web `hardware.cdrom.iso` references unknown ISO `talos-1-8`
+            ╭─[vm/dev/web.yaml:17:12]
+         16 │     cdrom:
+         17 │       iso: talos-1-8
+            ·            ────┬────
+            ·                ╰── ISO/talos-1-8 is not in cluster `dev`
+            ╰────
+          help: add a ISO named `talos-1-8` to this cluster's composition, or fix the name
+        "#);
+}
+
+#[test]
+fn dependency_cycle() {
+    let repo = cluster_of(&[
+        (
+            "vm/dev/a.yaml",
+            annotate(&vm("a", "pve01", 142), &[("proxops/depends-on", "VM:b")]),
+        ),
+        (
+            "vm/dev/b.yaml",
+            annotate(&vm("b", "pve01", 143), &[("proxops/depends-on", "VM:a")]),
+        ),
+    ]);
+    insta::assert_snapshot!(render_only(&repo, Code::DependencyCycle), @r#"
+        proxops::dependency_cycle
+
+          × dependency cycle between VM/a, VM/b
+           ╭─[vm/dev/a.yaml:6:25]
+         5 │   annotations:
+         6 │     proxops/depends-on: "VM:b"
+           ·                         ───┬──
+           ·                            ╰── VM/a depends on VM/b
+         7 │ spec:
+           ╰────
+          help: dependencies must form a DAG: remove one of the references
+
+        Advice: 
+          ☞ see also vm/dev/b.yaml
+           ╭─[vm/dev/b.yaml:6:25]
+         5 │   annotations:
+         6 │     proxops/depends-on: "VM:a"
+           ·                         ───┬──
+           ·                            ╰── VM/b depends on VM/a
+         7 │ spec:
+           ╰────
+        "#);
+}
+
+#[test]
+fn invalid_enum_value() {
+    let text = with_spec(&vm("web", "pve01", 142), &["hardware:", "  machine: q36"]);
+    let repo = cluster_of(&[("vm/dev/web.yaml", text)]);
+    insta::assert_snapshot!(render_only(&repo, Code::InvalidValue), @r#"
+        proxops::invalid_value
+
+          × `q36` is not one of `i440fx`, `q35`
+            ╭─[vm/dev/web.yaml:16:14]
+         15 │   hardware:
+         16 │     machine: q36
+            ·              ─┬─
+            ·               ╰── invalid value
+            ╰────
+          help: did you mean `q35`?
+        "#);
+}
+
+#[test]
+fn yaml_syntax() {
+    let text =
+        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec: {node: pve01\n";
+    let repo = cluster_of(&[("vm/dev/web.yaml", text.to_owned())]);
+    insta::assert_snapshot!(render_only(&repo, Code::YamlSyntax), @r#"
+        proxops::yaml_syntax
+
+          × invalid YAML: unclosed bracket '{'
+           ╭─[vm/dev/web.yaml:5:7]
+         4 │   name: web
+         5 │ spec: {node: pve01
+           ·       ┬
+           ·       ╰── here
+           ╰────
+        "#);
+}
+
+#[test]
+fn flat_layout() {
+    let repo = cluster_of(&[("vm/web.yaml", vm("web", "pve01", 142))]);
+    let loaded = repo.load();
+    let d = loaded
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::FlatLayout && !d.labels.is_empty())
+        .unwrap_or_else(|| panic!("{}", dump(&loaded)));
+    insta::assert_snapshot!(render(d), @r#"
+        proxops::flat_layout
+
+          × `vm/web.yaml` sits directly under the `vm/` kind root
+           ╭─[clusters/dev/resources.yaml:2:5]
+         1 │ resources:
+         2 │   - ../../vm/web.yaml
+           ·     ────────┬────────
+           ·             ╰── listed here
+           ╰────
+          help: move it to `vm/base/web.yaml` (shared) or `vm/<cluster>/web.yaml`: ProxOps never invents a
+                default cluster
+        "#);
+}
+
+#[test]
+fn missing_cluster_config_without_a_label() {
+    let repo = TempRepo::new();
+    repo.compose(CLUSTER, &[]);
+    insta::assert_snapshot!(render_only(&repo, Code::ClusterConfig), @r#"
+        proxops::cluster_config
+
+          × clusters/dev/config.yaml is missing
+          help: create clusters/dev/config.yaml declaring `pve.clusters.dev` with its base-url and nodes
+        "#);
+}
+
+#[test]
+fn node_not_allowed_on_an_artifact() {
+    let repo = cluster_of(&[(
+        "iso/base/talos.yaml",
+        artifact("ISO", "talos", &["pve01", "pve07"]),
+    )]);
+    insta::assert_snapshot!(render_only(&repo, Code::NodeNotAllowed), @r#"
+        proxops::node_not_allowed
+
+          × node `pve07` of ISO/talos is not in cluster `dev`'s node allowlist
+           ╭─[iso/base/talos.yaml:8:7]
+         7 │     - pve01
+         8 │     - pve07
+           ·       ──┬──
+           ·         ╰── not an allowed node
+         9 │   storage: local
+           ╰────
+          help: allowed nodes: pve01, pve02; add the node to clusters/dev/config.yaml or move the resource
+        "#);
+}
+
+#[test]
+fn unlisted_manifest_warning() {
+    let repo = cluster_of(&[]);
+    repo.write("vm/dev/old.yaml", &vm("old", "pve01", 142));
+    insta::assert_snapshot!(render_only(&repo, Code::UnlistedManifest), @r#"
+        proxops::unlisted_manifest
+
+          ⚠ `vm/dev/old.yaml` is not listed by any cluster
+          help: add it to a cluster's resources.yaml, or delete it: unlisted manifests are never
+                reconciled
+        "#);
+}
