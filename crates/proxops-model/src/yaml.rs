@@ -437,6 +437,13 @@ impl<'s> TreeBuilder<'s> {
                     });
                 };
                 self.count(span, count_nodes(&target))?;
+                // An alias pastes a whole subtree: it must respect the nesting limit too.
+                if self.depth + nesting(&target) > MAX_DEPTH {
+                    return Err(SyntaxError {
+                        message: format!("alias expands to nesting deeper than {MAX_DEPTH} levels"),
+                        span,
+                    });
+                }
                 // The alias takes its target's content but keeps its own position.
                 return Ok(Some(Node {
                     span,
@@ -453,6 +460,21 @@ impl<'s> TreeBuilder<'s> {
             self.anchors.insert(anchor, node.clone());
         }
         Ok(Some(node))
+    }
+}
+
+/// How many collections deep a node goes (a scalar is 0).
+fn nesting(node: &Node) -> usize {
+    match &node.value {
+        NodeValue::Scalar(..) => 0,
+        NodeValue::Seq(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        NodeValue::Map(entries) => {
+            1 + entries
+                .iter()
+                .map(|(k, v)| nesting(k).max(nesting(v)))
+                .max()
+                .unwrap_or(0)
+        }
     }
 }
 

@@ -324,8 +324,6 @@ fn flat_layout_listed_and_unlisted() {
 }
 
 #[test]
-#[ignore = "library bug: a listed flat file is reported twice (at the composition entry, and again \
-            by the kind-root scan because it never counts as listed)"]
 fn flat_layout_of_a_listed_file_is_reported_once() {
     let repo = cluster_of(&[("vm/a.yaml", vm("a", "pve01", 142))]);
     let loaded = repo.load();
@@ -373,7 +371,11 @@ fn cluster_config_missing() {
     let repo = TempRepo::new();
     repo.compose(CLUSTER, &[]);
     let loaded = repo.load();
-    let d = only_error(&loaded, Code::ClusterConfig, &["no config.yaml"]);
+    let d = only_error(
+        &loaded,
+        Code::ClusterConfig,
+        &["clusters/dev/config.yaml is missing"],
+    );
     assert_eq!(d.primary_file(), Some("clusters/dev/config.yaml"));
     assert_contains(help_of(d), &["pve.clusters.dev"]);
     assert!(!loaded.cluster(CLUSTER).expect("dev").valid);
@@ -388,7 +390,8 @@ fn cluster_config_misnamed_entry() {
     );
     let loaded = repo.load();
     let found = all_with(&loaded, Code::ClusterConfig);
-    assert_eq!(errors(&loaded).len(), 2, "{}", dump(&loaded));
+    // One finding: the near-miss `devv` is the misnamed entry, not an extra cluster.
+    assert_eq!(errors(&loaded).len(), 1, "{}", dump(&loaded));
     let missing = found
         .iter()
         .find(|d| d.message.contains("does not declare `pve.clusters.dev`"))
@@ -399,12 +402,12 @@ fn cluster_config_misnamed_entry() {
         covered(&missing.labels[0]).starts_with("devv:\n      base-url:"),
         "{missing}"
     );
-    // The misnamed entry is also an entry for another cluster.
-    let extra = found
-        .iter()
-        .find(|d| d.message.contains("declares cluster `devv`"))
-        .unwrap_or_else(|| panic!("{}", dump(&loaded)));
-    assert_eq!(covered(&extra.labels[0]), "devv");
+    // The misnamed entry is not reported a second time as an entry for another cluster.
+    assert!(
+        !found
+            .iter()
+            .any(|d| d.message.contains("declares cluster `devv`"))
+    );
     assert!(!loaded.cluster(CLUSTER).expect("dev").valid);
 }
 
@@ -516,7 +519,11 @@ fn composition_missing_malformed_twice_and_not_yaml() {
     let repo = TempRepo::new();
     repo.cluster(CLUSTER, &["pve01"]);
     let loaded = repo.load();
-    let d = only_error(&loaded, Code::Composition, &["no resources.yaml"]);
+    let d = only_error(
+        &loaded,
+        Code::Composition,
+        &["clusters/dev/resources.yaml is missing"],
+    );
     assert_eq!(d.primary_file(), Some("clusters/dev/resources.yaml"));
 
     raw_composition(&repo, CLUSTER, "resources: 5\n");
@@ -916,9 +923,6 @@ fn unknown_annotation() {
 }
 
 #[test]
-#[ignore = "library bug: an unknown proxops/ annotation in a manifest is an error (manifest.rs \
-            turns every problem into an error), which drops the resource and invalidates the \
-            cluster; Code::UnknownAnnotation is documented as a warning"]
 fn unknown_annotation_is_a_warning() {
     let text = annotate(&vm("a", "pve01", 142), &[("proxops/depend-on", "VM:b")]);
     let repo = cluster_of(&[("vm/dev/a.yaml", text)]);
@@ -1083,8 +1087,6 @@ fn label_line_and_column() {
 }
 
 #[test]
-#[ignore = "library bug: the span of a flow collection ends at its last item, not at its closing \
-            bracket, so a label on `[1, 2]` underlines `[1, 2`"]
 fn label_on_a_flow_collection_covers_the_closing_bracket() {
     let text = with_spec(&vm("a", "pve01", 142), &["hardware: [1, 2]"]);
     let repo = cluster_of(&[("vm/dev/a.yaml", text)]);
@@ -1098,9 +1100,6 @@ fn label_on_a_flow_collection_covers_the_closing_bracket() {
 }
 
 #[test]
-#[ignore = "library bug: a mapping of the wrong type is reported, then its required fields are \
-            reported missing and the kind's checks run on the zero value (4 findings for one \
-            mistake)"]
 fn a_mistyped_mapping_is_reported_once() {
     let text =
         vm("a", "pve01", 142).replace("  cpu:\n    type: host\n    cores: 1\n", "  cpu: [1, 2]\n");

@@ -129,7 +129,7 @@ fn unknown_reference() {
             ·            ────┬────
             ·                ╰── ISO/talos-1-8 is not in cluster `dev`
             ╰────
-          help: add a ISO named `talos-1-8` to this cluster's composition, or fix the name
+          help: add an ISO named `talos-1-8` to this cluster's composition, or fix the name
         "#);
 }
 
