@@ -311,7 +311,7 @@ impl Registry {
                     });
                 }
             }
-            if existing.root() == kind.root() {
+            if existing.root().eq_ignore_ascii_case(kind.root()) {
                 return Err(RegistryError::Clash {
                     kind: kind.name().to_owned(),
                     existing: existing.name().to_owned(),
