@@ -194,6 +194,7 @@ pub fn load_manifest(
         );
     }
     let sink = Sink::default();
+    let doc = Arc::new(doc);
     let resource = decode_envelope(&doc, file, registry, root_kind, &sink);
     diagnostics.extend(to_diagnostics(file, sink.take()));
     let has_error = diagnostics.iter().any(Diagnostic::is_error);
@@ -214,7 +215,7 @@ fn problem(code: Code, span: Span, message: String, label: &str, help: Option<St
 }
 
 fn decode_envelope(
-    doc: &Node,
+    doc: &Arc<Node>,
     file: &Arc<SourceFile>,
     registry: &Registry,
     root_kind: Option<&str>,
@@ -325,7 +326,7 @@ fn decode_envelope(
         metadata,
         spec,
         file: Arc::clone(file),
-        document: Arc::new(doc.clone()),
+        document: Arc::clone(doc),
         depends_on,
     })
 }

@@ -124,8 +124,14 @@ impl RepoSource for FsSource {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
-            // Follow symbolic links for the type, as reading does.
-            let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
+            // The type from the directory listing itself; follow symbolic links, as reading does.
+            let is_dir = match entry.file_type() {
+                Ok(t) if t.is_symlink() => {
+                    std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir())
+                }
+                Ok(t) => t.is_dir(),
+                Err(_) => false,
+            };
             out.push(DirEntry { name, is_dir });
         }
         out.sort();

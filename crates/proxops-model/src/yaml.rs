@@ -393,7 +393,10 @@ impl<'s> TreeBuilder<'s> {
                 };
                 let node = Node {
                     span: Span::new(span.start, end),
-                    value: NodeValue::Seq(items),
+                    value: NodeValue::Seq({
+                        items.shrink_to_fit();
+                        items
+                    }),
                 };
                 (node, anchor)
             }
@@ -425,7 +428,10 @@ impl<'s> TreeBuilder<'s> {
                 };
                 let node = Node {
                     span: Span::new(span.start, end),
-                    value: NodeValue::Map(entries),
+                    value: NodeValue::Map({
+                        entries.shrink_to_fit();
+                        entries
+                    }),
                 };
                 (node, anchor)
             }
