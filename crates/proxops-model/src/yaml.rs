@@ -156,25 +156,10 @@ impl Node {
 
     /// [`Node::span_at`] for a node that is itself the value of the key at `key`.
     pub fn span_at_from(&self, path: &[PathSeg], key: Option<Span>) -> Span {
-        let mut node = self;
-        let mut via_key: Option<Span> = key;
-        for seg in path {
-            let next = match (seg, &node.value) {
-                (PathSeg::Key(k), NodeValue::Map(_)) => {
-                    node.entry(k).map(|(key, v)| (Some(key.span), v))
-                }
-                (PathSeg::Index(i), NodeValue::Seq(items)) => items.get(*i).map(|v| (None, v)),
-                _ => None,
-            };
-            match next {
-                Some((key, n)) => {
-                    via_key = key;
-                    node = n;
-                }
-                None => return via_key.unwrap_or_else(|| node.head()),
-            }
+        match self.missing_step(path, key) {
+            Some((span, _)) => span,
+            None => self.at(path).map_or(self.span, |n| n.span),
         }
-        node.span
     }
 
     /// `None` if `path` exists; otherwise where its first missing step is labelled (as
