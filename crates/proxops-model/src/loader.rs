@@ -128,6 +128,7 @@ pub fn load_repository(
     registry: &Registry,
     options: &LoadOptions,
 ) -> Result<Repository, LoadError> {
+    source.start_load();
     let cluster_dirs = source.list("clusters").map_err(|e| LoadError::Unreadable {
         path: source.describe(),
         source: e,

@@ -1,8 +1,10 @@
 //! Where the loader reads a repository from: a directory on disk ([`FsSource`]) or anything else
 //! that implements [`RepoSource`] (the store reads files straight out of a git commit).
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +40,10 @@ pub trait RepoSource: Send + Sync {
     fn read(&self, path: &str) -> Result<Vec<u8>, ReadError>;
     /// The entries of a directory, sorted by name; empty if it does not exist.
     fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>>;
+    /// Called by the loader before it starts reading, once per load: a source that remembers
+    /// anything about the files (such as resolved directories) forgets it here, so that every load
+    /// sees the files as they are.
+    fn start_load(&self) {}
     /// Whether a file exists.
     fn is_file(&self, path: &str) -> bool {
         self.read(path).is_ok()
@@ -45,10 +51,38 @@ pub trait RepoSource: Send + Sync {
 }
 
 /// A repository in a directory of the file system.
-#[derive(Debug, Clone)]
+///
+/// Reads never leave the repository: a path whose directories or file resolve, through symbolic
+/// links, to somewhere outside the (canonical) root is refused with [`ReadError::Escapes`].
+/// Directories are resolved once and remembered (most manifests share a handful of directories),
+/// so a read costs one `lstat` of the file plus the read itself. [`RepoSource::start_load`] (called
+/// by the loader at the start of every load) forgets the remembered directories, so a source kept
+/// across loads of a changing checkout never trusts a directory resolved before the current load.
+#[derive(Debug)]
 pub struct FsSource {
     root: PathBuf,
     canonical_root: PathBuf,
+    /// Repository-relative directory -> its canonical path, checked to be inside the root.
+    dirs: Mutex<HashMap<String, PathBuf>>,
+}
+
+impl Clone for FsSource {
+    fn clone(&self) -> Self {
+        FsSource {
+            root: self.root.clone(),
+            canonical_root: self.canonical_root.clone(),
+            dirs: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// A canonicalization failure as a read error.
+fn read_error(e: io::Error) -> ReadError {
+    if e.kind() == io::ErrorKind::NotFound {
+        ReadError::NotFound
+    } else {
+        ReadError::Io(e)
+    }
 }
 
 impl FsSource {
@@ -65,6 +99,7 @@ impl FsSource {
         Ok(FsSource {
             root,
             canonical_root,
+            dirs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -80,6 +115,34 @@ impl FsSource {
         }
         p
     }
+
+    /// The canonical path of the repository directory `dir` (segments joined by `/`, no empty
+    /// ones), which must lie inside the repository.
+    fn canonical_dir(&self, dir: &str) -> Result<PathBuf, ReadError> {
+        if dir.is_empty() {
+            return Ok(self.canonical_root.clone());
+        }
+        // A poisoned lock only means another reader panicked; the map itself is still sound.
+        let cached = self
+            .dirs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(dir)
+            .cloned();
+        if let Some(real) = cached {
+            return Ok(real);
+        }
+        let real = self.resolve(dir).canonicalize().map_err(read_error)?;
+        // A symbolic link may point anywhere; only directories inside the repository count.
+        if !real.starts_with(&self.canonical_root) {
+            return Err(ReadError::Escapes);
+        }
+        self.dirs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(dir.to_owned(), real.clone());
+        Ok(real)
+    }
 }
 
 impl RepoSource for FsSource {
@@ -87,21 +150,38 @@ impl RepoSource for FsSource {
         self.root.display().to_string()
     }
 
+    fn start_load(&self) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     fn read(&self, path: &str) -> Result<Vec<u8>, ReadError> {
-        let full = self.resolve(path);
-        let real = match full.canonicalize() {
-            Ok(r) => r,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadError::NotFound),
-            Err(e) => return Err(ReadError::Io(e)),
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let Some((name, dirs)) = segments.split_last() else {
+            return Err(ReadError::IsDirectory);
         };
-        // A symbolic link may point anywhere; only files inside the repository count.
-        if !real.starts_with(&self.canonical_root) {
-            return Err(ReadError::Escapes);
-        }
-        if real.is_dir() {
+        let mut full = self.canonical_dir(&dirs.join("/"))?;
+        full.push(name);
+        let meta = std::fs::symlink_metadata(&full).map_err(read_error)?;
+        if meta.is_dir() {
             return Err(ReadError::IsDirectory);
         }
-        Ok(std::fs::read(real)?)
+        if meta.file_type().is_symlink() {
+            // The file itself is a link: resolve it and check where it leads.
+            let real = full.canonicalize().map_err(read_error)?;
+            if !real.starts_with(&self.canonical_root) {
+                return Err(ReadError::Escapes);
+            }
+            full = real;
+        }
+        match std::fs::read(&full) {
+            Ok(bytes) => Ok(bytes),
+            // Through a symbolic link to a directory.
+            Err(e) if e.kind() == io::ErrorKind::IsADirectory => Err(ReadError::IsDirectory),
+            Err(e) => Err(read_error(e)),
+        }
     }
 
     fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>> {
@@ -179,5 +259,79 @@ mod tests {
         assert_eq!(join_relative("clusters/a", "../../../etc/passwd"), None);
         assert_eq!(join_relative("clusters/a", "/etc/passwd"), None);
         assert_eq!(join_relative("clusters/a", "C:/x.yaml"), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn reads_stay_inside_the_repository() {
+        use std::os::unix::fs::symlink;
+        let (Ok(repo), Ok(outside)) = (tempfile::tempdir(), tempfile::tempdir()) else {
+            return;
+        };
+        let root = repo.path();
+        let write = |p: &Path, text: &str| {
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).ok();
+            }
+            std::fs::write(p, text).ok();
+        };
+        write(&root.join("vm/a/x.yaml"), "inside");
+        write(&outside.path().join("d/y.yaml"), "outside");
+        write(&outside.path().join("z.yaml"), "outside");
+        let links = [
+            (outside.path().join("d"), root.join("vm/out")),
+            (outside.path().join("z.yaml"), root.join("vm/a/z.yaml")),
+            (root.join("vm/a"), root.join("vm/in")),
+            (root.join("vm/a/x.yaml"), root.join("vm/a/link.yaml")),
+        ];
+        for (target, link) in &links {
+            assert!(symlink(target, link).is_ok());
+        }
+        let Ok(source) = FsSource::new(root) else {
+            panic!("source");
+        };
+        let text = |p: &str| {
+            source
+                .read(p)
+                .map(|b: Vec<u8>| String::from_utf8_lossy(&b).into_owned())
+        };
+        for _ in 0..2 {
+            // Twice: the second time, directories come from the cache.
+            assert_eq!(text("vm/a/x.yaml").ok().as_deref(), Some("inside"));
+            assert_eq!(text("vm/in/x.yaml").ok().as_deref(), Some("inside"));
+            assert_eq!(text("vm/a/link.yaml").ok().as_deref(), Some("inside"));
+            assert!(matches!(
+                source.read("vm/out/y.yaml"),
+                Err(ReadError::Escapes)
+            ));
+            assert!(matches!(
+                source.read("vm/a/z.yaml"),
+                Err(ReadError::Escapes)
+            ));
+            assert!(matches!(
+                source.read("vm/a/none.yaml"),
+                Err(ReadError::NotFound)
+            ));
+            assert!(matches!(
+                source.read("vm/none/x.yaml"),
+                Err(ReadError::NotFound)
+            ));
+            assert!(matches!(source.read("vm/a"), Err(ReadError::IsDirectory)));
+            assert!(matches!(source.read("vm/in"), Err(ReadError::IsDirectory)));
+            assert!(matches!(source.read(""), Err(ReadError::IsDirectory)));
+            assert!(matches!(
+                source.read("vm/a/x.yaml/y"),
+                Err(ReadError::Io(_))
+            ));
+        }
+        // A directory swapped for a link between loads is seen after `start_load`.
+        assert!(std::fs::rename(root.join("vm/a"), root.join("vm/b")).is_ok());
+        assert!(symlink(outside.path(), root.join("vm/a")).is_ok());
+        write(&outside.path().join("x.yaml"), "outside");
+        source.start_load();
+        assert!(matches!(
+            source.read("vm/a/x.yaml"),
+            Err(ReadError::Escapes)
+        ));
     }
 }
