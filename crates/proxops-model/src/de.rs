@@ -519,22 +519,22 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let entries: Vec<Entry<'n>> = match self.node.map(|n| &n.value) {
-            Some(NodeValue::Map(entries)) => {
-                entries.iter().map(|(k, v)| Entry::Present(k, v)).collect()
-            }
-            None => Vec::new(),
-            Some(_) if self.node.is_some_and(Node::is_null) => Vec::new(),
+        let entries: &'n [(Node, Node)] = match self.node.map(|n| &n.value) {
+            Some(NodeValue::Map(entries)) => entries,
+            None => &[],
+            Some(_) if self.node.is_some_and(Node::is_null) => &[],
             Some(_) => {
                 self.invalid(
                     format!("expected a mapping, found {}", self.describe()),
                     None,
                 );
-                Vec::new()
+                &[]
             }
         };
         visitor.visit_map(MapAccess {
-            entries: entries.into_iter(),
+            entries: entries.iter(),
+            fields: None,
+            missing: [].iter(),
             value: None,
             parent: self,
         })
@@ -546,17 +546,17 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        let mut kept: Vec<Entry<'n>> = Vec::new();
         let container_span = self
             .key
             .unwrap_or_else(|| self.node.map_or(self.span, Node::head));
-        match self.node.map(|n| &n.value) {
+        let required = self.required.of(name);
+        // The entries handed to the visitor: the known fields in source order, then a placeholder
+        // for each required field that is absent (see `MapAccess`).
+        let entries: &'n [(Node, Node)] = match self.node.map(|n| &n.value) {
             Some(NodeValue::Map(entries)) => {
-                for (k, v) in entries {
+                for (k, _) in entries {
                     let key = k.as_str().unwrap_or_default();
-                    if fields.contains(&key) {
-                        kept.push(Entry::Present(k, v));
-                    } else {
+                    if !fields.contains(&key) {
                         let help = did_you_mean(key, fields.iter().copied())
                             .map(|s| format!("did you mean `{s}`?"))
                             .or_else(|| Some(format!("known fields: {}", fields.join(", "))));
@@ -568,32 +568,31 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                         ));
                     }
                 }
+                entries
             }
-            None => {}
-            Some(_) if self.node.is_some_and(Node::is_null) => {}
+            None => &[],
+            Some(_) if self.node.is_some_and(Node::is_null) => &[],
             Some(_) => {
                 self.invalid(
                     format!("expected a mapping, found {}", self.describe()),
                     None,
                 );
                 // The mapping is reported as a whole; its fields become placeholders silently.
-                for req in self.required.of(name) {
+                for req in required {
                     self.sink.placeholder(container_span, req);
-                    kept.push(Entry::Missing(req.clone()));
                 }
                 return visitor.visit_map(MapAccess {
-                    entries: kept.into_iter(),
+                    entries: [].iter(),
+                    fields: Some(fields),
+                    missing: required.iter(),
                     value: None,
                     parent: self,
                 });
             }
-        }
+        };
         if self.node.is_some() {
-            for req in self.required.of(name) {
-                let present = kept
-                    .iter()
-                    .any(|e| matches!(e, Entry::Present(k, _) if k.as_str() == Some(req)));
-                if !present {
+            for req in required {
+                if !is_present(entries, fields, req) {
                     self.sink.push(problem(
                         Code::MissingField,
                         container_span,
@@ -601,17 +600,14 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                         None,
                     ));
                     self.sink.placeholder(container_span, req);
-                    kept.push(Entry::Missing(req.clone()));
                 }
             }
-        } else {
-            // A placeholder struct: fill every required field with placeholders too.
-            for req in self.required.of(name) {
-                kept.push(Entry::Missing(req.clone()));
-            }
         }
+        // A placeholder struct (no node) fills every required field with placeholders too.
         visitor.visit_map(MapAccess {
-            entries: kept.into_iter(),
+            entries: entries.iter(),
+            fields: Some(fields),
+            missing: required.iter(),
             value: None,
             parent: self,
         })
@@ -624,9 +620,9 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         let first = variants.first().copied().unwrap_or_default();
-        let chosen = match self.node.map(|n| &n.value) {
-            None => first.to_owned(),
-            Some(NodeValue::Scalar(s, _)) if variants.contains(&s.as_str()) => s.clone(),
+        let chosen: &str = match self.node.map(|n| &n.value) {
+            None => first,
+            Some(NodeValue::Scalar(s, _)) if variants.contains(&s.as_str()) => s,
             Some(NodeValue::Scalar(s, _)) => {
                 let help = did_you_mean(s, variants.iter().copied())
                     .map(|v| format!("did you mean `{v}`?"));
@@ -636,7 +632,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                     .collect::<Vec<_>>()
                     .join(", ");
                 self.invalid(format!("`{s}` is not one of {list}"), help);
-                first.to_owned()
+                first
             }
             Some(_) => {
                 self.invalid(
@@ -647,14 +643,20 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                     ),
                     None,
                 );
-                first.to_owned()
+                first
             }
         };
         visitor.visit_enum(chosen.into_deserializer())
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.deserialize_str(visitor)
+        // Field names are compared, never kept: no need to copy them.
+        match self.node.map(|n| &n.value) {
+            Some(NodeValue::Scalar(s, _)) if !self.node.is_some_and(Node::is_null) => {
+                visitor.visit_str(s)
+            }
+            _ => self.deserialize_str(visitor),
+        }
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -662,9 +664,14 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
     }
 }
 
+/// Whether the struct entries hold the known field `req`.
+fn is_present(entries: &[(Node, Node)], fields: &[&str], req: &str) -> bool {
+    fields.contains(&req) && entries.iter().any(|(k, _)| k.as_str() == Some(req))
+}
+
 enum Entry<'n> {
     Present(&'n Node, &'n Node),
-    Missing(String),
+    Missing,
 }
 
 struct SeqAccess<'n, 's> {
@@ -686,8 +693,12 @@ impl<'de, 'n, 's> de::SeqAccess<'de> for SeqAccess<'n, 's> {
     }
 }
 
+/// The entries of a mapping. For a struct (`fields` is set), only the entries whose keys are
+/// known fields, then a placeholder for each required field that is not among them.
 struct MapAccess<'n, 's> {
-    entries: std::vec::IntoIter<Entry<'n>>,
+    entries: std::slice::Iter<'n, (Node, Node)>,
+    fields: Option<&'static [&'static str]>,
+    missing: std::slice::Iter<'s, String>,
     value: Option<Entry<'n>>,
     parent: NodeDe<'n, 's>,
 }
@@ -699,15 +710,33 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, DeError> {
-        let Some(entry) = self.entries.next() else {
+        for (k, v) in self.entries.by_ref() {
+            if let Some(fields) = self.fields
+                && !fields.contains(&k.as_str().unwrap_or_default())
+            {
+                continue;
+            }
+            let key = seed.deserialize(self.parent.child(k))?;
+            self.value = Some(Entry::Present(k, v));
+            return Ok(Some(key));
+        }
+        let Some(fields) = self.fields else {
             return Ok(None);
         };
-        let key = match &entry {
-            Entry::Present(k, _) => seed.deserialize(self.parent.child(k))?,
-            Entry::Missing(name) => seed.deserialize(name.clone().into_deserializer())?,
+        // Presence is checked against the whole mapping (a non-mapping has no fields).
+        let all: &[(Node, Node)] = match self.parent.node.map(|n| &n.value) {
+            Some(NodeValue::Map(all)) => all,
+            _ => &[],
         };
-        self.value = Some(entry);
-        Ok(Some(key))
+        for req in self.missing.by_ref() {
+            if is_present(all, fields, req) {
+                continue;
+            }
+            let key = seed.deserialize(req.as_str().into_deserializer())?;
+            self.value = Some(Entry::Missing);
+            return Ok(Some(key));
+        }
+        Ok(None)
     }
 
     fn next_value_seed<V: de::DeserializeSeed<'de>>(
@@ -720,7 +749,7 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
                 child.key = Some(k.span);
                 seed.deserialize(child)
             }
-            Some(Entry::Missing(_)) | None => seed.deserialize(self.parent.placeholder()),
+            Some(Entry::Missing) | None => seed.deserialize(self.parent.placeholder()),
         }
     }
 }
