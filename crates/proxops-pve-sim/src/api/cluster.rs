@@ -1,0 +1,206 @@
+//! Cluster-wide endpoints: `/version`, `/nodes`, `/nodes/{node}/status`, `/cluster/resources`,
+//! `/cluster/nextid`, `/cluster/status` and the login `POST /access/ticket`.
+
+use serde_json::{Value, json};
+
+use super::{Ctx, check_node};
+use crate::auth;
+use crate::error::ApiError;
+use crate::state::{Guest, GuestKind, State};
+
+/// The PVE version the simulator answers as (its schema is 8.4.2).
+pub const VERSION: &str = "8.4.1";
+
+pub(crate) fn version(_: &mut Ctx) -> Result<Value, ApiError> {
+    Ok(json!({ "version": VERSION, "release": "8.4", "repoid": "2a5fa54a8503f96d" }))
+}
+
+fn uptime(ctx: &Ctx) -> u64 {
+    3600 + ctx.shared.started.elapsed().as_secs()
+}
+
+fn node_row(ctx: &Ctx, st: &State, n: &crate::state::Node) -> Value {
+    let used: u64 = st
+        .guests
+        .values()
+        .filter(|g| g.node == n.node && g.running())
+        .map(|g| guest_maxmem(g) / 2)
+        .sum();
+    json!({
+        "node": n.node, "id": format!("node/{}", n.node), "type": "node",
+        "status": if n.online { "online" } else { "offline" },
+        "cpu": 0.02, "maxcpu": n.maxcpu, "mem": (2u64 << 30) + used, "maxmem": n.maxmem,
+        "disk": 4u64 << 30, "maxdisk": 100u64 << 30, "uptime": uptime(ctx), "level": "",
+        "ssl_fingerprint": ctx.shared.fingerprint,
+    })
+}
+
+pub(crate) fn nodes(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let st = ctx.state();
+    Ok(Value::Array(
+        st.nodes.iter().map(|n| node_row(ctx, &st, n)).collect(),
+    ))
+}
+
+pub(crate) fn node_status(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let node = ctx.node();
+    ctx.require(&format!("/nodes/{node}"), "Sys.Audit")?;
+    let st = ctx.state();
+    check_node(&st, &node)?;
+    let n = st
+        .node(&node)
+        .ok_or_else(|| ApiError::fail("no such node"))?;
+    Ok(json!({
+        "uptime": uptime(ctx), "cpu": 0.02, "wait": 0, "idle": 0,
+        "loadavg": ["0.10", "0.05", "0.01"],
+        "memory": { "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) },
+        "swap": { "total": 0, "used": 0, "free": 0 },
+        "rootfs": { "total": 100u64 << 30, "used": 4u64 << 30, "free": 96u64 << 30, "avail": 96u64 << 30 },
+        "cpuinfo": { "cpus": n.maxcpu, "sockets": 1, "cores": n.maxcpu, "model": "QEMU Virtual CPU", "mhz": "2400.000", "hvm": "1", "user_hz": 100, "flags": "" },
+        "kversion": "Linux 6.8.12-9-pve #1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9",
+        "pveversion": format!("pve-manager/{VERSION}/2a5fa54a8503f96d"),
+        "current-kernel": { "sysname": "Linux", "release": "6.8.12-9-pve", "version": "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9", "machine": "x86_64" },
+        "boot-info": { "mode": "efi", "secureboot": 0 },
+        "ksm": { "shared": 0 },
+    }))
+}
+
+/// Memory of a guest in bytes, from its config.
+pub(crate) fn guest_maxmem(g: &Guest) -> u64 {
+    let default = if g.kind == GuestKind::Qemu { 2048 } else { 512 };
+    let mb = g
+        .config
+        .get("memory")
+        .and_then(|m| m.split(',').next())
+        .and_then(|m| m.trim_start_matches("current=").parse::<u64>().ok())
+        .unwrap_or(default);
+    mb << 20
+}
+
+/// Sum of a guest's disk sizes in bytes.
+pub(crate) fn guest_maxdisk(g: &Guest) -> u64 {
+    g.config
+        .iter()
+        .filter(|(k, _)| super::disks::is_disk_key(g.kind, k))
+        .filter_map(|(_, v)| super::disks::size_of(v))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A guest row as `/cluster/resources` and the list endpoints show it.
+pub(crate) fn guest_row(g: &Guest, uptime_now: u64) -> Value {
+    let cpus: u64 = match g.kind {
+        GuestKind::Qemu => {
+            let get = |k: &str, d: u64| g.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+            get("cores", 1) * get("sockets", 1)
+        }
+        GuestKind::Lxc => g
+            .config
+            .get("cores")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1),
+    };
+    let running = g.running();
+    let mut row = json!({
+        "id": format!("{}/{}", g.kind.as_str(), g.vmid), "type": g.kind.as_str(),
+        "vmid": g.vmid, "node": g.node, "name": g.name(), "status": g.status,
+        "template": u8::from(g.is_template()), "maxmem": guest_maxmem(g), "maxcpu": cpus,
+        "maxdisk": guest_maxdisk(g), "cpu": 0, "mem": if running { guest_maxmem(g) / 2 } else { 0 },
+        "disk": 0, "uptime": if running { uptime_now.saturating_sub(g.started_at.unwrap_or(uptime_now)) } else { 0 },
+        "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+    });
+    if let Some(l) = g.lock() {
+        row["lock"] = l.into();
+    }
+    if let Some(t) = g.config.get("tags") {
+        row["tags"] = t.clone().into();
+    }
+    if let Some(p) = &g.pool {
+        row["pool"] = p.clone().into();
+    }
+    row
+}
+
+pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let filter = ctx.p("type").map(str::to_string);
+    let want = |t: &str| filter.as_deref().is_none_or(|f| f == t);
+    let st = ctx.state();
+    let now = auth::now();
+    let mut rows = Vec::new();
+    if want("node") {
+        rows.extend(st.nodes.iter().map(|n| node_row(ctx, &st, n)));
+    }
+    if want("vm") {
+        rows.extend(
+            st.guests
+                .values()
+                .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
+                .map(|g| guest_row(g, now)),
+        );
+    }
+    if want("storage") {
+        for n in &st.nodes {
+            for s in &n.storages {
+                let used: u64 = st.volumes_on(&n.node, s).map(|v| v.size).sum();
+                rows.push(json!({
+                    "id": format!("storage/{}/{}", n.node, s.storage), "type": "storage",
+                    "storage": s.storage, "node": n.node, "status": "available",
+                    "plugintype": s.kind, "content": s.content.join(","), "shared": u8::from(s.shared),
+                    "disk": used, "maxdisk": s.total,
+                }));
+            }
+        }
+    }
+    Ok(Value::Array(rows))
+}
+
+pub(crate) fn nextid(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let st = ctx.state();
+    if let Some(v) = ctx.p("vmid") {
+        let id: u32 = v.parse().unwrap_or(0);
+        if st.guests.contains_key(&id) {
+            return Err(ApiError::param("vmid", format!("VM {id} already exists")));
+        }
+        return Ok(Value::String(id.to_string()));
+    }
+    let id = (100u32..)
+        .find(|i| !st.guests.contains_key(i))
+        .unwrap_or(100);
+    // PVE answers the integer as a string.
+    Ok(Value::String(id.to_string()))
+}
+
+pub(crate) fn status(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let st = ctx.state();
+    let mut rows = vec![json!({
+        "type": "cluster", "id": "cluster", "name": st.cluster_name,
+        "nodes": st.nodes.len(), "quorate": 1, "version": 1 + st.nodes.len(),
+    })];
+    for (i, n) in st.nodes.iter().enumerate() {
+        rows.push(json!({
+            "type": "node", "id": format!("node/{}", n.node), "name": n.node, "nodeid": i + 1,
+            "ip": format!("127.0.0.{}", i + 1), "online": u8::from(n.online), "local": u8::from(i == 0),
+            "level": "",
+        }));
+    }
+    Ok(Value::Array(rows))
+}
+
+pub(crate) fn ticket(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let mut username = ctx.req("username")?;
+    let password = ctx.req("password")?;
+    if let Some(realm) = ctx.p("realm")
+        && !username.contains('@')
+    {
+        username = format!("{username}@{realm}");
+    }
+    if !auth::login(&ctx.shared, &username, &password) {
+        return Err(ApiError::Status(401, "authentication failure".into()));
+    }
+    let (ticket, csrf) = auth::issue_ticket(&ctx.shared, &username);
+    let cluster = ctx.state().cluster_name.clone();
+    Ok(json!({
+        "username": username, "ticket": ticket, "CSRFPreventionToken": csrf, "clustername": cluster,
+        "cap": { "vms": {}, "storage": {}, "nodes": {}, "access": {}, "dc": {}, "sdn": {}, "mapping": {} },
+    }))
+}

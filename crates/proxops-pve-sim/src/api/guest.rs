@@ -1,0 +1,648 @@
+//! What qemu and lxc guests share: config read and pending, status, power tasks, clone,
+//! template, resize and destroy, with PVE's lock, running and template rules and wording.
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use super::cluster::{guest_maxdisk, guest_maxmem};
+use super::disks::{self, format_size, is_disk_key, parse_size, volid_of};
+use super::{Ctx, check_node, guest};
+use crate::auth::now;
+use crate::error::ApiError;
+use crate::faults;
+use crate::schema::{self, Ty};
+use crate::state::{Guest, GuestKind, State, Volume};
+use crate::tasks::{self, INJECTED};
+
+fn kind_path(kind: GuestKind) -> &'static str {
+    match kind {
+        GuestKind::Qemu => "/nodes/{node}/qemu/{vmid}/config",
+        GuestKind::Lxc => "/nodes/{node}/lxc/{vmid}/config",
+    }
+}
+
+/// The config digest (PVE: SHA-1 of the file; here the first 40 hex digits of a SHA-256).
+pub(crate) fn digest(config: &BTreeMap<String, String>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (k, v) in config {
+        h.update(format!("{k}: {v}\n").as_bytes());
+    }
+    h.finalize()
+        .iter()
+        .take(20)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A config value typed as the schema types it (integers and booleans as numbers).
+pub(crate) fn typed(kind: GuestKind, key: &str, value: &str) -> Value {
+    let ty = schema::endpoint("PUT", kind_path(kind))
+        .and_then(|ep| ep.param(key))
+        .map(|p| p.ty);
+    match ty {
+        Some(Ty::Int) | Some(Ty::Bool) => value
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::from(value)),
+        Some(Ty::Num) => value
+            .parse::<f64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::from(value)),
+        _ => Value::from(value),
+    }
+}
+
+/// Refuses a locked guest unless `skiplock` (PVE: `VM is locked (clone)`), and draws lock contention.
+pub(crate) fn check_lock(ctx: &Ctx, g: &Guest) -> Result<(), ApiError> {
+    if let Some(l) = g.lock()
+        && ctx.flag("skiplock") != Some(true)
+    {
+        return Err(ApiError::fail(format!("{} is locked ({l})", g.kind.word())));
+    }
+    faults::lock_contention(&ctx.shared, &ctx.key(), ctx.n, g.kind, g.vmid)
+}
+
+fn index(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
+    guest(&ctx.state(), kind, &node, vmid)?;
+    let subdirs: &[&str] = match kind {
+        GuestKind::Qemu => &[
+            "config", "pending", "status", "clone", "template", "resize", "snapshot", "firewall",
+            "agent", "rrd", "rrddata",
+        ],
+        GuestKind::Lxc => &[
+            "config", "pending", "status", "clone", "template", "resize", "snapshot", "firewall",
+            "rrd", "rrddata",
+        ],
+    };
+    Ok(Value::Array(
+        subdirs.iter().map(|s| json!({ "subdir": s })).collect(),
+    ))
+}
+
+fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
+    let st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    let mut conf = g.config.clone();
+    if ctx.flag("current") != Some(true) {
+        conf.extend(g.pending.clone());
+        for k in &g.pending_delete {
+            conf.remove(k);
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for (k, v) in &conf {
+        out.insert(k.clone(), typed(kind, k, v));
+    }
+    out.insert("digest".into(), digest(&g.config).into());
+    Ok(Value::Object(out))
+}
+
+fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
+    let st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    let mut keys: Vec<&String> = g
+        .config
+        .keys()
+        .chain(g.pending.keys())
+        .chain(g.pending_delete.iter())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let rows = keys
+        .into_iter()
+        .map(|k| {
+            let mut row = json!({ "key": k });
+            if let Some(v) = g.config.get(k) {
+                row["value"] = typed(kind, k, v);
+            }
+            if let Some(v) = g.pending.get(k) {
+                row["pending"] = typed(kind, k, v);
+            }
+            if g.pending_delete.contains(k) {
+                row["delete"] = 1.into();
+            }
+            row
+        })
+        .collect();
+    Ok(Value::Array(rows))
+}
+
+fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
+    let st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    let mut row = super::cluster::guest_row(g, now());
+    if let Some(obj) = row.as_object_mut() {
+        obj.remove("id");
+        obj.remove("node");
+        obj.remove("maxcpu");
+        obj.insert(
+            "cpus".into(),
+            super::cluster::guest_row(g, 0)["maxcpu"].clone(),
+        );
+        obj.insert("ha".into(), json!({ "managed": 0 }));
+        if kind == GuestKind::Qemu {
+            obj.insert("qmpstatus".into(), g.status.clone().into());
+            if let Some(a) = g.config.get("agent") {
+                obj.insert(
+                    "agent".into(),
+                    u8::from(a.starts_with('1') || a.contains("enabled=1")).into(),
+                );
+            }
+            if g.running() {
+                obj.insert("pid".into(), (10_000 + vmid).into());
+                obj.insert("running-machine".into(), "pc-i440fx-9.0+pve0".into());
+                obj.insert("running-qemu".into(), "9.0.2".into());
+            }
+        }
+        if !g.is_template() {
+            obj.remove("template");
+        }
+    }
+    let _ = (guest_maxmem(g), guest_maxdisk(g));
+    Ok(row)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Power {
+    Start,
+    Stop,
+    Shutdown,
+}
+
+fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.PowerMgmt")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    if action == Power::Start && g.is_template() {
+        return Err(ApiError::fail(match kind {
+            GuestKind::Qemu => "you can't start a vm if it's a template",
+            GuestKind::Lxc => "you can't start a CT if it's a template",
+        }));
+    }
+    check_lock(ctx, g)?;
+    let word = kind.word();
+    let prefix = if kind == GuestKind::Qemu { "qm" } else { "vz" };
+    let task = match action {
+        Power::Start => "start",
+        Power::Stop => "stop",
+        Power::Shutdown => "shutdown",
+    };
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        if fail {
+            return Err(INJECTED.into());
+        }
+        let Some(g) = st.guests.get_mut(&vmid) else {
+            return Err(format!("{word} {vmid} does not exist"));
+        };
+        match action {
+            Power::Start if g.running() => Err(format!("{word} {vmid} already running")),
+            Power::Start => {
+                let pending = std::mem::take(&mut g.pending);
+                g.config.extend(pending);
+                for k in std::mem::take(&mut g.pending_delete) {
+                    g.config.remove(&k);
+                }
+                g.status = "running".into();
+                g.started_at = Some(now());
+                Ok(Vec::new())
+            }
+            Power::Shutdown if !g.running() => Err(format!("{word} {vmid} not running")),
+            Power::Stop | Power::Shutdown => {
+                g.status = "stopped".into();
+                g.started_at = None;
+                Ok(Vec::new())
+            }
+        }
+    });
+    let upid = tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        &format!("{prefix}{task}"),
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    );
+    Ok(upid.into())
+}
+
+fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    check_lock(ctx, g)?;
+    let (what, it) = match kind {
+        GuestKind::Qemu => ("VM", "VM"),
+        GuestKind::Lxc => ("CT", "the CT"),
+    };
+    if g.running() {
+        return Err(ApiError::fail(format!(
+            "you can't convert a {what} to template if {it} is running"
+        )));
+    }
+    if !g.snapshots.is_empty() {
+        return Err(ApiError::fail(format!(
+            "you can't convert a {what} to template if {it} has snapshots"
+        )));
+    }
+    if kind == GuestKind::Lxc {
+        convert_to_template(&mut st, vmid);
+        shared.persist(&st);
+        return Ok(Value::Null);
+    }
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        if fail {
+            return Err(INJECTED.into());
+        }
+        convert_to_template(st, vmid);
+        Ok(Vec::new())
+    });
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        "qmtemplate",
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    )
+    .into())
+}
+
+/// Marks a guest a template and renames its disks `vm-N-disk-M` to `base-N-disk-M`.
+fn convert_to_template(st: &mut State, vmid: u32) {
+    let Some(g) = st.guests.get_mut(&vmid) else {
+        return;
+    };
+    g.config.insert("template".into(), "1".into());
+    let kind = g.kind;
+    let mut renames = Vec::new();
+    for (k, v) in g.config.iter_mut() {
+        if is_disk_key(kind, k)
+            && !k.starts_with("unused")
+            && let Some(old) = volid_of(v).map(str::to_string)
+        {
+            let new = old.replace(&format!("vm-{vmid}-disk-"), &format!("base-{vmid}-disk-"));
+            if new != old {
+                *v = v.replacen(&old, &new, 1);
+                renames.push((old, new));
+            }
+        }
+    }
+    for vol in st.volumes.iter_mut() {
+        if let Some((_, new)) = renames.iter().find(|(old, _)| *old == vol.volid) {
+            vol.volid = new.clone();
+        }
+    }
+}
+
+fn resize(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Config.Disk")?;
+    let disk = ctx.req("disk")?;
+    let size = ctx.req("size")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    check_lock(ctx, g)?;
+    if let Some(d) = ctx.p("digest")
+        && d != digest(&g.config)
+    {
+        return Err(ApiError::fail(
+            "detected modified configuration - file changed by other user? Try again.",
+        ));
+    }
+    let value = g
+        .config
+        .get(&disk)
+        .filter(|_| is_disk_key(kind, &disk))
+        .ok_or_else(|| ApiError::fail(format!("disk '{disk}' does not exist")))?
+        .clone();
+    if value.contains("media=cdrom") {
+        return Err(ApiError::fail("you can't resize a cdrom"));
+    }
+    let cur = disks::size_of(&value).unwrap_or(0);
+    let (relative, amount) = match size.strip_prefix('+') {
+        Some(rest) => (true, rest),
+        None => (false, size.as_str()),
+    };
+    let amount = parse_size(amount)
+        .filter(|_| amount.ends_with(|c: char| c.is_ascii_digit() || "KMGTkmgt".contains(c)))
+        .ok_or_else(|| ApiError::param("size", "unable to parse size"))?;
+    let new = if relative { cur + amount } else { amount };
+    if new < cur {
+        return Err(ApiError::fail("shrinking disks is not supported"));
+    }
+    let volid = volid_of(&value).map(str::to_string);
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        if fail {
+            return Err(INJECTED.into());
+        }
+        let Some(g) = st.guests.get_mut(&vmid) else {
+            return Err("guest vanished".into());
+        };
+        if let Some(v) = g.config.get_mut(&disk) {
+            let parts: Vec<String> = v
+                .split(',')
+                .map(|p| {
+                    if p.starts_with("size=") {
+                        format!("size={}", format_size(new))
+                    } else {
+                        p.to_string()
+                    }
+                })
+                .collect();
+            *v = parts.join(",");
+        }
+        if let Some(vol) = st
+            .volumes
+            .iter_mut()
+            .find(|x| Some(&x.volid) == volid.as_ref())
+        {
+            vol.size = new;
+        }
+        Ok(vec![format!(
+            "Size of logical volume changed to {}.",
+            format_size(new)
+        )])
+    });
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        "resize",
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    )
+    .into())
+}
+
+fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
+    let shared = ctx.shared.clone();
+    let unreferenced = ctx.flag("destroy-unreferenced-disks").unwrap_or(false);
+    let mut st = ctx.state();
+    let g = guest(&st, kind, &node, vmid)?;
+    let word = kind.word();
+    if g.config.get("protection").is_some_and(|p| p == "1") {
+        return Err(ApiError::fail(format!(
+            "can't remove {word} {vmid} - protection mode enabled"
+        )));
+    }
+    check_lock(ctx, g)?;
+    if g.running() {
+        return Err(ApiError::fail(format!(
+            "{word} {vmid} is running - destroy failed"
+        )));
+    }
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        if fail {
+            return Err(INJECTED.into());
+        }
+        let log = disks::destroy_volumes(st, vmid, unreferenced)?;
+        st.guests.remove(&vmid);
+        Ok(log)
+    });
+    let kind_s = if kind == GuestKind::Qemu {
+        "qmdestroy"
+    } else {
+        "vzdestroy"
+    };
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        kind_s,
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    )
+    .into())
+}
+
+fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    let newid: u32 = ctx.req("newid")?.parse().unwrap_or(0);
+    ctx.require(&format!("/vms/{vmid}"), "VM.Clone")?;
+    ctx.require(&format!("/vms/{newid}"), "VM.Allocate")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    let src = guest(&st, kind, &node, vmid)?.clone();
+    let word = kind.word();
+    let full = ctx.flag("full").unwrap_or(!src.is_template());
+    let storage = ctx.p("storage").map(str::to_string);
+    if !full {
+        if storage.is_some() {
+            return Err(ApiError::fail(
+                "parameter 'storage' not allowed for linked clones",
+            ));
+        }
+        if ctx.p("format").is_some() {
+            return Err(ApiError::fail(
+                "parameter 'format' not allowed for linked clones",
+            ));
+        }
+    }
+    let target = ctx
+        .p("target")
+        .map(str::to_string)
+        .unwrap_or_else(|| node.clone());
+    check_node(&st, &target)?;
+    if st.guests.contains_key(&newid) {
+        return Err(ApiError::fail(format!(
+            "unable to create {word} {newid}: config file already exists"
+        )));
+    }
+    check_lock(ctx, &src)?;
+    let disk_keys: Vec<(String, String)> = src
+        .config
+        .iter()
+        .filter(|(k, v)| {
+            is_disk_key(kind, k) && !k.starts_with("unused") && !v.contains("media=cdrom")
+        })
+        .filter_map(|(k, v)| volid_of(v).map(|vol| (k.clone(), vol.to_string())))
+        .collect();
+    if target != node {
+        let shared_all = disk_keys.iter().all(|(_, vol)| {
+            let sid = vol.split(':').next().unwrap_or_default();
+            st.storage(&node, sid).is_some_and(|s| s.shared)
+        });
+        let dest_shared = storage
+            .as_ref()
+            .is_none_or(|s| st.storage(&target, s).is_some_and(|x| x.shared));
+        if !shared_all || !dest_shared {
+            return Err(ApiError::fail(format!(
+                "can't clone {word} to node '{target}' ({word} uses local storage)"
+            )));
+        }
+    }
+    if !full && let Some((k, _)) = disk_keys.iter().find(|_| !src.is_template()) {
+        return Err(ApiError::fail(format!(
+            "Linked clone feature is not supported for drive '{k}'"
+        )));
+    }
+    // The new guest exists at once, locked, with new disks and new MACs.
+    let mut config = src.config.clone();
+    config.remove("template");
+    config.retain(|k, _| !k.starts_with("unused"));
+    let name_key = if kind == GuestKind::Qemu {
+        "name"
+    } else {
+        "hostname"
+    };
+    let name = ctx
+        .p(if kind == GuestKind::Qemu {
+            "name"
+        } else {
+            "hostname"
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("Copy-of-{word}-{}", src.name()));
+    config.insert(name_key.into(), name);
+    if let Some(d) = ctx.p("description") {
+        config.insert("description".into(), d.into());
+    }
+    for (k, vol) in &disk_keys {
+        let source = st.volume(&node, vol).cloned().unwrap_or_default();
+        let sid = storage.clone().unwrap_or_else(|| source.storage.clone());
+        let new_vol = if full {
+            let fmt = ctx
+                .p("format")
+                .map(str::to_string)
+                .or(Some(source.format.clone()));
+            disks::allocate(
+                &mut st,
+                &target,
+                &sid,
+                newid,
+                source.size,
+                fmt.as_deref(),
+                kind,
+            )?
+        } else {
+            let base = vol.split(':').nth(1).unwrap_or_default().to_string();
+            let name = format!(
+                "{base}/vm-{newid}-disk-{}",
+                st.volumes.iter().filter(|v| v.vmid == Some(newid)).count()
+            );
+            let volid = format!("{sid}:{name}");
+            st.volumes.push(Volume {
+                volid: volid.clone(),
+                vmid: Some(newid),
+                ctime: now(),
+                node: target.clone(),
+                ..source.clone()
+            });
+            volid
+        };
+        if let Some(v) = config.get_mut(k) {
+            *v = v.replacen(vol.as_str(), &new_vol, 1);
+        }
+    }
+    for (k, v) in config.iter_mut() {
+        if k.starts_with("net") {
+            let stripped: Vec<&str> = v.split(',').filter(|p| !p.starts_with("hwaddr=")).collect();
+            let base = stripped.join(",");
+            let without_mac = match kind {
+                GuestKind::Qemu => {
+                    base.split_once('=')
+                        .map(|(m, rest)| match rest.split_once(',') {
+                            Some((_, tail)) => format!("{m},{tail}"),
+                            None => m.to_string(),
+                        })
+                }
+                GuestKind::Lxc => Some(base),
+            };
+            if let Some(fresh) = without_mac.and_then(|w| disks::process_nic(kind, k, &w).ok()) {
+                *v = fresh;
+            }
+        }
+    }
+    config.insert("lock".into(), "clone".into());
+    st.guests.insert(
+        newid,
+        Guest {
+            vmid: newid,
+            kind,
+            node: target,
+            status: "stopped".into(),
+            config,
+            pool: ctx.p("pool").map(str::to_string),
+            ..Guest::default()
+        },
+    );
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        if fail {
+            let _ = disks::destroy_volumes(st, newid, true);
+            st.guests.remove(&newid);
+            return Err(INJECTED.into());
+        }
+        if let Some(g) = st.guests.get_mut(&newid) {
+            g.config.remove("lock");
+        }
+        Ok(vec![format!(
+            "create {} clone of {vmid} as {newid}",
+            if full { "full" } else { "linked" }
+        )])
+    });
+    let kind_s = if kind == GuestKind::Qemu {
+        "qmclone"
+    } else {
+        "vzclone"
+    };
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        kind_s,
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    )
+    .into())
+}
+
+macro_rules! both {
+    ($($name:ident => $f:ident $(($arg:expr))?;)*) => {
+        $(
+            pub(crate) fn $name(ctx: &mut Ctx) -> Result<Value, ApiError> {
+                let kind = if stringify!($name).starts_with("qemu") { GuestKind::Qemu } else { GuestKind::Lxc };
+                $f(ctx, kind $(, $arg)?)
+            }
+        )*
+    };
+}
+
+both! {
+    qemu_index => index; lxc_index => index;
+    qemu_config => config; lxc_config => config;
+    qemu_pending => pending; lxc_pending => pending;
+    qemu_current => current; lxc_current => current;
+    qemu_start => power(Power::Start); lxc_start => power(Power::Start);
+    qemu_stop => power(Power::Stop); lxc_stop => power(Power::Stop);
+    qemu_shutdown => power(Power::Shutdown); lxc_shutdown => power(Power::Shutdown);
+    qemu_template => template; lxc_template => template;
+    qemu_resize => resize; lxc_resize => resize;
+    qemu_destroy => destroy; lxc_destroy => destroy;
+    qemu_clone => clone; lxc_clone => clone;
+}

@@ -1,0 +1,227 @@
+//! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
+//! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
+//! status, login), [`guest`] (what qemu and lxc share), [`qemu`], [`lxc`], [`disks`] (volume
+//! allocation and import), [`storage`] (storages, content, download-url), [`tasks`] and [`debug`].
+
+pub(crate) mod cluster;
+pub(crate) mod debug;
+pub(crate) mod disks;
+pub(crate) mod guest;
+pub(crate) mod lxc;
+pub(crate) mod qemu;
+pub(crate) mod setconfig;
+pub(crate) mod storage;
+pub(crate) mod tasks;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, MutexGuard};
+
+use crate::auth::{self, Principal};
+use crate::dispatch::percent_decode;
+use crate::error::ApiError;
+use crate::schema::parse_bool;
+use crate::server::{Shared, lock};
+use crate::state::{Guest, GuestKind, State};
+
+/// A handler: reads the context, answers the `data` value.
+pub(crate) type Handler = fn(&mut Ctx) -> Result<Value, ApiError>;
+
+/// Everything a handler knows about its request.
+pub(crate) struct Ctx {
+    pub shared: Arc<Shared>,
+    pub principal: Option<Principal>,
+    pub params: BTreeMap<String, String>,
+    pub method: String,
+    pub template: &'static str,
+    /// This request's number for its `METHOD /template` (fault draws use it).
+    pub n: u64,
+    /// A `total` attribute beside `data` (task logs).
+    pub total: Option<u64>,
+}
+
+impl Ctx {
+    pub fn p(&self, k: &str) -> Option<&str> {
+        self.params.get(k).map(String::as_str)
+    }
+
+    pub fn req(&self, k: &str) -> Result<String, ApiError> {
+        self.p(k)
+            .map(str::to_string)
+            .ok_or_else(|| ApiError::param(k, "property is missing and it is not optional"))
+    }
+
+    pub fn flag(&self, k: &str) -> Option<bool> {
+        self.p(k).and_then(parse_bool)
+    }
+
+    pub fn int(&self, k: &str) -> Option<i64> {
+        self.p(k)
+            .and_then(|v| v.trim_start_matches('+').parse().ok())
+    }
+
+    pub fn node(&self) -> String {
+        self.p("node").unwrap_or_default().to_string()
+    }
+
+    pub fn vmid(&self) -> u32 {
+        self.p("vmid").and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    pub fn who(&self) -> Principal {
+        self.principal.clone().unwrap_or(Principal {
+            userid: "root@pam".into(),
+            tokenid: None,
+        })
+    }
+
+    pub fn require(&self, path: &str, privilege: &str) -> Result<(), ApiError> {
+        auth::require(&self.shared, &self.who(), path, privilege)
+    }
+
+    pub fn allowed(&self, path: &str, privilege: &str) -> bool {
+        auth::allowed(&self.shared, &self.who(), path, privilege)
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared.state)
+    }
+
+    /// Key of this request for fault draws.
+    pub fn key(&self) -> String {
+        format!("{} {}", self.method, self.template)
+    }
+}
+
+/// PVE's answer for a node that is not part of the cluster.
+pub(crate) fn check_node(st: &State, node: &str) -> Result<(), ApiError> {
+    if st.node(node).is_some() {
+        Ok(())
+    } else {
+        Err(ApiError::fail(format!(
+            "hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known"
+        )))
+    }
+}
+
+/// PVE's message for a guest whose config file is not on that node.
+pub(crate) fn no_config(kind: GuestKind, node: &str, vmid: u32) -> ApiError {
+    let dir = match kind {
+        GuestKind::Qemu => "qemu-server",
+        GuestKind::Lxc => "lxc",
+    };
+    ApiError::fail(format!(
+        "Configuration file 'nodes/{node}/{dir}/{vmid}.conf' does not exist"
+    ))
+}
+
+/// The guest of a kind on a node.
+pub(crate) fn guest<'a>(
+    st: &'a State,
+    kind: GuestKind,
+    node: &str,
+    vmid: u32,
+) -> Result<&'a Guest, ApiError> {
+    check_node(st, node)?;
+    st.guests
+        .get(&vmid)
+        .filter(|g| g.kind == kind && g.node == node)
+        .ok_or_else(|| no_config(kind, node, vmid))
+}
+
+macro_rules! routes {
+    ($($m:literal $p:literal => $h:path,)*) => {
+        /// Every implemented endpoint: method, path template, handler.
+        pub(crate) static ROUTES: &[(&str, &str, Handler)] = &[$(($m, $p, $h),)*];
+    };
+}
+
+routes! {
+    "GET" "/version" => cluster::version,
+    "GET" "/nodes" => cluster::nodes,
+    "GET" "/nodes/{node}/status" => cluster::node_status,
+    "GET" "/cluster/resources" => cluster::resources,
+    "GET" "/cluster/nextid" => cluster::nextid,
+    "GET" "/cluster/status" => cluster::status,
+    "POST" "/access/ticket" => cluster::ticket,
+    "GET" "/storage" => storage::config_index,
+    "GET" "/nodes/{node}/qemu" => qemu::list,
+    "POST" "/nodes/{node}/qemu" => qemu::create,
+    "GET" "/nodes/{node}/qemu/{vmid}" => guest::qemu_index,
+    "DELETE" "/nodes/{node}/qemu/{vmid}" => guest::qemu_destroy,
+    "GET" "/nodes/{node}/qemu/{vmid}/config" => guest::qemu_config,
+    "POST" "/nodes/{node}/qemu/{vmid}/config" => qemu::config_async,
+    "PUT" "/nodes/{node}/qemu/{vmid}/config" => qemu::config_sync,
+    "GET" "/nodes/{node}/qemu/{vmid}/pending" => guest::qemu_pending,
+    "GET" "/nodes/{node}/qemu/{vmid}/status/current" => guest::qemu_current,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/start" => guest::qemu_start,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/stop" => guest::qemu_stop,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/shutdown" => guest::qemu_shutdown,
+    "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
+    "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
+    "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
+    "GET" "/nodes/{node}/lxc" => lxc::list,
+    "POST" "/nodes/{node}/lxc" => lxc::create,
+    "GET" "/nodes/{node}/lxc/{vmid}" => guest::lxc_index,
+    "DELETE" "/nodes/{node}/lxc/{vmid}" => guest::lxc_destroy,
+    "GET" "/nodes/{node}/lxc/{vmid}/config" => guest::lxc_config,
+    "PUT" "/nodes/{node}/lxc/{vmid}/config" => lxc::config_sync,
+    "GET" "/nodes/{node}/lxc/{vmid}/pending" => guest::lxc_pending,
+    "GET" "/nodes/{node}/lxc/{vmid}/status/current" => guest::lxc_current,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/start" => guest::lxc_start,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/stop" => guest::lxc_stop,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/shutdown" => guest::lxc_shutdown,
+    "POST" "/nodes/{node}/lxc/{vmid}/clone" => guest::lxc_clone,
+    "POST" "/nodes/{node}/lxc/{vmid}/template" => guest::lxc_template,
+    "PUT" "/nodes/{node}/lxc/{vmid}/resize" => guest::lxc_resize,
+    "GET" "/nodes/{node}/storage" => storage::list,
+    "GET" "/nodes/{node}/storage/{storage}/content" => storage::content,
+    "GET" "/nodes/{node}/storage/{storage}/content/{volume}" => storage::volume_info,
+    "DELETE" "/nodes/{node}/storage/{storage}/content/{volume}" => storage::volume_delete,
+    "POST" "/nodes/{node}/storage/{storage}/download-url" => storage::download_url,
+    "GET" "/nodes/{node}/tasks" => tasks::list,
+    "GET" "/nodes/{node}/tasks/{upid}/status" => tasks::status,
+    "GET" "/nodes/{node}/tasks/{upid}/log" => tasks::log,
+    "DELETE" "/nodes/{node}/tasks/{upid}" => tasks::stop,
+}
+
+/// The implemented `(method, path template)` pairs (the conformance test walks them).
+pub fn implemented() -> Vec<(&'static str, &'static str)> {
+    ROUTES.iter().map(|(m, p, _)| (*m, *p)).collect()
+}
+
+fn match_template(template: &str, path: &str) -> Option<BTreeMap<String, String>> {
+    let t: Vec<&str> = template.trim_start_matches('/').split('/').collect();
+    let p: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let mut vars = BTreeMap::new();
+    for (i, seg) in t.iter().enumerate() {
+        let last = i + 1 == t.len();
+        match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            // A volume id may carry unescaped slashes (`local:iso/x.iso`): it takes the rest.
+            Some("volume") if last && p.len() > i => {
+                vars.insert("volume".into(), percent_decode(&p[i..].join("/"), false));
+                return Some(vars);
+            }
+            Some(name) => {
+                let v = p.get(i).filter(|v| !v.is_empty())?;
+                vars.insert(name.to_string(), percent_decode(v, false));
+            }
+            None if p.get(i) == Some(seg) => {}
+            None => return None,
+        }
+    }
+    (p.len() == t.len()).then_some(vars)
+}
+
+/// Finds the route for a request path (relative to `/api2/json`).
+pub(crate) fn route(
+    method: &str,
+    path: &str,
+) -> Option<(&'static str, Handler, BTreeMap<String, String>)> {
+    ROUTES.iter().find_map(|(m, t, h)| {
+        if *m != method {
+            return None;
+        }
+        match_template(t, path).map(|vars| (*t, *h, vars))
+    })
+}

@@ -1,0 +1,225 @@
+//! QEMU-only endpoints: list, create (`qmcreate`: disks allocated or imported, NICs with MACs,
+//! `smbios1`, `vmgenid`, `meta` and `boot` added as PVE does) and config POST (async) / PUT (sync).
+
+use serde_json::Value;
+
+use super::guest::{check_lock, digest};
+use super::{Ctx, check_node, guest, setconfig};
+use crate::auth::now;
+use crate::error::ApiError;
+use crate::rng;
+use crate::state::{Guest, GuestKind, State};
+use crate::tasks::{self, INJECTED};
+
+pub(crate) fn list(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let node = ctx.node();
+    let st = ctx.state();
+    check_node(&st, &node)?;
+    Ok(list_rows(ctx, &st, GuestKind::Qemu, &node))
+}
+
+/// The guest rows of a list endpoint (only guests the caller may audit).
+pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> Value {
+    let now = now();
+    Value::Array(
+        st.guests
+            .values()
+            .filter(|g| g.kind == kind && g.node == node)
+            .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
+            .map(|g| {
+                let mut row = super::cluster::guest_row(g, now);
+                if let Some(obj) = row.as_object_mut() {
+                    obj.remove("id");
+                    obj.remove("node");
+                    obj.remove("type");
+                    let cpus = obj.remove("maxcpu").unwrap_or(Value::from(1));
+                    obj.insert("cpus".into(), cpus);
+                    if !g.is_template() {
+                        obj.remove("template");
+                    }
+                    if kind == GuestKind::Lxc {
+                        obj.insert("type".into(), "lxc".into());
+                    }
+                }
+                row
+            })
+            .collect(),
+    )
+}
+
+fn default_boot(conf: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    let order = |k: &str| {
+        let fam = k.trim_end_matches(|c: char| c.is_ascii_digit());
+        let idx: u32 = k[fam.len()..].parse().unwrap_or(0);
+        (
+            ["ide", "sata", "scsi", "virtio"]
+                .iter()
+                .position(|f| *f == fam)
+                .unwrap_or(9),
+            idx,
+        )
+    };
+    let mut drives: Vec<&String> = conf
+        .keys()
+        .filter(|k| {
+            super::disks::is_disk_key(GuestKind::Qemu, k)
+                && !k.starts_with("unused")
+                && *k != "efidisk0"
+                && *k != "tpmstate0"
+        })
+        .collect();
+    drives.sort_by_key(|k| order(k));
+    let is_cd = |k: &&String| conf.get(*k).is_some_and(|v| v.contains("media=cdrom"));
+    let mut devs: Vec<String> = drives
+        .iter()
+        .find(|k| !is_cd(k))
+        .map(|k| k.to_string())
+        .into_iter()
+        .collect();
+    devs.extend(drives.iter().filter(|k| is_cd(k)).map(|k| k.to_string()));
+    let mut nets: Vec<&String> = conf.keys().filter(|k| k.starts_with("net")).collect();
+    nets.sort_by_key(|k| k[3..].parse::<u32>().unwrap_or(0));
+    devs.extend(nets.into_iter().cloned());
+    (!devs.is_empty()).then(|| format!("order={}", devs.join(";")))
+}
+
+pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
+    if ctx.p("archive").is_some() {
+        return Err(ApiError::fail(
+            "restore from a backup archive is not supported by the simulator",
+        ));
+    }
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    check_node(&st, &node)?;
+    if let Some(g) = st.guests.get(&vmid) {
+        return Err(ApiError::fail(format!(
+            "{} {vmid} already exists on node '{}'",
+            g.kind.word(),
+            g.node
+        )));
+    }
+    let before = st.volumes.len();
+    let mut conf = std::collections::BTreeMap::new();
+    for (k, v) in setconfig::requested(ctx) {
+        match setconfig::stored_value(&mut st, &node, vmid, GuestKind::Qemu, &k, &v) {
+            Ok(stored) => {
+                conf.insert(k, stored);
+            }
+            Err(e) => {
+                st.volumes.truncate(before);
+                return Err(e);
+            }
+        }
+    }
+    if !conf.contains_key("boot")
+        && let Some(b) = default_boot(&conf)
+    {
+        conf.insert("boot".into(), b);
+    }
+    conf.entry("smbios1".into())
+        .or_insert_with(|| format!("uuid={}", rng::uuid()));
+    conf.entry("vmgenid".into()).or_insert_with(rng::uuid);
+    conf.insert(
+        "meta".into(),
+        format!("creation-qemu=9.0.2,ctime={}", now()),
+    );
+    conf.insert("lock".into(), "create".into());
+    let start = ctx.flag("start").unwrap_or(false);
+    st.guests.insert(
+        vmid,
+        Guest {
+            vmid,
+            kind: GuestKind::Qemu,
+            node: node.clone(),
+            status: "stopped".into(),
+            config: conf,
+            pool: ctx.p("pool").map(str::to_string),
+            ..Guest::default()
+        },
+    );
+    let job: tasks::Job =
+        Box::new(move |st: &mut State, fail| finish_create(st, vmid, fail, start));
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        "qmcreate",
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    )
+    .into())
+}
+
+/// Ends a create task: unlock (and start), or remove the half-made guest on failure.
+pub(crate) fn finish_create(
+    st: &mut State,
+    vmid: u32,
+    fail: bool,
+    start: bool,
+) -> Result<Vec<String>, String> {
+    if fail {
+        let _ = super::disks::destroy_volumes(st, vmid, true);
+        st.guests.remove(&vmid);
+        return Err(INJECTED.into());
+    }
+    let Some(g) = st.guests.get_mut(&vmid) else {
+        return Err("guest vanished".into());
+    };
+    g.config.remove("lock");
+    if start {
+        g.status = "running".into();
+        g.started_at = Some(now());
+    }
+    Ok(Vec::new())
+}
+
+/// The shared part of the config setters: lock, digest, then the update.
+pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(), ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    let g = guest(st, kind, &node, vmid)?;
+    check_lock(ctx, g)?;
+    if let Some(d) = ctx.p("digest")
+        && d != digest(&g.config)
+    {
+        return Err(ApiError::fail(
+            "detected modified configuration - file changed by other user? Try again.",
+        ));
+    }
+    setconfig::update(ctx, st, kind, vmid)
+}
+
+pub(crate) fn config_sync(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let mut st = ctx.state();
+    set_config(ctx, &mut st, GuestKind::Qemu)?;
+    Ok(Value::Null)
+}
+
+pub(crate) fn config_async(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    set_config(ctx, &mut st, GuestKind::Qemu)?;
+    let job: tasks::Job = Box::new(|_: &mut State, fail| {
+        if fail {
+            Err(INJECTED.into())
+        } else {
+            Ok(Vec::new())
+        }
+    });
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        "qmconfig",
+        &vmid.to_string(),
+        &ctx.who().task_user(),
+        None,
+        job,
+    )
+    .into())
+}

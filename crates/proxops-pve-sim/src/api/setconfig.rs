@@ -1,0 +1,264 @@
+//! Writing guest configs, shared by create and the config setters of qemu and lxc: each value
+//! becomes what PVE stores (allocated disks, NICs with MACs, normalised tags, booleans as 0/1),
+//! `delete=` moves owned disks to `unusedN`, running guests collect non-hotpluggable changes as
+//! pending, and each key needs its `VM.Config.*` privilege.
+
+use std::collections::BTreeMap;
+
+use super::Ctx;
+use super::disks::{self, is_disk_key, volid_of};
+use crate::error::ApiError;
+use crate::schema::{self, Ty, split_list};
+use crate::state::{GuestKind, State};
+
+/// Parameters of the config endpoints that are not config keys.
+pub(crate) const CONTROL: &[&str] = &[
+    "node",
+    "vmid",
+    "delete",
+    "digest",
+    "revert",
+    "skiplock",
+    "force",
+    "background_delay",
+    "import-working-storage",
+    "archive",
+    "bwlimit",
+    "live-restore",
+    "pool",
+    "start",
+    "storage",
+    "unique",
+    "ostemplate",
+    "password",
+    "ssh-public-keys",
+    "restore",
+    "ignore-unpack-errors",
+];
+
+fn family(key: &str) -> &str {
+    key.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
+/// The privilege PVE checks for changing a config key.
+pub(crate) fn privilege(kind: GuestKind, key: &str) -> &'static str {
+    if is_disk_key(kind, key) {
+        return "VM.Config.Disk";
+    }
+    match family(key) {
+        "cores" | "sockets" | "cpu" | "cpulimit" | "cpuunits" | "vcpus" | "affinity" | "numa" => {
+            "VM.Config.CPU"
+        }
+        "memory" | "balloon" | "shares" | "swap" => "VM.Config.Memory",
+        "net" => "VM.Config.Network",
+        "ipconfig" | "ciuser" | "cipassword" | "citype" | "cicustom" | "nameserver"
+        | "searchdomain" | "sshkeys" | "ciupgrade" => "VM.Config.Cloudinit",
+        _ => "VM.Config.Options",
+    }
+}
+
+/// Whether a change applies to a running guest at once (else it stays pending).
+fn hotpluggable(kind: GuestKind, key: &str) -> bool {
+    match kind {
+        GuestKind::Qemu => {
+            is_disk_key(kind, key)
+                || matches!(
+                    family(key),
+                    "net"
+                        | "name"
+                        | "description"
+                        | "tags"
+                        | "onboot"
+                        | "protection"
+                        | "boot"
+                        | "startup"
+                        | "ipconfig"
+                        | "ciuser"
+                        | "cipassword"
+                        | "citype"
+                        | "cicustom"
+                        | "nameserver"
+                        | "searchdomain"
+                        | "sshkeys"
+                        | "ciupgrade"
+                        | "lock"
+                        | "template"
+                )
+        }
+        GuestKind::Lxc => !matches!(
+            key,
+            "arch" | "ostype" | "unprivileged" | "features" | "hookscript"
+        ),
+    }
+}
+
+/// Normalises tags as PVE stores them: lowercased, unique, sorted, `;`-separated.
+pub(crate) fn normalise_tags(v: &str) -> String {
+    let mut tags: Vec<String> = split_list(v)
+        .into_iter()
+        .map(|t| t.to_lowercase())
+        .collect();
+    tags.sort();
+    tags.dedup();
+    tags.join(";")
+}
+
+fn param_type(kind: GuestKind, key: &str) -> Option<Ty> {
+    let path = match kind {
+        GuestKind::Qemu => "/nodes/{node}/qemu",
+        GuestKind::Lxc => "/nodes/{node}/lxc",
+    };
+    schema::endpoint("POST", path)
+        .and_then(|e| e.param(key))
+        .map(|p| p.ty)
+}
+
+/// The stored form of one requested value.
+pub(crate) fn stored_value(
+    st: &mut State,
+    node: &str,
+    vmid: u32,
+    kind: GuestKind,
+    key: &str,
+    value: &str,
+) -> Result<String, ApiError> {
+    if is_disk_key(kind, key) && family(key) != "unused" {
+        return disks::process_drive(st, node, vmid, kind, key, value);
+    }
+    if family(key) == "net" {
+        return disks::process_nic(kind, key, value);
+    }
+    if key == "tags" {
+        return Ok(normalise_tags(value));
+    }
+    if param_type(kind, key) == Some(Ty::Bool) {
+        return Ok(if schema::parse_bool(value) == Some(true) {
+            "1"
+        } else {
+            "0"
+        }
+        .to_string());
+    }
+    Ok(value.to_string())
+}
+
+/// The config keys and values of a request, in name order.
+pub(crate) fn requested(ctx: &Ctx) -> BTreeMap<String, String> {
+    ctx.params
+        .iter()
+        .filter(|(k, _)| !CONTROL.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Checks the `VM.Config.*` privilege of every key a request changes or deletes.
+pub(crate) fn check_privileges(
+    ctx: &Ctx,
+    kind: GuestKind,
+    vmid: u32,
+    keys: &[String],
+) -> Result<(), ApiError> {
+    let path = format!("/vms/{vmid}");
+    keys.iter()
+        .try_for_each(|k| ctx.require(&path, privilege(kind, k)))
+}
+
+/// Applies a config update to an existing guest (the caller checked node, lock and digest).
+pub(crate) fn update(
+    ctx: &Ctx,
+    st: &mut State,
+    kind: GuestKind,
+    vmid: u32,
+) -> Result<(), ApiError> {
+    let node = ctx.node();
+    let sets = requested(ctx);
+    let deletes = ctx.p("delete").map(split_list).unwrap_or_default();
+    let reverts = ctx.p("revert").map(split_list).unwrap_or_default();
+    if let Some(k) = deletes.iter().find(|k| sets.contains_key(*k)) {
+        return Err(ApiError::param(
+            k,
+            "you can't change and delete the same option",
+        ));
+    }
+    if kind == GuestKind::Lxc && deletes.iter().any(|k| k == "rootfs") {
+        return Err(ApiError::param(
+            "rootfs",
+            "unable to delete required option 'rootfs'",
+        ));
+    }
+    let mut keys: Vec<String> = sets
+        .keys()
+        .cloned()
+        .chain(deletes.iter().cloned())
+        .collect();
+    keys.sort();
+    check_privileges(ctx, kind, vmid, &keys)?;
+    let running = st.guests.get(&vmid).is_some_and(|g| g.running());
+
+    let mut stored = Vec::new();
+    for (k, v) in &sets {
+        stored.push((k.clone(), stored_value(st, &node, vmid, kind, k, v)?));
+    }
+    let Some(g) = st.guests.get_mut(&vmid) else {
+        return Err(super::no_config(kind, &node, vmid));
+    };
+    for k in &reverts {
+        g.pending.remove(k);
+        g.pending_delete.retain(|d| d != k);
+    }
+    let mut freed = Vec::new();
+    for k in &deletes {
+        if running && !hotpluggable(kind, k) {
+            if !g.pending_delete.contains(k) {
+                g.pending_delete.push(k.clone());
+            }
+            continue;
+        }
+        g.pending.remove(k);
+        let Some(old) = g.config.remove(k) else {
+            continue;
+        };
+        if is_disk_key(kind, k)
+            && let Some(vol) = volid_of(&old)
+        {
+            freed.push((k.clone(), vol.to_string()));
+        }
+    }
+    for (k, v) in stored {
+        if let Some(old) = g.config.get(&k) {
+            // A replaced disk is kept as unused, as PVE does.
+            if is_disk_key(kind, &k)
+                && volid_of(old) != volid_of(&v)
+                && let Some(vol) = volid_of(old)
+            {
+                freed.push((k.clone(), vol.to_string()));
+            }
+        }
+        if running && !hotpluggable(kind, &k) {
+            g.pending.insert(k, v);
+        } else {
+            g.pending.remove(&k);
+            g.config.insert(k, v);
+        }
+    }
+    for (k, vol) in freed {
+        let owned = st
+            .volumes
+            .iter()
+            .any(|v| v.volid == vol && v.vmid == Some(vmid));
+        if !owned {
+            continue;
+        }
+        if k.starts_with("unused") {
+            st.remove_volume(&node, &vol);
+        } else if let Some(g) = st.guests.get_mut(&vmid) {
+            let slot = (0u32..)
+                .map(|i| format!("unused{i}"))
+                .find(|s| !g.config.contains_key(s));
+            if let Some(slot) = slot {
+                g.config.insert(slot, vol);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! Authentication and authorization as PVE does them: API tokens in the `Authorization` header,
+//! tickets from `POST /access/ticket` in the `PVEAuthCookie` cookie with the
+//! `CSRFPreventionToken` header on writes, and a simple ACL (principal -> privileges on path
+//! prefixes) answering 403 `Permission check failed (PATH, PRIV)`.
+
+use axum::http::HeaderMap;
+use sha2::{Digest, Sha256};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::dispatch::percent_decode;
+use crate::error::ApiError;
+use crate::rng::base64;
+use crate::server::Shared;
+
+/// Ticket lifetime (PVE: two hours).
+const TICKET_LIFETIME: u64 = 7200;
+
+/// Who made a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// `user@realm`.
+    pub userid: String,
+    /// `user@realm!tokenid` for token auth.
+    pub tokenid: Option<String>,
+}
+
+impl Principal {
+    /// The user as task UPIDs record it (`root@pam!ci` for a token).
+    pub fn task_user(&self) -> String {
+        self.tokenid.clone().unwrap_or_else(|| self.userid.clone())
+    }
+}
+
+pub(crate) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn sign(shared: &Shared, what: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(&shared.ticket_secret);
+    h.update(what.as_bytes());
+    base64(&h.finalize())
+}
+
+/// A fresh ticket and CSRF token for a user.
+pub(crate) fn issue_ticket(shared: &Shared, userid: &str) -> (String, String) {
+    let stamp = format!("{:08X}", now());
+    let plain = format!("PVE:{userid}:{stamp}");
+    let ticket = format!("{plain}::{}", sign(shared, &plain));
+    let csrf = format!(
+        "{stamp}:{}",
+        sign(shared, &format!("CSRF:{userid}:{stamp}"))
+    );
+    (ticket, csrf)
+}
+
+fn verify_ticket(shared: &Shared, ticket: &str) -> Option<(String, String)> {
+    let (plain, sig) = ticket.split_once("::")?;
+    let mut parts = plain.splitn(3, ':');
+    let (tag, userid, stamp) = (parts.next()?, parts.next()?, parts.next()?);
+    let issued = u64::from_str_radix(stamp, 16).ok()?;
+    let fresh = issued <= now() + 300 && now() <= issued + TICKET_LIFETIME;
+    (tag == "PVE" && fresh && sign(shared, plain) == sig)
+        .then(|| (userid.to_string(), stamp.to_string()))
+}
+
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| {
+            let (k, v) = c.trim().split_once('=')?;
+            (k == name).then(|| percent_decode(v, false))
+        })
+}
+
+fn unauthorized(msg: &str) -> ApiError {
+    ApiError::Status(401, msg.into())
+}
+
+/// Authenticates a request by token or ticket.
+pub(crate) fn authenticate(
+    shared: &Shared,
+    method: &str,
+    headers: &HeaderMap,
+) -> Result<Principal, ApiError> {
+    if let Some(value) = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let rest = value
+            .trim()
+            .strip_prefix("PVEAPIToken")
+            .ok_or_else(|| unauthorized("authentication failure"))?;
+        let rest = rest
+            .strip_prefix(['=', ' '])
+            .ok_or_else(|| unauthorized("authentication failure"))?;
+        let (id, secret) = rest
+            .trim()
+            .split_once('=')
+            .ok_or_else(|| unauthorized("authentication failure"))?;
+        let (user, name) = id
+            .split_once('!')
+            .ok_or_else(|| unauthorized("authentication failure"))?;
+        let known = std::iter::once(&shared.config.token)
+            .chain(shared.config.extra_tokens.iter())
+            .find(|t| t.id == id);
+        return match known {
+            None => Err(unauthorized(&format!(
+                "no such token '{name}' for user '{user}'"
+            ))),
+            Some(t) if t.secret != secret => Err(unauthorized("invalid token value!")),
+            Some(_) => Ok(Principal {
+                userid: user.to_string(),
+                tokenid: Some(id.to_string()),
+            }),
+        };
+    }
+    let Some(ticket) = cookie(headers, "PVEAuthCookie") else {
+        return Err(unauthorized("No ticket"));
+    };
+    let Some((userid, stamp)) = verify_ticket(shared, &ticket) else {
+        return Err(unauthorized("permission denied - invalid PVE ticket"));
+    };
+    if method != "GET" {
+        let csrf = headers
+            .get("CSRFPreventionToken")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let want = format!(
+            "{stamp}:{}",
+            sign(shared, &format!("CSRF:{userid}:{stamp}"))
+        );
+        if csrf != want {
+            return Err(unauthorized("Permission denied - invalid csrf token"));
+        }
+    }
+    Ok(Principal {
+        userid,
+        tokenid: None,
+    })
+}
+
+/// Checks a password login (`POST /access/ticket`).
+pub(crate) fn login(shared: &Shared, username: &str, password: &str) -> bool {
+    shared
+        .config
+        .users
+        .iter()
+        .any(|u| u.userid == username && u.password == password)
+}
+
+fn covers(acl_path: &str, path: &str) -> bool {
+    acl_path == "/"
+        || path == acl_path
+        || path
+            .strip_prefix(acl_path.trim_end_matches('/'))
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether a principal holds a privilege on a path.
+pub(crate) fn allowed(shared: &Shared, who: &Principal, path: &str, privilege: &str) -> bool {
+    let cfg = &shared.config;
+    if who.tokenid.as_deref() == Some(cfg.token.id.as_str())
+        || (who.tokenid.is_none() && who.userid == "root@pam")
+    {
+        return true;
+    }
+    // A token named in the ACL has its own privileges; otherwise it has its user's.
+    let name = match &who.tokenid {
+        Some(t) if cfg.acl.iter().any(|e| e.principal == *t) => t.as_str(),
+        _ => who.userid.as_str(),
+    };
+    cfg.acl.iter().any(|e| {
+        e.principal == name
+            && covers(&e.path, path)
+            && e.privs.iter().any(|p| p == "*" || p == privilege)
+    })
+}
+
+/// 403 unless the principal holds the privilege.
+pub(crate) fn require(
+    shared: &Shared,
+    who: &Principal,
+    path: &str,
+    privilege: &str,
+) -> Result<(), ApiError> {
+    if allowed(shared, who, path, privilege) {
+        Ok(())
+    } else {
+        Err(ApiError::Status(
+            403,
+            format!("Permission check failed ({path}, {privilege})"),
+        ))
+    }
+}

@@ -1,0 +1,251 @@
+//! How a simulator is started: [`SimConfig`] (listen address, initial [`State`], state file,
+//! accepted [`ApiToken`]s and [`User`]s, [`AclEntry`]s, [`TaskDurations`], [`FaultConfig`]).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::SimError;
+use crate::rng;
+use crate::state::State;
+
+/// An API token `USER@REALM!TOKENID=SECRET`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiToken {
+    /// `USER@REALM!TOKENID`.
+    pub id: String,
+    /// The secret (PVE makes it a UUID).
+    pub secret: String,
+}
+
+impl std::fmt::Debug for ApiToken {
+    // The secret stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiToken")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiToken {
+    /// A fresh token `root@pam!proxops` with a random UUID secret.
+    pub fn random() -> ApiToken {
+        ApiToken {
+            id: "root@pam!proxops".into(),
+            secret: rng::uuid(),
+        }
+    }
+
+    /// The user part (`root@pam`).
+    pub fn user(&self) -> &str {
+        self.id.split_once('!').map_or(self.id.as_str(), |(u, _)| u)
+    }
+
+    /// The value of the `Authorization` header: `PVEAPIToken=ID=SECRET`.
+    pub fn header(&self) -> String {
+        format!("PVEAPIToken={}={}", self.id, self.secret)
+    }
+}
+
+impl std::fmt::Display for ApiToken {
+    /// `USER@REALM!TOKENID=SECRET`, the form `proxops sim --token` takes and prints.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.id, self.secret)
+    }
+}
+
+impl FromStr for ApiToken {
+    type Err = SimError;
+
+    fn from_str(s: &str) -> Result<ApiToken, SimError> {
+        let bad = || SimError::Token(s.split('=').next().unwrap_or_default().to_string());
+        let (id, secret) = s.split_once('=').ok_or_else(bad)?;
+        let (user, name) = id.split_once('!').ok_or_else(bad)?;
+        let (u, realm) = user.split_once('@').ok_or_else(bad)?;
+        if u.is_empty() || realm.is_empty() || name.is_empty() || secret.is_empty() {
+            return Err(bad());
+        }
+        Ok(ApiToken {
+            id: id.into(),
+            secret: secret.into(),
+        })
+    }
+}
+
+/// A user who can log in with a password (ticket auth).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    /// `user@realm`.
+    pub userid: String,
+    /// Password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("User")
+            .field("userid", &self.userid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Privileges of a principal (a user `root@pam` or a token `root@pam!ci`) on a path and below.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AclEntry {
+    /// User or token id.
+    pub principal: String,
+    /// ACL path (`/`, `/vms/100`, `/storage/local`, `/nodes/pve1`).
+    pub path: String,
+    /// Privilege names (`VM.Allocate`, ...); `*` grants all.
+    pub privs: Vec<String>,
+}
+
+impl AclEntry {
+    /// Every privilege on `/` for a principal.
+    pub fn admin(principal: &str) -> AclEntry {
+        AclEntry {
+            principal: principal.into(),
+            path: "/".into(),
+            privs: vec!["*".into()],
+        }
+    }
+}
+
+/// How long tasks run before they stop, per task type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskDurations {
+    /// Duration of any type not listed.
+    pub default: Duration,
+    /// Durations by task type (`qmclone`, `download`, ...).
+    pub per_type: BTreeMap<String, Duration>,
+}
+
+impl Default for TaskDurations {
+    fn default() -> Self {
+        TaskDurations {
+            default: Duration::from_millis(200),
+            per_type: BTreeMap::new(),
+        }
+    }
+}
+
+impl TaskDurations {
+    /// Every task type takes the same time.
+    pub fn uniform(d: Duration) -> TaskDurations {
+        TaskDurations {
+            default: d,
+            per_type: BTreeMap::new(),
+        }
+    }
+
+    /// The duration of a task type.
+    pub fn of(&self, kind: &str) -> Duration {
+        self.per_type.get(kind).copied().unwrap_or(self.default)
+    }
+}
+
+/// A class of endpoints that a fault rate applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndpointClass {
+    /// GET requests except task polling.
+    Read,
+    /// POST, PUT and DELETE requests except login.
+    Write,
+    /// Task status, log and list.
+    Task,
+    /// `POST /access/ticket`.
+    Auth,
+}
+
+/// Seeded, reproducible fault injection. Each decision is drawn from SplitMix64 seeded by
+/// (seed, fault kind, method, path template, the request's number for that template), so a
+/// sequence of requests meets the same faults on every run whatever else runs concurrently.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FaultConfig {
+    /// The seed.
+    pub seed: u64,
+    /// Probability of a 500 per endpoint class.
+    pub error_rate: BTreeMap<EndpointClass, f64>,
+    /// Added latency: each request waits a uniform draw in `[min, max]`.
+    pub latency: Option<(Duration, Duration)>,
+    /// Probability that a task ends with an error.
+    pub task_failure_rate: f64,
+    /// Probability that a guest mutation meets a lock (`VM is locked (backup)` or a file-lock timeout).
+    pub lock_contention_rate: f64,
+    /// Probability that the connection is closed without a response.
+    pub reset_rate: f64,
+    /// Probability of a 595/596 proxy error (as when pveproxy cannot reach another node).
+    pub proxy_error_rate: f64,
+}
+
+impl FaultConfig {
+    /// Whether any fault is enabled.
+    pub fn any(&self) -> bool {
+        self.error_rate.values().any(|r| *r > 0.0)
+            || self.latency.is_some()
+            || self.task_failure_rate > 0.0
+            || self.lock_contention_rate > 0.0
+            || self.reset_rate > 0.0
+            || self.proxy_error_rate > 0.0
+    }
+}
+
+/// Everything `start` needs.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Address to listen on (port 0 picks a free one).
+    pub listen: SocketAddr,
+    /// The initial cluster state (a seed or a loaded dump).
+    pub state: State,
+    /// When set, the state is saved there after every change and at shutdown.
+    pub state_file: Option<PathBuf>,
+    /// The principal token: accepted with every privilege on `/`.
+    pub token: ApiToken,
+    /// Further tokens, privileged by `acl` only.
+    pub extra_tokens: Vec<ApiToken>,
+    /// Users for ticket login (`root@pam` gets every privilege).
+    pub users: Vec<User>,
+    /// ACL entries for non-root principals.
+    pub acl: Vec<AclEntry>,
+    /// Task run times.
+    pub task_durations: TaskDurations,
+    /// Fault injection.
+    pub faults: FaultConfig,
+    /// Names in the certificate besides `127.0.0.1` and `localhost`.
+    pub cert_names: Vec<String>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            state: State::demo(),
+            state_file: None,
+            token: ApiToken::random(),
+            extra_tokens: Vec::new(),
+            users: Vec::new(),
+            acl: Vec::new(),
+            task_durations: TaskDurations::default(),
+            faults: FaultConfig::default(),
+            cert_names: Vec::new(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// Uses a state file: loads it when it exists (else keeps `state` as the seed) and saves
+    /// every change to it.
+    pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Result<SimConfig, SimError> {
+        let path = path.into();
+        if path.exists() {
+            self.state = State::load(&path)?;
+        }
+        self.state_file = Some(path);
+        Ok(self)
+    }
+}

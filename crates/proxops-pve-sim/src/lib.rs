@@ -1,0 +1,44 @@
+//! A Proxmox VE API simulator over HTTPS: the embedded default backend of ProxOps and the test
+//! double of its end-to-end tests. It is an independent implementation of PVE's side (it uses
+//! none of the ProxOps crates), checked against PVE's official API schema.
+//!
+//! - [`start`] takes a [`SimConfig`] (listen address, initial [`State`], state file, accepted
+//!   [`ApiToken`]s, [`User`]s and [`AclEntry`]s, [`TaskDurations`], [`FaultConfig`]) and returns a
+//!   [`SimHandle`]: address, [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the
+//!   certificate's SHA-256 `fingerprint` in PVE's `AA:BB:..` form, the token, request counters,
+//!   the state, and graceful [`SimHandle::shutdown`].
+//! - The API answers under `/api2/json` with PVE's paths, parameters ([`schema::ENDPOINTS`],
+//!   validated before any handler runs), wording and shapes: 400 `{"data":null,"errors":{..}}`,
+//!   other failures with the message in the reason phrase and in `message`, 501 for unknown paths.
+//! - Tasks carry PVE's exact UPID ([`tasks::Upid`]), run for a configured time, then stop with
+//!   `OK` or the error text.
+//! - Faults ([`FaultConfig`]) are drawn from a seeded [`rng::SplitMix64`], so a run is
+//!   reproducible from its seed.
+//!
+//! A `proxops sim` command is: build a [`SimConfig`] (`listen`, [`SimConfig::with_state_file`],
+//! `token` parsed with `ApiToken::from_str` or [`ApiToken::random`]), `start`, print
+//! `base_url()`, `fingerprint` and `token`, wait for Ctrl-C, `shutdown`.
+
+mod api;
+mod auth;
+mod config;
+mod dispatch;
+mod error;
+mod faults;
+mod hashes;
+mod reset;
+pub mod rng;
+pub mod schema;
+mod server;
+mod state;
+pub mod tasks;
+mod tls;
+
+pub use api::cluster::VERSION;
+pub use api::implemented;
+pub use config::{AclEntry, ApiToken, EndpointClass, FaultConfig, SimConfig, TaskDurations, User};
+pub use error::{ApiError, SimError};
+pub use faults::draw as fault_draw;
+pub use server::{SimHandle, start};
+pub use state::{Guest, GuestKind, Node, State, Storage, Task, Volume};
+pub use tls::fingerprint;

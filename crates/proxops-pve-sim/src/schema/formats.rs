@@ -1,0 +1,152 @@
+//! Named formats of PVE's schema (`pve-node`, `pve-vmid`, `pve-storage-id`, ...), checked with
+//! the messages `PVE::JSONSchema` dies with. A format the simulator does not know is accepted.
+
+fn is_ident(v: &str, first: impl Fn(char) -> bool, rest: impl Fn(char) -> bool) -> bool {
+    let mut chars = v.chars();
+    chars.next().is_some_and(first) && chars.all(rest)
+}
+
+/// Splits a PVE list value (`a,b`, `a;b` or `a b`, any mix), dropping empty items.
+pub(crate) fn split_list(v: &str) -> Vec<String> {
+    v.split([',', ';', ' ', '\0'])
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn node_name(v: &str) -> bool {
+    is_ident(
+        v,
+        |c| c.is_ascii_alphanumeric(),
+        |c| c.is_ascii_alphanumeric() || c == '-',
+    ) && !v.ends_with('-')
+}
+
+fn storage_id(v: &str) -> bool {
+    v.len() >= 2
+        && is_ident(
+            v,
+            |c| c.is_ascii_lowercase(),
+            |c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c),
+        )
+        && v.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
+fn config_id(v: &str) -> bool {
+    v.len() >= 2
+        && is_ident(
+            v,
+            |c| c.is_ascii_lowercase(),
+            |c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-',
+        )
+}
+
+/// Whether a tag is valid: `[a-z0-9_][a-z0-9_+.-]*`, any case on input.
+pub(crate) fn tag(v: &str) -> bool {
+    is_ident(
+        v,
+        |c| c.is_ascii_alphanumeric() || c == '_',
+        |c| c.is_ascii_alphanumeric() || "_+.-".contains(c),
+    )
+}
+
+fn mac(v: &str) -> bool {
+    let parts: Vec<&str> = v.split(':').collect();
+    parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn volume_id(v: &str) -> bool {
+    v.split_once(':')
+        .is_some_and(|(s, name)| storage_id(s) && !name.is_empty())
+}
+
+fn user_id(v: &str) -> bool {
+    v.rsplit_once('@')
+        .is_some_and(|(u, realm)| !u.is_empty() && !realm.is_empty() && !u.contains(':'))
+}
+
+const CONTENT: &[&str] = &[
+    "images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import", "none",
+];
+
+/// Checks a value against a named format; the error is the text after `invalid format - `.
+pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
+    let bad = |msg: String| Err(msg + "\n");
+    match format {
+        "pve-node" if !node_name(v) => bad("value does not look like a valid node name".into()),
+        "pve-node-list" if !split_list(v).iter().all(|n| node_name(n)) => {
+            bad("value does not look like a valid node name".into())
+        }
+        "pve-vmid" if !v.bytes().all(|b| b.is_ascii_digit()) || v.is_empty() => {
+            bad("value does not look like a valid VM ID".into())
+        }
+        "pve-storage-id" if !storage_id(v) => {
+            bad(format!("storage ID '{v}' contains illegal characters"))
+        }
+        "pve-storage-id-list" => match split_list(v).iter().find(|s| !storage_id(s)) {
+            Some(s) => bad(format!("storage ID '{s}' contains illegal characters")),
+            None => Ok(()),
+        },
+        "pve-configid" if !config_id(v) => bad(format!("invalid configuration ID '{v}'")),
+        "pve-configid-list" => match split_list(v).iter().find(|s| !config_id(s)) {
+            Some(s) => bad(format!("invalid configuration ID '{s}'")),
+            None => Ok(()),
+        },
+        "pve-tag-list" => match split_list(v).iter().find(|t| !tag(t)) {
+            Some(t) => bad(format!("invalid tag '{t}'")),
+            None => Ok(()),
+        },
+        "mac-addr" if !mac(v) => bad(format!(
+            "value '{v}' does not look like a valid MAC address"
+        )),
+        "pve-volume-id" if !volume_id(v) => bad(format!("unable to parse volume ID '{v}'")),
+        "pve-volume-id-or-qm-path" | "pve-volume-id-or-absolute-path"
+            if !(volume_id(v) || v.starts_with('/') || v == "none" || v == "cdrom") =>
+        {
+            bad(format!("unable to parse volume ID '{v}'"))
+        }
+        "pve-userid" if !user_id(v) => {
+            bad(format!("value '{v}' does not look like a valid user name"))
+        }
+        "pve-storage-content" if !CONTENT.contains(&v) => {
+            bad(format!("invalid content type '{v}'"))
+        }
+        "pve-storage-content-list" => match split_list(v)
+            .iter()
+            .find(|c| !CONTENT.contains(&c.as_str()))
+        {
+            Some(c) => bad(format!("invalid content type '{c}'")),
+            None => Ok(()),
+        },
+        "pve-bridge-id"
+            if !is_ident(
+                v,
+                |c| c.is_alphanumeric() || "-_.".contains(c),
+                |c| c.is_alphanumeric() || "-_.".contains(c),
+            ) =>
+        {
+            bad(format!("invalid bridge ID '{v}'"))
+        }
+        "pve-poolid"
+            if !is_ident(
+                v,
+                |c| c.is_alphanumeric() || "-_".contains(c),
+                |c| c.is_alphanumeric() || "-_.".contains(c),
+            ) =>
+        {
+            bad(format!("pool name '{v}' contains illegal characters"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks the few schema patterns that matter to the implemented endpoints; others pass.
+pub(crate) fn matches_known_pattern(pattern: &str, v: &str) -> bool {
+    match pattern {
+        "https?://.*" => v.starts_with("http://") || v.starts_with("https://"),
+        _ => true,
+    }
+}

@@ -1,0 +1,366 @@
+//! The simulated cluster: [`State`] holds [`Node`]s with their [`Storage`]s, [`Guest`]s with
+//! config key/values as PVE stores them, storage [`Volume`]s and [`Task`]s. It is plain serde
+//! data: dumped to and loaded from JSON, and a seed is simply a partial state (every field has a
+//! default), e.g. `{"nodes":[{"node":"pve1","storages":[{"storage":"local","type":"dir",
+//! "content":["iso","vztmpl"]}]}]}`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::error::SimError;
+
+/// The whole simulated cluster.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct State {
+    /// Cluster name (`/cluster/status`).
+    pub cluster_name: String,
+    /// Nodes and their storages.
+    pub nodes: Vec<Node>,
+    /// Guests by VMID (the VMID namespace is cluster-wide).
+    pub guests: BTreeMap<u32, Guest>,
+    /// Storage content.
+    pub volumes: Vec<Volume>,
+    /// Tasks, oldest first.
+    pub tasks: Vec<Task>,
+    /// Last process id handed out to a task.
+    pub last_pid: u32,
+}
+
+/// One cluster node.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Node {
+    /// Node name.
+    pub node: String,
+    /// Whether the node is online.
+    pub online: bool,
+    /// CPU threads.
+    pub maxcpu: u32,
+    /// Memory in bytes.
+    pub maxmem: u64,
+    /// Storages available on this node.
+    pub storages: Vec<Storage>,
+}
+
+impl Default for Node {
+    fn default() -> Self {
+        Node {
+            node: String::new(),
+            online: true,
+            maxcpu: 8,
+            maxmem: 32 << 30,
+            storages: Vec::new(),
+        }
+    }
+}
+
+/// One storage as a node sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Storage {
+    /// Storage id (`local`, `local-lvm`).
+    pub storage: String,
+    /// Plugin type (`dir`, `lvmthin`, `nfs`, `zfspool`, `rbd`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Whether every node sees the same content.
+    pub shared: bool,
+    /// Enabled content types (`images`, `rootdir`, `iso`, `vztmpl`, `import`, `backup`, `snippets`).
+    pub content: Vec<String>,
+    /// Capacity in bytes.
+    pub total: u64,
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage {
+            storage: String::new(),
+            kind: "dir".into(),
+            shared: false,
+            content: Vec::new(),
+            total: 100 << 30,
+        }
+    }
+}
+
+impl Storage {
+    /// Whether the plugin stores files in a directory (needed by download-url and uploads).
+    pub fn file_based(&self) -> bool {
+        matches!(
+            self.kind.as_str(),
+            "dir" | "nfs" | "cifs" | "cephfs" | "glusterfs" | "btrfs"
+        )
+    }
+
+    /// Whether a content type is enabled.
+    pub fn has_content(&self, content: &str) -> bool {
+        self.content.iter().any(|c| c == content)
+    }
+}
+
+/// One volume of storage content.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Volume {
+    /// Node holding it (ignored for shared storages).
+    pub node: String,
+    /// Storage id.
+    pub storage: String,
+    /// Volume id (`local:iso/debian.iso`, `local-lvm:vm-100-disk-0`).
+    pub volid: String,
+    /// Content type.
+    pub content: String,
+    /// Format (`raw`, `qcow2`, `iso`, `tzst`, `subvol`).
+    pub format: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Creation time (seconds since the epoch).
+    pub ctime: u64,
+    /// Owning guest, for images.
+    pub vmid: Option<u32>,
+}
+
+/// Guest type.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestKind {
+    /// A QEMU virtual machine.
+    #[default]
+    Qemu,
+    /// An LXC container.
+    Lxc,
+}
+
+impl GuestKind {
+    /// `qemu` or `lxc`, as in paths and `/cluster/resources`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "qemu",
+            GuestKind::Lxc => "lxc",
+        }
+    }
+
+    /// `VM` or `CT`, as in PVE's messages.
+    pub fn word(self) -> &'static str {
+        match self {
+            GuestKind::Qemu => "VM",
+            GuestKind::Lxc => "CT",
+        }
+    }
+}
+
+/// One guest.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Guest {
+    /// VMID.
+    pub vmid: u32,
+    /// qemu or lxc.
+    #[serde(rename = "type")]
+    pub kind: GuestKind,
+    /// Node it lives on.
+    pub node: String,
+    /// `running` or `stopped`.
+    pub status: String,
+    /// Config key/values as PVE stores them (`template`, `lock`, `tags` included).
+    pub config: BTreeMap<String, String>,
+    /// Pending changes (applied at the next start).
+    pub pending: BTreeMap<String, String>,
+    /// Keys pending deletion.
+    pub pending_delete: Vec<String>,
+    /// Snapshot names.
+    pub snapshots: Vec<String>,
+    /// When it was last started.
+    pub started_at: Option<u64>,
+    /// Resource pool it belongs to (PVE keeps pools outside the guest config).
+    pub pool: Option<String>,
+}
+
+impl Guest {
+    /// Whether the config marks it a template.
+    pub fn is_template(&self) -> bool {
+        self.config.get("template").is_some_and(|v| v == "1")
+    }
+
+    /// The config lock, if any.
+    pub fn lock(&self) -> Option<&str> {
+        self.config.get("lock").map(String::as_str)
+    }
+
+    /// Whether it runs.
+    pub fn running(&self) -> bool {
+        self.status == "running"
+    }
+
+    /// Its name (`name` for qemu, `hostname` for lxc).
+    pub fn name(&self) -> String {
+        let key = match self.kind {
+            GuestKind::Qemu => "name",
+            GuestKind::Lxc => "hostname",
+        };
+        self.config
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| format!("{}{}", self.kind.word(), self.vmid))
+    }
+}
+
+/// One task (worker) as PVE records it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Task {
+    /// The UPID.
+    pub upid: String,
+    /// Node it ran on.
+    pub node: String,
+    /// Worker pid.
+    pub pid: u32,
+    /// Process start time (clock ticks).
+    pub pstart: u64,
+    /// Start time (seconds since the epoch).
+    pub starttime: u64,
+    /// Task type (`qmcreate`, `qmclone`, `download`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Task id (usually the VMID; the filename for downloads).
+    pub id: String,
+    /// `user@realm` or `user@realm!token`.
+    pub user: String,
+    /// `running` or `stopped`.
+    pub status: String,
+    /// `OK`, `WARNINGS: N` or the error text, once stopped.
+    pub exitstatus: Option<String>,
+    /// End time, once stopped.
+    pub endtime: Option<u64>,
+    /// Log lines.
+    pub log: Vec<String>,
+}
+
+impl State {
+    /// A small cluster: node `pve1` with `local` (dir: iso, vztmpl, import, backup, snippets) and
+    /// `local-lvm` (lvmthin: images, rootdir).
+    pub fn demo() -> State {
+        State {
+            cluster_name: "sim".into(),
+            nodes: vec![Node {
+                node: "pve1".into(),
+                storages: vec![
+                    Storage {
+                        storage: "local".into(),
+                        kind: "dir".into(),
+                        content: ["iso", "vztmpl", "import", "backup", "snippets"]
+                            .map(String::from)
+                            .to_vec(),
+                        ..Storage::default()
+                    },
+                    Storage {
+                        storage: "local-lvm".into(),
+                        kind: "lvmthin".into(),
+                        content: vec!["images".into(), "rootdir".into()],
+                        ..Storage::default()
+                    },
+                ],
+                ..Node::default()
+            }],
+            ..State::default()
+        }
+    }
+
+    /// Parses a state or seed from JSON.
+    pub fn from_json(text: &str) -> Result<State, SimError> {
+        let mut st: State = serde_json::from_str(text).map_err(SimError::StateJson)?;
+        if st.cluster_name.is_empty() {
+            st.cluster_name = "sim".into();
+        }
+        for (vmid, g) in st.guests.iter_mut() {
+            g.vmid = *vmid;
+            if g.status.is_empty() {
+                g.status = "stopped".into();
+            }
+        }
+        Ok(st)
+    }
+
+    /// Loads a state or seed from a JSON file.
+    pub fn load(path: &Path) -> Result<State, SimError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SimError::Io(path.into(), e))?;
+        State::from_json(&text)
+    }
+
+    /// Pretty JSON dump.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Saves the JSON dump atomically (temporary file, then rename).
+    pub fn save(&self, path: &Path) -> Result<(), SimError> {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, self.to_json()).map_err(|e| SimError::Io(tmp.clone(), e))?;
+        std::fs::rename(&tmp, path).map_err(|e| SimError::Io(path.into(), e))
+    }
+
+    /// A node by name.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.node == name)
+    }
+
+    /// A storage as seen from a node.
+    pub fn storage(&self, node: &str, storage: &str) -> Option<&Storage> {
+        self.node(node)?
+            .storages
+            .iter()
+            .find(|s| s.storage == storage)
+    }
+
+    /// The volumes of a storage as seen from a node.
+    pub fn volumes_on<'a>(
+        &'a self,
+        node: &'a str,
+        storage: &'a Storage,
+    ) -> impl Iterator<Item = &'a Volume> + 'a {
+        self.volumes
+            .iter()
+            .filter(move |v| v.storage == storage.storage && (storage.shared || v.node == node))
+    }
+
+    /// A volume by volid as seen from a node.
+    pub fn volume<'a>(&'a self, node: &'a str, volid: &str) -> Option<&'a Volume> {
+        let (sid, _) = volid.split_once(':')?;
+        let st = self.storage(node, sid)?;
+        self.volumes_on(node, st).find(|v| v.volid == volid)
+    }
+
+    /// Removes a volume as seen from a node; returns whether it existed.
+    pub fn remove_volume(&mut self, node: &str, volid: &str) -> bool {
+        let shared = volid
+            .split_once(':')
+            .and_then(|(sid, _)| self.storage(node, sid))
+            .is_some_and(|s| s.shared);
+        let before = self.volumes.len();
+        self.volumes
+            .retain(|v| !(v.volid == volid && (shared || v.node == node)));
+        before != self.volumes.len()
+    }
+
+    /// The task with a UPID.
+    pub fn task(&self, upid: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.upid == upid)
+    }
+
+    /// The task with a UPID, mutably.
+    pub fn task_mut(&mut self, upid: &str) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.upid == upid)
+    }
+
+    /// Volids referenced by any guest config (for in-use checks).
+    pub fn referenced_by(&self, volid: &str) -> Option<u32> {
+        self.guests.values().find_map(|g| {
+            g.config
+                .values()
+                .any(|v| v.split(',').next() == Some(volid))
+                .then_some(g.vmid)
+        })
+    }
+}

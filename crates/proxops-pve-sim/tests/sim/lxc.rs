@@ -1,0 +1,1 @@
+//! lxc tests.

@@ -1,0 +1,20 @@
+//! The proxops-pve-sim test binary: drives the simulator over real HTTPS with reqwest, one module
+//! per area, plus the conformance test against PVE's API schema.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod support;
+
+mod auth;
+mod cluster;
+mod conformance;
+mod download;
+mod faults;
+mod lxc;
+mod params;
+mod qemu;
+mod state;
+mod storage;
+mod tasks;
+mod tls;

@@ -1,0 +1,653 @@
+//! QEMU guests: create, config read/write (sync and async, delete=, digest, pending), power,
+//! clone (full/linked, target rules, clone lock), template, resize, destroy, import-from.
+
+use crate::support::{Sim, config};
+use proxops_pve_sim::{State, Storage};
+use serde_json::Value;
+
+fn conf_str(c: &Value, k: &str) -> String {
+    c[k].as_str()
+        .unwrap_or_else(|| panic!("{k} missing in {c}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn create_stores_config_as_pve_does() {
+    let sim = Sim::start().await;
+    let upid = sim
+        .post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "100"),
+                ("name", "web"),
+                ("memory", "2048"),
+                ("cores", "2"),
+                ("scsi0", "local-lvm:32,iothread=1"),
+                ("net0", "virtio,bridge=vmbr0"),
+                ("tags", "Prod, web;prod"),
+                ("onboot", "true"),
+                ("ide2", "none,media=cdrom"),
+            ],
+        )
+        .await
+        .ok();
+    let upid_s = upid.as_str().unwrap();
+    assert!(
+        upid_s.starts_with("UPID:pve1:")
+            && upid_s.ends_with(&format!(":qmcreate:100:{}:", sim.h.token.id))
+    );
+    // While the task runs the VM exists, locked.
+    let during = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(during["lock"], "create");
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(
+        conf_str(&c, "scsi0"),
+        "local-lvm:vm-100-disk-0,iothread=1,size=32G"
+    );
+    let net = conf_str(&c, "net0");
+    assert!(
+        net.starts_with("virtio=BC:24:11:") && net.ends_with(",bridge=vmbr0"),
+        "{net}"
+    );
+    assert_eq!(c["tags"], "prod;web");
+    assert_eq!(c["onboot"], 1);
+    assert_eq!(c["cores"], 2);
+    assert_eq!(
+        c["memory"], "2048",
+        "memory is a property string in 8.4, so a string"
+    );
+    assert_eq!(c["boot"], "order=scsi0;ide2;net0");
+    assert!(conf_str(&c, "smbios1").starts_with("uuid="));
+    assert!(c["vmgenid"].is_string() && conf_str(&c, "meta").starts_with("creation-qemu="));
+    assert_eq!(conf_str(&c, "digest").len(), 40);
+    assert!(c.get("lock").is_none());
+    let content = sim.get("/nodes/pve1/storage/local-lvm/content").await.ok();
+    assert_eq!(content[0]["volid"], "local-lvm:vm-100-disk-0");
+    assert_eq!(content[0]["size"], 32u64 << 30);
+    assert_eq!(content[0]["vmid"], 100);
+    let list = sim.get("/nodes/pve1/qemu").await.ok();
+    assert_eq!(list[0]["vmid"], 100);
+    assert_eq!(list[0]["name"], "web");
+    assert_eq!(list[0]["maxdisk"], 32u64 << 30);
+    // Creating it again fails, synchronously.
+    let again = sim
+        .post("/nodes/pve1/qemu", &[("vmid", "100")])
+        .await
+        .fail(500);
+    assert_eq!(again, "VM 100 already exists on node 'pve1'");
+    let nostorage = sim
+        .post("/nodes/pve1/qemu", &[("vmid", "101"), ("scsi0", "nope:8")])
+        .await
+        .fail(500);
+    assert_eq!(nostorage, "storage 'nope' does not exist");
+    let wrongcontent = sim
+        .post("/nodes/pve1/qemu", &[("vmid", "101"), ("scsi0", "local:8")])
+        .await
+        .fail(500);
+    assert_eq!(wrongcontent, "storage 'local' does not support vm images");
+}
+
+#[tokio::test]
+async fn config_put_post_delete_digest_and_pending() {
+    let sim = Sim::start().await;
+    sim.create_vm(
+        "100",
+        &[
+            ("memory", "1024"),
+            ("scsi0", "local-lvm:8"),
+            ("description", "x"),
+        ],
+    )
+    .await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    let digest = conf_str(&c, "digest");
+    // PUT is synchronous (null); a stale digest is refused.
+    assert_eq!(
+        sim.put(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "4"), ("digest", &digest)]
+        )
+        .await
+        .ok(),
+        Value::Null
+    );
+    let stale = sim
+        .put(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "2"), ("digest", &digest)],
+        )
+        .await
+        .fail(500);
+    assert_eq!(
+        stale,
+        "detected modified configuration - file changed by other user? Try again."
+    );
+    // POST answers a UPID (qmconfig).
+    let upid = sim
+        .post(
+            "/nodes/pve1/qemu/100/config",
+            &[("name", "renamed"), ("delete", "description")],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":qmconfig:100:"));
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(c["cores"], 4);
+    assert_eq!(c["name"], "renamed");
+    assert!(c.get("description").is_none());
+    let both = sim
+        .put(
+            "/nodes/pve1/qemu/100/config",
+            &[("name", "a"), ("delete", "name")],
+        )
+        .await
+        .errors();
+    assert!(both["name"].is_string());
+    // Deleting a disk keeps its volume as unused0; deleting unused0 removes the volume.
+    sim.put("/nodes/pve1/qemu/100/config", &[("delete", "scsi0")])
+        .await
+        .ok();
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(c["unused0"], "local-lvm:vm-100-disk-0");
+    sim.put("/nodes/pve1/qemu/100/config", &[("delete", "unused0")])
+        .await
+        .ok();
+    assert_eq!(
+        sim.get("/nodes/pve1/storage/local-lvm/content")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    // On a running VM, memory is pending until the next start; name applies at once.
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    sim.put(
+        "/nodes/pve1/qemu/100/config",
+        &[("memory", "4096"), ("name", "hot")],
+    )
+    .await
+    .ok();
+    let pending = sim.get("/nodes/pve1/qemu/100/pending").await.ok();
+    let mem = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "memory")
+        .unwrap();
+    assert_eq!(mem["value"], "1024");
+    assert_eq!(mem["pending"], "4096");
+    let name = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "name")
+        .unwrap();
+    assert!(name.get("pending").is_none());
+    let current = sim
+        .req("GET", "/nodes/pve1/qemu/100/config", &[("current", "1")])
+        .await
+        .ok();
+    assert_eq!(current["memory"], "1024");
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/100/config").await.ok()["memory"],
+        "4096"
+    );
+    sim.wait_ok(&sim.post("/nodes/pve1/qemu/100/status/stop", &[]).await.ok())
+        .await;
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.req("GET", "/nodes/pve1/qemu/100/config", &[("current", "1")])
+            .await
+            .ok()["memory"],
+        "4096"
+    );
+    let missing = sim.get("/nodes/pve1/qemu/999/config").await.fail(500);
+    assert_eq!(
+        missing,
+        "Configuration file 'nodes/pve1/qemu-server/999.conf' does not exist"
+    );
+}
+
+#[tokio::test]
+async fn power_status_and_task_errors() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[]).await;
+    let cur = sim.get("/nodes/pve1/qemu/100/status/current").await.ok();
+    assert_eq!(cur["status"], "stopped");
+    assert_eq!(cur["qmpstatus"], "stopped");
+    assert_eq!(cur["vmid"], 100);
+    let shut = sim
+        .wait(
+            &sim.post("/nodes/pve1/qemu/100/status/shutdown", &[])
+                .await
+                .ok(),
+        )
+        .await;
+    assert_eq!(shut["exitstatus"], "VM 100 not running");
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/100/status/current").await.ok()["status"],
+        "running"
+    );
+    let again = sim
+        .wait(
+            &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+                .await
+                .ok(),
+        )
+        .await;
+    assert_eq!(again["exitstatus"], "VM 100 already running");
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/shutdown", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/100/status/current").await.ok()["status"],
+        "stopped"
+    );
+    let idx = sim.get("/nodes/pve1/qemu/100").await.ok();
+    assert!(
+        idx.as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["subdir"] == "config")
+    );
+}
+
+#[tokio::test]
+async fn template_clone_rules_and_clone_lock() {
+    let mut cfg = config();
+    cfg.task_durations
+        .per_type
+        .insert("qmclone".into(), std::time::Duration::from_millis(300));
+    let sim = Sim::with(cfg).await;
+    sim.create_vm(
+        "100",
+        &[
+            ("name", "base"),
+            ("scsi0", "local-lvm:8"),
+            ("net0", "virtio,bridge=vmbr0"),
+        ],
+    )
+    .await;
+    // Linked clone of a non-template is refused; storage only for full clones.
+    let linked = sim
+        .post(
+            "/nodes/pve1/qemu/100/clone",
+            &[("newid", "101"), ("full", "0")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(
+        linked,
+        "Linked clone feature is not supported for drive 'scsi0'"
+    );
+    // A running VM cannot become a template.
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    let running = sim
+        .post("/nodes/pve1/qemu/100/template", &[])
+        .await
+        .fail(500);
+    assert_eq!(
+        running,
+        "you can't convert a VM to template if VM is running"
+    );
+    sim.wait_ok(&sim.post("/nodes/pve1/qemu/100/status/stop", &[]).await.ok())
+        .await;
+    let upid = sim.post("/nodes/pve1/qemu/100/template", &[]).await.ok();
+    assert!(upid.as_str().unwrap().contains(":qmtemplate:100:"));
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(c["template"], 1);
+    assert_eq!(c["scsi0"], "local-lvm:base-100-disk-0,size=8G");
+    let start = sim
+        .post("/nodes/pve1/qemu/100/status/start", &[])
+        .await
+        .fail(500);
+    assert_eq!(start, "you can't start a vm if it's a template");
+    let st = sim
+        .post(
+            "/nodes/pve1/qemu/100/clone",
+            &[("newid", "101"), ("full", "0"), ("storage", "local-lvm")],
+        )
+        .await;
+    assert_eq!(
+        st.fail(500),
+        "parameter 'storage' not allowed for linked clones"
+    );
+    // A template's clone is linked by default; the new VM is locked until the task ends.
+    let upid = sim
+        .post(
+            "/nodes/pve1/qemu/100/clone",
+            &[("newid", "101"), ("name", "c1")],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":qmclone:100:"));
+    let during = sim.get("/nodes/pve1/qemu/101/config").await.ok();
+    assert_eq!(during["lock"], "clone");
+    let locked = sim
+        .put("/nodes/pve1/qemu/101/config", &[("cores", "2")])
+        .await
+        .fail(500);
+    assert_eq!(locked, "VM is locked (clone)");
+    let res = sim
+        .req("GET", "/cluster/resources", &[("type", "vm")])
+        .await
+        .ok();
+    assert!(
+        res.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["vmid"] == 101 && r["lock"] == "clone")
+    );
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/qemu/101/config").await.ok();
+    assert!(c.get("lock").is_none());
+    assert_eq!(c["name"], "c1");
+    assert_eq!(
+        c["scsi0"],
+        "local-lvm:base-100-disk-0/vm-101-disk-0,size=8G"
+    );
+    assert_ne!(
+        c["net0"],
+        sim.get("/nodes/pve1/qemu/100/config").await.ok()["net0"],
+        "a clone gets a new MAC"
+    );
+    // An existing newid.
+    let exists = sim
+        .post("/nodes/pve1/qemu/100/clone", &[("newid", "101")])
+        .await
+        .fail(500);
+    assert_eq!(
+        exists,
+        "unable to create VM 101: config file already exists"
+    );
+    // Full clone to another storage.
+    sim.wait_ok(
+        &sim.post(
+            "/nodes/pve1/qemu/100/clone",
+            &[("newid", "102"), ("full", "1"), ("storage", "local-lvm")],
+        )
+        .await
+        .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/102/config").await.ok()["scsi0"],
+        "local-lvm:vm-102-disk-0,size=8G"
+    );
+    // The template's base volume is in use by the linked clone: its destroy task fails.
+    let d = sim
+        .wait(&sim.delete("/nodes/pve1/qemu/100", &[]).await.ok())
+        .await;
+    assert_eq!(
+        d["exitstatus"],
+        "base volume 'local-lvm:base-100-disk-0' is still in use by linked cloned"
+    );
+}
+
+fn two_nodes() -> State {
+    let mut st = State::demo();
+    let mut n2 = st.nodes[0].clone();
+    n2.node = "pve2".into();
+    for n in [&mut st.nodes[0], &mut n2] {
+        n.storages.push(Storage {
+            storage: "nfs".into(),
+            kind: "nfs".into(),
+            shared: true,
+            content: vec!["images".into(), "iso".into()],
+            ..Storage::default()
+        });
+    }
+    st.nodes.push(n2);
+    st
+}
+
+#[tokio::test]
+async fn clone_to_another_node_needs_shared_storage() {
+    let mut cfg = config();
+    cfg.state = two_nodes();
+    let sim = Sim::with(cfg).await;
+    sim.create_vm("100", &[("scsi0", "local-lvm:4")]).await;
+    sim.create_vm("200", &[("scsi0", "nfs:4")]).await;
+    let local = sim
+        .post(
+            "/nodes/pve1/qemu/100/clone",
+            &[("newid", "101"), ("target", "pve2")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(
+        local,
+        "can't clone VM to node 'pve2' (VM uses local storage)"
+    );
+    sim.wait_ok(
+        &sim.post(
+            "/nodes/pve1/qemu/200/clone",
+            &[("newid", "201"), ("target", "pve2")],
+        )
+        .await
+        .ok(),
+    )
+    .await;
+    let c = sim.get("/nodes/pve2/qemu/201/config").await.ok();
+    assert_eq!(c["scsi0"], "nfs:201/vm-201-disk-0.raw,size=4G");
+    // The shared storage shows the same content from both nodes.
+    let a = sim.get("/nodes/pve1/storage/nfs/content").await.ok();
+    let b = sim.get("/nodes/pve2/storage/nfs/content").await.ok();
+    assert_eq!(a, b);
+    assert_eq!(a.as_array().unwrap().len(), 2);
+    let wrong_node = sim.get("/nodes/pve1/qemu/201/config").await.fail(500);
+    assert_eq!(
+        wrong_node,
+        "Configuration file 'nodes/pve1/qemu-server/201.conf' does not exist"
+    );
+}
+
+#[tokio::test]
+async fn resize_grows_only() {
+    let sim = Sim::start().await;
+    sim.create_vm(
+        "100",
+        &[("scsi0", "local-lvm:8"), ("ide2", "none,media=cdrom")],
+    )
+    .await;
+    let upid = sim
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "+2G")],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":resize:100:"));
+    sim.wait_ok(&upid).await;
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/100/config").await.ok()["scsi0"],
+        "local-lvm:vm-100-disk-0,size=10G"
+    );
+    sim.wait_ok(
+        &sim.put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "12G")],
+        )
+        .await
+        .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/storage/local-lvm/content").await.ok()[0]["size"],
+        12u64 << 30
+    );
+    let shrink = sim
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "4G")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(shrink, "shrinking disks is not supported");
+    let cd = sim
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "ide2"), ("size", "+1G")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(cd, "you can't resize a cdrom");
+    let none = sim
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi5"), ("size", "+1G")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(none, "disk 'scsi5' does not exist");
+    let bad = sim
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "+lots")],
+        )
+        .await
+        .errors();
+    assert!(bad["size"].is_string());
+}
+
+#[tokio::test]
+async fn destroy_rules() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("scsi0", "local-lvm:4")]).await;
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    let running = sim.delete("/nodes/pve1/qemu/100", &[]).await.fail(500);
+    assert_eq!(running, "VM 100 is running - destroy failed");
+    sim.wait_ok(&sim.post("/nodes/pve1/qemu/100/status/stop", &[]).await.ok())
+        .await;
+    sim.put("/nodes/pve1/qemu/100/config", &[("protection", "1")])
+        .await
+        .ok();
+    let prot = sim.delete("/nodes/pve1/qemu/100", &[]).await.fail(500);
+    assert_eq!(prot, "can't remove VM 100 - protection mode enabled");
+    sim.put("/nodes/pve1/qemu/100/config", &[("delete", "protection")])
+        .await
+        .ok();
+    // An orphan volume with the VMID goes only with destroy-unreferenced-disks.
+    sim.h.with_state(|st| {
+        let mut v = st.volumes[0].clone();
+        v.volid = "local-lvm:vm-100-disk-9".into();
+        st.volumes.push(v);
+    });
+    let upid = sim
+        .delete(
+            "/nodes/pve1/qemu/100",
+            &[("purge", "1"), ("destroy-unreferenced-disks", "1")],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":qmdestroy:100:"));
+    sim.wait_ok(&upid).await;
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        sim.get("/nodes/pve1/storage/local-lvm/content")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    let gone = sim.delete("/nodes/pve1/qemu/100", &[]).await.fail(500);
+    assert_eq!(
+        gone,
+        "Configuration file 'nodes/pve1/qemu-server/100.conf' does not exist"
+    );
+}
+
+#[tokio::test]
+async fn import_from_an_import_volume() {
+    let sim = Sim::start().await;
+    sim.h.with_state(|st| {
+        st.volumes.push(proxops_pve_sim::Volume {
+            node: "pve1".into(),
+            storage: "local".into(),
+            volid: "local:import/disk.qcow2".into(),
+            content: "import".into(),
+            format: "qcow2".into(),
+            size: 3 << 30,
+            ..Default::default()
+        });
+    });
+    sim.create_vm(
+        "100",
+        &[("scsi0", "local-lvm:0,import-from=local:import/disk.qcow2")],
+    )
+    .await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(c["scsi0"], "local-lvm:vm-100-disk-0,size=3G");
+    let sized = sim
+        .post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "101"),
+                ("scsi0", "local-lvm:8,import-from=local:import/disk.qcow2"),
+            ],
+        )
+        .await
+        .errors();
+    assert!(
+        sized["scsi0"]
+            .as_str()
+            .unwrap()
+            .starts_with("'import-from' requires special syntax")
+    );
+    let missing = sim
+        .post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "101"),
+                ("scsi0", "local-lvm:0,import-from=local:import/nope.qcow2"),
+            ],
+        )
+        .await
+        .fail(500);
+    assert_eq!(missing, "volume 'local:import/nope.qcow2' does not exist");
+    assert!(!sim.h.state().guests.contains_key(&101));
+}

@@ -1,0 +1,303 @@
+//! Shared test support: a started simulator with a pinned HTTPS client, request helpers that keep
+//! status, reason phrase and body, and a bounded task wait.
+
+use proxops_pve_sim::{SimConfig, SimHandle, TaskDurations, User, start};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub const PASSWORD: &str = "s3cret";
+
+/// Accepts exactly the certificate whose SHA-256 is the pinned fingerprint, and records it.
+#[derive(Debug)]
+pub struct Pin {
+    pub fingerprint: String,
+    pub seen: Arc<Mutex<Option<Vec<u8>>>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pin {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        *self.seen.lock().unwrap() = Some(end_entity.to_vec());
+        if proxops_pve_sim::fingerprint(end_entity) == self.fingerprint {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General("fingerprint mismatch".into()))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// A reqwest client that pins a fingerprint; also returns where the seen certificate lands.
+pub fn pinned_client(fingerprint: &str) -> (reqwest::Client, Arc<Mutex<Option<Vec<u8>>>>) {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let seen = Arc::new(Mutex::new(None));
+    let pin = Pin {
+        fingerprint: fingerprint.to_string(),
+        seen: seen.clone(),
+        provider: provider.clone(),
+    };
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(pin))
+        .with_no_client_auth();
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    (client, seen)
+}
+
+/// How requests authenticate.
+#[derive(Clone, Debug)]
+pub enum Auth {
+    None,
+    Header(String),
+    Ticket {
+        ticket: String,
+        csrf: Option<String>,
+    },
+}
+
+/// A response: status, reason phrase and JSON body.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub reason: String,
+    pub body: Value,
+}
+
+impl Resp {
+    /// The `data` of a 200, failing the test otherwise.
+    pub fn ok(self) -> Value {
+        assert_eq!(
+            self.status, 200,
+            "expected 200, got {} {} {}",
+            self.status, self.reason, self.body
+        );
+        self.body["data"].clone()
+    }
+
+    /// The failure message of a non-200, checking status and that reason and `message` agree.
+    pub fn fail(self, status: u16) -> String {
+        assert_eq!(
+            self.status, status,
+            "expected {status}, got {} {} {}",
+            self.status, self.reason, self.body
+        );
+        let message = self.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string();
+        assert_eq!(self.reason, message, "reason phrase and message differ");
+        message
+    }
+
+    /// The per-parameter errors of a 400.
+    pub fn errors(self) -> Value {
+        assert_eq!(
+            self.status, 400,
+            "expected 400, got {} {} {}",
+            self.status, self.reason, self.body
+        );
+        assert!(self.body["data"].is_null());
+        self.body["errors"].clone()
+    }
+}
+
+/// A running simulator with a client.
+pub struct Sim {
+    pub h: SimHandle,
+    pub client: reqwest::Client,
+    pub auth: Auth,
+}
+
+/// The test configuration: fast tasks, a password user.
+pub fn config() -> SimConfig {
+    SimConfig {
+        task_durations: TaskDurations::uniform(Duration::from_millis(40)),
+        users: vec![User {
+            userid: "root@pam".into(),
+            password: PASSWORD.into(),
+        }],
+        ..SimConfig::default()
+    }
+}
+
+impl Sim {
+    pub async fn start() -> Sim {
+        Sim::with(config()).await
+    }
+
+    pub async fn with(cfg: SimConfig) -> Sim {
+        let h = start(cfg).await.unwrap();
+        let (client, _) = pinned_client(&h.fingerprint);
+        let auth = Auth::Header(h.token.header());
+        Sim { h, client, auth }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.h.base_url())
+    }
+
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        params: &[(&str, &str)],
+        auth: &Auth,
+    ) -> Resp {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let query = method == reqwest::Method::GET || method == reqwest::Method::DELETE;
+        let mut url = self.url(path);
+        if query && !params.is_empty() {
+            let q: Vec<String> = params
+                .iter()
+                .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+                .collect();
+            url = format!("{url}?{}", q.join("&"));
+        }
+        let mut rb = self.client.request(method.clone(), url);
+        if !query {
+            rb = rb.form(params);
+        }
+        rb = match auth {
+            Auth::None => rb,
+            Auth::Header(h) => rb.header("Authorization", h),
+            Auth::Ticket { ticket, csrf } => {
+                let rb = rb.header("Cookie", format!("PVEAuthCookie={ticket}"));
+                match csrf {
+                    Some(c) => rb.header("CSRFPreventionToken", c),
+                    None => rb,
+                }
+            }
+        };
+        read(rb.send().await.unwrap()).await
+    }
+
+    pub async fn req(&self, method: &str, path: &str, params: &[(&str, &str)]) -> Resp {
+        self.send(method, path, params, &self.auth).await
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.req("GET", path, &[]).await
+    }
+
+    pub async fn post(&self, path: &str, params: &[(&str, &str)]) -> Resp {
+        self.req("POST", path, params).await
+    }
+
+    pub async fn put(&self, path: &str, params: &[(&str, &str)]) -> Resp {
+        self.req("PUT", path, params).await
+    }
+
+    pub async fn delete(&self, path: &str, params: &[(&str, &str)]) -> Resp {
+        self.req("DELETE", path, params).await
+    }
+
+    /// Waits (bounded) for a task to stop; returns its status object.
+    pub async fn wait(&self, upid: &Value) -> Value {
+        let upid = upid.as_str().expect("a UPID string");
+        let node = upid.split(':').nth(1).unwrap();
+        let path = format!("/nodes/{node}/tasks/{}/status", enc(upid));
+        for _ in 0..500 {
+            let st = self.get(&path).await.ok();
+            if st["status"] == "stopped" {
+                return st;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("task {upid} did not stop in time");
+    }
+
+    /// Waits for a task and asserts it ended OK.
+    pub async fn wait_ok(&self, upid: &Value) {
+        let st = self.wait(upid).await;
+        assert_eq!(st["exitstatus"], "OK", "task failed: {st}");
+    }
+
+    /// Creates a VM and waits for it.
+    pub async fn create_vm(&self, vmid: &str, extra: &[(&str, &str)]) {
+        let mut params = vec![("vmid", vmid)];
+        params.extend_from_slice(extra);
+        let upid = self.post("/nodes/pve1/qemu", &params).await.ok();
+        self.wait_ok(&upid).await;
+    }
+}
+
+/// Reads a reqwest response into a [`Resp`].
+pub async fn read(resp: reqwest::Response) -> Resp {
+    let status = resp.status();
+    let reason = resp
+        .extensions()
+        .get::<hyper::ext::ReasonPhrase>()
+        .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("").to_string());
+    let text = resp.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Resp {
+        status: status.as_u16(),
+        reason,
+        body,
+    }
+}
+
+/// Percent-encodes a path segment.
+pub fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
