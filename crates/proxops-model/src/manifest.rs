@@ -5,7 +5,7 @@ use crate::de::{Problem, Sink, decode, did_you_mean};
 use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::kind::{KindDef, Reference, ReferenceSource, Registry, SpecContext};
 use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec, common::is_valid_name};
-use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
+use crate::yaml::{Node, NodeValue, PathSeg, Span, SpanTree, parse_documents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::any::Any;
@@ -100,8 +100,9 @@ pub struct Resource {
     pub spec: Spec,
     /// The file it came from.
     pub file: Arc<SourceFile>,
-    /// The parsed document, for labels.
-    pub document: Arc<Node>,
+    /// Where each node of the document is, for labels (the parsed tree itself is dropped once
+    /// the manifest is decoded).
+    pub document: SpanTree,
     /// Dependencies from the `proxops/depends-on` annotation.
     pub depends_on: Vec<Reference>,
 }
@@ -194,8 +195,9 @@ pub fn load_manifest(
         );
     }
     let sink = Sink::default();
-    let doc = Arc::new(doc);
     let resource = decode_envelope(&doc, file, registry, root_kind, &sink);
+    // Only the spans are kept: the tree is freed while it is still in the cache.
+    drop(doc);
     diagnostics.extend(to_diagnostics(file, sink.take()));
     let has_error = diagnostics.iter().any(Diagnostic::is_error);
     LoadedManifest {
@@ -215,7 +217,7 @@ fn problem(code: Code, span: Span, message: String, label: &str, help: Option<St
 }
 
 fn decode_envelope(
-    doc: &Arc<Node>,
+    doc: &Node,
     file: &Arc<SourceFile>,
     registry: &Registry,
     root_kind: Option<&str>,
@@ -326,7 +328,7 @@ fn decode_envelope(
         metadata,
         spec,
         file: Arc::clone(file),
-        document: Arc::clone(doc),
+        document: SpanTree::new(doc),
         depends_on,
     })
 }
