@@ -56,7 +56,7 @@ pub(crate) fn node_status(ctx: &mut Ctx) -> Result<Value, ApiError> {
         "memory": { "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) },
         "swap": { "total": 0, "used": 0, "free": 0 },
         "rootfs": { "total": 100u64 << 30, "used": 4u64 << 30, "free": 96u64 << 30, "avail": 96u64 << 30 },
-        "cpuinfo": { "cpus": n.maxcpu, "sockets": 1, "cores": n.maxcpu, "model": "QEMU Virtual CPU", "mhz": "2400.000", "hvm": "1", "user_hz": 100, "flags": "" },
+        "cpuinfo": { "cpus": n.maxcpu, "sockets": 1, "cores": n.maxcpu, "model": "QEMU Virtual CPU" },
         "kversion": "Linux 6.8.12-9-pve #1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9",
         "pveversion": format!("pve-manager/{VERSION}/2a5fa54a8503f96d"),
         "current-kernel": { "sysname": "Linux", "release": "6.8.12-9-pve", "version": "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9", "machine": "x86_64" },
@@ -128,7 +128,14 @@ pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let now = auth::now();
     let mut rows = Vec::new();
     if want("node") {
-        rows.extend(st.nodes.iter().map(|n| node_row(ctx, &st, n)));
+        rows.extend(st.nodes.iter().map(|n| {
+            let mut row = node_row(ctx, &st, n);
+            // The certificate fingerprint is a /nodes field only.
+            if let Some(obj) = row.as_object_mut() {
+                obj.remove("ssl_fingerprint");
+            }
+            row
+        }));
     }
     if want("vm") {
         rows.extend(

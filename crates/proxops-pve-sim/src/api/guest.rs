@@ -119,11 +119,12 @@ fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         .into_iter()
         .map(|k| {
             let mut row = json!({ "key": k });
+            // The schema types pending values as strings, unlike config GET.
             if let Some(v) = g.config.get(k) {
-                row["value"] = typed(kind, k, v);
+                row["value"] = v.clone().into();
             }
             if let Some(v) = g.pending.get(k) {
-                row["pending"] = typed(kind, k, v);
+                row["pending"] = v.clone().into();
             }
             if g.pending_delete.contains(k) {
                 row["delete"] = 1.into();
@@ -144,6 +145,10 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         obj.remove("id");
         obj.remove("node");
         obj.remove("maxcpu");
+        obj.remove("type");
+        if kind == GuestKind::Qemu {
+            obj.remove("disk");
+        }
         obj.insert(
             "cpus".into(),
             super::cluster::guest_row(g, 0)["maxcpu"].clone(),

@@ -37,8 +37,13 @@ pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> V
                     if !g.is_template() {
                         obj.remove("template");
                     }
-                    if kind == GuestKind::Lxc {
-                        obj.insert("type".into(), "lxc".into());
+                    match kind {
+                        GuestKind::Lxc => {
+                            obj.insert("type".into(), "lxc".into());
+                        }
+                        GuestKind::Qemu => {
+                            obj.remove("disk");
+                        }
                     }
                 }
                 row

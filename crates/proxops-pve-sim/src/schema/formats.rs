@@ -74,11 +74,14 @@ const CONTENT: &[&str] = &[
 
 /// Checks a value against a named format; the error is the text after `invalid format - `.
 pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
-    let bad = |msg: String| Err(msg + "\n");
+    let bad = |msg: String| Err(msg);
     match format {
         "pve-node" if !node_name(v) => bad("value does not look like a valid node name".into()),
         "pve-node-list" if !split_list(v).iter().all(|n| node_name(n)) => {
             bad("value does not look like a valid node name".into())
+        }
+        "dns-name" if !v.split('.').all(node_name) => {
+            bad("value does not look like a valid DNS name".into())
         }
         "pve-vmid" if !v.bytes().all(|b| b.is_ascii_digit()) || v.is_empty() => {
             bad("value does not look like a valid VM ID".into())

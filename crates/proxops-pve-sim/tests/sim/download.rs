@@ -1,1 +1,341 @@
-//! download tests.
+//! download-url against a loopback HTTP server: the file is really fetched, extensions checked
+//! per content type, checksums verified, task type `download` with the filename as id.
+
+use crate::support::Sim;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A tiny HTTP/1.1 file server on 127.0.0.1 (one request per connection); aborted on drop.
+pub struct FileServer {
+    pub base: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FileServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn serve(files: HashMap<String, Vec<u8>>) -> FileServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let files = Arc::new(files);
+    let task = tokio::spawn(async move {
+        // Bounded: a test makes a handful of downloads.
+        for _ in 0..64 {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let files = files.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf);
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let resp = match files.get(&path) {
+                    Some(body) => {
+                        let mut r = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .into_bytes();
+                        r.extend_from_slice(body);
+                        r
+                    }
+                    None => {
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .to_vec()
+                    }
+                };
+                let _ = sock.write_all(&resp).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    FileServer { base, task }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[tokio::test]
+async fn downloads_iso_with_checksum() {
+    let iso = vec![7u8; 100_000];
+    let srv = serve(HashMap::from([("/debian.iso".to_string(), iso.clone())])).await;
+    let sim = Sim::start().await;
+    let sum = hex(&Sha256::digest(&iso));
+    let url = format!("{}/debian.iso", srv.base);
+    let upid = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[
+                ("url", &url),
+                ("content", "iso"),
+                ("filename", "debian.iso"),
+                ("checksum", &sum),
+                ("checksum-algorithm", "sha256"),
+            ],
+        )
+        .await
+        .ok();
+    let u = upid.as_str().unwrap();
+    assert!(u.contains(":download:debian.iso:"), "{u}");
+    sim.wait_ok(&upid).await;
+    let content = sim
+        .req(
+            "GET",
+            "/nodes/pve1/storage/local/content",
+            &[("content", "iso")],
+        )
+        .await
+        .ok();
+    assert_eq!(content[0]["volid"], "local:iso/debian.iso");
+    assert_eq!(content[0]["size"], 100_000);
+    assert_eq!(content[0]["format"], "iso");
+    let log = sim
+        .get(&format!("/nodes/pve1/tasks/{}/log", crate::support::enc(u)))
+        .await
+        .ok();
+    let text: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["t"].as_str().unwrap())
+        .collect();
+    assert!(text.iter().any(|l| l.starts_with("downloading ")));
+    assert_eq!(*text.last().unwrap(), "TASK OK");
+    // It exists now.
+    let again = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[
+                ("url", &url),
+                ("content", "iso"),
+                ("filename", "debian.iso"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        again.fail(500),
+        "refusing to override existing file '/var/lib/vz/template/iso/debian.iso'"
+    );
+}
+
+#[tokio::test]
+async fn checksum_mismatch_fails_the_task_and_other_algorithms_work() {
+    let data = b"hello world".to_vec();
+    let srv = serve(HashMap::from([
+        ("/a.iso".to_string(), data.clone()),
+        ("/b.iso".to_string(), data.clone()),
+    ]))
+    .await;
+    let sim = Sim::start().await;
+    let url = format!("{}/a.iso", srv.base);
+    let bad = "0".repeat(64);
+    let upid = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[
+                ("url", &url),
+                ("content", "iso"),
+                ("filename", "a.iso"),
+                ("checksum", &bad),
+                ("checksum-algorithm", "sha256"),
+            ],
+        )
+        .await
+        .ok();
+    let st = sim.wait(&upid).await;
+    let want = format!(
+        "checksum mismatch: got '{}' != expect '{bad}'",
+        hex(&Sha256::digest(&data))
+    );
+    assert_eq!(st["exitstatus"], want.as_str());
+    assert_eq!(
+        sim.get("/nodes/pve1/storage/local/content")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    for (alg, sum) in [
+        ("md5", "5eb63bbbe01eeed093cb22bb8f5acdc3"),
+        ("sha1", "2aae6c35c94fcfb415dbe95f408b9ce91ee846ed"),
+    ] {
+        let url = format!("{}/b.iso", srv.base);
+        let name = format!("b-{alg}.iso");
+        let upid = sim
+            .post(
+                "/nodes/pve1/storage/local/download-url",
+                &[
+                    ("url", &url),
+                    ("content", "iso"),
+                    ("filename", &name),
+                    ("checksum", sum),
+                    ("checksum-algorithm", alg),
+                ],
+            )
+            .await
+            .ok();
+        sim.wait_ok(&upid).await;
+    }
+    let upid = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[
+                ("url", &format!("{}/missing.iso", srv.base)),
+                ("content", "iso"),
+                ("filename", "m.iso"),
+            ],
+        )
+        .await
+        .ok();
+    assert_eq!(
+        sim.wait(&upid).await["exitstatus"],
+        "download failed: 404 Not Found"
+    );
+}
+
+#[tokio::test]
+async fn parameter_and_storage_rules() {
+    let sim = Sim::start().await;
+    let url = "http://127.0.0.1:9/x";
+    let e = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[
+                ("url", url),
+                ("content", "iso"),
+                ("filename", "x.iso"),
+                ("checksum", "ab"),
+            ],
+        )
+        .await
+        .errors();
+    assert_eq!(
+        e["checksum-algorithm"],
+        "missing property - 'checksum' requires this property"
+    );
+    let e = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[("url", url), ("content", "iso"), ("filename", "x.qcow2")],
+        )
+        .await
+        .errors();
+    assert_eq!(e["filename"], "wrong file extension");
+    let e = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[("url", url), ("content", "vztmpl"), ("filename", "x.iso")],
+        )
+        .await
+        .errors();
+    assert_eq!(e["filename"], "wrong file extension");
+    let e = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[
+                ("url", "ftp://x"),
+                ("content", "iso"),
+                ("filename", "x.iso"),
+            ],
+        )
+        .await
+        .errors();
+    assert_eq!(e["url"], "value does not match the regex pattern");
+    let e = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[("url", url), ("content", "images"), ("filename", "x.iso")],
+        )
+        .await
+        .errors();
+    assert!(e["content"].as_str().unwrap().contains("enumeration"));
+    let lvm = sim
+        .post(
+            "/nodes/pve1/storage/local-lvm/download-url",
+            &[("url", url), ("content", "iso"), ("filename", "x.iso")],
+        )
+        .await;
+    assert_eq!(
+        lvm.fail(500),
+        "can't upload to storage type 'lvmthin', not a file based storage!"
+    );
+    sim.h
+        .with_state(|st| st.nodes[0].storages[0].content.retain(|c| c != "import"));
+    let e = sim
+        .post(
+            "/nodes/pve1/storage/local/download-url",
+            &[("url", url), ("content", "import"), ("filename", "x.qcow2")],
+        )
+        .await
+        .errors();
+    assert_eq!(
+        e["content"],
+        "storage 'local' is not configured for content-type 'import'"
+    );
+}
+
+#[tokio::test]
+async fn vztmpl_and_import_formats_then_import_from() {
+    let srv = serve(HashMap::from([
+        ("/t.tar.zst".to_string(), vec![1u8; 10]),
+        ("/d.qcow2".to_string(), vec![2u8; 20]),
+    ]))
+    .await;
+    let sim = Sim::start().await;
+    for (content, file) in [("vztmpl", "debian-12.tar.zst"), ("import", "disk.qcow2")] {
+        let path = if content == "vztmpl" {
+            "/t.tar.zst"
+        } else {
+            "/d.qcow2"
+        };
+        let upid = sim
+            .post(
+                "/nodes/pve1/storage/local/download-url",
+                &[
+                    ("url", &format!("{}{path}", srv.base)),
+                    ("content", content),
+                    ("filename", file),
+                ],
+            )
+            .await
+            .ok();
+        sim.wait_ok(&upid).await;
+    }
+    let content = sim.get("/nodes/pve1/storage/local/content").await.ok();
+    let find = |v: &str| {
+        content
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["volid"] == v)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(find("local:vztmpl/debian-12.tar.zst")["format"], "tzst");
+    assert_eq!(find("local:import/disk.qcow2")["format"], "qcow2");
+    sim.create_vm(
+        "100",
+        &[("scsi0", "local-lvm:0,import-from=local:import/disk.qcow2")],
+    )
+    .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/100/config").await.ok()["scsi0"],
+        "local-lvm:vm-100-disk-0,size=20"
+    );
+}

@@ -1,1 +1,223 @@
-//! lxc tests.
+//! LXC containers: create needs an existing ostemplate, config, template is synchronous, clone,
+//! power and destroy.
+
+use crate::support::Sim;
+use proxops_pve_sim::Volume;
+
+const TEMPLATE: &str = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
+
+async fn sim_with_template() -> Sim {
+    let sim = Sim::start().await;
+    sim.h.with_state(|st| {
+        st.volumes.push(Volume {
+            node: "pve1".into(),
+            storage: "local".into(),
+            volid: TEMPLATE.into(),
+            content: "vztmpl".into(),
+            format: "tzst".into(),
+            size: 120 << 20,
+            ..Default::default()
+        })
+    });
+    sim
+}
+
+#[tokio::test]
+async fn create_needs_an_existing_ostemplate() {
+    let sim = sim_with_template().await;
+    let missing = sim
+        .post(
+            "/nodes/pve1/lxc",
+            &[
+                ("vmid", "200"),
+                ("ostemplate", "local:vztmpl/nope.tar.zst"),
+                ("rootfs", "local-lvm:8"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        missing.fail(500),
+        "volume 'local:vztmpl/nope.tar.zst' does not exist"
+    );
+    let no_param = sim
+        .post("/nodes/pve1/lxc", &[("vmid", "200")])
+        .await
+        .errors();
+    assert_eq!(
+        no_param["ostemplate"],
+        "property is missing and it is not optional"
+    );
+    let upid = sim
+        .post(
+            "/nodes/pve1/lxc",
+            &[
+                ("vmid", "200"),
+                ("ostemplate", TEMPLATE),
+                ("hostname", "ct1"),
+                ("rootfs", "local-lvm:8"),
+                ("net0", "name=eth0,bridge=vmbr0,ip=dhcp"),
+                ("unprivileged", "1"),
+                ("tags", "proxops"),
+            ],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":vzcreate:200:"));
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/lxc/200/config").await.ok();
+    assert_eq!(c["rootfs"], "local-lvm:vm-200-disk-0,size=8G");
+    let net = c["net0"].as_str().unwrap();
+    assert!(
+        net.starts_with("name=eth0,bridge=vmbr0,hwaddr=BC:24:11:")
+            && net.ends_with(",ip=dhcp,type=veth"),
+        "{net}"
+    );
+    assert_eq!(c["arch"], "amd64");
+    assert_eq!(c["ostype"], "debian");
+    assert_eq!(c["hostname"], "ct1");
+    assert_eq!(c["unprivileged"], 1);
+    let list = sim.get("/nodes/pve1/lxc").await.ok();
+    assert_eq!(list[0]["vmid"], 200);
+    assert_eq!(list[0]["type"], "lxc");
+    let res = sim
+        .req("GET", "/cluster/resources", &[("type", "vm")])
+        .await
+        .ok();
+    assert_eq!(res[0]["id"], "lxc/200");
+}
+
+#[tokio::test]
+async fn config_power_template_clone_destroy() {
+    let sim = sim_with_template().await;
+    sim.wait_ok(
+        &sim.post(
+            "/nodes/pve1/lxc",
+            &[
+                ("vmid", "200"),
+                ("ostemplate", TEMPLATE),
+                ("rootfs", "local-lvm:4"),
+            ],
+        )
+        .await
+        .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.put(
+            "/nodes/pve1/lxc/200/config",
+            &[("memory", "1024"), ("cores", "2")]
+        )
+        .await
+        .ok(),
+        serde_json::Value::Null
+    );
+    let c = sim.get("/nodes/pve1/lxc/200/config").await.ok();
+    assert_eq!(c["memory"], 1024);
+    assert_eq!(c["cores"], 2);
+    let root = sim
+        .put("/nodes/pve1/lxc/200/config", &[("delete", "rootfs")])
+        .await
+        .errors();
+    assert!(root["rootfs"].is_string());
+    sim.wait_ok(&sim.post("/nodes/pve1/lxc/200/status/start", &[]).await.ok())
+        .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/lxc/200/status/current").await.ok()["status"],
+        "running"
+    );
+    let refused = sim
+        .post("/nodes/pve1/lxc/200/template", &[])
+        .await
+        .fail(500);
+    assert_eq!(
+        refused,
+        "you can't convert a CT to template if the CT is running"
+    );
+    let destroy = sim.delete("/nodes/pve1/lxc/200", &[]).await.fail(500);
+    assert_eq!(destroy, "CT 200 is running - destroy failed");
+    let upid = sim
+        .post("/nodes/pve1/lxc/200/status/shutdown", &[])
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":vzshutdown:200:"));
+    sim.wait_ok(&upid).await;
+    // LXC template is synchronous: null, and done at once.
+    assert_eq!(
+        sim.post("/nodes/pve1/lxc/200/template", &[]).await.ok(),
+        serde_json::Value::Null
+    );
+    let c = sim.get("/nodes/pve1/lxc/200/config").await.ok();
+    assert_eq!(c["template"], 1);
+    assert_eq!(c["rootfs"], "local-lvm:base-200-disk-0,size=4G");
+    let upid = sim
+        .post(
+            "/nodes/pve1/lxc/200/clone",
+            &[("newid", "201"), ("hostname", "c")],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":vzclone:200:"));
+    assert_eq!(
+        sim.get("/nodes/pve1/lxc/201/config").await.ok()["lock"],
+        "clone"
+    );
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/lxc/201/config").await.ok();
+    assert_eq!(
+        c["rootfs"],
+        "local-lvm:base-200-disk-0/vm-201-disk-0,size=4G"
+    );
+    assert_eq!(c["hostname"], "c");
+    let upid = sim.delete("/nodes/pve1/lxc/201", &[]).await.ok();
+    assert!(upid.as_str().unwrap().contains(":vzdestroy:201:"));
+    sim.wait_ok(&upid).await;
+    sim.wait_ok(&sim.delete("/nodes/pve1/lxc/200", &[]).await.ok())
+        .await;
+    let gone = sim.get("/nodes/pve1/lxc/200/config").await.fail(500);
+    assert_eq!(
+        gone,
+        "Configuration file 'nodes/pve1/lxc/200.conf' does not exist"
+    );
+    // Resize of an lxc volume.
+    sim.wait_ok(
+        &sim.post(
+            "/nodes/pve1/lxc",
+            &[
+                ("vmid", "202"),
+                ("ostemplate", TEMPLATE),
+                ("rootfs", "local-lvm:4"),
+            ],
+        )
+        .await
+        .ok(),
+    )
+    .await;
+    sim.wait_ok(
+        &sim.put(
+            "/nodes/pve1/lxc/202/resize",
+            &[("disk", "rootfs"), ("size", "+1G")],
+        )
+        .await
+        .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/lxc/202/config").await.ok()["rootfs"],
+        "local-lvm:vm-202-disk-0,size=5G"
+    );
+    let idx = sim.get("/nodes/pve1/lxc/202").await.ok();
+    assert!(
+        idx.as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["subdir"] == "status")
+    );
+    let pending = sim.get("/nodes/pve1/lxc/202/pending").await.ok();
+    assert!(
+        pending
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["key"] == "rootfs")
+    );
+}

@@ -185,6 +185,7 @@ async fn config_put_post_delete_digest_and_pending() {
         .unwrap();
     assert_eq!(mem["value"], "1024");
     assert_eq!(mem["pending"], "4096");
+
     let name = pending
         .as_array()
         .unwrap()
