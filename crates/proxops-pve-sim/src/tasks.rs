@@ -79,7 +79,8 @@ pub(crate) fn spawn(
     work: Option<Work>,
     job: Job,
 ) -> String {
-    st.last_pid = st.last_pid.max(0x1000) + 1 + (st.last_pid % 7);
+    // PIDs grow by small steps, as other processes take numbers in between.
+    st.last_pid = st.last_pid.max(0x1000).wrapping_add(1 + st.last_pid % 7);
     let upid = Upid {
         node: node.into(),
         pid: st.last_pid,

@@ -55,8 +55,17 @@ pub(crate) fn typed(kind: GuestKind, key: &str, value: &str) -> Value {
 
 /// Refuses a locked guest unless `skiplock` (PVE: `VM is locked (clone)`), and draws lock contention.
 pub(crate) fn check_lock(ctx: &Ctx, g: &Guest) -> Result<(), ApiError> {
+    let skiplock = ctx.flag("skiplock") == Some(true);
+    let who = ctx.who();
+    // qemu-server and pve-container: only the user root@pam (not even its tokens) may skip locks.
+    if skiplock && (who.userid != "root@pam" || who.tokenid.is_some()) {
+        return Err(ApiError::param(
+            "skiplock",
+            "Only root may use this option.",
+        ));
+    }
     if let Some(l) = g.lock()
-        && ctx.flag("skiplock") != Some(true)
+        && !skiplock
     {
         return Err(ApiError::fail(format!("{} is locked ({l})", g.kind.word())));
     }
@@ -349,7 +358,11 @@ fn resize(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let amount = parse_size(amount)
         .filter(|_| amount.ends_with(|c: char| c.is_ascii_digit() || "KMGTkmgt".contains(c)))
         .ok_or_else(|| ApiError::param("size", "unable to parse size"))?;
-    let new = if relative { cur + amount } else { amount };
+    let new = if relative {
+        cur.saturating_add(amount)
+    } else {
+        amount
+    };
     if new < cur {
         return Err(ApiError::fail("shrinking disks is not supported"));
     }

@@ -652,3 +652,85 @@ async fn import_from_an_import_volume() {
     assert_eq!(missing, "volume 'local:import/nope.qcow2' does not exist");
     assert!(!sim.h.state().guests.contains_key(&101));
 }
+
+#[tokio::test]
+async fn locks_snapshots_and_skiplock() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("scsi0", "local-lvm:4")]).await;
+    sim.h.with_state(|st| {
+        let g = st.guests.get_mut(&100).unwrap();
+        g.config.insert("lock".into(), "backup".into());
+        g.snapshots.push("before-upgrade".into());
+    });
+    let locked = sim
+        .post("/nodes/pve1/qemu/100/status/start", &[])
+        .await
+        .fail(500);
+    assert_eq!(locked, "VM is locked (backup)");
+    let locked = sim.delete("/nodes/pve1/qemu/100", &[]).await.fail(500);
+    assert_eq!(locked, "VM is locked (backup)");
+    // skiplock passes the lock, for the user root@pam only (not its tokens).
+    let token = sim
+        .put(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "2"), ("skiplock", "1")],
+        )
+        .await
+        .errors();
+    assert_eq!(token["skiplock"], "Only root may use this option.");
+    let login = sim
+        .send(
+            "POST",
+            "/access/ticket",
+            &[
+                ("username", "root@pam"),
+                ("password", crate::support::PASSWORD),
+            ],
+            &crate::support::Auth::None,
+        )
+        .await
+        .ok();
+    let root = crate::support::Auth::Ticket {
+        ticket: login["ticket"].as_str().unwrap().into(),
+        csrf: Some(login["CSRFPreventionToken"].as_str().unwrap().into()),
+    };
+    sim.send(
+        "PUT",
+        "/nodes/pve1/qemu/100/config",
+        &[("cores", "2"), ("skiplock", "1")],
+        &root,
+    )
+    .await
+    .ok();
+    sim.h.with_state(|st| {
+        st.guests.get_mut(&100).unwrap().config.remove("lock");
+    });
+    let snap = sim
+        .post("/nodes/pve1/qemu/100/template", &[])
+        .await
+        .fail(500);
+    assert_eq!(
+        snap,
+        "you can't convert a VM to template if VM has snapshots"
+    );
+    let res = sim
+        .req("GET", "/cluster/resources", &[("type", "vm")])
+        .await
+        .ok();
+    assert!(res[0].get("lock").is_none());
+}
+
+#[tokio::test]
+async fn huge_sizes_do_not_overflow() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("scsi0", "local-lvm:4")]).await;
+    let upid = sim
+        .put(
+            "/nodes/pve1/qemu/100/resize",
+            &[("disk", "scsi0"), ("size", "+99999999999999999999T")],
+        )
+        .await
+        .ok();
+    sim.wait(&upid).await;
+    assert_eq!(sim.get("/version").await.status, 200);
+}
