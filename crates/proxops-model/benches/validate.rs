@@ -8,7 +8,11 @@
 //!   [`proxops_model::yaml::parse_documents`], the YAML parse the loader does. The file list is
 //!   collected once, outside the timed loop.
 //! - `load_repository`: [`proxops_model::load_repository`] on an [`FsSource`] of the directory
-//!   (discovery, reads, parse, decode, per-cluster validation, unlisted-file scan).
+//!   (discovery, reads, parse, decode, per-cluster validation, unlisted-file scan), which reads
+//!   and decodes manifests on every core ([`std::thread::available_parallelism`]).
+//! - `load_repository_1_thread`: the same on the calling thread only
+//!   ([`load_repository_with_threads`] with 1 thread), to compare like with like against the
+//!   single-threaded baseline.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -16,6 +20,7 @@
 mod scale;
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_main};
+use proxops_model::loader::load_repository_with_threads;
 use proxops_model::{FsSource, LoadOptions, Registry, load_repository, yaml::parse_documents};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -51,10 +56,16 @@ fn read_parse(files: &[PathBuf]) -> usize {
     docs
 }
 
-/// Loads and validates the repository at `dir`; returns the number of resources.
-fn validate(dir: &Path, registry: &Registry) -> usize {
+/// Loads and validates the repository at `dir` on `threads` threads (`None`: the default of
+/// [`load_repository`]); returns the number of resources.
+fn validate(dir: &Path, registry: &Registry, threads: Option<usize>) -> usize {
     let source = FsSource::new(dir).expect("repository directory");
-    let repo = load_repository(&source, registry, &LoadOptions::default()).expect("loadable");
+    let options = LoadOptions::default();
+    let repo = match threads {
+        None => load_repository(&source, registry, &options),
+        Some(n) => load_repository_with_threads(&source, registry, &options, n),
+    }
+    .expect("loadable");
     let resources = repo.clusters.iter().map(|c| c.resources.len()).sum();
     black_box(repo);
     resources
@@ -76,7 +87,8 @@ fn bench_case(c: &mut Criterion, clusters: usize, per_cluster: usize, large: boo
         "generated repository has errors: {:#?}",
         repo.diagnostics
     );
-    assert_eq!(validate(tmp.path(), &registry), stats.manifests);
+    assert_eq!(validate(tmp.path(), &registry, None), stats.manifests);
+    assert_eq!(validate(tmp.path(), &registry, Some(1)), stats.manifests);
     assert_eq!(read_parse(&files), stats.files);
     drop(repo);
 
@@ -94,7 +106,10 @@ fn bench_case(c: &mut Criterion, clusters: usize, per_cluster: usize, large: boo
     }
     group.bench_function("read_parse", |b| b.iter(|| read_parse(black_box(&files))));
     group.bench_function("load_repository", |b| {
-        b.iter(|| validate(black_box(tmp.path()), &registry))
+        b.iter(|| validate(black_box(tmp.path()), &registry, None))
+    });
+    group.bench_function("load_repository_1_thread", |b| {
+        b.iter(|| validate(black_box(tmp.path()), &registry, Some(1)))
     });
     group.finish();
 }

@@ -1,8 +1,10 @@
 //! Peak resident memory and wall time of loading and validating one repository.
 //!
-//! Usage: `cargo run --release -p proxops-model --example peak_mem -- [<repo-dir>]`.
-//! Without `<repo-dir>`, a repository of 10 clusters x 1,000 manifests is generated into a
-//! temporary directory first (see `benches/support/scale.rs`).
+//! Usage: `cargo run --release -p proxops-model --example peak_mem -- [<repo-dir> [<threads>]]`.
+//! Without `<repo-dir>` (or with `-`), a repository of 10 clusters x 1,000 manifests is generated
+//! into a temporary directory first (see `benches/support/scale.rs`). Without `<threads>`,
+//! manifests are decoded on every core (the default of `load_repository`); `1` loads on the
+//! calling thread only.
 //!
 //! The workspace forbids `unsafe` code, so a counting `#[global_allocator]` is not possible here;
 //! the peak is the kernel's resident-set high-water mark instead (`VmHWM` of
@@ -14,6 +16,7 @@
 #[path = "../benches/support/scale.rs"]
 mod scale;
 
+use proxops_model::loader::load_repository_with_threads;
 use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,12 +55,21 @@ fn mib(bytes: Option<u64>) -> String {
 
 /// Runs the measurement; `Ok(true)` if the repository is valid.
 fn run(args: &[String]) -> Result<bool, String> {
-    if args.len() > 1 {
+    if args.len() > 2 {
         return Err("too many arguments".to_owned());
     }
+    let threads = match args.get(1) {
+        None => None,
+        Some(t) => Some(
+            t.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("`{t}` is not a number of threads"))?,
+        ),
+    };
     // Keeps the generated repository alive until the end.
     let mut _tmp = None;
-    let dir = match args.first() {
+    let dir = match args.first().filter(|d| *d != "-") {
         Some(d) => PathBuf::from(d),
         None => {
             let tmp = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
@@ -80,8 +92,12 @@ fn run(args: &[String]) -> Result<bool, String> {
     let rss_before = status_bytes("VmRSS");
     let reset = reset_peak();
     let start = Instant::now();
-    let repo = load_repository(&source, &registry, &LoadOptions::default())
-        .map_err(|e| format!("loading {}: {e}", dir.display()))?;
+    let options = LoadOptions::default();
+    let repo = match threads {
+        None => load_repository(&source, &registry, &options),
+        Some(n) => load_repository_with_threads(&source, &registry, &options, n),
+    }
+    .map_err(|e| format!("loading {}: {e}", dir.display()))?;
     let elapsed = start.elapsed();
     let peak = status_bytes("VmHWM");
     let rss_after = status_bytes("VmRSS");
@@ -113,7 +129,14 @@ fn run(args: &[String]) -> Result<bool, String> {
         "peak RSS - RSS before: {}",
         mib(peak.zip(rss_before).map(|(p, b)| p.saturating_sub(b)))
     );
-    Ok(repo.is_valid())
+    let valid = repo.is_valid();
+    let start = Instant::now();
+    drop(repo);
+    println!(
+        "drop time:             {:.1} ms",
+        start.elapsed().as_secs_f64() * 1000.0
+    );
+    Ok(valid)
 }
 
 fn main() -> ExitCode {
@@ -126,7 +149,7 @@ fn main() -> ExitCode {
         }
         Err(msg) => {
             eprintln!("error: {msg}");
-            eprintln!("usage: peak_mem [<repo-dir>]");
+            eprintln!("usage: peak_mem [<repo-dir> [<threads>]]");
             ExitCode::from(2)
         }
     }

@@ -12,7 +12,9 @@ use crate::source::{ReadError, RepoSource, join_relative};
 use crate::validate::validate_cluster;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Which clusters to report on.
 #[derive(Debug, Clone, Default)]
@@ -89,6 +91,8 @@ struct Loader<'a> {
     manifests: BTreeMap<String, LoadedManifest>,
     /// Manifest path -> clusters listing it.
     listed_by: BTreeMap<String, BTreeSet<String>>,
+    /// How many threads may read and decode manifests.
+    threads: usize,
 }
 
 /// A file read and parsed as YAML, or the diagnostic saying why not.
@@ -123,10 +127,26 @@ fn read_yaml(
 }
 
 /// Loads and validates the repository behind `source`.
+///
+/// The manifests of each composition are read and decoded on as many threads as the machine
+/// has cores ([`std::thread::available_parallelism`]); see [`load_repository_with_threads`].
 pub fn load_repository(
     source: &dyn RepoSource,
     registry: &Registry,
     options: &LoadOptions,
+) -> Result<Repository, LoadError> {
+    let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    load_repository_with_threads(source, registry, options, threads)
+}
+
+/// [`load_repository`] reading and decoding manifests on at most `threads` threads (`1`: on the
+/// calling thread only). The result is the same for any number of threads: findings are recorded
+/// in the order of the compositions, never in the order the threads finish.
+pub fn load_repository_with_threads(
+    source: &dyn RepoSource,
+    registry: &Registry,
+    options: &LoadOptions,
+    threads: usize,
 ) -> Result<Repository, LoadError> {
     source.start_load();
     let cluster_dirs = source.list("clusters").map_err(|e| LoadError::Unreadable {
@@ -156,6 +176,7 @@ pub fn load_repository(
         diagnostics: Vec::new(),
         manifests: BTreeMap::new(),
         listed_by: BTreeMap::new(),
+        threads: threads.max(1),
     };
     let config = loader.load_repository_config(&names);
     if names.is_empty() {
@@ -495,12 +516,18 @@ impl Loader<'_> {
                 return Vec::new();
             }
         };
+        // First every entry is checked, then the files are read and decoded (in parallel), then
+        // the findings are recorded in entry order: the result does not depend on the threads.
         let mut seen: BTreeMap<String, Span> = BTreeMap::new();
-        let mut paths = Vec::new();
+        let mut steps: Vec<Step> = Vec::new();
+        let mut reads: Vec<Pending> = Vec::new();
         for item in list {
             let Some(entry) = scalar_text(item).map(str::trim) else {
-                self.diagnostics
-                    .push(bad(item.span, "expected a file path".into(), None));
+                steps.push(Step::Report(bad(
+                    item.span,
+                    "expected a file path".into(),
+                    None,
+                )));
                 continue;
             };
             if entry.is_empty() {
@@ -511,16 +538,16 @@ impl Loader<'_> {
                     .with_label(&file, item.span, "outside the repository")
                     .with_help("paths are relative to the cluster directory and must stay inside the repository")
                     .in_cluster(Some(cluster));
-                self.diagnostics.push(d);
+                steps.push(Step::Report(d));
                 continue;
             };
             let lower = target.to_ascii_lowercase();
             if !(lower.ends_with(".yaml") || lower.ends_with(".yml")) {
-                self.diagnostics.push(bad(
+                steps.push(Step::Report(bad(
                     item.span,
                     format!("`{entry}` is not a .yaml or .yml file"),
                     None,
-                ));
+                )));
                 continue;
             }
             if let Some(first) = seen.get(&target) {
@@ -530,7 +557,7 @@ impl Loader<'_> {
                     Some("remove one of the entries"),
                 )
                 .with_label(&file, *first, "first listed here");
-                self.diagnostics.push(d);
+                steps.push(Step::Report(d));
                 continue;
             }
             seen.insert(target.clone(), item.span);
@@ -545,7 +572,7 @@ impl Loader<'_> {
                     .with_label(&file, item.span, "not under a kind root")
                     .with_help(format!("manifests live under <kind>/base/ or <kind>/<cluster>/, where <kind> is one of: {}", roots.join(", ")))
                     .in_cluster(Some(cluster));
-                self.diagnostics.push(d);
+                steps.push(Step::Report(d));
                 continue;
             }
             if segments.len() == 2 {
@@ -554,44 +581,53 @@ impl Loader<'_> {
                     .entry(target.clone())
                     .or_default()
                     .insert(cluster.to_owned());
-                self.diagnostics.push(
+                steps.push(Step::Report(
                     flat_layout(&target)
                         .with_label(&file, item.span, "listed here")
                         .in_cluster(Some(cluster)),
-                );
+                ));
                 continue;
             }
-            match self.source.read(&target) {
-                Ok(bytes) => {
+            let load = !self.manifests.contains_key(&target);
+            steps.push(Step::Read(reads.len()));
+            reads.push(Pending {
+                target,
+                span: item.span,
+                root_kind,
+                load,
+            });
+        }
+        let mut fetched = self.fetch_all(&reads);
+        let mut paths = Vec::new();
+        for step in steps {
+            let i = match step {
+                Step::Report(d) => {
+                    self.diagnostics.push(d);
+                    continue;
+                }
+                Step::Read(i) => i,
+            };
+            let (Some(pending), Some(result)) =
+                (reads.get(i), fetched.get_mut(i).and_then(Option::take))
+            else {
+                continue;
+            };
+            let target = &pending.target;
+            let span = pending.span;
+            match result {
+                Ok(loaded) => {
                     self.listed_by
                         .entry(target.clone())
                         .or_default()
                         .insert(cluster.to_owned());
-                    if !self.manifests.contains_key(&target) {
-                        let loaded = match String::from_utf8(bytes) {
-                            Ok(text) => load_manifest(
-                                &SourceFile::new(target.clone(), text),
-                                self.registry,
-                                root_kind,
-                            ),
-                            Err(_) => LoadedManifest {
-                                resource: None,
-                                diagnostics: vec![
-                                    Diagnostic::error(
-                                        Code::YamlSyntax,
-                                        "the file is not UTF-8 text",
-                                    )
-                                    .in_file(&target),
-                                ],
-                            },
-                        };
+                    if let Some(loaded) = loaded {
                         self.manifests.insert(target.clone(), loaded);
                     }
-                    paths.push(target);
+                    paths.push(target.clone());
                 }
                 Err(ReadError::NotFound) => {
                     let d = Diagnostic::error(Code::CompositionMissingFile, format!("`{target}` does not exist"))
-                        .with_label(&file, item.span, "no such file")
+                        .with_label(&file, span, "no such file")
                         .with_help("paths are relative to the cluster directory, e.g. `../../vm/<cluster>/web.yaml`")
                         .in_cluster(Some(cluster));
                     self.diagnostics.push(d);
@@ -601,13 +637,13 @@ impl Loader<'_> {
                         Code::CompositionEscape,
                         format!("`{target}` resolves outside the repository"),
                     )
-                    .with_label(&file, item.span, "symbolic link leaves the repository")
+                    .with_label(&file, span, "symbolic link leaves the repository")
                     .in_cluster(Some(cluster));
                     self.diagnostics.push(d);
                 }
                 Err(e) => {
                     let d = Diagnostic::error(Code::Io, format!("cannot read `{target}`: {e}"))
-                        .with_label(&file, item.span, "unreadable")
+                        .with_label(&file, span, "unreadable")
                         .in_cluster(Some(cluster));
                     self.diagnostics.push(d);
                 }
@@ -681,6 +717,99 @@ impl Loader<'_> {
     }
 }
 
+/// One composition entry, in order: a finding to record, or the index of a file to read.
+enum Step {
+    Report(Diagnostic),
+    Read(usize),
+}
+
+/// A listed file to read.
+struct Pending {
+    target: String,
+    /// The composition entry listing it.
+    span: Span,
+    root_kind: Option<&'static str>,
+    /// Whether to decode it (no other cluster's composition has loaded it yet).
+    load: bool,
+}
+
+/// What reading one listed file gave: its decoded manifest (if it was to be loaded), or why it
+/// could not be read.
+type Fetched = Result<Option<LoadedManifest>, ReadError>;
+
+/// Fewer files than this per thread are not worth a thread.
+const FILES_PER_THREAD: usize = 16;
+
+/// Reads and, if asked, decodes one listed file.
+fn fetch(source: &dyn RepoSource, registry: &Registry, pending: &Pending) -> Fetched {
+    let bytes = source.read(&pending.target)?;
+    if !pending.load {
+        return Ok(None);
+    }
+    let loaded = match String::from_utf8(bytes) {
+        Ok(text) => load_manifest(
+            &SourceFile::new(pending.target.clone(), text),
+            registry,
+            pending.root_kind,
+        ),
+        Err(_) => LoadedManifest {
+            resource: None,
+            diagnostics: vec![
+                Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text")
+                    .in_file(&pending.target),
+            ],
+        },
+    };
+    Ok(Some(loaded))
+}
+
+impl Loader<'_> {
+    /// [`fetch`]es every file, on up to `self.threads` threads; the results are in the order of
+    /// `reads` whatever the threads did.
+    fn fetch_all(&self, reads: &[Pending]) -> Vec<Option<Fetched>> {
+        let threads = self.threads.min(reads.len() / FILES_PER_THREAD).max(1);
+        let (source, registry) = (self.source, self.registry);
+        if threads == 1 {
+            return reads
+                .iter()
+                .map(|p| Some(fetch(source, registry, p)))
+                .collect();
+        }
+        // Each thread takes the next file not yet taken, so a slow file does not hold up a
+        // whole share; results are put back in order below.
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(pending) = reads.get(i) else {
+                    return done;
+                };
+                done.push((i, fetch(source, registry, pending)));
+            }
+        };
+        let mut slots: Vec<Option<Fetched>> =
+            std::iter::repeat_with(|| None).take(reads.len()).collect();
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut all = work();
+            for helper in helpers {
+                match helper.join() {
+                    Ok(done) => all.extend(done),
+                    // A panic in a helper is a panic of the load, as it would be on one thread.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            for (i, result) in all {
+                if let Some(slot) = slots.get_mut(i) {
+                    *slot = Some(result);
+                }
+            }
+        });
+        slots
+    }
+}
+
 fn flat_layout(path: &str) -> Diagnostic {
     let (root, name) = path.split_once('/').unwrap_or((path, ""));
     Diagnostic::error(Code::FlatLayout, format!("`{path}` sits directly under the `{root}/` kind root"))
@@ -710,4 +839,100 @@ fn key_span(doc: &Node, path: &[PathSeg]) -> Span {
         return k.span;
     }
     doc.span_at(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FsSource;
+    use std::path::Path;
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let full = root.join(path);
+        if let Some(dir) = full.parent() {
+            assert!(std::fs::create_dir_all(dir).is_ok());
+        }
+        assert!(std::fs::write(full, text).is_ok());
+    }
+
+    fn vm(name: &str, vmid: usize, extra: &str) -> String {
+        format!(
+            "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\nspec:\n  node: n1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu:\n    type: host\n    cores: 1\n  disks:\n    - storage: local-lvm\n      size: 8GiB\n{extra}"
+        )
+    }
+
+    /// Two clusters of many manifests with every kind of finding, spread so that every thread
+    /// gets some: the report must not depend on the number of threads.
+    #[test]
+    fn the_report_does_not_depend_on_the_threads() {
+        let Ok(dir) = tempfile::tempdir() else {
+            return;
+        };
+        let root = dir.path();
+        for cluster in ["a", "b"] {
+            write(
+                root,
+                &format!("clusters/{cluster}/config.yaml"),
+                &format!(
+                    "pve:\n  clusters:\n    {cluster}:\n      base-url: https://{cluster}.invalid:8006\n      nodes: [n1]\n"
+                ),
+            );
+            let mut listing = String::from("resources:\n");
+            for i in 0..120 {
+                let name = format!("vm-{i:03}");
+                let path = format!("vm/{cluster}/{name}.yaml");
+                let text = match i % 12 {
+                    0 => vm(&name, 100 + i, "  bogus: 1\n"),
+                    1 => "a: [unclosed\n".to_owned(),
+                    2 => vm(&name, 100, ""),
+                    3 => vm("Not_Valid", 100 + i, ""),
+                    4 => vm(&name, 100 + i, "---\nkind: VM\n"),
+                    5 => vm(&name, 100 + i, "  cdrom: missing-iso\n"),
+                    6 => String::new(),
+                    _ => vm(&name, 100 + i, ""),
+                };
+                if i % 12 != 7 {
+                    write(root, &path, &text);
+                }
+                listing.push_str(&format!("  - ../../{path}\n"));
+                if i % 40 == 9 {
+                    listing.push_str(&format!("  - ../../{path}\n"));
+                }
+            }
+            // Shared with the other cluster, and a flat file.
+            listing.push_str("  - ../../vm/a/vm-010.yaml\n  - ../../vm/flat.yaml\n");
+            write(
+                root,
+                &format!("clusters/{cluster}/resources.yaml"),
+                &listing,
+            );
+        }
+        write(root, "vm/flat.yaml", &vm("flat", 999, ""));
+        write(root, "vm/a/unlisted.yaml", &vm("unlisted", 998, ""));
+        let Ok(source) = FsSource::new(root) else {
+            return;
+        };
+        let registry = Registry::builtin();
+        let options = LoadOptions::default();
+        let load = |threads| load_repository_with_threads(&source, &registry, &options, threads);
+        let Ok(one) = load(1) else {
+            panic!("the repository loads");
+        };
+        assert!(one.diagnostics.len() > 50, "{}", one.diagnostics.len());
+        let keys = |r: &Repository| -> Vec<Vec<String>> {
+            r.clusters
+                .iter()
+                .map(|c| c.resources.iter().map(|x| x.key().to_string()).collect())
+                .collect()
+        };
+        for threads in [2, 3, 8] {
+            let Ok(many) = load(threads) else {
+                panic!("the repository loads");
+            };
+            assert_eq!(many.diagnostics, one.diagnostics, "{threads} threads");
+            assert_eq!(keys(&many), keys(&one), "{threads} threads");
+            let valid = |r: &Repository| r.clusters.iter().map(|c| c.valid).collect::<Vec<_>>();
+            assert_eq!(valid(&many), valid(&one));
+        }
+    }
 }
