@@ -252,3 +252,163 @@ fn schema_writes_one_file_per_kind_and_a_combined_one() {
         serde_json::from_slice(&out.get_output().stdout).expect("json");
     assert_eq!(printed, combined);
 }
+
+fn homelab() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab")
+}
+
+/// A repository with cluster `lab` whose two VMs depend on each other.
+fn cyclic_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(
+        root,
+        "clusters/lab/config.yaml",
+        "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n",
+    );
+    write(
+        root,
+        "clusters/lab/resources.yaml",
+        "resources:\n  - ../../vm/lab/a.yaml\n  - ../../vm/lab/b.yaml\n",
+    );
+    for (name, vmid, other) in [("a", 101, "b"), ("b", 102, "a")] {
+        write(
+            root,
+            &format!("vm/lab/{name}.yaml"),
+            &format!("apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\n  annotations:\n    proxops/depends-on: VM:{other}\nspec:\n  node: pve1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu: {{type: host, cores: 1}}\n  disks: [{{storage: local-lvm, size: 8GiB}}]\n"),
+        );
+    }
+    dir
+}
+
+#[test]
+fn graph_text_shows_levels_and_prerequisites() {
+    let out = proxops()
+        .args(["graph", "--cluster", "home", "--repo"])
+        .arg(homelab())
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    insta::assert_snapshot!(stdout, @r"
+    cluster home: 11 resources, 11 steps, 3 levels
+      level 0
+        DiskImage/debian-13-genericcloud       pve1
+        ISO/debian-13-netinst                  pve1
+        CTTemplate/debian-13-standard          pve1
+        VM/truenas (140)                       pve2
+      level 1
+        VM/jumpbox (130)                       pve1  after ISO/debian-13-netinst
+        LXC/pihole (200)                       pve1  after CTTemplate/debian-13-standard
+        TemplateVM/debian-13-cloud-tpl (9000)  pve1  after DiskImage/debian-13-genericcloud
+        TemplateCT/debian-13-ct-tpl (9001)     pve1  after CTTemplate/debian-13-standard
+      level 2
+        VM/k3s-server-01 (110)                 pve1  after TemplateVM/debian-13-cloud-tpl
+        VM/k3s-agent-01 (111)                  pve1  after TemplateVM/debian-13-cloud-tpl
+        VM/docker-host (120)                   pve1  after DiskImage/debian-13-genericcloud, LXC/pihole
+    ");
+}
+
+#[test]
+fn graph_json_has_the_documented_shape() {
+    let out = proxops()
+        .args(["graph", "--format", "json", "--repo"])
+        .arg(homelab())
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    assert_eq!(doc["apiVersion"], "proxops/v1alpha1");
+    assert_eq!(doc["kind"], "Graph");
+    let clusters = doc["clusters"].as_array().expect("clusters");
+    let summary: Vec<(String, usize, u64)> = clusters
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["steps"].as_array().unwrap().len(),
+                c["levels"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [("home".to_owned(), 11, 3), ("lab".to_owned(), 5, 2)]
+    );
+    // Every step's prerequisites come before it.
+    for c in clusters {
+        for step in c["steps"].as_array().unwrap() {
+            let index = step["index"].as_u64().unwrap();
+            for before in step["after"].as_array().unwrap() {
+                assert!(before.as_u64().unwrap() < index, "{step}");
+            }
+        }
+    }
+}
+
+#[test]
+fn graph_dot_renders_with_graphviz() {
+    let out = proxops()
+        .args(["graph", "--format", "dot", "--repo"])
+        .arg(homelab())
+        .assert()
+        .success();
+    let dot = out.get_output().stdout.clone();
+    let text = String::from_utf8_lossy(&dot).into_owned();
+    assert!(text.starts_with("digraph proxops {"), "{text}");
+    assert!(text.contains("subgraph \"cluster_home\""), "{text}");
+    assert!(text.contains("subgraph \"cluster_lab\""), "{text}");
+    // Graphviz itself: CI installs it (`.ci/run`); elsewhere the check is skipped when absent.
+    let mut child = match std::process::Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "Graphviz `dot` is required in CI: {e}"
+            );
+            eprintln!("skipping the Graphviz render: `dot` is not installed ({e})");
+            return;
+        }
+    };
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&dot).unwrap();
+    let rendered = child.wait_with_output().unwrap();
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    let svg = String::from_utf8_lossy(&rendered.stdout);
+    assert!(svg.contains("<svg"), "{svg}");
+    assert!(svg.contains("VM/docker&#45;host (120)"), "{svg}");
+}
+
+#[test]
+fn graph_and_validate_report_a_cycle() {
+    let repo = cyclic_repo();
+    let out = proxops()
+        .args(["graph", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(stdout, "cluster lab: INVALID (see the errors above)\n");
+    assert!(stderr.contains("proxops::dependency_cycle"), "{stderr}");
+    assert!(stderr.contains("dependency cycle between VM/a, VM/b"), "{stderr}");
+
+    let out = proxops()
+        .args(["validate", "--output", "json", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(1);
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).expect("json");
+    assert_eq!(doc["clusters"][0]["valid"], false);
+    let codes: Vec<&str> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["proxops::dependency_cycle"]);
+}

@@ -1,12 +1,12 @@
 //! Rules over one cluster's whole composition: unique identities and vmids, the node allowlist,
-//! references that resolve inside the cluster, and no dependency cycles.
+//! and references that resolve inside the cluster (on the right nodes). Dependency cycles are the
+//! graph crate's business (`proxops_graph::check_repository`).
 
 use crate::config::ClusterEntry;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::kind::{Identity, Reference, Registry};
 use crate::manifest::{Resource, ResourceKey};
 use crate::yaml::PathSeg;
-use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -25,19 +25,30 @@ fn name_path() -> Vec<PathSeg> {
 
 /// Every reference of a resource: structured fields first, then the annotation, without repeats.
 pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
-    let mut refs = registry
+    let mut refs = Vec::new();
+    for_each_reference(registry, r, |x| refs.push(x.clone()));
+    refs
+}
+
+/// Visits the references of [`references`], in the same order, without copying the annotation's
+/// (the graph walks every resource of a cluster this way).
+pub fn for_each_reference(registry: &Registry, r: &Resource, mut visit: impl FnMut(&Reference)) {
+    let structured = registry
         .get(r.kind)
         .map(|k| k.references(&r.spec))
         .unwrap_or_default();
-    for dep in &r.depends_on {
-        if !refs
+    for x in &structured {
+        visit(x);
+    }
+    for (i, dep) in r.depends_on.iter().enumerate() {
+        let repeated = structured
             .iter()
-            .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name)
-        {
-            refs.push(dep.clone());
+            .chain(&r.depends_on[..i])
+            .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name);
+        if !repeated {
+            visit(dep);
         }
     }
-    refs
 }
 
 /// Checks one cluster's resources together; returns the findings.
@@ -106,12 +117,7 @@ pub fn validate_cluster(
         }
     }
     // References.
-    let mut graph: DiGraph<ResourceKey, Vec<PathSeg>> = DiGraph::new();
-    let nodes: BTreeMap<ResourceKey, NodeIndex> = index
-        .keys()
-        .map(|k| (k.clone(), graph.add_node(k.clone())))
-        .collect();
-    for (key, r) in &index {
+    for r in index.values() {
         for reference in references(registry, r) {
             let target = ResourceKey {
                 kind: reference.target_kind.clone(),
@@ -156,45 +162,7 @@ pub fn validate_cluster(
                     ));
                 }
             }
-            if let (Some(a), Some(b)) = (nodes.get(key), nodes.get(&target)) {
-                graph.add_edge(*a, *b, reference.path.clone());
-            }
         }
-    }
-    // Cycles: every strongly connected component with more than one member, or a self-loop.
-    for scc in petgraph::algo::tarjan_scc(&graph) {
-        let self_loop = scc.len() == 1 && graph.find_edge(scc[0], scc[0]).is_some();
-        if scc.len() < 2 && !self_loop {
-            continue;
-        }
-        let members: BTreeSet<NodeIndex> = scc.iter().copied().collect();
-        let mut names: Vec<&ResourceKey> = scc.iter().map(|i| &graph[*i]).collect();
-        names.sort();
-        let listed = names
-            .iter()
-            .map(|k| k.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut d = Diagnostic::error(
-            Code::DependencyCycle,
-            format!("dependency cycle between {listed}"),
-        )
-        .with_help("dependencies must form a DAG: remove one of the references");
-        let mut edges: Vec<(&ResourceKey, &ResourceKey, &Vec<PathSeg>)> = graph
-            .edge_indices()
-            .filter_map(|e| {
-                let (a, b) = graph.edge_endpoints(e)?;
-                (members.contains(&a) && members.contains(&b))
-                    .then(|| (&graph[a], &graph[b], &graph[e]))
-            })
-            .collect();
-        edges.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
-        for (from, to, path) in edges {
-            if let Some(r) = index.get(from) {
-                d = d.with_label(&r.file, r.span(path), format!("{from} depends on {to}"));
-            }
-        }
-        out.push(in_cluster(d));
     }
     out
 }

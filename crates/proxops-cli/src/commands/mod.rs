@@ -1,5 +1,6 @@
 //! One module per subcommand, each with an `Args` struct and one `run` function.
 
+pub mod graph;
 pub mod schema;
 pub mod validate;
 
@@ -14,6 +15,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Write the JSON Schemas of the manifest kinds (for editors).
     Schema(schema::Args),
+    /// Show each cluster's dependency graph: create order by level.
+    Graph(graph::Args),
 }
 
 /// Runs a subcommand.
@@ -21,6 +24,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
     match command {
         Command::Validate(args) => validate::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Graph(args) => graph::run(&args),
     }
 }
 

@@ -47,7 +47,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let options = LoadOptions {
         clusters: args.clusters.clone(),
     };
-    let repo = load_repository(&source, &registry, &options)?;
+    let mut repo = load_repository(&source, &registry, &options)?;
+    // Cycles are found by building each cluster's dependency graph.
+    proxops_graph::check_repository(&registry, &mut repo);
     let mut out = std::io::stdout().lock();
     let written = match args.output {
         Output::Json => {

@@ -660,31 +660,6 @@ fn cross_cluster_reference_is_rejected_naming_the_target() {
 }
 
 #[test]
-fn mutual_depends_on_is_a_cycle() {
-    let repo = cluster_of(&[
-        (
-            "vm/dev/vm-a.yaml",
-            annotate(
-                &vm("vm-a", "pve01", 142),
-                &[("proxops/depends-on", "VM:vm-b")],
-            ),
-        ),
-        (
-            "vm/dev/vm-b.yaml",
-            annotate(
-                &vm("vm-b", "pve01", 143),
-                &[("proxops/depends-on", "VM:vm-a")],
-            ),
-        ),
-    ]);
-    only_error(
-        &repo.load(),
-        Code::DependencyCycle,
-        &["cycle", "VM/vm-a", "VM/vm-b"],
-    );
-}
-
-#[test]
 fn file_at_the_repository_root_is_not_under_a_kind_root() {
     let repo = TempRepo::new();
     repo.cluster(CLUSTER, &["pve01"]);
@@ -808,21 +783,6 @@ fn three_level_chain_structured_then_annotation() {
             ReferenceSource::Annotation
         )]
     );
-}
-
-#[test]
-fn lowercase_mutual_annotations_are_a_cycle() {
-    let repo = cluster_of(&[
-        (
-            "vm/dev/a.yaml",
-            annotate(&vm("a", "pve01", 142), &[("proxops/depends-on", "vm:b")]),
-        ),
-        (
-            "vm/dev/b.yaml",
-            annotate(&vm("b", "pve01", 143), &[("proxops/depends-on", "vm:a")]),
-        ),
-    ]);
-    only_error(&repo.load(), Code::DependencyCycle, &["cycle"]);
 }
 
 #[test]

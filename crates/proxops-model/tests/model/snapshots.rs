@@ -134,43 +134,6 @@ fn unknown_reference() {
 }
 
 #[test]
-fn dependency_cycle() {
-    let repo = cluster_of(&[
-        (
-            "vm/dev/a.yaml",
-            annotate(&vm("a", "pve01", 142), &[("proxops/depends-on", "VM:b")]),
-        ),
-        (
-            "vm/dev/b.yaml",
-            annotate(&vm("b", "pve01", 143), &[("proxops/depends-on", "VM:a")]),
-        ),
-    ]);
-    insta::assert_snapshot!(render_only(&repo, Code::DependencyCycle), @r#"
-        proxops::dependency_cycle
-
-          × dependency cycle between VM/a, VM/b
-           ╭─[vm/dev/a.yaml:6:25]
-         5 │   annotations:
-         6 │     proxops/depends-on: "VM:b"
-           ·                         ───┬──
-           ·                            ╰── VM/a depends on VM/b
-         7 │ spec:
-           ╰────
-          help: dependencies must form a DAG: remove one of the references
-
-        Advice: 
-          ☞ see also vm/dev/b.yaml
-           ╭─[vm/dev/b.yaml:6:25]
-         5 │   annotations:
-         6 │     proxops/depends-on: "VM:a"
-           ·                         ───┬──
-           ·                            ╰── VM/b depends on VM/a
-         7 │ spec:
-           ╰────
-        "#);
-}
-
-#[test]
 fn invalid_enum_value() {
     let text = with_spec(&vm("web", "pve01", 142), &["hardware:", "  machine: q36"]);
     let repo = cluster_of(&[("vm/dev/web.yaml", text)]);
