@@ -106,9 +106,11 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
             g.node
         )));
     }
+    let requested = setconfig::requested(ctx);
+    setconfig::check_storage_privileges(ctx, GuestKind::Qemu, &requested)?;
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
-    for (k, v) in setconfig::requested(ctx) {
+    for (k, v) in requested {
         match setconfig::stored_value(&mut st, &node, vmid, GuestKind::Qemu, &k, &v) {
             Ok(stored) => {
                 conf.insert(k, stored);

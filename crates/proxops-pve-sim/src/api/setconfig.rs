@@ -163,6 +163,32 @@ pub(crate) fn check_privileges(
         .try_for_each(|k| ctx.require(&path, privilege(kind, k)))
 }
 
+/// `Datastore.AllocateSpace` on every storage a request allocates a new disk on
+/// (`STORAGE:SIZE`), as qemu-server and pve-container check before allocating.
+pub(crate) fn check_storage_privileges(
+    ctx: &Ctx,
+    kind: GuestKind,
+    sets: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
+    for (k, v) in sets {
+        if !is_disk_key(kind, k) || family(k) == "unused" {
+            continue;
+        }
+        let file = v.split(',').next().unwrap_or_default();
+        let file = file
+            .strip_prefix("file=")
+            .or_else(|| file.strip_prefix("volume="))
+            .unwrap_or(file);
+        if let Some((sid, size)) = file.split_once(':')
+            && !size.is_empty()
+            && size.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        {
+            ctx.require(&format!("/storage/{sid}"), "Datastore.AllocateSpace")?;
+        }
+    }
+    Ok(())
+}
+
 /// Applies a config update to an existing guest (the caller checked node, lock and digest).
 pub(crate) fn update(
     ctx: &Ctx,
@@ -193,6 +219,7 @@ pub(crate) fn update(
         .collect();
     keys.sort();
     check_privileges(ctx, kind, vmid, &keys)?;
+    check_storage_privileges(ctx, kind, &sets)?;
     let running = st.guests.get(&vmid).is_some_and(|g| g.running());
 
     let mut stored = Vec::new();

@@ -181,3 +181,39 @@ async fn acl_privileges_and_403_wording() {
         "Permission check failed (/vms/300, VM.Allocate)"
     );
 }
+
+#[tokio::test]
+async fn disk_allocation_needs_datastore_privilege() {
+    let mut cfg = config();
+    let t = ApiToken {
+        id: "ops@pve!ci".into(),
+        secret: "s".into(),
+    };
+    cfg.extra_tokens.push(t.clone());
+    cfg.acl = vec![AclEntry {
+        principal: "ops@pve!ci".into(),
+        path: "/vms".into(),
+        privs: vec!["*".into()],
+    }];
+    let sim = Sim::with(cfg).await;
+    let ci = Auth::Header(t.header());
+    let denied = sim
+        .send(
+            "POST",
+            "/nodes/pve1/qemu",
+            &[("vmid", "100"), ("scsi0", "local-lvm:4")],
+            &ci,
+        )
+        .await;
+    assert_eq!(
+        denied.fail(403),
+        "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)"
+    );
+    // Without a new disk the VM can be created.
+    assert_eq!(
+        sim.send("POST", "/nodes/pve1/qemu", &[("vmid", "100")], &ci)
+            .await
+            .status,
+        200
+    );
+}
