@@ -41,7 +41,7 @@ pub(crate) async fn before_request(
     n: u64,
     peer: SocketAddr,
 ) -> Option<Response> {
-    let f = &shared.config.faults;
+    let f = &lock(&shared.faults).clone();
     if !f.any() {
         return None;
     }
@@ -89,7 +89,7 @@ pub(crate) fn lock_contention(
     kind: GuestKind,
     vmid: u32,
 ) -> Result<(), ApiError> {
-    let f = &shared.config.faults;
+    let f = &lock(&shared.faults).clone();
     if f.lock_contention_rate <= 0.0 {
         return Ok(());
     }
@@ -114,7 +114,7 @@ pub(crate) fn lock_contention(
 
 /// Whether the next task of a type fails (counted per task type for reproducibility).
 pub(crate) fn task_fails(shared: &Shared, kind: &str) -> bool {
-    let f = &shared.config.faults;
+    let f = &lock(&shared.faults).clone();
     if f.task_failure_rate <= 0.0 {
         return false;
     }

@@ -26,6 +26,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub config: SimConfig,
+    /// Faults and task durations in force (changeable while running).
+    pub faults: Mutex<crate::config::FaultConfig>,
+    pub durations: Mutex<crate::config::TaskDurations>,
     pub fingerprint: String,
     pub ticket_secret: Vec<u8>,
     pub counters: Mutex<BTreeMap<String, u64>>,
@@ -96,6 +99,8 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         config: config.clone(),
+        faults: Mutex::new(config.faults.clone()),
+        durations: Mutex::new(config.task_durations.clone()),
         fingerprint: fingerprint.clone(),
         ticket_secret: rng::random_bytes(32),
         counters: Mutex::new(BTreeMap::new()),
@@ -211,6 +216,30 @@ impl SimHandle {
     /// Saves the state to a file.
     pub fn save_state(&self, path: impl Into<PathBuf>) -> Result<(), SimError> {
         lock(&self.shared.state).save(&path.into())
+    }
+
+    /// Replaces the fault configuration while running (e.g. after a test has set up its cluster).
+    pub fn set_faults(&self, faults: crate::config::FaultConfig) {
+        *lock(&self.shared.faults) = faults;
+    }
+
+    /// Replaces the task durations while running.
+    pub fn set_task_durations(&self, durations: crate::config::TaskDurations) {
+        *lock(&self.shared.durations) = durations;
+    }
+
+    /// Waits until no task runs, polling every 10 ms up to `timeout`; returns whether it got there.
+    pub async fn wait_tasks_idle(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.tasks_running() == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Whether any task is still running.

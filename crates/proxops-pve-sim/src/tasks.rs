@@ -107,7 +107,7 @@ pub(crate) fn spawn(
         log: Vec::new(),
     });
     let fail = faults::task_fails(shared, kind);
-    let duration = shared.config.task_durations.of(kind);
+    let duration = lock(&shared.durations).of(kind);
     let shared2 = shared.clone();
     let upid2 = text.clone();
     let handle = tokio::spawn(async move {

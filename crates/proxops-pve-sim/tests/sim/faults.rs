@@ -222,3 +222,34 @@ async fn request_counters_in_process_and_at_debug_endpoint() {
     sim.h.reset_counters();
     assert_eq!(sim.h.total_requests(), 0);
 }
+
+#[tokio::test]
+async fn faults_and_durations_change_while_running() {
+    let sim = crate::support::Sim::start().await;
+    sim.create_vm("100", &[]).await;
+    sim.h.set_faults(FaultConfig {
+        lock_contention_rate: 1.0,
+        ..Default::default()
+    });
+    let r = sim
+        .put("/nodes/pve1/qemu/100/config", &[("cores", "2")])
+        .await
+        .fail(500);
+    assert!(
+        r == "VM is locked (backup)" || r.starts_with("can't lock file"),
+        "{r}"
+    );
+    sim.h.set_faults(FaultConfig::default());
+    sim.h
+        .set_task_durations(proxops_pve_sim::TaskDurations::uniform(
+            Duration::from_millis(300),
+        ));
+    let upid = sim
+        .post("/nodes/pve1/qemu/100/status/start", &[])
+        .await
+        .ok();
+    assert_eq!(sim.h.tasks_running(), 1);
+    assert!(!sim.h.wait_tasks_idle(Duration::from_millis(20)).await);
+    assert!(sim.h.wait_tasks_idle(Duration::from_secs(10)).await);
+    assert_eq!(sim.wait(&upid).await["exitstatus"], "OK");
+}
