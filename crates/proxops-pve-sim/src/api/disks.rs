@@ -86,6 +86,13 @@ fn set(map: &mut PropMap, k: &str, v: String) {
     }
 }
 
+/// Whether a volid names a volume (`local:100/vm-100-disk-0.raw`, `base-1-disk-0/vm-2-disk-0`).
+fn names_in(volid: &str, name: &str) -> bool {
+    let path = volid.split_once(':').map_or(volid, |(_, p)| p);
+    path.split('/')
+        .any(|part| part.split('.').next() == Some(name))
+}
+
 /// Allocates a new image volume; returns its volid.
 pub(crate) fn allocate(
     st: &mut State,
@@ -95,6 +102,22 @@ pub(crate) fn allocate(
     size: u64,
     format: Option<&str>,
     kind: GuestKind,
+) -> Result<String, ApiError> {
+    allocate_named(st, node, sid, vmid, size, format, kind, None)
+}
+
+/// Allocates an image volume with a fixed name (`vm-N-cloudinit`) or the next free disk name.
+// The arguments are the volume's properties; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn allocate_named(
+    st: &mut State,
+    node: &str,
+    sid: &str,
+    vmid: u32,
+    size: u64,
+    format: Option<&str>,
+    kind: GuestKind,
+    fixed: Option<&str>,
 ) -> Result<String, ApiError> {
     let storage = st
         .storage(node, sid)
@@ -121,10 +144,16 @@ pub(crate) fn allocate(
         .volumes_on(node, &storage)
         .map(|v| v.volid.clone())
         .collect();
-    let name = (0u32..)
-        .map(|i| format!("{prefix}-{vmid}-disk-{i}"))
-        .find(|n| !used.iter().any(|v| v.contains(n.as_str())))
-        .unwrap_or_default();
+    let name = match fixed {
+        Some(n) if used.iter().any(|v| names_in(v, n)) => {
+            return Err(ApiError::fail(format!("volume '{sid}:{n}' already exists")));
+        }
+        Some(n) => n.to_string(),
+        None => (0u32..)
+            .map(|i| format!("{prefix}-{vmid}-disk-{i}"))
+            .find(|n| !used.iter().any(|v| names_in(v, n)))
+            .unwrap_or_default(),
+    };
     let volid = if file && fmt != "subvol" {
         format!("{sid}:{vmid}/{name}.{fmt}")
     } else {
@@ -170,6 +199,14 @@ pub(crate) fn process_drive(
         return Ok(schema::print_property_string(subs, &map));
     }
     let (sid, rest) = file.split_once(':').unwrap_or(("", &file));
+    // `STORAGE:cloudinit` makes the cloud-init drive `vm-N-cloudinit`, a 4 MiB cdrom.
+    if rest == "cloudinit" && kind == GuestKind::Qemu {
+        let name = format!("vm-{vmid}-cloudinit");
+        let volid = allocate_named(st, node, sid, vmid, 4 << 20, Some("raw"), kind, Some(&name))?;
+        set(&mut map, file_key, volid);
+        set(&mut map, "media", "cdrom".into());
+        return Ok(schema::print_property_string(subs, &map));
+    }
     let is_new =
         !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !cdrom;
     if is_new {
@@ -187,14 +224,9 @@ pub(crate) fn process_drive(
                 .ok_or_else(|| ApiError::fail(format!("volume '{src}' does not exist")))?;
             (source.size, fmt.or_else(|| Some(source.format.clone())))
         } else if key == "efidisk0" || key == "tpmstate0" {
-            (
-                if key == "efidisk0" {
-                    528 << 10
-                } else {
-                    4 << 20
-                },
-                fmt,
-            )
+            // OVMF variables: 528 KiB for the 2m type, 4 MiB for 4m; the TPM state is 4 MiB.
+            let small = key == "efidisk0" && get(&map, "efitype") != Some("4m");
+            (if small { 528 << 10 } else { 4 << 20 }, fmt)
         } else {
             ((gib * (1u64 << 30) as f64) as u64, fmt)
         };

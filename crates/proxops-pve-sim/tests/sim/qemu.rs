@@ -734,3 +734,39 @@ async fn huge_sizes_do_not_overflow() {
     sim.wait(&upid).await;
     assert_eq!(sim.get("/version").await.status, 200);
 }
+
+#[tokio::test]
+async fn cloudinit_and_efi_drives() {
+    let sim = Sim::start().await;
+    sim.create_vm(
+        "100",
+        &[
+            ("ide2", "local-lvm:cloudinit"),
+            ("efidisk0", "local-lvm:1,efitype=4m"),
+            ("tpmstate0", "local-lvm:1,version=v2.0"),
+            ("ipconfig0", "ip=dhcp"),
+        ],
+    )
+    .await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(c["ide2"], "local-lvm:vm-100-cloudinit,media=cdrom");
+    assert_eq!(c["efidisk0"], "local-lvm:vm-100-disk-0,efitype=4m,size=4M");
+    assert_eq!(
+        c["tpmstate0"],
+        "local-lvm:vm-100-disk-1,size=4M,version=v2.0"
+    );
+    assert_eq!(c["ipconfig0"], "ip=dhcp");
+    let vols = sim.get("/nodes/pve1/storage/local-lvm/content").await.ok();
+    assert_eq!(vols.as_array().unwrap().len(), 3);
+    sim.wait_ok(&sim.delete("/nodes/pve1/qemu/100", &[]).await.ok())
+        .await;
+    assert_eq!(
+        sim.get("/nodes/pve1/storage/local-lvm/content")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
