@@ -1,8 +1,9 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
-//! status, login), [`guest`] (what qemu and lxc share), [`qemu`], [`lxc`], [`disks`] (volume
+//! status, login), [`guest`] (what qemu and lxc share), [`clone`], [`qemu`], [`lxc`], [`disks`] (volume
 //! allocation and import), [`storage`] (storages, content, download-url), [`tasks`] and [`debug`].
 
+pub(crate) mod clone;
 pub(crate) mod cluster;
 pub(crate) mod debug;
 pub(crate) mod disks;

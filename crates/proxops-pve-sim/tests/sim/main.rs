@@ -7,6 +7,7 @@
 mod support;
 
 mod auth;
+mod clone;
 mod cluster;
 mod conformance;
 mod download;
