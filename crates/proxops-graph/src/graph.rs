@@ -4,8 +4,8 @@
 //! cluster of 10,000 resources costs a handful of allocations instead of several per resource.
 
 use crate::problem::{BuildError, CycleEdge, Problem};
-use proxops_model::kind::{Reference, ReferenceSource};
-use proxops_model::validate::for_each_reference;
+use proxops_model::kind::{PlacementView, Reference, ReferenceSource};
+use proxops_model::validate::{for_each_reference, references};
 use proxops_model::{Registry, Resource, ResourceKey};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -325,7 +325,7 @@ fn resolve(
     let mut rows = Rows::with_capacity(resources.len(), resources.len() * 2);
     for r in resources {
         for_each_reference(registry, r, |x| {
-            match index.get(&(x.target_kind.as_str(), x.target_name.as_str())) {
+            match index.get(&(x.target_kind.as_ref(), x.target_name.as_ref())) {
                 Some(t) => rows.push(Dependency {
                     target: ResourceId(*t),
                     field: x.field,
@@ -334,7 +334,7 @@ fn resolve(
                 }),
                 None => problems.push(Problem::UnknownTarget {
                     resource: Arc::clone(r),
-                    reference: x.clone(),
+                    reference: with_path(registry, r, x.field, &x.target_kind, &x.target_name),
                 }),
             }
         });
@@ -352,7 +352,7 @@ fn cycle_edges(
     let mut edges = Vec::new();
     for &m in members {
         let from = &resources[m];
-        for_each_reference(registry, from, |x: &Reference| {
+        for x in references(registry, from) {
             let inside = members.iter().any(|o| {
                 let r = &resources[*o];
                 r.kind == x.target_kind && r.name() == x.target_name
@@ -365,39 +365,34 @@ fn cycle_edges(
                         name: x.target_name.clone(),
                     },
                     field: x.field,
-                    path: x.path.clone(),
+                    path: x.path,
                 });
             }
-        });
+        }
     }
     edges
 }
 
-/// The reference of `from` behind the edge `dep` to `to`, with its YAML path (for labels).
-fn reference_of(
+/// The full reference (with its YAML path, for labels) of `from`'s edge through `field` to
+/// `kind`/`name`; only problems need it.
+fn with_path(
     registry: &Registry,
     from: &Resource,
-    to: &Resource,
-    dep: &Dependency,
+    field: &'static str,
+    kind: &str,
+    name: &str,
 ) -> Reference {
-    let mut found = None;
-    for_each_reference(registry, from, |x| {
-        if found.is_none()
-            && x.field == dep.field
-            && x.target_kind == to.kind
-            && x.target_name == to.name()
-        {
-            found = Some(x.clone());
-        }
-    });
-    found.unwrap_or_else(|| Reference {
-        field: dep.field,
-        target_kind: to.kind.to_owned(),
-        target_name: to.name().to_owned(),
-        path: Vec::new(),
-        same_node: dep.same_node,
-        source: dep.source,
-    })
+    references(registry, from)
+        .into_iter()
+        .find(|x| x.field == field && x.target_kind == kind && x.target_name == name)
+        .unwrap_or_else(|| Reference {
+            field,
+            target_kind: kind.to_owned(),
+            target_name: name.to_owned(),
+            path: Vec::new(),
+            same_node: false,
+            source: ReferenceSource::Structured,
+        })
 }
 
 /// Reports each strongly connected component with more than one member, and each self-loop.
@@ -470,25 +465,25 @@ fn draft_steps(
     dependencies: &Rows<Dependency>,
     problems: &mut Vec<Problem>,
 ) -> Drafts {
-    let mut placements: Vec<(Option<u32>, Vec<String>)> = Vec::with_capacity(resources.len());
-    let mut names: Vec<&str> = Vec::new();
-    for r in resources {
-        let placement = registry
-            .get(r.kind)
-            .map(|k| k.placement(&r.spec))
-            .unwrap_or_default();
-        let nodes: Vec<String> = placement.nodes.into_iter().map(|(n, _)| n).collect();
-        placements.push((placement.vmid, nodes));
-    }
-    for (_, nodes) in &placements {
-        names.extend(nodes.iter().map(String::as_str));
-    }
+    let placements: Vec<PlacementView<'_>> = resources
+        .iter()
+        .map(|r| {
+            registry
+                .get(r.kind)
+                .map(|k| k.placement_view(&r.spec))
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut names: Vec<&str> = placements
+        .iter()
+        .flat_map(|p| p.nodes.iter().map(AsRef::as_ref))
+        .collect();
     names.sort_unstable();
     names.dedup();
     let node_index = |n: &str| names.binary_search(&n).ok().map(|i| i as u32);
     let mut steps = Vec::with_capacity(resources.len());
     let mut first_step = Vec::with_capacity(resources.len() + 1);
-    for (i, (vmid, nodes)) in placements.iter().enumerate() {
+    for (i, PlacementView { nodes, vmid }) in placements.iter().enumerate() {
         first_step.push(steps.len() as u32);
         let before = steps.len();
         for n in nodes {
@@ -527,7 +522,13 @@ fn draft_steps(
                     (true, Some(_), Some(t)) => row.push(t),
                     (true, Some(n), None) => problems.push(Problem::NotOnNode {
                         resource: Arc::clone(r),
-                        reference: reference_of(registry, r, &resources[dep.target.index()], dep),
+                        reference: with_path(
+                            registry,
+                            r,
+                            dep.field,
+                            resources[dep.target.index()].kind,
+                            resources[dep.target.index()].name(),
+                        ),
                         node: names[n as usize].to_owned(),
                     }),
                     _ => row.extend(targets),
@@ -596,20 +597,44 @@ fn order(resources: Vec<Arc<Resource>>, dependencies: Rows<Dependency>, drafts: 
             }
         }
     }
-    // Level, node (none first, then by name), vmid (none first) are integers; names and kinds
-    // are compared only on ties, which only artifacts on one node and level have.
+    // Sort on one integer per step: level, node (none first, then by name), vmid (none first),
+    // and for resources without a vmid (artifacts) their rank by (name, kind). Only guests
+    // sharing a vmid, which validation rejects, fall back to comparing names.
+    let mut unnumbered: Vec<u32> = steps
+        .iter()
+        .filter(|d| d.vmid.is_none())
+        .map(|d| d.resource)
+        .collect();
+    unnumbered.sort_unstable();
+    unnumbered.dedup();
+    unnumbered.sort_by(|a, b| {
+        let (p, q) = (&resources[*a as usize], &resources[*b as usize]);
+        (p.name(), p.kind).cmp(&(q.name(), q.kind))
+    });
+    let mut name_rank = vec![0u32; resources.len()];
+    for (rank, r) in unnumbered.iter().enumerate() {
+        name_rank[*r as usize] = rank as u32;
+    }
+    let key = |d: &Draft| -> u128 {
+        let node = d.node.map_or(0, |n| u128::from(n) + 1);
+        let third = d
+            .vmid
+            .map_or(u128::from(name_rank[d.resource as usize]), |v| {
+                (1 << 32) + u128::from(v)
+            });
+        (u128::from(d.level) << 96) | (node << 64) | third
+    };
+    let keys: Vec<u128> = steps.iter().map(key).collect();
     let mut rank: Vec<u32> = (0..n as u32).collect();
     rank.sort_unstable_by(|a, b| {
-        let (x, y) = (&steps[*a as usize], &steps[*b as usize]);
-        (x.level, x.node, x.vmid)
-            .cmp(&(y.level, y.node, y.vmid))
-            .then_with(|| {
-                let (p, q) = (
-                    &resources[x.resource as usize],
-                    &resources[y.resource as usize],
-                );
-                (p.name(), p.kind).cmp(&(q.name(), q.kind))
-            })
+        keys[*a as usize].cmp(&keys[*b as usize]).then_with(|| {
+            let (x, y) = (&steps[*a as usize], &steps[*b as usize]);
+            let (p, q) = (
+                &resources[x.resource as usize],
+                &resources[y.resource as usize],
+            );
+            (p.name(), p.kind).cmp(&(q.name(), q.kind))
+        })
     });
     let mut new_id = vec![0u32; n];
     for (place, old) in rank.iter().enumerate() {

@@ -9,6 +9,7 @@ use crate::diagnostic::Code;
 use crate::manifest::{Metadata, Spec};
 use crate::yaml::{Node, PathSeg};
 use serde::de::DeserializeOwned;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// How PVE identifies objects of a kind.
@@ -102,6 +103,66 @@ impl Reference {
             path,
             same_node,
             source: ReferenceSource::Structured,
+        }
+    }
+}
+
+impl Reference {
+    /// The reference without its YAML path, borrowing its names.
+    pub fn view(&self) -> ReferenceView<'_> {
+        ReferenceView {
+            field: self.field,
+            target_kind: Cow::Borrowed(&self.target_kind),
+            target_name: Cow::Borrowed(&self.target_name),
+            same_node: self.same_node,
+            source: self.source,
+        }
+    }
+}
+
+/// A reference as ordering needs it: no YAML path, names borrowed from the decoded spec where the
+/// kind can (see [`KindDef::reference_views`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferenceView<'a> {
+    /// The field it comes from.
+    pub field: &'static str,
+    /// The kind of the target.
+    pub target_kind: Cow<'a, str>,
+    /// The `metadata.name` of the target.
+    pub target_name: Cow<'a, str>,
+    /// Whether the target must be on the referencing guest's node.
+    pub same_node: bool,
+    /// Structured or annotation.
+    pub source: ReferenceSource,
+}
+
+impl From<Reference> for ReferenceView<'static> {
+    fn from(r: Reference) -> Self {
+        ReferenceView {
+            field: r.field,
+            target_kind: Cow::Owned(r.target_kind),
+            target_name: Cow::Owned(r.target_name),
+            same_node: r.same_node,
+            source: r.source,
+        }
+    }
+}
+
+/// Nodes and vmid as ordering needs them: no YAML paths, node names borrowed where the kind can
+/// (see [`KindDef::placement_view`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlacementView<'a> {
+    /// Node names, in manifest order.
+    pub nodes: Vec<Cow<'a, str>>,
+    /// The guest id.
+    pub vmid: Option<u32>,
+}
+
+impl From<Placement> for PlacementView<'static> {
+    fn from(p: Placement) -> Self {
+        PlacementView {
+            nodes: p.nodes.into_iter().map(|(n, _)| Cow::Owned(n)).collect(),
+            vmid: p.vmid,
         }
     }
 }
@@ -212,6 +273,16 @@ pub trait KindDef: Send + Sync + 'static {
     fn placement(&self, spec: &Spec) -> Placement;
     /// The structured references of a decoded spec.
     fn references(&self, spec: &Spec) -> Vec<Reference>;
+    /// [`KindDef::placement`] without paths. Override it to borrow from the spec: the graph
+    /// calls it for every resource of a cluster.
+    fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {
+        self.placement(spec).into()
+    }
+    /// [`KindDef::references`] without paths, the same references in the same order. Override
+    /// it to borrow from the spec: the graph calls it for every resource of a cluster.
+    fn reference_views<'s>(&self, spec: &'s Spec) -> Vec<ReferenceView<'s>> {
+        self.references(spec).into_iter().map(Into::into).collect()
+    }
     /// The JSON Schema of the spec (use `generator.subschema_for::<YourSpec>()`).
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
 }

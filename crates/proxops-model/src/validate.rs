@@ -4,7 +4,7 @@
 
 use crate::config::ClusterEntry;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::kind::{Identity, Reference, Registry};
+use crate::kind::{Identity, Reference, ReferenceView, Registry};
 use crate::manifest::{Resource, ResourceKey};
 use crate::yaml::PathSeg;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,28 +25,44 @@ fn name_path() -> Vec<PathSeg> {
 
 /// Every reference of a resource: structured fields first, then the annotation, without repeats.
 pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
-    let mut refs = Vec::new();
-    for_each_reference(registry, r, |x| refs.push(x.clone()));
+    let mut refs = registry
+        .get(r.kind)
+        .map(|k| k.references(&r.spec))
+        .unwrap_or_default();
+    for dep in &r.depends_on {
+        if !refs
+            .iter()
+            .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name)
+        {
+            refs.push(dep.clone());
+        }
+    }
     refs
 }
 
-/// Visits the references of [`references`], in the same order, without copying the annotation's
-/// (the graph walks every resource of a cluster this way).
-pub fn for_each_reference(registry: &Registry, r: &Resource, mut visit: impl FnMut(&Reference)) {
+/// Visits the references of [`references`], in the same order, without their YAML paths and
+/// without copying names where the kind can borrow them (the graph walks every resource of a
+/// cluster this way).
+pub fn for_each_reference(
+    registry: &Registry,
+    r: &Resource,
+    mut visit: impl FnMut(&ReferenceView<'_>),
+) {
     let structured = registry
         .get(r.kind)
-        .map(|k| k.references(&r.spec))
+        .map(|k| k.reference_views(&r.spec))
         .unwrap_or_default();
     for x in &structured {
         visit(x);
     }
     for (i, dep) in r.depends_on.iter().enumerate() {
-        let repeated = structured
+        let repeated = structured.iter().any(|x| {
+            x.target_kind == dep.target_kind.as_str() && x.target_name == dep.target_name.as_str()
+        }) || r.depends_on[..i]
             .iter()
-            .chain(&r.depends_on[..i])
             .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name);
         if !repeated {
-            visit(dep);
+            visit(&dep.view());
         }
     }
 }

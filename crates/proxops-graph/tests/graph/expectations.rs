@@ -292,3 +292,31 @@ fn the_example_order_does_not_depend_on_the_order_of_the_files() {
         }
     }
 }
+
+#[test]
+fn borrowed_views_agree_with_the_full_references_and_placements() {
+    // The graph reads `reference_views` and `placement_view`; validation reads `references` and
+    // `placement`. Every kind must give the same answer through both.
+    let registry = Registry::builtin();
+    let mut dirs = vec![examples("homelab")];
+    dirs.extend(shared("compat/examples"));
+    let mut seen = 0;
+    for dir in dirs {
+        let (repo, _) = check_dir(&dir);
+        for cluster in &repo.clusters {
+            for r in &cluster.resources {
+                let kind = registry.get(r.kind).unwrap();
+                let full: Vec<_> = kind.references(&r.spec);
+                let full: Vec<_> = full.iter().map(|x| x.view()).collect();
+                assert_eq!(kind.reference_views(&r.spec), full, "{}", r.key());
+                let placement = kind.placement(&r.spec);
+                let view = kind.placement_view(&r.spec);
+                let nodes: Vec<&str> = placement.nodes.iter().map(|(n, _)| n.as_str()).collect();
+                let viewed: Vec<&str> = view.nodes.iter().map(AsRef::as_ref).collect();
+                assert_eq!((viewed, view.vmid), (nodes, placement.vmid), "{}", r.key());
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 16, "{seen}");
+}

@@ -2,10 +2,14 @@
 //! (SPEC.md section 8.5). They have no vmid; PVE identifies them by (node, storage, filename).
 
 use super::common::{self, check_node};
-use crate::kind::{Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext};
+use crate::kind::{
+    Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceView,
+    SpecContext,
+};
 use crate::manifest::Spec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// The specification of a storage artifact: a file PVE downloads onto each listed node.
@@ -273,6 +277,22 @@ impl KindDef for ArtifactKind {
     }
 
     fn references(&self, _spec: &Spec) -> Vec<Reference> {
+        Vec::new()
+    }
+
+    fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {
+        let Spec::Artifact(s) = spec else {
+            return PlacementView::default();
+        };
+        let nodes = if s.nodes.is_empty() {
+            s.node.iter().map(|n| Cow::Borrowed(n.as_str())).collect()
+        } else {
+            s.nodes.iter().map(|n| Cow::Borrowed(n.as_str())).collect()
+        };
+        PlacementView { nodes, vmid: None }
+    }
+
+    fn reference_views<'s>(&self, _spec: &'s Spec) -> Vec<ReferenceView<'s>> {
         Vec::new()
     }
 

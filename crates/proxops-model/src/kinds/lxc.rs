@@ -2,12 +2,14 @@
 
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
 use crate::kind::{
-    GuestType, Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext,
+    GuestType, Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField,
+    ReferenceSource, ReferenceView, SpecContext,
 };
 use crate::manifest::Spec;
 use crate::quantity::Quantity;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The specification of a container (`kind: LXC`) or container template (`kind: TemplateCT`).
@@ -513,6 +515,29 @@ impl KindDef for LxcKind {
                 &path!["template"],
                 true,
             )],
+            _ => Vec::new(),
+        }
+    }
+
+    fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {
+        match spec {
+            Spec::Lxc(s) => PlacementView {
+                nodes: vec![Cow::Borrowed(s.node.as_str())],
+                vmid: Some(s.vmid),
+            },
+            _ => PlacementView::default(),
+        }
+    }
+
+    fn reference_views<'s>(&self, spec: &'s Spec) -> Vec<ReferenceView<'s>> {
+        match spec {
+            Spec::Lxc(s) => vec![ReferenceView {
+                field: "template",
+                target_kind: Cow::Borrowed("CTTemplate"),
+                target_name: Cow::Borrowed(s.template.as_str()),
+                same_node: true,
+                source: ReferenceSource::Structured,
+            }],
             _ => Vec::new(),
         }
     }

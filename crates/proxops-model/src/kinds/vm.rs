@@ -1,12 +1,16 @@
 //! `kind: VM` and `kind: TemplateVM`: QEMU guests (SPEC.md sections 8.1 and 8.2).
 
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
-use crate::kind::{Identity, KindDef, Placement, Plane, Reference, ReferenceField, SpecContext};
+use crate::kind::{
+    Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceSource,
+    ReferenceView, SpecContext,
+};
 use crate::manifest::Spec;
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The specification of a QEMU guest (`kind: VM`) or QEMU template (`kind: TemplateVM`).
@@ -828,6 +832,50 @@ const TEMPLATE_REFS: &[ReferenceField] = &[
     },
 ];
 
+impl VmKind {
+    /// Each structured reference with a function giving its path under `spec` (built only when
+    /// asked: ordering needs no paths).
+    fn each_reference<'s>(
+        &self,
+        spec: &'s Spec,
+        mut visit: impl FnMut(ReferenceView<'s>, &dyn Fn() -> Vec<PathSeg>),
+    ) {
+        let Spec::Vm(s) = spec else { return };
+        let view = |field, kind, name: &'s str, same_node| ReferenceView {
+            field,
+            target_kind: Cow::Borrowed(kind),
+            target_name: Cow::Borrowed(name),
+            same_node,
+            source: ReferenceSource::Structured,
+        };
+        if let Some(iso) = s
+            .hardware
+            .as_ref()
+            .and_then(|h| h.cdrom.as_ref())
+            .and_then(|c| c.iso.as_ref())
+            && iso != "none"
+        {
+            visit(view("hardware.cdrom.iso", "ISO", iso, true), &|| {
+                path!["hardware", "cdrom", "iso"].to_vec()
+            });
+        }
+        for (i, d) in s.disks.iter().enumerate() {
+            if let Some(image) = &d.image {
+                visit(view("disks[].image", "DiskImage", image, true), &|| {
+                    path!["disks", i, "image"].to_vec()
+                });
+            }
+        }
+        if !self.template
+            && let Some(clone) = &s.clone
+        {
+            visit(view("clone", "TemplateVM", clone, false), &|| {
+                path!["clone"].to_vec()
+            });
+        }
+    }
+}
+
 impl KindDef for VmKind {
     fn name(&self) -> &'static str {
         if self.template { "TemplateVM" } else { "VM" }
@@ -880,47 +928,34 @@ impl KindDef for VmKind {
         }
     }
 
+    fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {
+        match spec {
+            Spec::Vm(s) => PlacementView {
+                nodes: vec![Cow::Borrowed(s.node.as_str())],
+                vmid: Some(s.vmid),
+            },
+            _ => PlacementView::default(),
+        }
+    }
+
     fn references(&self, spec: &Spec) -> Vec<Reference> {
-        let Spec::Vm(s) = spec else { return Vec::new() };
         let mut refs = Vec::new();
-        if let Some(iso) = s
-            .hardware
-            .as_ref()
-            .and_then(|h| h.cdrom.as_ref())
-            .and_then(|c| c.iso.as_ref())
-            && iso != "none"
-        {
+        self.each_reference(spec, |v, path| {
             refs.push(Reference::structured(
-                "hardware.cdrom.iso",
-                "ISO",
-                iso,
-                &path!["hardware", "cdrom", "iso"],
-                true,
+                v.field,
+                &v.target_kind,
+                &v.target_name,
+                &path(),
+                v.same_node,
             ));
-        }
-        for (i, d) in s.disks.iter().enumerate() {
-            if let Some(image) = &d.image {
-                refs.push(Reference::structured(
-                    "disks[].image",
-                    "DiskImage",
-                    image,
-                    &path!["disks", i, "image"],
-                    true,
-                ));
-            }
-        }
-        if !self.template
-            && let Some(clone) = &s.clone
-        {
-            refs.push(Reference::structured(
-                "clone",
-                "TemplateVM",
-                clone,
-                &path!["clone"],
-                false,
-            ));
-        }
+        });
         refs
+    }
+
+    fn reference_views<'s>(&self, spec: &'s Spec) -> Vec<ReferenceView<'s>> {
+        let mut views = Vec::new();
+        self.each_reference(spec, |v, _| views.push(v));
+        views
     }
 
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
