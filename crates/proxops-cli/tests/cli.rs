@@ -275,7 +275,9 @@ fn cyclic_repo() -> tempfile::TempDir {
         write(
             root,
             &format!("vm/lab/{name}.yaml"),
-            &format!("apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\n  annotations:\n    proxops/depends-on: VM:{other}\nspec:\n  node: pve1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu: {{type: host, cores: 1}}\n  disks: [{{storage: local-lvm, size: 8GiB}}]\n"),
+            &format!(
+                "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\n  annotations:\n    proxops/depends-on: VM:{other}\nspec:\n  node: pve1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu: {{type: host, cores: 1}}\n  disks: [{{storage: local-lvm, size: 8GiB}}]\n"
+            ),
         );
     }
     dir
@@ -377,7 +379,11 @@ fn graph_dot_renders_with_graphviz() {
     use std::io::Write;
     child.stdin.take().unwrap().write_all(&dot).unwrap();
     let rendered = child.wait_with_output().unwrap();
-    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
     let svg = String::from_utf8_lossy(&rendered.stdout);
     assert!(svg.contains("<svg"), "{svg}");
     assert!(svg.contains("VM/docker&#45;host (120)"), "{svg}");
@@ -395,7 +401,10 @@ fn graph_and_validate_report_a_cycle() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert_eq!(stdout, "cluster lab: INVALID (see the errors above)\n");
     assert!(stderr.contains("proxops::dependency_cycle"), "{stderr}");
-    assert!(stderr.contains("dependency cycle between VM/a, VM/b"), "{stderr}");
+    assert!(
+        stderr.contains("dependency cycle between VM/a, VM/b"),
+        "{stderr}"
+    );
 
     let out = proxops()
         .args(["validate", "--output", "json", "--repo"])
