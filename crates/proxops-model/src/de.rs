@@ -534,6 +534,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         visitor.visit_map(MapAccess {
             entries: entries.iter(),
             fields: None,
+            filter: false,
             missing: [].iter(),
             value: None,
             parent: self,
@@ -552,11 +553,13 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         let required = self.required.of(name);
         // The entries handed to the visitor: the known fields in source order, then a placeholder
         // for each required field that is absent (see `MapAccess`).
+        let mut unknown = false;
         let entries: &'n [(Node, Node)] = match self.node.map(|n| &n.value) {
             Some(NodeValue::Map(entries)) => {
                 for (k, _) in entries {
                     let key = k.as_str().unwrap_or_default();
                     if !fields.contains(&key) {
+                        unknown = true;
                         let help = did_you_mean(key, fields.iter().copied())
                             .map(|s| format!("did you mean `{s}`?"))
                             .or_else(|| Some(format!("known fields: {}", fields.join(", "))));
@@ -584,15 +587,19 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                 return visitor.visit_map(MapAccess {
                     entries: [].iter(),
                     fields: Some(fields),
+                    filter: false,
                     missing: required.iter(),
                     value: None,
                     parent: self,
                 });
             }
         };
-        if self.node.is_some() {
-            for req in required {
-                if !is_present(entries, fields, req) {
+        let mut missing = false;
+        for req in required {
+            if !is_present(entries, fields, req) {
+                missing = true;
+                // A placeholder struct (no node) fills its required fields silently.
+                if self.node.is_some() {
                     self.sink.push(problem(
                         Code::MissingField,
                         container_span,
@@ -603,11 +610,11 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
                 }
             }
         }
-        // A placeholder struct (no node) fills every required field with placeholders too.
         visitor.visit_map(MapAccess {
             entries: entries.iter(),
             fields: Some(fields),
-            missing: required.iter(),
+            filter: unknown,
+            missing: if missing { required } else { &[] }.iter(),
             value: None,
             parent: self,
         })
@@ -698,6 +705,10 @@ impl<'de, 'n, 's> de::SeqAccess<'de> for SeqAccess<'n, 's> {
 struct MapAccess<'n, 's> {
     entries: std::slice::Iter<'n, (Node, Node)>,
     fields: Option<&'static [&'static str]>,
+    /// Whether some keys are not fields and must be skipped (they were reported already).
+    filter: bool,
+    /// The required fields to check for absence once the entries are done (empty when none is
+    /// absent).
     missing: std::slice::Iter<'s, String>,
     value: Option<Entry<'n>>,
     parent: NodeDe<'n, 's>,
@@ -711,7 +722,8 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
         seed: K,
     ) -> Result<Option<K::Value>, DeError> {
         for (k, v) in self.entries.by_ref() {
-            if let Some(fields) = self.fields
+            if self.filter
+                && let Some(fields) = self.fields
                 && !fields.contains(&k.as_str().unwrap_or_default())
             {
                 continue;

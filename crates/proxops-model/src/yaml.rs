@@ -515,20 +515,24 @@ impl SpanTree {
     /// The shape of `root`. Recurses as deep as the tree (parsed trees are at most
     /// 128 levels deep).
     pub fn new(root: &Node) -> SpanTree {
-        let (mut count, mut key_bytes) = (0, 0);
-        measure(root, false, &mut count, &mut key_bytes);
-        let mut builder = SpanTreeBuilder {
-            items: Vec::with_capacity(count),
-            keys: String::with_capacity(key_bytes),
-        };
-        builder.items.push(Item::default());
-        match builder.fill(root, 0, false) {
-            Some(()) => SpanTree(Shape::Compact {
-                items: builder.items.into_boxed_slice(),
-                keys: builder.keys.into_boxed_str(),
-            }),
-            None => SpanTree(Shape::Full(Box::new(root.clone()))),
+        let mut size = Size::default();
+        size.add(root, false);
+        let fits = [size.items, size.key_bytes, size.offsets]
+            .into_iter()
+            .all(|n| u32::try_from(n).is_ok());
+        if !fits {
+            return SpanTree(Shape::Full(Box::new(root.clone())));
         }
+        let mut builder = SpanTreeBuilder {
+            items: vec![Item::default(); size.items],
+            next: 1,
+            keys: String::with_capacity(size.key_bytes),
+        };
+        builder.fill(root, 0, false);
+        SpanTree(Shape::Compact {
+            items: builder.items.into_boxed_slice(),
+            keys: builder.keys.into_boxed_str(),
+        })
     }
 
     /// The same as [`Node::span_at`] on the tree this was built from.
@@ -582,76 +586,89 @@ impl SpanTree {
     }
 }
 
-/// Counts the items and key bytes of a [`SpanTree`] of `node`.
-fn measure(node: &Node, is_key: bool, count: &mut usize, key_bytes: &mut usize) {
-    *count += 1;
-    match &node.value {
-        NodeValue::Scalar(text, _) if is_key => *key_bytes += text.len(),
-        NodeValue::Scalar(..) => {}
-        _ if is_key => {}
-        NodeValue::Seq(items) => {
-            for item in items {
-                measure(item, false, count, key_bytes);
+/// What a [`SpanTree`] of a node needs.
+#[derive(Default)]
+struct Size {
+    items: usize,
+    key_bytes: usize,
+    /// The largest span offset.
+    offsets: usize,
+}
+
+impl Size {
+    fn add(&mut self, node: &Node, is_key: bool) {
+        self.items += 1;
+        self.offsets = self.offsets.max(node.span.start).max(node.span.end);
+        match &node.value {
+            NodeValue::Scalar(text, _) if is_key => self.key_bytes += text.len(),
+            NodeValue::Scalar(..) => {}
+            _ if is_key => {}
+            NodeValue::Seq(items) => {
+                for item in items {
+                    self.add(item, false);
+                }
             }
-        }
-        NodeValue::Map(entries) => {
-            for (k, v) in entries {
-                measure(k, true, count, key_bytes);
-                measure(v, false, count, key_bytes);
+            NodeValue::Map(entries) => {
+                for (k, v) in entries {
+                    self.add(k, true);
+                    self.add(v, false);
+                }
             }
         }
     }
 }
 
+/// Fills the items of a [`SpanTree`] whose [`Size`] was checked to fit in 32 bits, so the casts
+/// below cannot truncate.
 struct SpanTreeBuilder {
     items: Vec<Item>,
+    /// The first item not yet given to a node.
+    next: usize,
     keys: String,
 }
 
 impl SpanTreeBuilder {
-    /// Writes `node` into the item at `slot` and its children after the current end; `None` if
-    /// an offset does not fit in 32 bits.
-    fn fill(&mut self, node: &Node, slot: usize, is_key: bool) -> Option<()> {
-        let u32_of = |n: usize| u32::try_from(n).ok();
+    /// Writes `node` into the item at `slot`, and its children into the next free items.
+    fn fill(&mut self, node: &Node, slot: usize, is_key: bool) {
         let mut item = Item {
-            start: u32_of(node.span.start)?,
-            end: u32_of(node.span.end)?,
+            start: node.span.start as u32,
+            end: node.span.end as u32,
             ..Item::default()
         };
         match &node.value {
             NodeValue::Scalar(text, _) if is_key => {
                 item.tag = Tag::Key;
-                item.a = u32_of(self.keys.len())?;
-                item.b = u32_of(text.len())?;
+                item.a = self.keys.len() as u32;
+                item.b = text.len() as u32;
                 self.keys.push_str(text);
             }
             NodeValue::Scalar(..) => {}
             _ if is_key => {}
             NodeValue::Seq(children) => {
-                let first = self.items.len();
+                let first = self.next;
+                self.next += children.len();
                 item.tag = Tag::Seq;
-                item.a = u32_of(first)?;
-                item.b = u32_of(children.len())?;
-                self.items.resize(first + children.len(), Item::default());
+                item.a = first as u32;
+                item.b = children.len() as u32;
                 for (i, child) in children.iter().enumerate() {
-                    self.fill(child, first + i, false)?;
+                    self.fill(child, first + i, false);
                 }
             }
             NodeValue::Map(entries) => {
-                let first = self.items.len();
+                let first = self.next;
+                self.next += 2 * entries.len();
                 item.tag = Tag::Map;
-                item.a = u32_of(first)?;
-                item.b = u32_of(entries.len())?;
-                self.items
-                    .resize(first + 2 * entries.len(), Item::default());
+                item.a = first as u32;
+                item.b = entries.len() as u32;
                 for (i, (k, v)) in entries.iter().enumerate() {
-                    self.fill(k, first + 2 * i, true)?;
-                    self.fill(v, first + 2 * i + 1, false)?;
+                    self.fill(k, first + 2 * i, true);
+                    self.fill(v, first + 2 * i + 1, false);
                 }
             }
         }
-        *self.items.get_mut(slot)? = item;
-        Some(())
+        if let Some(at) = self.items.get_mut(slot) {
+            *at = item;
+        }
     }
 }
 
