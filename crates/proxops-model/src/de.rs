@@ -698,6 +698,11 @@ impl<'de, 'n, 's> de::SeqAccess<'de> for SeqAccess<'n, 's> {
             None => Ok(None),
         }
     }
+
+    fn size_hint(&self) -> Option<usize> {
+        // Lets a `Vec` be allocated at its final size.
+        Some(self.items.len())
+    }
 }
 
 /// The entries of a mapping. For a struct (`fields` is set), only the entries whose keys are

@@ -90,7 +90,7 @@ struct Loader<'a> {
     diagnostics: Vec<Diagnostic>,
     manifests: BTreeMap<String, LoadedManifest>,
     /// Manifest path -> clusters listing it.
-    listed_by: BTreeMap<String, BTreeSet<String>>,
+    listed_by: BTreeMap<String, Listers>,
     /// How many threads may read and decode manifests.
     threads: usize,
 }
@@ -188,8 +188,8 @@ pub fn load_repository_with_threads(
     }
     let mut clusters = Vec::new();
     let mut compositions = Vec::new();
-    for name in &names {
-        let (cluster, paths) = loader.load_cluster(name);
+    for (index, name) in names.iter().enumerate() {
+        let (cluster, paths) = loader.load_cluster(index, name);
         clusters.push(cluster);
         compositions.push(paths);
     }
@@ -223,32 +223,31 @@ pub fn load_repository_with_threads(
     }
     // File diagnostics belong to the cluster listing the file, or to none if several do.
     for (path, m) in &loader.manifests {
-        let listing = loader.listed_by.get(path);
-        let cluster = listing
-            .filter(|s| s.len() == 1)
-            .and_then(|s| s.iter().next())
-            .cloned();
+        if m.diagnostics.is_empty() {
+            continue;
+        }
+        let cluster = loader
+            .listed_by
+            .get(path)
+            .and_then(Listers::single)
+            .and_then(|i| names.get(i));
         for d in &m.diagnostics {
             loader
                 .diagnostics
-                .push(d.clone().in_cluster(cluster.as_deref()));
+                .push(d.clone().in_cluster(cluster.map(String::as_str)));
         }
     }
     let mut diagnostics = loader.diagnostics;
-    for cluster in &mut clusters {
-        let files: BTreeSet<&String> = loader
-            .listed_by
-            .iter()
-            .filter(|(_, cs)| cs.contains(&cluster.name))
-            .map(|(p, _)| p)
-            .collect();
+    // Clusters are in the order of `names`, so a cluster's index is its position.
+    for (index, cluster) in clusters.iter_mut().enumerate() {
         cluster.valid = !diagnostics.iter().any(|d| {
             d.is_error()
                 && (d.cluster.as_deref() == Some(cluster.name.as_str())
                     || (d.cluster.is_none() && d.primary_file() == Some("proxops.yaml"))
                     || (d.cluster.is_none()
-                        && d.primary_file()
-                            .is_some_and(|f| files.contains(&f.to_owned()))))
+                        && d.primary_file().is_some_and(|f| {
+                            loader.listed_by.get(f).is_some_and(|l| l.contains(index))
+                        })))
         });
     }
     if !options.clusters.is_empty() {
@@ -340,7 +339,8 @@ impl Loader<'_> {
     }
 
     /// Loads one cluster's config and composition; returns the cluster and its manifest paths.
-    fn load_cluster(&mut self, name: &str) -> (Cluster, Vec<String>) {
+    /// `index` is the cluster's position among the repository's clusters.
+    fn load_cluster(&mut self, index: usize, name: &str) -> (Cluster, Vec<String>) {
         let mut cluster = Cluster {
             name: name.to_owned(),
             entry: None,
@@ -358,7 +358,7 @@ impl Loader<'_> {
             );
         }
         self.load_cluster_config(&mut cluster, &dir);
-        let paths = self.load_composition(name, &dir);
+        let paths = self.load_composition(index, name, &dir);
         (cluster, paths)
     }
 
@@ -452,7 +452,7 @@ impl Loader<'_> {
     }
 
     /// Reads `resources.yaml`, checks each entry and loads the manifests; returns their paths.
-    fn load_composition(&mut self, cluster: &str, dir: &str) -> Vec<String> {
+    fn load_composition(&mut self, index: usize, cluster: &str, dir: &str) -> Vec<String> {
         let path = format!("{dir}/resources.yaml");
         let (file, doc) = match read_yaml(self.source, &path) {
             Ok(Some(x)) => x,
@@ -580,7 +580,7 @@ impl Loader<'_> {
                 self.listed_by
                     .entry(target.clone())
                     .or_default()
-                    .insert(cluster.to_owned());
+                    .insert(index);
                 steps.push(Step::Report(
                     flat_layout(&target)
                         .with_label(&file, item.span, "listed here")
@@ -619,7 +619,7 @@ impl Loader<'_> {
                     self.listed_by
                         .entry(target.clone())
                         .or_default()
-                        .insert(cluster.to_owned());
+                        .insert(index);
                     if let Some(loaded) = loaded {
                         self.manifests.insert(target.clone(), loaded);
                     }
@@ -714,6 +714,33 @@ impl Loader<'_> {
                 }
             }
         }
+    }
+}
+
+/// The clusters whose compositions list one file, as positions among the repository's clusters;
+/// one cluster needs no allocation.
+#[derive(Debug, Default)]
+struct Listers {
+    first: Option<usize>,
+    more: Vec<usize>,
+}
+
+impl Listers {
+    fn insert(&mut self, cluster: usize) {
+        match self.first {
+            None => self.first = Some(cluster),
+            Some(first) if first == cluster || self.more.contains(&cluster) => {}
+            Some(_) => self.more.push(cluster),
+        }
+    }
+
+    fn contains(&self, cluster: usize) -> bool {
+        self.first == Some(cluster) || self.more.contains(&cluster)
+    }
+
+    /// The cluster, if exactly one lists the file.
+    fn single(&self) -> Option<usize> {
+        self.first.filter(|_| self.more.is_empty())
     }
 }
 
