@@ -1,10 +1,10 @@
 //! Where the loader reads a repository from: a directory on disk ([`FsSource`]) or anything else
 //! that implements [`RepoSource`] (the store reads files straight out of a git commit).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -54,16 +54,44 @@ pub trait RepoSource: Send + Sync {
 ///
 /// Reads never leave the repository: a path whose directories or file resolve, through symbolic
 /// links, to somewhere outside the (canonical) root is refused with [`ReadError::Escapes`].
-/// Directories are resolved once and remembered (most manifests share a handful of directories),
-/// so a read costs one `lstat` of the file plus the read itself. [`RepoSource::start_load`] (called
-/// by the loader at the start of every load) forgets the remembered directories, so a source kept
-/// across loads of a changing checkout never trusts a directory resolved before the current load.
+/// Directories are resolved and listed once, then remembered (most manifests share a handful of
+/// directories): a file the listing showed as a regular file is read straight away, anything else
+/// (a symbolic link, a file created since) is checked with `lstat` first. [`RepoSource::start_load`]
+/// (called by the loader at the start of every load) forgets the remembered directories, so a
+/// source kept across loads of a changing checkout never trusts what it saw before the current
+/// load.
 #[derive(Debug)]
 pub struct FsSource {
     root: PathBuf,
     canonical_root: PathBuf,
-    /// Repository-relative directory -> its canonical path, checked to be inside the root.
-    dirs: Mutex<HashMap<String, PathBuf>>,
+    /// Repository-relative directory -> what was found out about it.
+    dirs: Mutex<HashMap<String, Arc<DirInfo>>>,
+}
+
+/// A directory of the repository as first seen during the current load.
+#[derive(Debug)]
+struct DirInfo {
+    /// Its canonical path, checked to be inside the repository.
+    real: PathBuf,
+    /// The names its listing showed as regular files (not symbolic links).
+    files: HashSet<Box<str>>,
+}
+
+impl DirInfo {
+    fn new(real: PathBuf) -> DirInfo {
+        let mut files = HashSet::new();
+        // Without a listing every read is checked with `lstat`, which is only slower.
+        if let Ok(entries) = std::fs::read_dir(&real) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_file())
+                    && let Ok(name) = entry.file_name().into_string()
+                {
+                    files.insert(name.into_boxed_str());
+                }
+            }
+        }
+        DirInfo { real, files }
+    }
 }
 
 impl Clone for FsSource {
@@ -116,12 +144,9 @@ impl FsSource {
         p
     }
 
-    /// The canonical path of the repository directory `dir` (segments joined by `/`, no empty
-    /// ones), which must lie inside the repository.
-    fn canonical_dir(&self, dir: &str) -> Result<PathBuf, ReadError> {
-        if dir.is_empty() {
-            return Ok(self.canonical_root.clone());
-        }
+    /// The repository directory `dir` (segments joined by `/`, no empty ones), which must lie
+    /// inside the repository.
+    fn dir_info(&self, dir: &str) -> Result<Arc<DirInfo>, ReadError> {
         // A poisoned lock only means another reader panicked; the map itself is still sound.
         let cached = self
             .dirs
@@ -129,19 +154,20 @@ impl FsSource {
             .unwrap_or_else(PoisonError::into_inner)
             .get(dir)
             .cloned();
-        if let Some(real) = cached {
-            return Ok(real);
+        if let Some(info) = cached {
+            return Ok(info);
         }
         let real = self.resolve(dir).canonicalize().map_err(read_error)?;
         // A symbolic link may point anywhere; only directories inside the repository count.
         if !real.starts_with(&self.canonical_root) {
             return Err(ReadError::Escapes);
         }
+        let info = Arc::new(DirInfo::new(real));
         self.dirs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(dir.to_owned(), real.clone());
-        Ok(real)
+            .insert(dir.to_owned(), Arc::clone(&info));
+        Ok(info)
     }
 }
 
@@ -162,19 +188,21 @@ impl RepoSource for FsSource {
         let Some((name, dirs)) = segments.split_last() else {
             return Err(ReadError::IsDirectory);
         };
-        let mut full = self.canonical_dir(&dirs.join("/"))?;
-        full.push(name);
-        let meta = std::fs::symlink_metadata(&full).map_err(read_error)?;
-        if meta.is_dir() {
-            return Err(ReadError::IsDirectory);
-        }
-        if meta.file_type().is_symlink() {
-            // The file itself is a link: resolve it and check where it leads.
-            let real = full.canonicalize().map_err(read_error)?;
-            if !real.starts_with(&self.canonical_root) {
-                return Err(ReadError::Escapes);
+        let dir = self.dir_info(&dirs.join("/"))?;
+        let mut full = dir.real.join(name);
+        if !dir.files.contains(*name) {
+            let meta = std::fs::symlink_metadata(&full).map_err(read_error)?;
+            if meta.is_dir() {
+                return Err(ReadError::IsDirectory);
             }
-            full = real;
+            if meta.file_type().is_symlink() {
+                // The file itself is a link: resolve it and check where it leads.
+                let real = full.canonicalize().map_err(read_error)?;
+                if !real.starts_with(&self.canonical_root) {
+                    return Err(ReadError::Escapes);
+                }
+                full = real;
+            }
         }
         match std::fs::read(&full) {
             Ok(bytes) => Ok(bytes),
@@ -324,6 +352,20 @@ mod tests {
                 Err(ReadError::Io(_))
             ));
         }
+        // A file swapped for a link between loads is seen after `start_load`.
+        assert!(std::fs::remove_file(root.join("vm/a/x.yaml")).is_ok());
+        assert!(symlink(outside.path().join("z.yaml"), root.join("vm/a/x.yaml")).is_ok());
+        source.start_load();
+        assert!(matches!(
+            source.read("vm/a/x.yaml"),
+            Err(ReadError::Escapes)
+        ));
+        // A file created since the directory was listed is checked too.
+        assert!(symlink(outside.path().join("z.yaml"), root.join("vm/a/new.yaml")).is_ok());
+        assert!(matches!(
+            source.read("vm/a/new.yaml"),
+            Err(ReadError::Escapes)
+        ));
         // A directory swapped for a link between loads is seen after `start_load`.
         assert!(std::fs::rename(root.join("vm/a"), root.join("vm/b")).is_ok());
         assert!(symlink(outside.path(), root.join("vm/a")).is_ok());
