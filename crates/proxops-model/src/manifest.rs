@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The only `apiVersion` manifests may carry.
 pub const API_VERSION: &str = "proxops/v1alpha1";
@@ -100,9 +100,9 @@ pub struct Resource {
     pub spec: Spec,
     /// The file it came from.
     pub file: Arc<SourceFile>,
-    /// Where each node of the document is, for labels (the parsed tree itself is dropped once
-    /// the manifest is decoded).
-    pub document: SpanTree,
+    /// Where each node of the document is, for labels: built from `file` the first time a label
+    /// needs it (see [`Resource::spans`]).
+    spans: OnceLock<SpanTree>,
     /// Dependencies from the `proxops/depends-on` annotation.
     pub depends_on: Vec<Reference>,
 }
@@ -123,7 +123,28 @@ impl Resource {
 
     /// The span of the node at `path` from the document root (or its deepest existing parent).
     pub fn span(&self, path: &[PathSeg]) -> Span {
-        self.document.span_at(path)
+        self.spans().span_at(path)
+    }
+
+    /// Where each node of the manifest's document is.
+    ///
+    /// Only findings need spans, and a clean repository has none: so the parsed tree is dropped
+    /// once the manifest is decoded, and the first call parses the file's text again (the same
+    /// text with the same parser, so the same tree) and keeps its [`SpanTree`].
+    pub fn spans(&self) -> &SpanTree {
+        self.spans.get_or_init(|| {
+            let doc = parse_documents(&self.file.text)
+                .ok()
+                .and_then(|docs| docs.into_iter().find(|d| !d.is_null()));
+            match doc {
+                Some(doc) => SpanTree::new(&doc),
+                // Cannot happen: the text parsed when the resource was decoded.
+                None => SpanTree::new(&Node {
+                    span: Span::new(0, 0),
+                    value: NodeValue::Map(Vec::new()),
+                }),
+            }
+        })
     }
 }
 
@@ -196,7 +217,7 @@ pub fn load_manifest(
     }
     let sink = Sink::default();
     let resource = decode_envelope(&doc, file, registry, root_kind, &sink);
-    // Only the spans are kept: the tree is freed while it is still in the cache.
+    // The tree is freed while it is still in the cache; see `Resource::spans`.
     drop(doc);
     diagnostics.extend(to_diagnostics(file, sink.take()));
     let has_error = diagnostics.iter().any(Diagnostic::is_error);
@@ -328,7 +349,7 @@ fn decode_envelope(
         metadata,
         spec,
         file: Arc::clone(file),
-        document: SpanTree::new(doc),
+        spans: OnceLock::new(),
         depends_on,
     })
 }
@@ -474,5 +495,41 @@ pub(crate) fn scalar_text(node: &Node) -> Option<&str> {
     match &node.value {
         NodeValue::Scalar(s, _) => Some(s),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_built_on_demand_from_the_same_document() {
+        let text = "# comment\n---\n---\napiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\n  labels: {a: b}\nspec:\n  node: n1\n  vmid: 100\n  memory: 1GiB\n  cpu:\n    type: host\n    cores: 1\n  disks:\n    - storage: local-lvm\n      size: 8GiB\n";
+        let file = SourceFile::new("vm/a/web.yaml", text);
+        let loaded = load_manifest(&file, &Registry::builtin(), Some("VM"));
+        assert_eq!(loaded.diagnostics, Vec::new());
+        let Some(resource) = loaded.resource else {
+            panic!("the manifest decodes");
+        };
+        assert!(
+            resource.spans.get().is_none(),
+            "no spans before a label needs them"
+        );
+        let docs = parse_documents(text).unwrap_or_default();
+        let Some(doc) = docs.iter().find(|d| !d.is_null()) else {
+            panic!("a document");
+        };
+        let paths: Vec<Vec<PathSeg>> = vec![
+            vec![],
+            vec!["metadata".into(), "name".into()],
+            vec!["metadata".into(), "labels".into(), "a".into()],
+            vec!["spec".into(), "disks".into(), 0.into(), "size".into()],
+            vec!["spec".into(), "disks".into(), 3.into()],
+            vec!["spec".into(), "nope".into()],
+        ];
+        for path in &paths {
+            assert_eq!(resource.span(path), doc.span_at(path), "{path:?}");
+        }
+        assert!(resource.spans.get().is_some());
     }
 }
