@@ -421,3 +421,148 @@ fn graph_and_validate_report_a_cycle() {
         .collect();
     assert_eq!(codes, ["proxops::dependency_cycle"]);
 }
+
+/// Kills the child when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sim_prints_its_address_and_seeds_a_cluster_from_the_repository() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--cluster", "home"])
+        .args(["--token", "root@pam!ci=s3cret", "--seed-repo"])
+        .arg(homelab())
+        .arg("--state")
+        .arg(&state)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut sim = Running(child);
+    let stdout = sim.0.stdout.take().unwrap();
+    let lines: Vec<String> = std::io::BufReader::new(stdout)
+        .lines()
+        .take(3)
+        .map(Result::unwrap)
+        .collect();
+    let url = lines[0].strip_prefix("url: https://").unwrap();
+    let addr = url.strip_suffix("/api2/json").unwrap();
+    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap();
+    assert_eq!(fingerprint.len(), 32 * 3 - 1, "{fingerprint}");
+    assert!(fingerprint.split(':').all(|b| {
+        b.len() == 2
+            && b.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase())
+    }));
+    assert_eq!(lines[2], "token: root@pam!ci=s3cret");
+    assert!(std::net::TcpStream::connect(addr).is_ok());
+    // The seeded state is on disk from the start: home's nodes, with the default storages.
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(saved["cluster_name"], "home");
+    let nodes: Vec<&str> = saved["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["pve1", "pve2"]);
+    let storages: Vec<(&str, &str)> = saved["nodes"][0]["storages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["storage"].as_str().unwrap(), s["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(storages, [("local", "dir"), ("local-lvm", "lvmthin")]);
+}
+
+#[test]
+fn sim_needs_a_cluster_when_the_repository_has_several() {
+    let out = proxops()
+        .args(["sim", "--listen", "127.0.0.1:0", "--seed-repo"])
+        .arg(homelab())
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("the repository has 2 clusters"), "{stderr}");
+    assert!(
+        stderr.contains("add --cluster with one of: home, lab"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sim_seeds_the_storages_that_manifests_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "clusters/lab/config.yaml",
+        "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n",
+    );
+    write(
+        root,
+        "clusters/lab/resources.yaml",
+        "resources:\n  - ../../vm/lab/web.yaml\n  - ../../iso/lab/boot.yaml\n",
+    );
+    write(
+        root,
+        "vm/lab/web.yaml",
+        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 101\n  memory: 1GiB\n  cpu: {type: host, cores: 1}\n  disks: [{storage: fast-ssd, size: 8GiB}]\n  hardware:\n    cdrom: {iso: boot}\n",
+    );
+    write(
+        root,
+        "iso/lab/boot.yaml",
+        "apiVersion: proxops/v1alpha1\nkind: ISO\nmetadata:\n  name: boot\nspec:\n  node: pve1\n  storage: isos\n  filename: boot.iso\n  url: https://example.invalid/boot.iso\n",
+    );
+    let state = root.join("state.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--seed-repo"])
+        .arg(root)
+        .arg("--state")
+        .arg(&state)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut sim = Running(child);
+    let mut first = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(sim.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("url: https://127.0.0.1:"), "{first}");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let storages: Vec<String> = saved["nodes"][0]["storages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {}",
+                s["storage"].as_str().unwrap(),
+                s["type"].as_str().unwrap(),
+                s["content"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        storages,
+        [
+            r#"fast-ssd lvmthin ["images"]"#,
+            r#"isos dir ["iso"]"#,
+            r#"local dir ["iso","vztmpl","import","backup","snippets"]"#,
+            r#"local-lvm lvmthin ["images","rootdir"]"#,
+        ]
+    );
+}

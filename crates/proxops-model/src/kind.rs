@@ -148,6 +148,15 @@ impl From<Reference> for ReferenceView<'static> {
     }
 }
 
+/// A storage a resource puts something on, and the PVE content type it needs enabled there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StorageUse {
+    /// The storage id (`local`, `local-lvm`, ...).
+    pub storage: String,
+    /// PVE's content type: `images`, `rootdir`, `iso`, `vztmpl` or `import`.
+    pub content: &'static str,
+}
+
 /// Nodes and vmid as ordering needs them: no YAML paths, node names borrowed where the kind can
 /// (see [`KindDef::placement_view`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -273,6 +282,11 @@ pub trait KindDef: Send + Sync + 'static {
     fn placement(&self, spec: &Spec) -> Placement;
     /// The structured references of a decoded spec.
     fn references(&self, spec: &Spec) -> Vec<Reference>;
+    /// The storages a decoded spec puts data on, with the content type each needs (used to check
+    /// and seed storages, and to name the storage privileges a plan needs). None by default.
+    fn storages(&self, _spec: &Spec) -> Vec<StorageUse> {
+        Vec::new()
+    }
     /// [`KindDef::placement`] without paths. Override it to borrow from the spec: the graph
     /// calls it for every resource of a cluster.
     fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {

@@ -2,6 +2,7 @@
 
 pub mod graph;
 pub mod schema;
+pub mod sim;
 pub mod validate;
 
 use crate::error::CliError;
@@ -17,6 +18,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Show each cluster's dependency graph: create order by level.
     Graph(graph::Args),
+    /// Run the Proxmox VE API simulator as an HTTPS server.
+    Sim(sim::Args),
 }
 
 /// Runs a subcommand.
@@ -25,6 +28,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Validate(args) => validate::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Graph(args) => graph::run(&args),
+        Command::Sim(args) => sim::run(&args),
     }
 }
 

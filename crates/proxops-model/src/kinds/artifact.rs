@@ -4,7 +4,7 @@
 use super::common::{self, check_node};
 use crate::kind::{
     Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceView,
-    SpecContext,
+    SpecContext, StorageUse,
 };
 use crate::manifest::Spec;
 use schemars::JsonSchema;
@@ -278,6 +278,17 @@ impl KindDef for ArtifactKind {
 
     fn references(&self, _spec: &Spec) -> Vec<Reference> {
         Vec::new()
+    }
+
+    fn storages(&self, spec: &Spec) -> Vec<StorageUse> {
+        let (Spec::Artifact(s), Identity::StorageArtifact { content }) = (spec, self.identity())
+        else {
+            return Vec::new();
+        };
+        vec![StorageUse {
+            storage: s.storage.clone(),
+            content,
+        }]
     }
 
     fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {

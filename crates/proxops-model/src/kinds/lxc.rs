@@ -3,7 +3,7 @@
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
 use crate::kind::{
     GuestType, Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField,
-    ReferenceSource, ReferenceView, SpecContext,
+    ReferenceSource, ReferenceView, SpecContext, StorageUse,
 };
 use crate::manifest::Spec;
 use crate::quantity::Quantity;
@@ -517,6 +517,20 @@ impl KindDef for LxcKind {
             )],
             _ => Vec::new(),
         }
+    }
+
+    fn storages(&self, spec: &Spec) -> Vec<StorageUse> {
+        let Spec::Lxc(s) = spec else { return Vec::new() };
+        let mut uses: Vec<StorageUse> = std::iter::once(&s.root.storage)
+            .chain(s.mount_points.iter().map(|m| &m.storage))
+            .map(|storage| StorageUse {
+                storage: storage.clone(),
+                content: "rootdir",
+            })
+            .collect();
+        uses.sort();
+        uses.dedup();
+        uses
     }
 
     fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {

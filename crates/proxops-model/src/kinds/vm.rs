@@ -3,7 +3,7 @@
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
 use crate::kind::{
     Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceSource,
-    ReferenceView, SpecContext,
+    ReferenceView, SpecContext, StorageUse,
 };
 use crate::manifest::Spec;
 use crate::quantity::Quantity;
@@ -926,6 +926,34 @@ impl KindDef for VmKind {
             },
             _ => Placement::default(),
         }
+    }
+
+    fn storages(&self, spec: &Spec) -> Vec<StorageUse> {
+        let Spec::Vm(s) = spec else { return Vec::new() };
+        let images = |storage: &str| StorageUse {
+            storage: storage.to_owned(),
+            content: "images",
+        };
+        let mut uses: Vec<StorageUse> = s.disks.iter().map(|d| images(&d.storage)).collect();
+        if let Some(h) = &s.hardware {
+            if let Some(storage) = h
+                .cloud_init
+                .as_ref()
+                .filter(|c| c.enabled)
+                .and_then(|c| c.storage.as_deref())
+            {
+                uses.push(images(storage));
+            }
+            if let Some(efi) = &h.efi_disk {
+                uses.push(images(&efi.storage));
+            }
+            if let Some(storage) = h.tpm.as_ref().and_then(|t| t.storage.as_deref()) {
+                uses.push(images(storage));
+            }
+        }
+        uses.sort();
+        uses.dedup();
+        uses
     }
 
     fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {

@@ -1,0 +1,214 @@
+//! `proxops sim`.
+
+use crate::error::CliError;
+use proxops_model::{Cluster, FsSource, LoadOptions, Registry, load_repository};
+use proxops_pve_sim::{ApiToken, Node, SimConfig, State, Storage, User, start};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Run the Proxmox VE API simulator as an HTTPS server, until Ctrl-C or SIGTERM.
+///
+/// It prints its URL, its certificate's SHA-256 fingerprint (pin it in a cluster's
+/// `fingerprint:`) and the API token it accepts. With `--state FILE` the cluster state survives
+/// restarts; with `--seed-repo DIR` a fresh state gets the nodes of a cluster's allowlist, with
+/// `local` (dir) and `local-lvm` (lvmthin) on each, plus every storage its manifests use.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8006")]
+    pub listen: SocketAddr,
+    /// Load the cluster state from FILE if it exists, and save every change to it.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// The API token to accept, `USER@REALM!ID=SECRET` (default: a fresh random one).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "PROXOPS_SIM_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Also accept ticket logins of `root@pam` with this password.
+    #[arg(
+        long,
+        value_name = "PASSWORD",
+        env = "PROXOPS_SIM_PASSWORD",
+        hide_env_values = true
+    )]
+    pub password: Option<String>,
+    /// Seed nodes and storages from this repository's cluster config and manifests.
+    #[arg(long, value_name = "DIR")]
+    pub seed_repo: Option<PathBuf>,
+    /// The cluster to seed from (needed when the repository has several).
+    #[arg(long, value_name = "C", requires = "seed_repo")]
+    pub cluster: Option<String>,
+}
+
+/// Runs `proxops sim`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let mut config = SimConfig {
+        listen: args.listen,
+        ..SimConfig::default()
+    };
+    if let Some(dir) = &args.seed_repo {
+        config.state = seed(dir, args.cluster.as_deref())?;
+    }
+    if let Some(path) = &args.state {
+        config = config.with_state_file(path).map_err(|e| {
+            CliError::usage(
+                format!("cannot use state file {}: {e}", path.display()),
+                None,
+            )
+        })?;
+    }
+    if let Some(token) = &args.token {
+        config.token = token.parse::<ApiToken>().map_err(|e| {
+            CliError::usage(
+                format!("invalid --token: {e}"),
+                Some("the form is USER@REALM!TOKENID=SECRET, e.g. root@pam!ci=s3cret".into()),
+            )
+        })?;
+    }
+    if let Some(password) = &args.password {
+        config.users.push(User {
+            userid: "root@pam".into(),
+            password: password.clone(),
+        });
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Io(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let sim = start(config)
+            .await
+            .map_err(|e| CliError::Io(format!("cannot start the simulator: {e}")))?;
+        // Write the (seeded or loaded) state at once, so the file exists once the URL is out.
+        sim.with_state(|_| ());
+        let mut out = std::io::stdout().lock();
+        let printed = writeln!(out, "url: {}", sim.base_url())
+            .and_then(|()| writeln!(out, "fingerprint: {}", sim.fingerprint))
+            .and_then(|()| writeln!(out, "token: {}", sim.token))
+            .and_then(|()| out.flush());
+        drop(out);
+        printed.map_err(|e| CliError::Io(e.to_string()))?;
+        shutdown_signal()
+            .await
+            .map_err(|e| CliError::Io(format!("cannot wait for a signal: {e}")))?;
+        sim.shutdown()
+            .await
+            .map_err(|e| CliError::Io(format!("shutdown failed: {e}")))
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C, or SIGTERM from a service manager.
+async fn shutdown_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
+    }
+}
+
+/// A simulator state with the nodes of one cluster and the storages its manifests use.
+fn seed(dir: &std::path::Path, cluster: Option<&str>) -> Result<State, CliError> {
+    let source = FsSource::new(dir).map_err(|e| {
+        CliError::usage(
+            format!("cannot open repository {}: {e}", dir.display()),
+            None,
+        )
+    })?;
+    let registry = Registry::builtin();
+    let options = LoadOptions {
+        clusters: cluster.map(|c| vec![c.to_owned()]).unwrap_or_default(),
+    };
+    let repo = load_repository(&source, &registry, &options)?;
+    let names: Vec<&str> = repo.clusters.iter().map(|c| c.name.as_str()).collect();
+    let [chosen] = repo.clusters.as_slice() else {
+        return Err(CliError::usage(
+            format!(
+                "the repository has {} clusters; say which to seed from",
+                names.len()
+            ),
+            Some(format!("add --cluster with one of: {}", names.join(", "))),
+        ));
+    };
+    Ok(state_of(&registry, chosen))
+}
+
+fn state_of(registry: &Registry, cluster: &Cluster) -> State {
+    let storage = |name: &str, kind: &str, content: &[&str]| Storage {
+        storage: name.into(),
+        kind: kind.into(),
+        content: content.iter().map(|c| (*c).to_owned()).collect(),
+        ..Storage::default()
+    };
+    // PVE's default storages of a fresh install.
+    let mut storages: BTreeMap<String, Storage> = BTreeMap::from([
+        (
+            "local".to_owned(),
+            storage(
+                "local",
+                "dir",
+                &["iso", "vztmpl", "import", "backup", "snippets"],
+            ),
+        ),
+        (
+            "local-lvm".to_owned(),
+            storage("local-lvm", "lvmthin", &["images", "rootdir"]),
+        ),
+    ]);
+    let mut nodes: Vec<String> = cluster
+        .entry
+        .as_ref()
+        .map(|e| e.nodes.clone())
+        .unwrap_or_default();
+    for r in &cluster.resources {
+        let Some(kind) = registry.get(r.kind) else {
+            continue;
+        };
+        for n in kind.placement_view(&r.spec).nodes {
+            if !nodes.iter().any(|x| *x == n) {
+                nodes.push(n.into_owned());
+            }
+        }
+        for used in kind.storages(&r.spec) {
+            // Files (ISOs, templates, imports) need a directory storage; disks need a block one.
+            let file = matches!(used.content, "iso" | "vztmpl" | "import");
+            let entry = storages.entry(used.storage.clone()).or_insert_with(|| {
+                storage(&used.storage, if file { "dir" } else { "lvmthin" }, &[])
+            });
+            if file && !entry.file_based() {
+                entry.kind = "dir".into();
+            }
+            if !entry.has_content(used.content) {
+                entry.content.push(used.content.to_owned());
+            }
+        }
+    }
+    nodes.sort();
+    nodes.dedup();
+    State {
+        cluster_name: cluster.name.clone(),
+        nodes: nodes
+            .into_iter()
+            .map(|node| Node {
+                node,
+                storages: storages.values().cloned().collect(),
+                ..Node::default()
+            })
+            .collect(),
+        ..State::default()
+    }
+}
