@@ -9,6 +9,7 @@ use super::disks::{self, is_disk_key, volid_of};
 use super::guest::check_lock;
 use super::{Ctx, check_node, guest};
 use crate::auth::now;
+use crate::rng;
 use crate::error::ApiError;
 use crate::state::{Guest, GuestKind, State, Volume};
 use crate::tasks::{self, INJECTED};
@@ -149,6 +150,22 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             if let Some(fresh) = without_mac.and_then(|w| disks::process_nic(kind, k, &w).ok()) {
                 *v = fresh;
             }
+        }
+    }
+    if kind == GuestKind::Qemu {
+        // qemu-server's clone always gives the copy a new SMBIOS uuid (keeping the other smbios1
+        // fields), and a new vmgenid only when the source had one.
+        let kept: Vec<&str> = config
+            .get("smbios1")
+            .map(|v| v.split(',').filter(|p| !p.starts_with("uuid=")).collect())
+            .unwrap_or_default();
+        let smbios1 = std::iter::once(format!("uuid={}", rng::uuid()))
+            .chain(kept.into_iter().map(str::to_string))
+            .collect::<Vec<_>>()
+            .join(",");
+        config.insert("smbios1".into(), smbios1);
+        if config.contains_key("vmgenid") {
+            config.insert("vmgenid".into(), rng::uuid());
         }
     }
     config.insert("lock".into(), "clone".into());
