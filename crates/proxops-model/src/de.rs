@@ -258,7 +258,13 @@ impl<'n, 's> NodeDe<'n, 's> {
             return T::default();
         };
         if let Some(text) = self.plain() {
-            let cleaned = text.strip_prefix('+').unwrap_or(text).replace('_', "");
+            let signless = text.strip_prefix('+').unwrap_or(text);
+            // Copied only if there are digit separators to remove.
+            let cleaned: std::borrow::Cow<'_, str> = if signless.contains('_') {
+                signless.replace('_', "").into()
+            } else {
+                signless.into()
+            };
             if let Ok(v) = cleaned.parse::<T>() {
                 return v;
             }
@@ -768,5 +774,31 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
             }
             Some(Entry::Missing) | None => seed.deserialize(self.parent.placeholder()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_documents;
+
+    #[test]
+    fn integers_take_a_sign_and_digit_separators() {
+        let docs = parse_documents("[1_000, +42, 7, '8', 1__0, 99999999999]").unwrap_or_default();
+        let Some(doc) = docs.first() else {
+            panic!("a document");
+        };
+        let sink = Sink::default();
+        let values: Option<Vec<u32>> =
+            decode_recovering(doc, None, &sink, &RequiredFields::default());
+        assert_eq!(values, Some(vec![1000, 42, 7, 0, 10, 0]));
+        let messages: Vec<String> = sink.take().into_iter().map(|p| p.message).collect();
+        assert_eq!(
+            messages,
+            [
+                "expected a non-negative integer, found the string \"8\"",
+                "99999999999 is out of range for a non-negative integer",
+            ]
+        );
     }
 }
