@@ -1,0 +1,227 @@
+//! Guest endpoints for qemu and lxc alike: create, config read and change, status and power,
+//! clone, template, resize, destroy. Asynchronous ones return the task's [`Upid`]; wait for it
+//! with [`PveClient::wait_task`].
+
+use reqwest::Method;
+use std::collections::BTreeMap;
+
+use super::opt_upid;
+use crate::client::PveClient;
+use crate::error::PveError;
+use crate::params::{Params, seg};
+use crate::types::{
+    CloneRequest, ConfigChange, DestroyOptions, GuestConfig, GuestRef, GuestStatus, GuestType,
+};
+use crate::upid::Upid;
+
+fn base(g: &GuestRef) -> String {
+    format!("/nodes/{}/{}/{}", seg(&g.node), g.kind.as_str(), g.vmid)
+}
+
+fn template(kind: GuestType, rest: &str) -> &'static str {
+    // Path templates are static so counters and traces group by endpoint.
+    match (kind, rest) {
+        (GuestType::Qemu, "") => "/nodes/{node}/qemu/{vmid}",
+        (GuestType::Qemu, "/config") => "/nodes/{node}/qemu/{vmid}/config",
+        (GuestType::Qemu, "/status/current") => "/nodes/{node}/qemu/{vmid}/status/current",
+        (GuestType::Qemu, "/status/start") => "/nodes/{node}/qemu/{vmid}/status/start",
+        (GuestType::Qemu, "/status/stop") => "/nodes/{node}/qemu/{vmid}/status/stop",
+        (GuestType::Qemu, "/status/shutdown") => "/nodes/{node}/qemu/{vmid}/status/shutdown",
+        (GuestType::Qemu, "/clone") => "/nodes/{node}/qemu/{vmid}/clone",
+        (GuestType::Qemu, "/template") => "/nodes/{node}/qemu/{vmid}/template",
+        (GuestType::Qemu, "/resize") => "/nodes/{node}/qemu/{vmid}/resize",
+        (GuestType::Lxc, "") => "/nodes/{node}/lxc/{vmid}",
+        (GuestType::Lxc, "/config") => "/nodes/{node}/lxc/{vmid}/config",
+        (GuestType::Lxc, "/status/current") => "/nodes/{node}/lxc/{vmid}/status/current",
+        (GuestType::Lxc, "/status/start") => "/nodes/{node}/lxc/{vmid}/status/start",
+        (GuestType::Lxc, "/status/stop") => "/nodes/{node}/lxc/{vmid}/status/stop",
+        (GuestType::Lxc, "/status/shutdown") => "/nodes/{node}/lxc/{vmid}/status/shutdown",
+        (GuestType::Lxc, "/clone") => "/nodes/{node}/lxc/{vmid}/clone",
+        (GuestType::Lxc, "/template") => "/nodes/{node}/lxc/{vmid}/template",
+        (GuestType::Lxc, "/resize") => "/nodes/{node}/lxc/{vmid}/resize",
+        _ => "/nodes/{node}/{type}/{vmid}/?",
+    }
+}
+
+impl PveClient {
+    async fn guest_upid(
+        &self,
+        method: Method,
+        g: &GuestRef,
+        rest: &str,
+        params: &Params,
+    ) -> Result<Upid, PveError> {
+        let path = format!("{}{rest}", base(g));
+        let data = self
+            .call_json(method.clone(), template(g.kind, rest), &path, params)
+            .await?;
+        opt_upid(method.as_str(), &path, data)?.ok_or_else(|| PveError::Decode {
+            method: method.to_string(),
+            path,
+            detail: "expected a UPID, got null".into(),
+        })
+    }
+
+    async fn guest_opt_upid(
+        &self,
+        method: Method,
+        g: &GuestRef,
+        rest: &str,
+        params: &Params,
+    ) -> Result<Option<Upid>, PveError> {
+        let path = format!("{}{rest}", base(g));
+        let data = self
+            .call_json(method.clone(), template(g.kind, rest), &path, params)
+            .await?;
+        opt_upid(method.as_str(), &path, data)
+    }
+
+    /// `POST /nodes/{node}/{qemu|lxc}` with `vmid` and the config keys (e.g. `scsi0=local-lvm:32`,
+    /// `net0=virtio,bridge=vmbr0`; for lxc `ostemplate`, `rootfs`, ...).
+    pub async fn create_guest(
+        &self,
+        g: &GuestRef,
+        config: &BTreeMap<String, String>,
+    ) -> Result<Upid, PveError> {
+        let (tpl, path) = match g.kind {
+            GuestType::Qemu => (
+                "/nodes/{node}/qemu",
+                format!("/nodes/{}/qemu", seg(&g.node)),
+            ),
+            GuestType::Lxc => ("/nodes/{node}/lxc", format!("/nodes/{}/lxc", seg(&g.node))),
+        };
+        let params = Params::new().set("vmid", g.vmid).extend_map(config);
+        let data = self.call_json(Method::POST, tpl, &path, &params).await?;
+        opt_upid("POST", &path, data)?.ok_or_else(|| PveError::Decode {
+            method: "POST".into(),
+            path,
+            detail: "expected a UPID, got null".into(),
+        })
+    }
+
+    /// `GET .../config`: the current config (pending changes not applied) with its digest.
+    pub async fn guest_config(&self, g: &GuestRef) -> Result<GuestConfig, PveError> {
+        let path = format!("{}/config", base(g));
+        let data = self
+            .call_json(
+                Method::GET,
+                template(g.kind, "/config"),
+                &path,
+                &Params::new(),
+            )
+            .await?;
+        if !data.is_object() {
+            return Err(PveError::Decode {
+                method: "GET".into(),
+                path,
+                detail: format!("expected an object, got {data}"),
+            });
+        }
+        Ok(GuestConfig::from_json(&data))
+    }
+
+    /// `POST /nodes/{node}/qemu/{vmid}/config` (qemu only): the asynchronous change, which returns
+    /// a task when it has to do work in a worker (e.g. allocate disks), else `None`.
+    pub async fn set_config_async(
+        &self,
+        g: &GuestRef,
+        change: &ConfigChange,
+    ) -> Result<Option<Upid>, PveError> {
+        if g.kind != GuestType::Qemu {
+            return Err(PveError::Config(
+                "asynchronous config changes exist for qemu only; use set_config".into(),
+            ));
+        }
+        self.guest_opt_upid(Method::POST, g, "/config", &change.params())
+            .await
+    }
+
+    /// `PUT .../config`: the synchronous change (`delete=` and `digest` included).
+    pub async fn set_config(&self, g: &GuestRef, change: &ConfigChange) -> Result<(), PveError> {
+        let path = format!("{}/config", base(g));
+        self.call_json(
+            Method::PUT,
+            template(g.kind, "/config"),
+            &path,
+            &change.params(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `GET .../status/current`.
+    pub async fn guest_status(&self, g: &GuestRef) -> Result<GuestStatus, PveError> {
+        let path = format!("{}/status/current", base(g));
+        self.call(
+            Method::GET,
+            template(g.kind, "/status/current"),
+            &path,
+            &Params::new(),
+        )
+        .await
+    }
+
+    /// `POST .../status/start`.
+    pub async fn start(&self, g: &GuestRef) -> Result<Upid, PveError> {
+        self.guest_upid(Method::POST, g, "/status/start", &Params::new())
+            .await
+    }
+
+    /// `POST .../status/stop` (immediate, like pulling the plug).
+    pub async fn stop(&self, g: &GuestRef) -> Result<Upid, PveError> {
+        self.guest_upid(Method::POST, g, "/status/stop", &Params::new())
+            .await
+    }
+
+    /// `POST .../status/shutdown` (ACPI or container shutdown), optionally with a timeout in
+    /// seconds and, for qemu, `forceStop` after it.
+    pub async fn shutdown(
+        &self,
+        g: &GuestRef,
+        timeout_secs: Option<u32>,
+        force_stop: Option<bool>,
+    ) -> Result<Upid, PveError> {
+        let mut params = Params::new().opt("timeout", timeout_secs);
+        params = match g.kind {
+            GuestType::Qemu => params.flag("forceStop", force_stop),
+            GuestType::Lxc => params.flag("forceStop", force_stop),
+        };
+        self.guest_upid(Method::POST, g, "/status/shutdown", &params)
+            .await
+    }
+
+    /// `POST .../clone`.
+    pub async fn clone_guest(&self, g: &GuestRef, req: &CloneRequest) -> Result<Upid, PveError> {
+        self.guest_upid(Method::POST, g, "/clone", &req.params(g.kind))
+            .await
+    }
+
+    /// `POST .../template`: a task for qemu, `None` (done synchronously) for lxc.
+    pub async fn make_template(&self, g: &GuestRef) -> Result<Option<Upid>, PveError> {
+        self.guest_opt_upid(Method::POST, g, "/template", &Params::new())
+            .await
+    }
+
+    /// `PUT .../resize`: grow `disk` to `size` (`32G`) or by `+size` (`+8G`). A task on PVE 8, or
+    /// `None` where it finishes synchronously.
+    pub async fn resize(
+        &self,
+        g: &GuestRef,
+        disk: &str,
+        size: &str,
+        digest: Option<&str>,
+    ) -> Result<Option<Upid>, PveError> {
+        let params = Params::new()
+            .set("disk", disk)
+            .set("size", size)
+            .opt("digest", digest);
+        self.guest_opt_upid(Method::PUT, g, "/resize", &params)
+            .await
+    }
+
+    /// `DELETE /nodes/{node}/{qemu|lxc}/{vmid}`.
+    pub async fn destroy(&self, g: &GuestRef, opts: &DestroyOptions) -> Result<Upid, PveError> {
+        self.guest_upid(Method::DELETE, g, "", &opts.params(g.kind))
+            .await
+    }
+}

@@ -1,0 +1,53 @@
+//! `GET /nodes/{node}/storage/{storage}/content` and `POST .../download-url`.
+
+use reqwest::Method;
+
+use super::opt_upid;
+use crate::client::PveClient;
+use crate::error::PveError;
+use crate::params::{Params, seg};
+use crate::types::{DownloadUrl, StorageVolume};
+use crate::upid::Upid;
+
+impl PveClient {
+    /// The volumes of a storage as a node sees it, optionally of one content type.
+    pub async fn storage_content(
+        &self,
+        node: &str,
+        storage: &str,
+        content: Option<&str>,
+    ) -> Result<Vec<StorageVolume>, PveError> {
+        let path = format!("/nodes/{}/storage/{}/content", seg(node), seg(storage));
+        let params = Params::new().opt("content", content);
+        self.call(
+            Method::GET,
+            "/nodes/{node}/storage/{storage}/content",
+            &path,
+            &params,
+        )
+        .await
+    }
+
+    /// Downloads a URL into a storage (task type `download`, task id = the file name).
+    pub async fn download_url(
+        &self,
+        node: &str,
+        storage: &str,
+        req: &DownloadUrl,
+    ) -> Result<Upid, PveError> {
+        let path = format!("/nodes/{}/storage/{}/download-url", seg(node), seg(storage));
+        let data = self
+            .call_json(
+                Method::POST,
+                "/nodes/{node}/storage/{storage}/download-url",
+                &path,
+                &req.params(),
+            )
+            .await?;
+        opt_upid("POST", &path, data)?.ok_or_else(|| PveError::Decode {
+            method: "POST".into(),
+            path,
+            detail: "expected a UPID, got null".into(),
+        })
+    }
+}

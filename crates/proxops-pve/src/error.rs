@@ -1,0 +1,327 @@
+//! One error type, [`PveError`], classified by [`PveError::class`] into retryable and permanent
+//! failures ([`ErrorClass`]), with a finer [`ErrorKind`]. Only retryable errors are retried.
+//!
+//! PVE answers most refusals with HTTP 500 and the text in the reason phrase (and, since
+//! libpve-http-server-perl 5.2.0, in a JSON `message`). A 500 is retryable unless its text is one
+//! of PVE's deterministic refusals (`already exists`, `does not exist`, `is running`, ...): trying
+//! those again cannot succeed and would only delay the report.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Whether trying again can help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// A transient condition: locks, server or proxy errors, resets, timeouts.
+    Retryable,
+    /// Trying again gives the same answer.
+    Permanent,
+}
+
+/// What kind of failure an error is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// `VM is locked (...)`, `CT is locked (...)`, `can't lock file ... - got timeout`.
+    Locked,
+    /// A 5xx that is not a known refusal.
+    Server,
+    /// 595/596: pveproxy could not reach, or timed out talking to, another node.
+    Proxy,
+    /// The connection failed or was reset.
+    Connection,
+    /// The request timed out.
+    Timeout,
+    /// 400: parameter verification failed ([`ApiFailure::errors`] has the per-parameter texts).
+    BadRequest,
+    /// 401: bad credentials or ticket.
+    Unauthorized,
+    /// 403: a privilege is missing ([`PveError::missing_privilege`]).
+    Forbidden,
+    /// 404.
+    NotFound,
+    /// 501: the method and path are not implemented (unknown path or older PVE).
+    NotImplemented,
+    /// A 5xx that PVE uses for a deterministic refusal (exists, missing, running, not allowed).
+    Refused,
+    /// Any other HTTP status.
+    OtherStatus,
+    /// The server certificate was refused.
+    Tls,
+    /// The response was not what the endpoint returns.
+    Decode,
+    /// The client was configured wrongly, or an input (UPID, property string) is invalid.
+    Invalid,
+    /// A task ended with an error.
+    TaskFailed,
+    /// A task did not end within the wait's timeout.
+    TaskTimeout,
+}
+
+impl ErrorKind {
+    /// The class of this kind.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            ErrorKind::Locked
+            | ErrorKind::Server
+            | ErrorKind::Proxy
+            | ErrorKind::Connection
+            | ErrorKind::Timeout => ErrorClass::Retryable,
+            _ => ErrorClass::Permanent,
+        }
+    }
+}
+
+/// An HTTP error answer of the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiFailure {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The concrete path below `/api2/json`.
+    pub path: String,
+    /// HTTP status.
+    pub status: u16,
+    /// The message: JSON `message`, else the reason phrase (trimmed).
+    pub message: String,
+    /// Per-parameter messages of a 400, by parameter name.
+    pub errors: BTreeMap<String, String>,
+    /// The classification.
+    pub kind: ErrorKind,
+}
+
+/// A failure of the client.
+#[derive(Debug, thiserror::Error)]
+pub enum PveError {
+    /// The API answered with an error status.
+    #[error("{} {}: HTTP {} {}{}", .0.method, .0.path, .0.status, .0.message, param_list(&.0.errors))]
+    Api(Box<ApiFailure>),
+    /// The request did not get an answer (connection, TLS, timeout).
+    #[error("{method} {path}: {detail}")]
+    Transport {
+        /// `GET`, `POST`, ...
+        method: String,
+        /// The concrete path.
+        path: String,
+        /// [`ErrorKind::Connection`], [`ErrorKind::Timeout`] or [`ErrorKind::Tls`].
+        kind: ErrorKind,
+        /// What failed, from the error chain.
+        detail: String,
+    },
+    /// The response body did not decode as the endpoint's type.
+    #[error("{method} {path}: unexpected response: {detail}")]
+    Decode {
+        /// `GET`, `POST`, ...
+        method: String,
+        /// The concrete path.
+        path: String,
+        /// What did not decode.
+        detail: String,
+    },
+    /// Invalid configuration or input.
+    #[error("{0}")]
+    Config(String),
+    /// A task ended with an error exit status.
+    #[error("task {upid} failed: {exitstatus}")]
+    TaskFailed {
+        /// The task's UPID.
+        upid: String,
+        /// Its exit status (the error text).
+        exitstatus: String,
+        /// The last lines of its log.
+        log_tail: Vec<String>,
+    },
+    /// A task was still running when the wait gave up.
+    #[error("task {upid} still running after {waited:?}")]
+    TaskTimeout {
+        /// The task's UPID.
+        upid: String,
+        /// How long the wait lasted.
+        waited: Duration,
+    },
+}
+
+fn param_list(errors: &BTreeMap<String, String>) -> String {
+    if errors.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = errors
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", v.trim_end()))
+        .collect();
+    format!(" ({})", parts.join("; "))
+}
+
+impl PveError {
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PveError::Api(f) => f.kind,
+            PveError::Transport { kind, .. } => *kind,
+            PveError::Decode { .. } => ErrorKind::Decode,
+            PveError::Config(_) => ErrorKind::Invalid,
+            PveError::TaskFailed { exitstatus, .. } => {
+                // A worker that could not take the guest's lock failed for a transient reason.
+                if is_lock_message(exitstatus) {
+                    ErrorKind::Locked
+                } else {
+                    ErrorKind::TaskFailed
+                }
+            }
+            PveError::TaskTimeout { .. } => ErrorKind::TaskTimeout,
+        }
+    }
+
+    /// Retryable or permanent.
+    pub fn class(&self) -> ErrorClass {
+        self.kind().class()
+    }
+
+    /// Whether trying again can help.
+    pub fn is_retryable(&self) -> bool {
+        self.class() == ErrorClass::Retryable
+    }
+
+    /// The HTTP status of an API error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            PveError::Api(f) => Some(f.status),
+            _ => None,
+        }
+    }
+
+    /// The API failure, if this is one.
+    pub fn api(&self) -> Option<&ApiFailure> {
+        match self {
+            PveError::Api(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// For a 403 `Permission check failed (/vms/100, VM.Allocate)`: the path and privilege.
+    pub fn missing_privilege(&self) -> Option<(String, String)> {
+        let f = self.api().filter(|f| f.status == 403)?;
+        let inner = f
+            .message
+            .split_once("Permission check failed (")?
+            .1
+            .split_once(')')?
+            .0;
+        let (path, privilege) = inner.rsplit_once(',')?;
+        Some((path.trim().to_string(), privilege.trim().to_string()))
+    }
+
+    /// The message of an API error, else the error's text.
+    pub fn message(&self) -> String {
+        match self {
+            PveError::Api(f) => f.message.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Whether a message says a guest or its config file is locked.
+pub fn is_lock_message(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains(" is locked") || (m.contains("can't lock file") && m.contains("got timeout"))
+}
+
+/// Texts of 5xx answers that are deterministic refusals, not transient failures.
+const REFUSALS: &[&str] = &[
+    "already exists",
+    "does not exist",
+    "not exist",
+    "is running",
+    "not running",
+    "not allowed",
+    "you can't",
+    "no such",
+    "not a template",
+    "is a template",
+    "unable to parse",
+    "not supported",
+    "shrinking disks is not supported",
+    "permission check failed",
+    "parameter verification failed",
+    // A stale digest: the same request fails again until the caller re-reads the config.
+    "detected modified configuration",
+];
+
+/// Classifies an HTTP error answer.
+pub fn classify(status: u16, message: &str) -> ErrorKind {
+    if is_lock_message(message) {
+        return ErrorKind::Locked;
+    }
+    match status {
+        400 => ErrorKind::BadRequest,
+        401 => ErrorKind::Unauthorized,
+        403 => ErrorKind::Forbidden,
+        404 => ErrorKind::NotFound,
+        501 => ErrorKind::NotImplemented,
+        595 | 596 => ErrorKind::Proxy,
+        500..=599 => {
+            let m = message.to_ascii_lowercase();
+            if REFUSALS.iter().any(|r| m.contains(r)) {
+                ErrorKind::Refused
+            } else {
+                ErrorKind::Server
+            }
+        }
+        _ => ErrorKind::OtherStatus,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        let retry = [
+            (500, "VM is locked (backup)"),
+            (500, "CT is locked (clone)"),
+            (
+                500,
+                "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout",
+            ),
+            (500, "internal error"),
+            (502, "Bad Gateway"),
+            (503, "Service Unavailable"),
+            (595, "Connection refused"),
+            (596, "Connection timed out"),
+        ];
+        for (s, m) in retry {
+            assert_eq!(classify(s, m).class(), ErrorClass::Retryable, "{s} {m}");
+        }
+        let permanent = [
+            (400, "Parameter verification failed."),
+            (401, "authentication failure"),
+            (403, "Permission check failed (/vms/100, VM.Allocate)"),
+            (404, "Not Found"),
+            (501, "Method 'GET /x' not implemented"),
+            (500, "VM 101 is running - destroy failed"),
+            (500, "unable to create VM 100: config file already exists"),
+            (
+                500,
+                "Configuration file 'nodes/pve1/qemu-server/9.conf' does not exist",
+            ),
+        ];
+        for (s, m) in permanent {
+            assert_eq!(classify(s, m).class(), ErrorClass::Permanent, "{s} {m}");
+        }
+    }
+
+    #[test]
+    fn missing_privilege() {
+        let e = PveError::Api(Box::new(ApiFailure {
+            method: "POST".into(),
+            path: "/nodes/pve1/qemu".into(),
+            status: 403,
+            message: "Permission check failed (/vms/100, VM.Allocate)".into(),
+            errors: BTreeMap::new(),
+            kind: ErrorKind::Forbidden,
+        }));
+        assert_eq!(
+            e.missing_privilege(),
+            Some(("/vms/100".into(), "VM.Allocate".into()))
+        );
+    }
+}

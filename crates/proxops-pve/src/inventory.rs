@@ -1,0 +1,227 @@
+//! [`Inventory`]: a live snapshot of a cluster from one `GET /cluster/resources` call — guests
+//! (node, status, template, lock, tags), nodes and storages — plus storage contents fetched per
+//! (node, storage) on demand and cached for the snapshot's life, and guest configs for a set of
+//! VMIDs with bounded concurrency ([`PveClient::guest_configs`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::client::PveClient;
+use crate::error::PveError;
+use crate::types::{ClusterResource, GuestConfig, GuestRef, GuestType, StorageVolume, split_tags};
+
+/// Storage contents fetched so far, by (node, storage).
+type ContentCache = BTreeMap<(String, String), Arc<Vec<StorageVolume>>>;
+
+/// One guest as `/cluster/resources` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestInfo {
+    /// VMID.
+    pub vmid: u32,
+    /// qemu or lxc.
+    pub kind: GuestType,
+    /// Node.
+    pub node: String,
+    /// Name.
+    pub name: Option<String>,
+    /// `running`, `stopped`, ...
+    pub status: String,
+    /// Whether it is a template.
+    pub template: bool,
+    /// Config lock (`clone`, `backup`, ...), if any.
+    pub lock: Option<String>,
+    /// Tags, split on `;`, in stored order.
+    pub tags: Vec<String>,
+    /// Resource pool.
+    pub pool: Option<String>,
+}
+
+impl GuestInfo {
+    /// The reference the guest endpoints take.
+    pub fn guest_ref(&self) -> GuestRef {
+        GuestRef {
+            node: self.node.clone(),
+            kind: self.kind,
+            vmid: self.vmid,
+        }
+    }
+}
+
+/// One node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEntry {
+    /// Name.
+    pub node: String,
+    /// `online`, `offline`, `unknown`.
+    pub status: String,
+}
+
+/// One storage as one node sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageEntry {
+    /// Node.
+    pub node: String,
+    /// Storage id.
+    pub storage: String,
+    /// Plugin type (`dir`, `lvmthin`, `nfs`, ...).
+    pub plugintype: Option<String>,
+    /// Enabled content types.
+    pub content: Vec<String>,
+    /// Whether all nodes see the same content.
+    pub shared: bool,
+    /// `available`, ...
+    pub status: Option<String>,
+}
+
+/// A snapshot of the cluster.
+#[derive(Debug)]
+pub struct Inventory {
+    /// Guests by VMID.
+    pub guests: BTreeMap<u32, GuestInfo>,
+    /// Nodes, sorted by name.
+    pub nodes: Vec<NodeEntry>,
+    /// Storages, sorted by (node, storage).
+    pub storages: Vec<StorageEntry>,
+    contents: Mutex<ContentCache>,
+}
+
+impl Inventory {
+    /// Builds a snapshot from `/cluster/resources` rows.
+    pub fn from_resources(rows: Vec<ClusterResource>) -> Inventory {
+        let mut guests = BTreeMap::new();
+        let mut nodes = Vec::new();
+        let mut storages = Vec::new();
+        for r in rows {
+            match r.kind.as_str() {
+                "qemu" | "lxc" => {
+                    let (Some(vmid), Some(node)) = (r.vmid, r.node) else {
+                        continue;
+                    };
+                    let kind = if r.kind == "qemu" {
+                        GuestType::Qemu
+                    } else {
+                        GuestType::Lxc
+                    };
+                    guests.insert(
+                        vmid,
+                        GuestInfo {
+                            vmid,
+                            kind,
+                            node,
+                            name: r.name,
+                            status: r.status.unwrap_or_default(),
+                            template: r.template,
+                            lock: r.lock.filter(|l| !l.is_empty()),
+                            tags: split_tags(r.tags.as_deref().unwrap_or_default()),
+                            pool: r.pool,
+                        },
+                    );
+                }
+                "node" => nodes.push(NodeEntry {
+                    node: r.node.unwrap_or_default(),
+                    status: r.status.unwrap_or_default(),
+                }),
+                "storage" => storages.push(StorageEntry {
+                    node: r.node.unwrap_or_default(),
+                    storage: r.storage.unwrap_or_default(),
+                    plugintype: r.plugintype,
+                    content: r
+                        .content
+                        .as_deref()
+                        .unwrap_or_default()
+                        .split(',')
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                    shared: r.shared,
+                    status: r.status,
+                }),
+                _ => {}
+            }
+        }
+        nodes.sort_by(|a, b| a.node.cmp(&b.node));
+        storages.sort_by(|a, b| (&a.node, &a.storage).cmp(&(&b.node, &b.storage)));
+        Inventory {
+            guests,
+            nodes,
+            storages,
+            contents: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// A guest by VMID.
+    pub fn guest(&self, vmid: u32) -> Option<&GuestInfo> {
+        self.guests.get(&vmid)
+    }
+
+    /// Guests carrying a tag.
+    pub fn tagged<'a>(&'a self, tag: &'a str) -> impl Iterator<Item = &'a GuestInfo> + 'a {
+        self.guests
+            .values()
+            .filter(move |g| g.tags.iter().any(|t| t == tag))
+    }
+
+    /// A storage as a node sees it.
+    pub fn storage(&self, node: &str, storage: &str) -> Option<&StorageEntry> {
+        self.storages
+            .iter()
+            .find(|s| s.node == node && s.storage == storage)
+    }
+
+    /// The content of a storage on a node: fetched on first use, then served from the snapshot.
+    pub async fn contents(
+        &self,
+        client: &PveClient,
+        node: &str,
+        storage: &str,
+    ) -> Result<Arc<Vec<StorageVolume>>, PveError> {
+        let key = (node.to_string(), storage.to_string());
+        // Held across the fetch so concurrent callers for any key do not duplicate requests.
+        let mut cache = self.contents.lock().await;
+        if let Some(v) = cache.get(&key) {
+            return Ok(v.clone());
+        }
+        let list = Arc::new(client.storage_content(node, storage, None).await?);
+        cache.insert(key, list.clone());
+        Ok(list)
+    }
+}
+
+impl PveClient {
+    /// A snapshot from one `GET /cluster/resources` request.
+    pub async fn inventory(&self) -> Result<Inventory, PveError> {
+        Ok(Inventory::from_resources(
+            self.cluster_resources(None).await?,
+        ))
+    }
+
+    /// Configs of a set of guests, at most `concurrency` requests at a time; one result per VMID.
+    pub async fn guest_configs(
+        &self,
+        guests: impl IntoIterator<Item = GuestRef>,
+        concurrency: usize,
+    ) -> BTreeMap<u32, Result<GuestConfig, PveError>> {
+        let sem = Arc::new(Semaphore::new(concurrency.max(1)));
+        let mut set = tokio::task::JoinSet::new();
+        for g in guests {
+            let client = self.clone();
+            let sem = sem.clone();
+            set.spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                let result = client.guest_config(&g).await;
+                (g.vmid, result)
+            });
+        }
+        let mut out = BTreeMap::new();
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((vmid, result)) => {
+                    out.insert(vmid, result);
+                }
+                Err(e) => tracing::warn!(error = %e, "config read task ended abnormally"),
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,454 @@
+//! PVE property strings (`scsi0`, `net0`, `ide2`, `ipconfig0`, `efidisk0`, `rootfs`, `mp0`, ...):
+//! one codec, [`PropertyString`], driven by a [`Format`] table generated from the official schema
+//! ([`table`]). Parsing follows PVE's `parse_property_string`: comma-separated `key=value` parts,
+//! a part without `=` is the default key's value (the volume of a disk, the model of a NIC),
+//! aliases map to their target (`volume=` → `file`), and a key alias combines two keys
+//! (`virtio=MAC` is model `virtio` with `macaddr` `MAC`). Rendering follows PVE's
+//! `print_property_string`, which is what PVE writes into configs: the default key's bare value
+//! first (or `model=MAC`), then required keys, then the rest sorted by name; disk sizes in PVE's
+//! largest exact unit (`1024M` → `1G`), booleans as `0`/`1`. So parse-then-render yields PVE's
+//! canonical form, which is what comparisons need to avoid perpetual diffs.
+
+pub mod table;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::PveError;
+use crate::lenient::parse_bool;
+use crate::types::GuestType;
+
+/// How a sub-key's value is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// Kept as written.
+    Plain,
+    /// A boolean, rendered `0`/`1`.
+    Bool,
+    /// A size (`32G`, `512M`, bytes), rendered in the largest exact unit.
+    DiskSize,
+    /// Another name of the key it names.
+    Alias(&'static str),
+    /// `NAME=VALUE` means `key=NAME` and `value=VALUE` (`virtio=MAC` for NICs).
+    KeyAlias {
+        /// The key receiving this key's name (`model`).
+        key: &'static str,
+        /// The key receiving the value (`macaddr`).
+        value: &'static str,
+    },
+}
+
+/// One sub-key of a format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDef {
+    /// Name.
+    pub name: &'static str,
+    /// Treatment.
+    pub kind: KeyKind,
+    /// Whether PVE requires it (rendered right after the default key).
+    pub required: bool,
+}
+
+/// A property-string format: the sub-keys of one parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    /// `qemu` or `lxc`.
+    pub guest: &'static str,
+    /// The parameter as the schema spells it: `scsi[n]`, `efidisk0`, `rootfs`.
+    pub param: &'static str,
+    /// The key a bare value belongs to.
+    pub default_key: Option<&'static str>,
+    /// The sub-keys, sorted by name.
+    pub keys: &'static [KeyDef],
+}
+
+impl Format {
+    /// A sub-key by name.
+    pub fn key(&self, name: &str) -> Option<&KeyDef> {
+        self.keys.iter().find(|k| k.name == name)
+    }
+}
+
+/// Formats the schema names but does not define inline (named formats of PVE's code).
+pub static NAMED: &[Format] = &[Format {
+    // pve-qm-ipconfig: cloud-init addresses; no default key.
+    guest: "qemu",
+    param: "ipconfig[n]",
+    default_key: None,
+    keys: &[
+        KeyDef {
+            name: "gw",
+            kind: KeyKind::Plain,
+            required: false,
+        },
+        KeyDef {
+            name: "gw6",
+            kind: KeyKind::Plain,
+            required: false,
+        },
+        KeyDef {
+            name: "ip",
+            kind: KeyKind::Plain,
+            required: false,
+        },
+        KeyDef {
+            name: "ip6",
+            kind: KeyKind::Plain,
+            required: false,
+        },
+    ],
+}];
+
+/// The format of a config key (`scsi0` → `scsi[n]`, `efidisk0`, `rootfs`), if it is a property
+/// string ProxOps knows.
+pub fn format_for(guest: GuestType, key: &str) -> Option<&'static Format> {
+    let stem = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    let indexed = (stem.len() < key.len()).then(|| format!("{stem}[n]"));
+    table::FORMATS
+        .iter()
+        .chain(NAMED.iter())
+        .filter(|f| f.guest == guest.as_str())
+        .find(|f| f.param == key || indexed.as_deref() == Some(f.param))
+}
+
+/// A parsed property string: canonical key → value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropertyString {
+    format: &'static Format,
+    entries: BTreeMap<String, String>,
+}
+
+fn invalid(format: &Format, text: &str, why: String) -> PveError {
+    PveError::Config(format!(
+        "invalid {} {} property string '{text}': {why}",
+        format.guest, format.param
+    ))
+}
+
+impl PropertyString {
+    /// An empty value of a format.
+    pub fn new(format: &'static Format) -> PropertyString {
+        PropertyString {
+            format,
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Parses a value of a config key (`scsi0`, `net1`, `rootfs`, ...).
+    pub fn parse_key(guest: GuestType, key: &str, text: &str) -> Result<PropertyString, PveError> {
+        let format = format_for(guest, key).ok_or_else(|| {
+            PveError::Config(format!(
+                "'{key}' is not a known {} property string",
+                guest.as_str()
+            ))
+        })?;
+        PropertyString::parse(format, text)
+    }
+
+    /// Parses as PVE does. Keys the format does not know are kept (a newer PVE may add some) and
+    /// listed by [`PropertyString::unknown_keys`].
+    pub fn parse(format: &'static Format, text: &str) -> Result<PropertyString, PveError> {
+        let mut out = PropertyString::new(format);
+        for part in text.split(',') {
+            if part.trim().is_empty() {
+                continue;
+            }
+            let (mut key, value) = match part.split_once('=') {
+                Some((k, v)) if !k.is_empty() => (k.to_string(), v.to_string()),
+                _ => {
+                    let Some(dk) = format.default_key else {
+                        return Err(invalid(
+                            format,
+                            text,
+                            format!("value without key: '{part}'"),
+                        ));
+                    };
+                    (dk.to_string(), part.to_string())
+                }
+            };
+            match format.key(&key).map(|k| k.kind) {
+                Some(KeyKind::Alias(target)) => key = target.to_string(),
+                Some(KeyKind::KeyAlias { key: k, value: v }) => {
+                    if out.entries.insert(k.to_string(), key.clone()).is_some() {
+                        return Err(invalid(format, text, format!("duplicate key '{k}'")));
+                    }
+                    key = v.to_string();
+                }
+                _ => {}
+            }
+            let value = out.normalize(&key, value);
+            if out.entries.insert(key.clone(), value).is_some() {
+                return Err(invalid(format, text, format!("duplicate key '{key}'")));
+            }
+        }
+        Ok(out)
+    }
+
+    fn normalize(&self, key: &str, value: String) -> String {
+        match self.format.key(key).map(|k| k.kind) {
+            Some(KeyKind::Bool) => match parse_bool(&value) {
+                Some(b) => u8::from(b).to_string(),
+                None => value,
+            },
+            Some(KeyKind::DiskSize) => parse_size(&value).map_or(value, format_size),
+            _ => value,
+        }
+    }
+
+    /// The format.
+    pub fn format(&self) -> &'static Format {
+        self.format
+    }
+
+    /// A value by canonical key (`file`, `size`, `model`, `macaddr`, `bridge`, ...).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries.get(key).map(String::as_str)
+    }
+
+    /// The default key's value (a disk's volume, a NIC's model), if any.
+    pub fn default_value(&self) -> Option<&str> {
+        self.format.default_key.and_then(|k| self.get(k))
+    }
+
+    /// Sets a value (aliases resolved, booleans and sizes normalized).
+    pub fn set(&mut self, key: &str, value: impl Into<String>) {
+        let key = match self.format.key(key).map(|k| k.kind) {
+            Some(KeyKind::Alias(target)) => target,
+            _ => key,
+        };
+        let value = self.normalize(key, value.into());
+        self.entries.insert(key.to_string(), value);
+    }
+
+    /// Removes a key, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.entries.remove(key)
+    }
+
+    /// The entries by canonical key.
+    pub fn entries(&self) -> &BTreeMap<String, String> {
+        &self.entries
+    }
+
+    /// Keys the format does not define.
+    pub fn unknown_keys(&self) -> Vec<&str> {
+        self.entries
+            .keys()
+            .filter(|k| self.format.key(k).is_none())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// PVE's canonical text.
+    pub fn render(&self) -> String {
+        let mut parts: Vec<String> = Vec::with_capacity(self.entries.len());
+        let mut done: Vec<&str> = Vec::new();
+        if let Some(dk) = self.format.default_key
+            && let Some(v) = self.entries.get(dk)
+        {
+            done.push(dk);
+            // A key alias targeting the default key combines it with its value: `virtio=MAC`.
+            let combine = self.format.keys.iter().find_map(|k| match k.kind {
+                KeyKind::KeyAlias { key, value } if key == dk => Some(value),
+                _ => None,
+            });
+            match combine.and_then(|c| self.entries.get(c).map(|cv| (c, cv))) {
+                Some((c, cv)) => {
+                    parts.push(format!("{v}={cv}"));
+                    done.push(c);
+                }
+                None => parts.push(v.clone()),
+            }
+        }
+        let required = self
+            .entries
+            .iter()
+            .filter(|(k, _)| self.format.key(k).is_some_and(|d| d.required));
+        let rest = self.entries.iter();
+        for (k, v) in required.chain(rest) {
+            if done.contains(&k.as_str()) {
+                continue;
+            }
+            done.push(k);
+            parts.push(format!("{k}={v}"));
+        }
+        parts.join(",")
+    }
+}
+
+impl fmt::Display for PropertyString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+/// PVE's canonical form of a config value: parsed and rendered when the key is a known property
+/// string, unchanged otherwise (or when it does not parse).
+pub fn canonical_value(guest: GuestType, key: &str, value: &str) -> String {
+    match PropertyString::parse_key(guest, key, value) {
+        Ok(p) => p.render(),
+        Err(_) => value.to_string(),
+    }
+}
+
+/// Parses a size as PVE does (`^\d+(\.\d+)?[KMGT]?$`, bytes without a unit).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (num, unit) = match t.chars().last()? {
+        'K' => (&t[..t.len() - 1], 1u64 << 10),
+        'M' => (&t[..t.len() - 1], 1 << 20),
+        'G' => (&t[..t.len() - 1], 1 << 30),
+        'T' => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let valid = !num.is_empty()
+        && num.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && num.matches('.').count() <= 1
+        && !num.starts_with('.')
+        && !num.ends_with('.');
+    if !valid {
+        return None;
+    }
+    match num.split_once('.') {
+        None => num.parse::<u64>().ok()?.checked_mul(unit),
+        Some(_) => {
+            let v: f64 = num.parse().ok()?;
+            Some((v * unit as f64) as u64)
+        }
+    }
+}
+
+/// Renders bytes in the largest exact unit, as PVE's `format_size` (`1073741824` → `1G`).
+pub fn format_size(bytes: u64) -> String {
+    let units = [
+        (1u64 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
+    for (size, unit) in units {
+        if bytes >= size && bytes.is_multiple_of(size) {
+            return format!("{}{unit}", bytes / size);
+        }
+    }
+    bytes.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(kind: GuestType, key: &str, text: &str) -> String {
+        PropertyString::parse_key(kind, key, text)
+            .map(|p| p.render())
+            .unwrap_or_else(|e| format!("ERR {e}"))
+    }
+
+    #[test]
+    fn canonical_forms() {
+        use GuestType::*;
+        let cases = [
+            (
+                Qemu,
+                "scsi0",
+                "local-lvm:vm-100-disk-0,size=32G",
+                "local-lvm:vm-100-disk-0,size=32G",
+            ),
+            (
+                Qemu,
+                "scsi0",
+                "size=32768M,iothread=on,file=local-lvm:vm-100-disk-0",
+                "local-lvm:vm-100-disk-0,iothread=1,size=32G",
+            ),
+            (
+                Qemu,
+                "scsi1",
+                "volume=local-lvm:4,ssd=1,discard=on",
+                "local-lvm:4,discard=on,ssd=1",
+            ),
+            (Qemu, "ide2", "none,media=cdrom", "none,media=cdrom"),
+            (
+                Qemu,
+                "net0",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1",
+            ),
+            (
+                Qemu,
+                "net0",
+                "bridge=vmbr0,model=virtio,macaddr=BC:24:11:00:00:01",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0",
+            ),
+            (Qemu, "net1", "virtio,bridge=vmbr0", "virtio,bridge=vmbr0"),
+            (
+                Qemu,
+                "ipconfig0",
+                "ip=10.0.0.5/24,gw=10.0.0.1",
+                "gw=10.0.0.1,ip=10.0.0.5/24",
+            ),
+            (
+                Qemu,
+                "efidisk0",
+                "local-lvm:1,efitype=4m,pre-enrolled-keys=1",
+                "local-lvm:1,efitype=4m,pre-enrolled-keys=1",
+            ),
+            (
+                Qemu,
+                "tpmstate0",
+                "local-lvm:1,version=v2.0",
+                "local-lvm:1,version=v2.0",
+            ),
+            (
+                Qemu,
+                "agent",
+                "1,fstrim_cloned_disks=1",
+                "1,fstrim_cloned_disks=1",
+            ),
+            (
+                Lxc,
+                "net0",
+                "bridge=vmbr0,name=eth0,ip=dhcp,type=veth",
+                "name=eth0,bridge=vmbr0,ip=dhcp,type=veth",
+            ),
+            (Lxc, "rootfs", "local-lvm:8", "local-lvm:8"),
+            (
+                Lxc,
+                "mp0",
+                "local-lvm:vm-100-disk-1,size=8G,mp=/mnt/data,backup=1",
+                "local-lvm:vm-100-disk-1,mp=/mnt/data,backup=1,size=8G",
+            ),
+            (Lxc, "features", "nesting=1,keyctl=1", "keyctl=1,nesting=1"),
+        ];
+        for (kind, key, input, want) in cases {
+            assert_eq!(canon(kind, key, input), want, "{key}={input}");
+            assert_eq!(
+                canon(kind, key, want),
+                want,
+                "{key}={want} is not a fixed point"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_and_unknown_keys() {
+        assert!(PropertyString::parse_key(GuestType::Qemu, "ipconfig0", "dhcp").is_err());
+        assert!(PropertyString::parse_key(GuestType::Qemu, "scsi0", "a,b").is_err());
+        assert!(PropertyString::parse_key(GuestType::Qemu, "cores", "1").is_err());
+        let p = PropertyString::parse_key(GuestType::Qemu, "scsi0", "x:1,future=1");
+        assert_eq!(p.map(|p| p.unknown_keys().len()).ok(), Some(1));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("32G"), Some(32 << 30));
+        assert_eq!(parse_size("1.5G"), Some(1536 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("G"), None);
+        assert_eq!(parse_size("-1G"), None);
+        assert_eq!(format_size(32 << 30), "32G");
+        assert_eq!(format_size(1536 << 20), "1536M");
+        assert_eq!(format_size(4 << 40), "4T");
+        assert_eq!(format_size(1000), "1000");
+        assert_eq!(format_size(0), "0");
+    }
+}

@@ -1,0 +1,472 @@
+//! Typed requests and responses of the endpoints the engine uses. Responses decode leniently
+//! ([`crate::lenient`]); unknown fields are ignored so newer PVE versions still decode.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::lenient;
+use crate::params::Params;
+
+/// A guest's type, as in paths and `/cluster/resources`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestType {
+    /// A QEMU virtual machine.
+    Qemu,
+    /// An LXC container.
+    Lxc,
+}
+
+impl GuestType {
+    /// `qemu` or `lxc`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuestType::Qemu => "qemu",
+            GuestType::Lxc => "lxc",
+        }
+    }
+}
+
+/// Where a guest lives: what every guest endpoint's path needs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct GuestRef {
+    /// Node name.
+    pub node: String,
+    /// qemu or lxc.
+    pub kind: GuestType,
+    /// VMID.
+    pub vmid: u32,
+}
+
+impl GuestRef {
+    /// A QEMU VM on a node.
+    pub fn qemu(node: &str, vmid: u32) -> GuestRef {
+        GuestRef {
+            node: node.into(),
+            kind: GuestType::Qemu,
+            vmid,
+        }
+    }
+
+    /// An LXC container on a node.
+    pub fn lxc(node: &str, vmid: u32) -> GuestRef {
+        GuestRef {
+            node: node.into(),
+            kind: GuestType::Lxc,
+            vmid,
+        }
+    }
+}
+
+/// `GET /version`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Version {
+    /// `8.4.1`.
+    pub version: String,
+    /// `8.4`.
+    pub release: String,
+    /// Git commit of pve-manager.
+    pub repoid: String,
+}
+
+/// One row of `GET /nodes`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct NodeInfo {
+    /// Node name.
+    pub node: String,
+    /// `online`, `offline` or `unknown`.
+    pub status: String,
+    /// CPU threads.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub maxcpu: Option<u64>,
+    /// Memory in bytes.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub maxmem: Option<u64>,
+    /// Memory used in bytes.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub mem: Option<u64>,
+    /// CPU load (0..1).
+    #[serde(deserialize_with = "lenient::opt_f64")]
+    pub cpu: Option<f64>,
+    /// Seconds since boot.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub uptime: Option<u64>,
+    /// SHA-256 of the node's certificate, `AA:BB:..`.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub ssl_fingerprint: Option<String>,
+}
+
+/// One row of `GET /cluster/resources` (guests, nodes, storages, pools, SDN zones).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ClusterResource {
+    /// `qemu/100`, `node/pve1`, `storage/pve1/local`.
+    pub id: String,
+    /// `qemu`, `lxc`, `node`, `storage`, `pool`, `sdn`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Node.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub node: Option<String>,
+    /// VMID of a guest.
+    #[serde(deserialize_with = "lenient::opt_vmid")]
+    pub vmid: Option<u32>,
+    /// Guest name.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub name: Option<String>,
+    /// `running`/`stopped` for guests, `online`/`offline` for nodes, `available` for storages.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub status: Option<String>,
+    /// Whether a guest is a template (0/1).
+    #[serde(deserialize_with = "lenient::bool01")]
+    pub template: bool,
+    /// A guest's config lock (`clone`, `backup`, `migrate`, ...).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub lock: Option<String>,
+    /// A guest's tags, `;`-separated.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub tags: Option<String>,
+    /// Resource pool.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub pool: Option<String>,
+    /// Storage id.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub storage: Option<String>,
+    /// A storage's content types, `,`-separated.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub content: Option<String>,
+    /// A storage's plugin type.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub plugintype: Option<String>,
+    /// Whether a storage is shared (0/1).
+    #[serde(deserialize_with = "lenient::bool01")]
+    pub shared: bool,
+    /// Disk (guests) or capacity (storages) in bytes.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub maxdisk: Option<u64>,
+    /// Memory in bytes.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub maxmem: Option<u64>,
+    /// CPUs.
+    #[serde(deserialize_with = "lenient::opt_f64")]
+    pub maxcpu: Option<f64>,
+}
+
+/// `GET /nodes/{node}/{qemu|lxc}/{vmid}/status/current`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct GuestStatus {
+    /// VMID.
+    #[serde(deserialize_with = "lenient::opt_vmid")]
+    pub vmid: Option<u32>,
+    /// `running` or `stopped`.
+    pub status: String,
+    /// QEMU's own state (`running`, `paused`, `prelaunch`).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub qmpstatus: Option<String>,
+    /// Name.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub name: Option<String>,
+    /// Config lock.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub lock: Option<String>,
+    /// Whether it is a template.
+    #[serde(deserialize_with = "lenient::bool01")]
+    pub template: bool,
+    /// Tags, `;`-separated.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub tags: Option<String>,
+    /// Seconds since start.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub uptime: Option<u64>,
+    /// Configured memory in bytes.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub maxmem: Option<u64>,
+}
+
+impl GuestStatus {
+    /// Whether the guest runs.
+    pub fn running(&self) -> bool {
+        self.status == "running"
+    }
+}
+
+/// A guest's configuration as PVE stores it: key → value text (numbers and booleans as PVE writes
+/// them in the config file), and the digest to send back with a change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestConfig {
+    /// The config digest (changes with every write).
+    pub digest: Option<String>,
+    /// Keys and values, e.g. `scsi0` → `local-lvm:vm-100-disk-0,size=32G`.
+    pub values: BTreeMap<String, String>,
+}
+
+impl GuestConfig {
+    /// Builds a config from the `data` object of a config read.
+    pub fn from_json(data: &serde_json::Value) -> GuestConfig {
+        let mut cfg = GuestConfig::default();
+        if let Some(obj) = data.as_object() {
+            for (k, v) in obj {
+                let Some(text) = lenient::scalar_text(v) else {
+                    continue;
+                };
+                if k == "digest" {
+                    cfg.digest = Some(text);
+                } else {
+                    cfg.values.insert(k.clone(), text);
+                }
+            }
+        }
+        cfg
+    }
+
+    /// A value.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Tags, split on `;` (and `,`/space, which PVE accepts on input), in stored order.
+    pub fn tags(&self) -> Vec<String> {
+        split_tags(self.get("tags").unwrap_or_default())
+    }
+}
+
+/// Splits a tag list as PVE stores it (`;`) or accepts it (`,`, spaces).
+pub fn split_tags(text: &str) -> Vec<String> {
+    text.split([';', ',', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A config change: values to set, keys to delete, and the digest it was computed against (PVE
+/// refuses the change if the config changed meanwhile).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigChange {
+    /// Keys to set.
+    pub set: BTreeMap<String, String>,
+    /// Keys to delete (`delete=a,b`).
+    pub delete: BTreeSet<String>,
+    /// The digest of the config read the change was based on.
+    pub digest: Option<String>,
+}
+
+impl ConfigChange {
+    /// Sets a key.
+    pub fn set(mut self, key: &str, value: impl Into<String>) -> ConfigChange {
+        self.set.insert(key.into(), value.into());
+        self
+    }
+
+    /// Deletes a key.
+    pub fn delete(mut self, key: &str) -> ConfigChange {
+        self.delete.insert(key.into());
+        self
+    }
+
+    /// Guards the change with a digest.
+    pub fn digest(mut self, digest: impl Into<String>) -> ConfigChange {
+        self.digest = Some(digest.into());
+        self
+    }
+
+    pub(crate) fn params(&self) -> Params {
+        let mut p = Params::new().extend_map(&self.set);
+        if !self.delete.is_empty() {
+            p.push(
+                "delete",
+                self.delete.iter().cloned().collect::<Vec<_>>().join(","),
+            );
+        }
+        p.opt("digest", self.digest.as_deref())
+    }
+}
+
+/// `POST /nodes/{node}/{qemu|lxc}/{vmid}/clone`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CloneRequest {
+    /// VMID of the new guest.
+    pub newid: u32,
+    /// Name (qemu `name`, lxc `hostname`).
+    pub name: Option<String>,
+    /// Target node.
+    pub target: Option<String>,
+    /// Full clone (PVE's default: full unless the source is a template).
+    pub full: Option<bool>,
+    /// Target storage (full clones only).
+    pub storage: Option<String>,
+    /// Disk format (qemu full clones only).
+    pub format: Option<String>,
+    /// Resource pool.
+    pub pool: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Clone from a snapshot.
+    pub snapname: Option<String>,
+}
+
+impl CloneRequest {
+    pub(crate) fn params(&self, kind: GuestType) -> Params {
+        let name_key = match kind {
+            GuestType::Qemu => "name",
+            GuestType::Lxc => "hostname",
+        };
+        let mut p = Params::new()
+            .set("newid", self.newid)
+            .opt(name_key, self.name.as_deref())
+            .opt("target", self.target.as_deref())
+            .flag("full", self.full)
+            .opt("storage", self.storage.as_deref())
+            .opt("pool", self.pool.as_deref())
+            .opt("description", self.description.as_deref())
+            .opt("snapname", self.snapname.as_deref());
+        if kind == GuestType::Qemu {
+            p = p.opt("format", self.format.as_deref());
+        }
+        p
+    }
+}
+
+/// `DELETE /nodes/{node}/{qemu|lxc}/{vmid}` options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DestroyOptions {
+    /// Remove the VMID from backup jobs, replication and HA.
+    pub purge: Option<bool>,
+    /// Also destroy disks not referenced in the config.
+    pub destroy_unreferenced_disks: Option<bool>,
+    /// Ignore locks (qemu only; root only).
+    pub skiplock: Option<bool>,
+    /// Stop a running container first (lxc only).
+    pub force: Option<bool>,
+}
+
+impl DestroyOptions {
+    pub(crate) fn params(&self, kind: GuestType) -> Params {
+        let p = Params::new().flag("purge", self.purge).flag(
+            "destroy-unreferenced-disks",
+            self.destroy_unreferenced_disks,
+        );
+        match kind {
+            GuestType::Qemu => p.flag("skiplock", self.skiplock),
+            GuestType::Lxc => p.flag("force", self.force),
+        }
+    }
+}
+
+/// `POST /nodes/{node}/storage/{storage}/download-url`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DownloadUrl {
+    /// Source URL.
+    pub url: String,
+    /// `iso`, `vztmpl` or `import`.
+    pub content: String,
+    /// Target file name.
+    pub filename: String,
+    /// Expected checksum.
+    pub checksum: Option<String>,
+    /// `md5`, `sha1`, `sha224`, `sha256`, `sha384`, `sha512` (required with `checksum`).
+    pub checksum_algorithm: Option<String>,
+    /// Verify the source's TLS certificate (PVE's default: yes).
+    pub verify_certificates: Option<bool>,
+    /// Decompression (`gz`, `lzo`, `zst`, `bz2`).
+    pub compression: Option<String>,
+}
+
+impl DownloadUrl {
+    pub(crate) fn params(&self) -> Params {
+        Params::new()
+            .set("url", &self.url)
+            .set("content", &self.content)
+            .set("filename", &self.filename)
+            .opt("checksum", self.checksum.as_deref())
+            .opt("checksum-algorithm", self.checksum_algorithm.as_deref())
+            .flag("verify-certificates", self.verify_certificates)
+            .opt("compression", self.compression.as_deref())
+    }
+}
+
+/// One row of `GET /nodes/{node}/storage/{storage}/content`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct StorageVolume {
+    /// `local:iso/debian.iso`.
+    pub volid: String,
+    /// Content type (`iso`, `vztmpl`, `images`, `rootdir`, `import`, `backup`, `snippets`).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub content: Option<String>,
+    /// Format (`iso`, `tzst`, `raw`, `qcow2`, `subvol`).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub format: Option<String>,
+    /// Size in bytes.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub size: Option<u64>,
+    /// Used bytes (thin volumes).
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub used: Option<u64>,
+    /// Creation time (seconds since the epoch).
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub ctime: Option<u64>,
+    /// Owning guest.
+    #[serde(deserialize_with = "lenient::opt_vmid")]
+    pub vmid: Option<u32>,
+    /// Notes.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub notes: Option<String>,
+}
+
+/// `GET /nodes/{node}/tasks/{upid}/status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct TaskStatus {
+    /// The UPID.
+    pub upid: String,
+    /// Node.
+    pub node: String,
+    /// `running` or `stopped`.
+    pub status: String,
+    /// Once stopped: `OK`, `WARNINGS: N` or the error text.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub exitstatus: Option<String>,
+    /// Task type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Task id.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub id: Option<String>,
+    /// User.
+    pub user: String,
+    /// Start time (seconds since the epoch).
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub starttime: Option<u64>,
+}
+
+impl TaskStatus {
+    /// Whether the task has stopped.
+    pub fn stopped(&self) -> bool {
+        self.status == "stopped"
+    }
+
+    /// Whether it stopped successfully (`OK` or `WARNINGS: N`).
+    pub fn succeeded(&self) -> bool {
+        self.stopped() && self.exitstatus.as_deref().is_some_and(exit_ok)
+    }
+}
+
+/// Whether an exit status means success: `OK` or `WARNINGS: N`.
+pub fn exit_ok(exitstatus: &str) -> bool {
+    exitstatus == "OK" || exitstatus.starts_with("WARNINGS: ")
+}
+
+/// One line of `GET /nodes/{node}/tasks/{upid}/log`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct TaskLogLine {
+    /// Line number (1-based).
+    #[serde(deserialize_with = "lenient::u64_req")]
+    pub n: u64,
+    /// Text.
+    pub t: String,
+}
