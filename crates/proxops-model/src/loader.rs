@@ -211,16 +211,19 @@ pub fn load_repository_with_threads(
             }
         }
     }
-    for cluster in &clusters {
-        let found = validate_cluster(
+    // Clusters are validated independently; their findings are recorded in cluster order.
+    let found = in_parallel(&clusters, loader.threads, |cluster| {
+        validate_cluster(
             registry,
             &cluster.name,
             cluster.entry.as_ref(),
             &cluster.resources,
             &owners,
-        );
-        loader.diagnostics.extend(found);
-    }
+        )
+    });
+    loader
+        .diagnostics
+        .extend(found.into_iter().flatten().flatten());
     // File diagnostics belong to the cluster listing the file, or to none if several do.
     for (path, m) in &loader.manifests {
         if m.diagnostics.is_empty() {
@@ -794,47 +797,56 @@ impl Loader<'_> {
     /// [`fetch`]es every file, on up to `self.threads` threads; the results are in the order of
     /// `reads` whatever the threads did.
     fn fetch_all(&self, reads: &[Pending]) -> Vec<Option<Fetched>> {
-        let threads = self.threads.min(reads.len() / FILES_PER_THREAD).max(1);
+        let threads = self.threads.min(reads.len() / FILES_PER_THREAD);
         let (source, registry) = (self.source, self.registry);
-        if threads == 1 {
-            return reads
-                .iter()
-                .map(|p| Some(fetch(source, registry, p)))
-                .collect();
-        }
-        // Each thread takes the next file not yet taken, so a slow file does not hold up a
-        // whole share; results are put back in order below.
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut done = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(pending) = reads.get(i) else {
-                    return done;
-                };
-                done.push((i, fetch(source, registry, pending)));
-            }
-        };
-        let mut slots: Vec<Option<Fetched>> =
-            std::iter::repeat_with(|| None).take(reads.len()).collect();
-        std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-            let mut all = work();
-            for helper in helpers {
-                match helper.join() {
-                    Ok(done) => all.extend(done),
-                    // A panic in a helper is a panic of the load, as it would be on one thread.
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            for (i, result) in all {
-                if let Some(slot) = slots.get_mut(i) {
-                    *slot = Some(result);
-                }
-            }
-        });
-        slots
+        in_parallel(reads, threads, |p| fetch(source, registry, p))
     }
+}
+
+/// `f` of every item, on up to `threads` threads (the calling thread is one of them); the
+/// results are in the order of `items` whatever the threads did. `None` only for an item whose
+/// result went missing, which cannot happen: a panic in `f` is a panic of this call, as it would
+/// be on one thread.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
+    if threads <= 1 || items.len() <= 1 {
+        return items.iter().map(|item| Some(f(item))).collect();
+    }
+    // Each thread takes the next item not yet taken, so a slow item does not hold up a whole
+    // share; results are put back in order below.
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
+    let mut slots: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads.min(items.len()))
+            .map(|_| scope.spawn(work))
+            .collect();
+        let mut all = work();
+        for helper in helpers {
+            match helper.join() {
+                Ok(done) => all.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        for (i, result) in all {
+            if let Some(slot) = slots.get_mut(i) {
+                *slot = Some(result);
+            }
+        }
+    });
+    slots
 }
 
 fn flat_layout(path: &str) -> Diagnostic {
