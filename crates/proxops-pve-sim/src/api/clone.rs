@@ -9,8 +9,8 @@ use super::disks::{self, is_disk_key, volid_of};
 use super::guest::check_lock;
 use super::{Ctx, check_node, guest};
 use crate::auth::now;
-use crate::rng;
 use crate::error::ApiError;
+use crate::rng;
 use crate::state::{Guest, GuestKind, State, Volume};
 use crate::tasks::{self, INJECTED};
 

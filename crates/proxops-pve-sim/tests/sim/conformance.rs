@@ -393,6 +393,101 @@ async fn responses_match_the_schema_returns() {
             &mut errs,
         );
     }
+    // Writes that answer UPIDs or null, each waited for before the next.
+    let writes: Vec<Call> = vec![
+        (
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/config",
+            "/nodes/pve1/qemu/100/config".into(),
+            vec![("name", "n")],
+        ),
+        (
+            "PUT",
+            "/nodes/{node}/qemu/{vmid}/resize",
+            "/nodes/pve1/qemu/100/resize".into(),
+            vec![("disk", "scsi0"), ("size", "+1G")],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/status/shutdown",
+            "/nodes/pve1/qemu/100/status/shutdown".into(),
+            vec![],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/status/stop",
+            "/nodes/pve1/qemu/100/status/stop".into(),
+            vec![],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/clone",
+            "/nodes/pve1/qemu/100/clone".into(),
+            vec![("newid", "101")],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/qemu/{vmid}/template",
+            "/nodes/pve1/qemu/101/template".into(),
+            vec![],
+        ),
+        (
+            "DELETE",
+            "/nodes/{node}/qemu/{vmid}",
+            "/nodes/pve1/qemu/101".into(),
+            vec![],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/clone",
+            "/nodes/pve1/lxc/200/clone".into(),
+            vec![("newid", "201")],
+        ),
+        (
+            "PUT",
+            "/nodes/{node}/lxc/{vmid}/resize",
+            "/nodes/pve1/lxc/201/resize".into(),
+            vec![("disk", "rootfs"), ("size", "+1G")],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/status/start",
+            "/nodes/pve1/lxc/201/status/start".into(),
+            vec![],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/status/shutdown",
+            "/nodes/pve1/lxc/201/status/shutdown".into(),
+            vec![],
+        ),
+        (
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/status/stop",
+            "/nodes/pve1/lxc/201/status/stop".into(),
+            vec![],
+        ),
+        (
+            "DELETE",
+            "/nodes/{node}/lxc/{vmid}",
+            "/nodes/pve1/lxc/201".into(),
+            vec![],
+        ),
+        (
+            "DELETE",
+            "/nodes/{node}/storage/{storage}/content/{volume}",
+            "/nodes/pve1/storage/local/content/vztmpl/debian-12.tar.zst".into(),
+            vec![],
+        ),
+    ];
+    for (m, t, p, params) in &writes {
+        let data = sim.req(m, p, params).await.ok();
+        let at = format!("{m} {t}");
+        check_value(&idx[*t][*m]["returns"], &data, &at, &[], &mut errs);
+        if data.is_string() {
+            sim.wait(&data).await;
+        }
+    }
     // PVE answers nextid's integer as a string (a known quirk clients must accept).
     let next = sim.get("/cluster/nextid").await.ok();
     assert!(next.as_str().is_some_and(|s| s.parse::<u32>().is_ok()));
