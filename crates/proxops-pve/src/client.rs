@@ -419,10 +419,9 @@ fn transport_error(method: &Method, path: &str, e: &reqwest::Error) -> PveError 
         if err.is::<rustls::Error>() {
             tls = true;
         }
-        // io::Error hides its payload from `source()`; rustls errors travel inside one.
+        // io::Error hides its payload from `source()`; rustls errors travel inside (nested) ones.
         if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && let Some(inner) = io.get_ref()
-            && inner.is::<rustls::Error>()
+            && io_holds_rustls(io)
         {
             tls = true;
         }
@@ -442,6 +441,21 @@ fn transport_error(method: &Method, path: &str, e: &reqwest::Error) -> PveError 
         kind,
         detail: chain.join(": "),
     }
+}
+
+fn io_holds_rustls(io: &std::io::Error) -> bool {
+    let mut inner = io.get_ref();
+    // Bounded: connectors wrap at most a few layers.
+    for _ in 0..8 {
+        let Some(e) = inner else { return false };
+        if e.is::<rustls::Error>() {
+            return true;
+        }
+        inner = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref());
+    }
+    false
 }
 
 /// `application/x-www-form-urlencoded` as PVE's own clients send it.
