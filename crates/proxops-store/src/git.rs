@@ -1,0 +1,279 @@
+//! Plumbing over gix: refs, flat file maps to and from trees, commits, compare-and-swap updates.
+//!
+//! Planes are handled as flat maps `path -> blob id`: documents are written as blobs first, then
+//! the map becomes nested trees in one pass, so building a commit never needs a work tree or an
+//! index, and unchanged documents keep their blob ids.
+
+use crate::error::{Result, StoreError};
+use gix::ObjectId;
+use gix::bstr::{BString, ByteSlice};
+use gix::objs::tree::{EntryKind, EntryMode};
+use gix::refs::Target;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use std::collections::BTreeMap;
+
+/// A plane's files: repository path -> blob id.
+pub type FileMap = BTreeMap<String, ObjectId>;
+
+/// The name and email of commits the store writes.
+pub const COMMITTER_NAME: &str = "proxops";
+/// See [`COMMITTER_NAME`].
+pub const COMMITTER_EMAIL: &str = "proxops@localhost";
+
+/// The git blob id of exactly these bytes (`git hash-object`).
+pub fn blob_id(bytes: &[u8]) -> ObjectId {
+    // Hashing an in-memory buffer with SHA-1 cannot fail (the only error is a detected collision
+    // attack, which then is no valid blob id either).
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
+        .unwrap_or_else(|_| ObjectId::null(gix::hash::Kind::Sha1))
+}
+
+/// The commit a full ref name points at, if the ref exists.
+pub fn read_ref(repo: &gix::Repository, full_name: &str) -> Result<Option<ObjectId>> {
+    let Some(reference) = repo.try_find_reference(full_name)? else {
+        return Ok(None);
+    };
+    match reference.target().try_id() {
+        Some(id) => Ok(Some(id.to_owned())),
+        None => Err(StoreError::RefName {
+            name: full_name.to_owned(),
+            reason: "is a symbolic ref".to_owned(),
+        }),
+    }
+}
+
+/// What the store needs of a commit.
+#[derive(Debug, Clone)]
+pub struct CommitInfo {
+    /// The commit id.
+    pub id: ObjectId,
+    /// Its tree.
+    pub tree: ObjectId,
+    /// Its parents.
+    pub parents: Vec<ObjectId>,
+    /// Its message.
+    pub message: String,
+    /// Committer time, seconds since the epoch.
+    pub time: i64,
+}
+
+/// Reads a commit.
+pub fn commit_info(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo> {
+    let commit = repo.find_commit(id)?;
+    let decoded = commit.decode()?;
+    Ok(CommitInfo {
+        id,
+        tree: decoded.tree(),
+        parents: decoded.parents().collect(),
+        message: decoded.message.to_str_lossy().into_owned(),
+        time: decoded.committer()?.seconds(),
+    })
+}
+
+/// Every entry of a tree, recursively, as (path, mode, id); directories are not listed.
+pub fn walk_tree(
+    repo: &gix::Repository,
+    tree: ObjectId,
+) -> Result<Vec<(String, EntryMode, ObjectId)>> {
+    let tree = repo.find_tree(tree)?;
+    let records = tree.traverse().breadthfirst.files()?;
+    Ok(records
+        .into_iter()
+        .filter(|e| !e.mode.is_tree())
+        .map(|e| (e.filepath.to_str_lossy().into_owned(), e.mode, e.oid))
+        .collect())
+}
+
+/// The files of a plane tree. Planes hold only regular files; anything else is corruption.
+pub fn plane_files(repo: &gix::Repository, tree: ObjectId, plane: &str) -> Result<FileMap> {
+    let mut files = FileMap::new();
+    for (path, mode, id) in walk_tree(repo, tree)? {
+        if !mode.is_blob() {
+            return Err(StoreError::Corrupt {
+                plane: plane.to_owned(),
+                path,
+                reason: "is not a regular file".to_owned(),
+            });
+        }
+        files.insert(path, id);
+    }
+    Ok(files)
+}
+
+/// The bytes of a blob.
+pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>> {
+    Ok(repo.find_blob(id)?.take_data())
+}
+
+/// Writes bytes as a blob (a no-op for the object database if it exists) and returns its id.
+pub fn write_blob(repo: &gix::Repository, bytes: &[u8]) -> Result<ObjectId> {
+    Ok(repo.write_blob(bytes)?.detach())
+}
+
+enum Node {
+    Blob(ObjectId),
+    Dir(BTreeMap<String, Node>),
+}
+
+/// Writes `files` as nested trees and returns the root tree id. Paths are `/`-separated and
+/// relative; a path that is also a directory of another path is an error.
+pub fn write_tree(repo: &gix::Repository, files: &FileMap) -> Result<ObjectId> {
+    let mut root = BTreeMap::new();
+    for (path, id) in files {
+        let mut dir = &mut root;
+        let mut segments = path.split('/').peekable();
+        while let Some(seg) = segments.next() {
+            if seg.is_empty() || seg == "." || seg == ".." || seg == ".git" {
+                return Err(StoreError::Invalid(format!(
+                    "invalid path `{path}` in a plane"
+                )));
+            }
+            if segments.peek().is_none() {
+                if dir.insert(seg.to_owned(), Node::Blob(*id)).is_some() {
+                    return Err(StoreError::Invalid(format!(
+                        "`{path}` is a file and a directory"
+                    )));
+                }
+            } else {
+                let entry = dir
+                    .entry(seg.to_owned())
+                    .or_insert_with(|| Node::Dir(BTreeMap::new()));
+                dir = match entry {
+                    Node::Dir(d) => d,
+                    Node::Blob(_) => {
+                        return Err(StoreError::Invalid(format!(
+                            "`{path}` is a file and a directory"
+                        )));
+                    }
+                };
+            }
+        }
+    }
+    write_dir(repo, &root)
+}
+
+fn write_dir(repo: &gix::Repository, dir: &BTreeMap<String, Node>) -> Result<ObjectId> {
+    let mut entries = Vec::with_capacity(dir.len());
+    for (name, node) in dir {
+        let (mode, oid) = match node {
+            Node::Blob(id) => (EntryKind::Blob.into(), *id),
+            Node::Dir(d) => (EntryKind::Tree.into(), write_dir(repo, d)?),
+        };
+        entries.push(gix::objs::tree::Entry {
+            mode,
+            filename: BString::from(name.as_str()),
+            oid,
+        });
+    }
+    // Git orders a directory as if its name ended in `/`; the entries' `Ord` does exactly that.
+    entries.sort();
+    Ok(repo.write_object(&gix::objs::Tree { entries })?.detach())
+}
+
+/// Writes a commit (without moving any ref) by the store's committer, now, in UTC.
+pub fn write_commit(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    parent: Option<ObjectId>,
+    message: &str,
+) -> Result<ObjectId> {
+    let signature = gix::actor::Signature {
+        name: COMMITTER_NAME.into(),
+        email: COMMITTER_EMAIL.into(),
+        time: gix::date::Time::now_utc(),
+    };
+    let commit = gix::objs::Commit {
+        tree,
+        parents: parent.into_iter().collect(),
+        author: signature.clone(),
+        committer: signature,
+        encoding: None,
+        message: message.into(),
+        extra_headers: Vec::new(),
+    };
+    Ok(repo.write_object(&commit)?.detach())
+}
+
+/// Moves `full_name` to `new` if and only if it is still at `expected` (`None`: must not exist),
+/// under git's ref lock. A lost race is [`StoreError::Conflict`].
+pub fn compare_and_swap(
+    repo: &gix::Repository,
+    full_name: &str,
+    expected: Option<ObjectId>,
+    new: ObjectId,
+    log_message: &str,
+) -> Result<()> {
+    let name = full_name
+        .try_into()
+        .map_err(
+            |e: gix::validate::reference::name::Error| StoreError::RefName {
+                name: full_name.to_owned(),
+                reason: e.to_string(),
+            },
+        )?;
+    let expected_value = match expected {
+        Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
+        None => PreviousValue::MustNotExist,
+    };
+    let edit = RefEdit {
+        change: Change::Update {
+            log: LogChange {
+                mode: RefLog::AndReference,
+                force_create_reflog: false,
+                message: log_message.lines().next().unwrap_or_default().into(),
+            },
+            expected: expected_value,
+            new: Target::Object(new),
+        },
+        name,
+        deref: false,
+    };
+    let signature = gix::actor::Signature {
+        name: COMMITTER_NAME.into(),
+        email: COMMITTER_EMAIL.into(),
+        time: gix::date::Time::now_utc(),
+    };
+    let mut time_buf = gix::date::parse::TimeBuf::default();
+    match repo.edit_references_as(Some(edit), Some(signature.to_ref(&mut time_buf))) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            // The transaction's error does not say which precondition failed: look again.
+            let actual = read_ref(repo, full_name)?;
+            if actual == expected {
+                Err(StoreError::RefUpdate {
+                    name: full_name.to_owned(),
+                    source: Box::new(e),
+                })
+            } else {
+                Err(StoreError::Conflict {
+                    name: full_name.to_owned(),
+                    expected,
+                    actual,
+                })
+            }
+        }
+    }
+}
+
+/// Whether `ancestor` is `descendant` or one of its ancestors.
+pub fn is_ancestor(
+    repo: &gix::Repository,
+    ancestor: ObjectId,
+    descendant: ObjectId,
+) -> Result<bool> {
+    if ancestor == descendant {
+        return Ok(true);
+    }
+    let base = repo.merge_base(ancestor, descendant)?;
+    Ok(base.is_some_and(|b| b.detach() == ancestor))
+}
+
+/// Commits reachable from `head`, newest first (first parents and merges alike).
+pub fn history(repo: &gix::Repository, head: ObjectId) -> Result<Vec<ObjectId>> {
+    let walk = repo.rev_walk([head]).all()?;
+    let mut out = Vec::new();
+    for info in walk {
+        out.push(info?.id);
+    }
+    Ok(out)
+}
