@@ -7,7 +7,9 @@
 //! `print_property_string`, which is what PVE writes into configs: the default key's bare value
 //! first (or `model=MAC`), then required keys, then the rest sorted by name; disk sizes in PVE's
 //! largest exact unit (`1024M` → `1G`), booleans as `0`/`1`. So parse-then-render yields PVE's
-//! canonical form, which is what comparisons need to avoid perpetual diffs.
+//! canonical form for the keys PVE re-prints (disks, NICs, mount points). Other property strings
+//! (`ipconfig0`, `agent`, `features`, ...) PVE stores as given, so compare those by their parsed
+//! entries (`PropertyString` equality) rather than by text.
 
 pub mod table;
 
