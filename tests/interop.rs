@@ -92,9 +92,17 @@ async fn proxmoxer_drives_the_simulator_with_token_and_ticket_auth() {
         // What the client did reached the simulator's own state and counters.
         let state = sim.state();
         assert_eq!(state.guests.keys().copied().collect::<Vec<_>>(), [9000]);
-        assert!(state.volumes.iter().any(|v| v.volid == "local:iso/tiny.iso"));
+        assert!(
+            state
+                .volumes
+                .iter()
+                .any(|v| v.volid == "local:iso/tiny.iso")
+        );
         assert_eq!(sim.count("POST", "/nodes/{node}/qemu/{vmid}/clone"), 1);
-        assert_eq!(sim.count("POST", "/nodes/{node}/storage/{storage}/download-url"), 1);
+        assert_eq!(
+            sim.count("POST", "/nodes/{node}/storage/{storage}/download-url"),
+            1
+        );
         let logins = sim.count("POST", "/access/ticket");
         assert_eq!(logins, u64::from(auth == "--password"), "{auth}");
         sim.shutdown().await.unwrap();

@@ -56,22 +56,32 @@ pub fn python() -> Option<PathBuf> {
         return Some(path);
     }
     if std::env::var("CI").as_deref() == Ok("true") {
-        eprintln!("the test Python {} is missing (run ./scripts/pyenv)", path.display());
+        eprintln!(
+            "the test Python {} is missing (run ./scripts/pyenv)",
+            path.display()
+        );
         std::process::exit(101);
     }
-    eprintln!("skipping: {} is absent (run ./scripts/pyenv)", path.display());
+    eprintln!(
+        "skipping: {} is absent (run ./scripts/pyenv)",
+        path.display()
+    );
     None
 }
 
 /// A script under `tests/python/`.
 pub fn python_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("python")
+        .join(name)
 }
 
 /// A loopback port that was free a moment ago (for servers that cannot report the port they
 /// bound themselves).
 pub fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// Waits until something accepts connections on the loopback port, for at most `limit`.

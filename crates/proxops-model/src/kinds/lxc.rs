@@ -520,7 +520,9 @@ impl KindDef for LxcKind {
     }
 
     fn storages(&self, spec: &Spec) -> Vec<StorageUse> {
-        let Spec::Lxc(s) = spec else { return Vec::new() };
+        let Spec::Lxc(s) = spec else {
+            return Vec::new();
+        };
         let mut uses: Vec<StorageUse> = std::iter::once(&s.root.storage)
             .chain(s.mount_points.iter().map(|m| &m.storage))
             .map(|storage| StorageUse {
