@@ -4,7 +4,7 @@
 //! writes are fixed points.
 
 use crate::support::{CT_TEMPLATE, Sim, map, shared_file, wait};
-use proxops_pve::props::{self, Format, KeyKind, PropertyString, canonical_value};
+use proxops_pve::props::{self, KeyKind, PropertyString, canonical_value};
 use proxops_pve::{GuestRef, GuestType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,10 +31,6 @@ fn create_params<'a>(tree: &'a Value, guest: &str) -> &'a serde_json::Map<String
         ["properties"]
         .as_object()
         .unwrap()
-}
-
-fn all_formats() -> impl Iterator<Item = &'static Format> {
-    props::table::FORMATS.iter().chain(props::NAMED.iter())
 }
 
 fn truthy(v: &Value) -> bool {
