@@ -1,0 +1,194 @@
+//! `LXC` and `TemplateCT`: the wire mapping of SPEC.md section 8.3, with `features` merged into
+//! the live value instead of overwritten, and interfaces named `eth<i>` by default as PVE does.
+
+use super::{Compare, Context, DesiredError, DesiredGuest, flag, owned, tags};
+use proxops_model::Resource;
+use proxops_model::kinds::lxc::Arch;
+use proxops_model::kinds::{LxcSpec, PowerState};
+use proxops_pve::GuestType;
+
+pub(super) fn desired(
+    cx: &Context<'_>,
+    resource: &Resource,
+    spec: &LxcSpec,
+) -> Result<DesiredGuest, DesiredError> {
+    let template = resource.kind == "TemplateCT";
+    let ostemplate = cx.volume(resource, "CTTemplate", &spec.template)?;
+    let mut create_only = vec![("ostemplate".to_owned(), ostemplate)];
+    create_only.extend(spec.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut out = DesiredGuest {
+        guest: GuestType::Lxc,
+        template,
+        node: spec.node.clone(),
+        vmid: spec.vmid,
+        power: (!template).then(|| spec.state.unwrap_or(PowerState::Started)),
+        clone: None,
+        owned: Vec::new(),
+        create_only,
+        warnings: Vec::new(),
+    };
+    let o = &mut out.owned;
+    let dns = spec.dns.clone().unwrap_or_default();
+    let hostname = dns
+        .hostname
+        .clone()
+        .unwrap_or_else(|| resource.name().to_owned());
+    o.push(owned("hostname", hostname, Compare::Canonical, false));
+    if let Some(d) = &spec.pve_description {
+        o.push(owned("description", d.trim(), Compare::Canonical, false));
+    }
+    if let Some(mib) = spec.memory.whole_mib() {
+        o.push(owned("memory", mib.to_string(), Compare::Canonical, false));
+    }
+    if let Some(mib) = spec.swap.as_ref().and_then(|s| s.whole_mib()) {
+        o.push(owned("swap", mib.to_string(), Compare::Canonical, false));
+    }
+    o.push(owned(
+        "cores",
+        spec.cpu.cores.to_string(),
+        Compare::Canonical,
+        false,
+    ));
+    if let Some(units) = spec.cpu.units {
+        o.push(owned(
+            "cpuunits",
+            units.to_string(),
+            Compare::Canonical,
+            false,
+        ));
+    }
+    o.push(tags(cx, resource, &spec.tags));
+    o.push(owned(
+        "rootfs",
+        format!("{}:{}", spec.root.storage, spec.root.size.gib_string()),
+        Compare::Disk,
+        true,
+    ));
+    for (i, mp) in spec.mount_points.iter().enumerate() {
+        let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
+        let mut value = format!("{}:{}", mp.storage, mp.size.gib_string());
+        if let Some(path) = &mp.mount_point {
+            value.push_str(&format!(",mp={path}"));
+        }
+        if let Some(opts) = &mp.options {
+            for (key, b) in [
+                ("ro", opts.read_only),
+                ("backup", opts.backup),
+                ("acl", opts.acl),
+                ("quota", opts.quota),
+                ("shared", opts.shared),
+            ] {
+                if let Some(b) = b {
+                    value.push_str(&format!(",{key}={}", flag(b)));
+                }
+            }
+            if let Some(m) = &opts.mount_options {
+                value.push_str(&format!(",mountoptions={m}"));
+            }
+        }
+        o.push(owned(slot, value, Compare::Disk, true));
+    }
+    let first_bind = spec.mount_points.len();
+    for (i, bind) in spec.bind_mounts.iter().enumerate() {
+        let slot = bind
+            .slot
+            .clone()
+            .unwrap_or_else(|| format!("mp{}", first_bind + i));
+        let mut value = format!("{},mp={}", bind.host_path, bind.mount_point);
+        if let Some(b) = bind.read_only {
+            value.push_str(&format!(",ro={}", flag(b)));
+        }
+        o.push(owned(slot, value, Compare::SubKeys, true));
+    }
+    for (i, nic) in spec.networks.iter().enumerate() {
+        let slot = nic.slot.clone().unwrap_or_else(|| format!("net{i}"));
+        let name = nic.iface.clone().unwrap_or_else(|| format!("eth{i}"));
+        let mut value = format!("name={name},bridge={}", nic.bridge);
+        if let Some(t) = &nic.net_type {
+            value.push_str(&format!(",type={t}"));
+        }
+        if let Some(tag) = nic.tag.filter(|t| *t > 0) {
+            value.push_str(&format!(",tag={tag}"));
+        }
+        if let Some(mac) = &nic.hwaddr {
+            value.push_str(&format!(",hwaddr={}", mac.to_ascii_uppercase()));
+        }
+        if let Some(rate) = nic.rate_limit.filter(|r| *r > 0) {
+            value.push_str(&format!(",rate={rate}"));
+        }
+        if let Some(b) = nic.firewall {
+            value.push_str(&format!(",firewall={}", flag(b)));
+        }
+        if let Some(ip) = &nic.ip {
+            value.push_str(&format!(",ip={ip}"));
+        }
+        if let Some(gw) = &nic.gw {
+            value.push_str(&format!(",gw={gw}"));
+        }
+        o.push(owned(slot, value, Compare::SubKeys, false));
+    }
+    if !dns.nameservers.is_empty() {
+        o.push(owned(
+            "nameserver",
+            dns.nameservers.join(" "),
+            Compare::WordList,
+            false,
+        ));
+    }
+    if let Some(domain) = &dns.domain {
+        o.push(owned(
+            "searchdomain",
+            domain.clone(),
+            Compare::WordSet,
+            false,
+        ));
+    }
+    if let Some(arch) = spec.arch {
+        let arch = match arch {
+            Arch::Amd64 => "amd64",
+            Arch::I386 => "i386",
+            Arch::Arm64 => "arm64",
+            Arch::Armhf => "armhf",
+            Arch::Riscv64 => "riscv64",
+        };
+        o.push(owned("arch", arch, Compare::Canonical, true));
+    }
+    if let Some(opts) = &spec.options {
+        if let Some(b) = opts.unprivileged {
+            // PVE cannot change it on an existing container.
+            o.push(owned("unprivileged", flag(b), Compare::CreateOnly, false));
+        }
+        for (key, value) in [
+            ("protection", opts.protection),
+            ("onboot", opts.onboot),
+            ("console", opts.console),
+        ] {
+            if let Some(b) = value {
+                o.push(owned(key, flag(b), Compare::Canonical, false));
+            }
+        }
+        let features: Vec<String> = [
+            ("nesting", opts.nesting),
+            ("keyctl", opts.keyctl),
+            ("fuse", opts.fuse),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|b| format!("{k}={}", flag(b))))
+        .collect();
+        if !features.is_empty() {
+            o.push(owned(
+                "features",
+                features.join(","),
+                Compare::SubKeys,
+                true,
+            ));
+        }
+        if let Some(s) = &opts.startup {
+            o.push(owned("startup", s.clone(), Compare::SubKeys, false));
+        }
+        if let Some(n) = opts.ttys {
+            o.push(owned("tty", n.to_string(), Compare::Canonical, true));
+        }
+    }
+    Ok(out)
+}

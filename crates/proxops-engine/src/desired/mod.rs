@@ -1,0 +1,231 @@
+//! What a manifest asks of PVE, per kind.
+
+mod artifact;
+mod lxc;
+mod vm;
+
+pub use artifact::{DesiredArtifact, artifact};
+
+use proxops_graph::Graph;
+use proxops_model::kinds::PowerState;
+use proxops_model::{Resource, Spec};
+use proxops_pve::GuestType;
+use std::collections::BTreeMap;
+
+/// The PVE tag every guest ProxOps creates carries.
+pub const OWNER_TAG: &str = "proxops";
+
+/// The tag naming which resource a guest is: `proxops.<cluster>.<kind>.<name>`, all lowercase.
+/// Cluster and resource names are lowercase words joined by hyphens and kinds are letters, so the
+/// tag is a valid PVE tag and the three parts can be read back unambiguously.
+pub fn identity_tag(cluster: &str, kind: &str, name: &str) -> String {
+    format!("proxops.{cluster}.{}.{name}", kind.to_ascii_lowercase())
+}
+
+/// How a live value is compared with the desired one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    /// Equal in PVE's canonical form of the key (property strings parsed and re-rendered).
+    Canonical,
+    /// A property string of which only the sub-keys the manifest writes are owned; a change is
+    /// written merged into the live value, keeping the sub-keys PVE or the operator set.
+    SubKeys,
+    /// A volume slot (EFI disk, TPM state, cloud-init drive): the storage of the volume and the
+    /// sub-keys the manifest writes; a different storage is an anomaly.
+    Volume,
+    /// Written when the guest is created, never compared afterwards (PVE masks or forgets it).
+    CreateOnly,
+    /// Written only when the live config lacks the key (a cloud-init password PVE masks).
+    WhenAbsent,
+    /// A set of tags (`;`, `,` or spaces between them, case-insensitive): the live set must hold
+    /// the desired tags (other tags are the operator's).
+    Tags,
+    /// A set of words separated by spaces or commas, order ignored.
+    WordSet,
+    /// A list of words separated by spaces or commas, order kept.
+    WordList,
+    /// Percent-encoded SSH public keys, one per line; compared as a set of decoded keys.
+    SshKeys,
+    /// A disk slot: storage and size of the volume plus the sub-keys the manifest sets; growth is
+    /// a resize, shrinking or moving is an anomaly.
+    Disk,
+    /// The cdrom slot: the ISO volume and media.
+    Cdrom,
+}
+
+/// One config key a manifest sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owned {
+    /// The PVE config key (`memory`, `scsi0`, `net0`, ...).
+    pub key: String,
+    /// The value to write.
+    pub value: String,
+    /// How to compare it with the live value.
+    pub compare: Compare,
+    /// Whether a change takes effect only after the guest restarts.
+    pub restart: bool,
+}
+
+/// Where a cloned guest comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloneSource {
+    /// The template's vmid.
+    pub vmid: u32,
+    /// The template's node.
+    pub node: String,
+}
+
+/// A guest as its manifest wants it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesiredGuest {
+    /// QEMU or LXC.
+    pub guest: GuestType,
+    /// Whether it is a template (TemplateVM, TemplateCT).
+    pub template: bool,
+    /// Its node.
+    pub node: String,
+    /// Its vmid.
+    pub vmid: u32,
+    /// The power state to keep (`None` for templates, which are never started).
+    pub power: Option<PowerState>,
+    /// The template to clone from instead of creating.
+    pub clone: Option<CloneSource>,
+    /// Owned config keys, sorted by key.
+    pub owned: Vec<Owned>,
+    /// Extra create parameters, never compared (`ostemplate`, `extra:` entries).
+    pub create_only: Vec<(String, String)>,
+    /// Things the manifest asks for that PVE cannot express; reported, not written.
+    pub warnings: Vec<String>,
+}
+
+impl DesiredGuest {
+    /// The config of the create call (`POST /nodes/{node}/qemu` or `/lxc`, besides `vmid` and
+    /// `start`): every owned key and the create-only ones.
+    pub fn create_config(&self) -> BTreeMap<String, String> {
+        let mut config: BTreeMap<String, String> = self
+            .owned
+            .iter()
+            .map(|o| (o.key.clone(), o.value.clone()))
+            .collect();
+        config.extend(self.create_only.iter().cloned());
+        config
+    }
+
+    /// The owned key `key`.
+    pub fn owned(&self, key: &str) -> Option<&Owned> {
+        self.owned.iter().find(|o| o.key == key)
+    }
+}
+
+/// Why a manifest cannot be mapped to PVE (a reference that does not resolve: the graph normally
+/// rules this out).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DesiredError {
+    /// A referenced resource is not in the graph, or not of the expected kind.
+    #[error("{resource} references {target}, which is not in the cluster")]
+    Unresolved {
+        /// The referencing resource.
+        resource: String,
+        /// `Kind/name` of the target.
+        target: String,
+    },
+    /// The resource is not a guest kind this engine knows.
+    #[error("{0} is not a guest")]
+    NotAGuest(String),
+}
+
+/// What the drivers need besides the manifest: the cluster's name and graph, to resolve names to
+/// PVE volumes and vmids.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The cluster's name.
+    pub cluster: &'a str,
+    /// The cluster's graph.
+    pub graph: &'a Graph,
+}
+
+impl Context<'_> {
+    /// The resource `kind`/`name` of the cluster.
+    pub(crate) fn lookup(
+        &self,
+        from: &Resource,
+        kind: &str,
+        name: &str,
+    ) -> Result<&Resource, DesiredError> {
+        self.graph
+            .find(kind, name)
+            .map(|id| self.graph.resource(id).as_ref())
+            .ok_or_else(|| DesiredError::Unresolved {
+                resource: from.key().to_string(),
+                target: format!("{kind}/{name}"),
+            })
+    }
+
+    /// The volume id of artifact `kind`/`name` (`local:iso/debian.iso`).
+    pub(crate) fn volume(
+        &self,
+        from: &Resource,
+        kind: &str,
+        name: &str,
+    ) -> Result<String, DesiredError> {
+        let target = self.lookup(from, kind, name)?;
+        match &target.spec {
+            Spec::Artifact(a) => Ok(artifact::volid(kind, a)),
+            _ => Err(DesiredError::Unresolved {
+                resource: from.key().to_string(),
+                target: format!("{kind}/{name}"),
+            }),
+        }
+    }
+}
+
+/// The desired guest of a VM, TemplateVM, LXC or TemplateCT resource.
+pub fn guest(cx: &Context<'_>, resource: &Resource) -> Result<DesiredGuest, DesiredError> {
+    let mut desired = match &resource.spec {
+        Spec::Vm(spec) => vm::desired(cx, resource, spec)?,
+        Spec::Lxc(spec) => lxc::desired(cx, resource, spec)?,
+        _ => return Err(DesiredError::NotAGuest(resource.key().to_string())),
+    };
+    desired.owned.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(desired)
+}
+
+/// `tags=`: the manifest's tags (lowercased, deduplicated, in order), then the ownership and
+/// identity tags, joined with `;` as PVE stores them.
+pub(crate) fn tags(cx: &Context<'_>, resource: &Resource, user: &[String]) -> Owned {
+    let mut all: Vec<String> = Vec::new();
+    let identity = identity_tag(cx.cluster, resource.kind, resource.name());
+    for t in user
+        .iter()
+        .map(|t| t.trim().to_ascii_lowercase())
+        .chain([OWNER_TAG.to_owned(), identity])
+    {
+        if !t.is_empty() && !all.contains(&t) {
+            all.push(t);
+        }
+    }
+    Owned {
+        key: "tags".into(),
+        value: all.join(";"),
+        compare: Compare::Tags,
+        restart: false,
+    }
+}
+
+pub(crate) fn owned(
+    key: impl Into<String>,
+    value: impl Into<String>,
+    compare: Compare,
+    restart: bool,
+) -> Owned {
+    Owned {
+        key: key.into(),
+        value: value.into(),
+        compare,
+        restart,
+    }
+}
+
+pub(crate) fn flag(b: bool) -> &'static str {
+    if b { "1" } else { "0" }
+}

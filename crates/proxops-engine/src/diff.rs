@@ -1,0 +1,289 @@
+//! Desired against live: which owned keys differ, in PVE's canonical forms.
+
+use crate::desired::{Compare, DesiredGuest, Owned};
+use proxops_pve::GuestType;
+use proxops_pve::props::{PropertyString, canonical_value, parse_size};
+use std::collections::BTreeMap;
+
+/// A config key to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The config key.
+    pub key: String,
+    /// The live value, if the key is set.
+    pub live: Option<String>,
+    /// The value to write (for property strings: the live value with the owned sub-keys set).
+    pub value: String,
+    /// Whether it takes effect only after a restart.
+    pub restart: bool,
+}
+
+/// A disk to grow (`PUT .../resize`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resize {
+    /// The slot (`scsi0`, `rootfs`, `mp0`).
+    pub disk: String,
+    /// The live size in bytes.
+    pub from: u64,
+    /// The desired size in bytes.
+    pub to: u64,
+}
+
+/// A difference ProxOps never fixes by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anomaly {
+    /// The config key concerned.
+    pub key: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// Everything that differs for one guest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestDiff {
+    /// Keys to write, sorted by key.
+    pub changes: Vec<Change>,
+    /// Disks to grow.
+    pub resizes: Vec<Resize>,
+    /// Differences left alone and reported.
+    pub anomalies: Vec<Anomaly>,
+}
+
+impl GuestDiff {
+    /// Whether nothing needs doing (anomalies aside).
+    pub fn is_converged(&self) -> bool {
+        self.changes.is_empty() && self.resizes.is_empty()
+    }
+
+    /// Whether a change takes effect only after a restart.
+    pub fn needs_restart(&self) -> bool {
+        self.changes.iter().any(|c| c.restart)
+    }
+}
+
+/// Compares a desired guest with its live config (`GET .../config`, values as strings).
+pub fn diff(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> GuestDiff {
+    let mut out = GuestDiff::default();
+    for owned in &desired.owned {
+        compare(desired.guest, owned, live.get(&owned.key), &mut out);
+    }
+    out.changes.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+fn change(owned: &Owned, live: Option<&String>, value: String, out: &mut GuestDiff) {
+    out.changes.push(Change {
+        key: owned.key.clone(),
+        live: live.cloned(),
+        value,
+        restart: owned.restart,
+    });
+}
+
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split([' ', ',', ';', '\t', '\n'])
+        .filter(|w| !w.is_empty())
+}
+
+fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut GuestDiff) {
+    let Some(current) = live else {
+        match owned.compare {
+            Compare::CreateOnly => {}
+            // No media in the slot is what `none` asks for.
+            Compare::Cdrom if owned.value.starts_with("none") => {}
+            _ => change(owned, live, owned.value.clone(), out),
+        }
+        return;
+    };
+    match owned.compare {
+        Compare::CreateOnly | Compare::WhenAbsent => {}
+        Compare::Canonical => {
+            if canonical_value(guest, &owned.key, current)
+                != canonical_value(guest, &owned.key, &owned.value)
+            {
+                change(owned, live, owned.value.clone(), out);
+            }
+        }
+        Compare::Tags => {
+            let have: Vec<String> = words(current).map(str::to_ascii_lowercase).collect();
+            let want: Vec<String> = words(&owned.value).map(str::to_ascii_lowercase).collect();
+            if want.iter().any(|t| !have.contains(t)) {
+                // Keep the operator's own tags after ours.
+                let mut all = want.clone();
+                all.extend(have.into_iter().filter(|t| !want.contains(t)));
+                change(owned, live, all.join(";"), out);
+            }
+        }
+        Compare::WordSet => {
+            let mut have: Vec<&str> = words(current).collect();
+            let mut want: Vec<&str> = words(&owned.value).collect();
+            have.sort_unstable();
+            have.dedup();
+            want.sort_unstable();
+            want.dedup();
+            if have != want {
+                change(owned, live, owned.value.clone(), out);
+            }
+        }
+        Compare::WordList => {
+            if !words(current).eq(words(&owned.value)) {
+                change(owned, live, owned.value.clone(), out);
+            }
+        }
+        Compare::SshKeys => {
+            if ssh_key_set(current) != ssh_key_set(&owned.value) {
+                change(owned, live, owned.value.clone(), out);
+            }
+        }
+        Compare::SubKeys => sub_keys(guest, owned, current, out),
+        Compare::Volume | Compare::Disk => volume(guest, owned, current, out),
+        Compare::Cdrom => cdrom(guest, owned, current, out),
+    }
+}
+
+/// Decoded, trimmed, non-empty key lines, sorted and deduplicated.
+fn ssh_key_set(encoded: &str) -> Vec<String> {
+    let bytes = encoded.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|b| hex(*b)),
+            bytes.get(i + 2).and_then(|b| hex(*b)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                decoded.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&decoded);
+    let mut keys: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The live value with the desired sub-keys laid over it, if both parse.
+fn overlay(
+    guest: GuestType,
+    key: &str,
+    live: &str,
+    desired: &str,
+    skip: &[&str],
+) -> Option<(String, String)> {
+    let current = PropertyString::parse_key(guest, key, live).ok()?;
+    let want = PropertyString::parse_key(guest, key, desired).ok()?;
+    let mut merged = current.clone();
+    for (k, v) in want.entries() {
+        if !skip.contains(&k.as_str()) {
+            merged.set(k, v.clone());
+        }
+    }
+    Some((current.render(), merged.render()))
+}
+
+fn sub_keys(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
+    match overlay(guest, &owned.key, current, &owned.value, &[]) {
+        Some((before, after)) if before != after => {
+            change(owned, Some(&current.to_owned()), after, out);
+        }
+        Some(_) => {}
+        None => {
+            if canonical_value(guest, &owned.key, current)
+                != canonical_value(guest, &owned.key, &owned.value)
+            {
+                change(owned, Some(&current.to_owned()), owned.value.clone(), out);
+            }
+        }
+    }
+}
+
+/// The storage of a volume value (`local-lvm:vm-100-disk-0` → `local-lvm`), or the whole value
+/// for a bind mount's host path.
+fn storage_of(volume: &str) -> &str {
+    volume.split_once(':').map_or(volume, |(s, _)| s)
+}
+
+fn volume(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
+    let (Ok(live), Ok(want)) = (
+        PropertyString::parse_key(guest, &owned.key, current),
+        PropertyString::parse_key(guest, &owned.key, &owned.value),
+    ) else {
+        return sub_keys(guest, owned, current, out);
+    };
+    let live_volume = live.default_value().unwrap_or_default();
+    let want_volume = want.default_value().unwrap_or_default();
+    let (from, to) = (storage_of(live_volume), storage_of(want_volume));
+    if from != to {
+        out.anomalies.push(Anomaly {
+            key: owned.key.clone(),
+            message: format!(
+                "{} is on storage `{from}`, the manifest says `{to}`: moving a volume is not done automatically (use `qm disk move` / `pct move-volume`, or change the manifest)",
+                owned.key
+            ),
+        });
+        return;
+    }
+    if owned.compare == Compare::Disk {
+        let wanted = want_volume
+            .split_once(':')
+            .and_then(|(_, gib)| gib.parse::<f64>().ok())
+            .map(|gib| (gib * f64::from(1u32 << 30)) as u64);
+        let have = live.get("size").and_then(parse_size);
+        if let (Some(to), Some(from)) = (wanted, have) {
+            if to > from {
+                out.resizes.push(Resize {
+                    disk: owned.key.clone(),
+                    from,
+                    to,
+                });
+            } else if to < from {
+                out.anomalies.push(Anomaly {
+                    key: owned.key.clone(),
+                    message: format!(
+                        "{} is {from} bytes, the manifest says {to}: disks are never shrunk",
+                        owned.key
+                    ),
+                });
+            }
+        }
+    }
+    // The other sub-keys the manifest writes, laid over the live value (which keeps its volume
+    // and size).
+    if let Some((before, after)) = overlay(
+        guest,
+        &owned.key,
+        current,
+        &owned.value,
+        &["file", "volume", "size", "import-from"],
+    ) && before != after
+    {
+        change(owned, Some(&current.to_owned()), after, out);
+    }
+}
+
+fn cdrom(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
+    let (Ok(live), Ok(want)) = (
+        PropertyString::parse_key(guest, &owned.key, current),
+        PropertyString::parse_key(guest, &owned.key, &owned.value),
+    ) else {
+        return sub_keys(guest, owned, current, out);
+    };
+    let same_media = live.default_value() == want.default_value()
+        && live.get("media").unwrap_or("cdrom") == want.get("media").unwrap_or("cdrom");
+    if !same_media {
+        change(owned, Some(&current.to_owned()), owned.value.clone(), out);
+    }
+}

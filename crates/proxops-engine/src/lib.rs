@@ -1,0 +1,16 @@
+//! The ProxOps engine: from a validated cluster and live PVE state to the actions that make PVE
+//! match the repository.
+//!
+//! - [`desired`]: one driver per kind turns a manifest into a [`desired::DesiredGuest`] (the PVE
+//!   create parameters and the config keys the manifest owns, each with how to compare it) or a
+//!   [`desired::DesiredArtifact`] (a file per node, fetched with download-url). Only what a
+//!   manifest sets is owned, so fields PVE fills in never cause a diff.
+//! - [`diff`]: compares a [`desired::DesiredGuest`] with a guest's live config in PVE's canonical
+//!   forms (property strings through `proxops_pve::props`), giving the keys to set, disks to
+//!   grow, whether a restart is needed, and anomalies that are never fixed automatically (disk
+//!   shrink, storage moves).
+//!
+//! The planner and executor build on these (issue 6, in progress).
+
+pub mod desired;
+pub mod diff;

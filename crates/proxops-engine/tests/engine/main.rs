@@ -1,0 +1,8 @@
+//! Engine tests: the drivers' wire mapping, and desired state created on the simulator reading
+//! back as converged.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod roundtrip;
+mod support;
+mod wire;
