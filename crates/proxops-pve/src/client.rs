@@ -243,6 +243,10 @@ impl PveClient {
 
     /// Any API call; the response's `data` as JSON. Retries retryable failures per the policy;
     /// with ticket auth, a 401 triggers one fresh login.
+    ///
+    /// Writes are retried too: PVE refuses with a lock or server error before doing anything.
+    /// After a connection reset a create may have happened; its retry then fails permanently with
+    /// `already exists`, which the caller resolves by checking the guest's ownership tags.
     pub async fn call_json(
         &self,
         method: Method,
@@ -290,12 +294,15 @@ impl PveClient {
             duration_ms = tracing::field::Empty,
             upid = tracing::field::Empty,
         );
-        async {
+        // Recorded through this handle rather than `Span::current()`, which depends on the
+        // subscriber tracking entered spans.
+        let record = span.clone();
+        async move {
             let write = !(method == Method::GET || method == Method::HEAD);
             let headers = self.inner.auth.headers(self, write).await?;
             let started = Instant::now();
             let result = self.send(method, template, path, params, &headers).await;
-            let span = tracing::Span::current();
+            let span = record;
             span.record("duration_ms", started.elapsed().as_millis() as u64);
             match &result {
                 Ok(data) => {

@@ -181,11 +181,10 @@ impl PveClient {
         timeout_secs: Option<u32>,
         force_stop: Option<bool>,
     ) -> Result<Upid, PveError> {
-        let mut params = Params::new().opt("timeout", timeout_secs);
-        params = match g.kind {
-            GuestType::Qemu => params.flag("forceStop", force_stop),
-            GuestType::Lxc => params.flag("forceStop", force_stop),
-        };
+        // qemu and lxc take the same two options.
+        let params = Params::new()
+            .opt("timeout", timeout_secs)
+            .flag("forceStop", force_stop);
         self.guest_upid(Method::POST, g, "/status/shutdown", &params)
             .await
     }

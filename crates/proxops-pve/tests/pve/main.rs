@@ -13,3 +13,4 @@ mod props;
 mod support;
 mod tasks;
 mod tls;
+mod tracing_spans;
