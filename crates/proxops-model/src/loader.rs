@@ -88,9 +88,9 @@ struct Loader<'a> {
     source: &'a dyn RepoSource,
     registry: &'a Registry,
     diagnostics: Vec<Diagnostic>,
-    manifests: BTreeMap<String, LoadedManifest>,
-    /// Manifest path -> clusters listing it.
-    listed_by: BTreeMap<String, Listers>,
+    /// Every file a composition lists (under a kind root): the clusters listing it, and the
+    /// manifest if it was read.
+    files: BTreeMap<String, Listed>,
     /// How many threads may read and decode manifests.
     threads: usize,
 }
@@ -174,8 +174,7 @@ pub fn load_repository_with_threads(
         source,
         registry,
         diagnostics: Vec::new(),
-        manifests: BTreeMap::new(),
-        listed_by: BTreeMap::new(),
+        files: BTreeMap::new(),
         threads: threads.max(1),
     };
     let config = loader.load_repository_config(&names);
@@ -199,7 +198,7 @@ pub fn load_repository_with_threads(
     let mut owners: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (cluster, paths) in clusters.iter_mut().zip(&compositions) {
         for path in paths {
-            let Some(m) = loader.manifests.get(path) else {
+            let Some(m) = loader.files.get(path).and_then(|f| f.manifest.as_ref()) else {
                 continue;
             };
             if let Some(r) = &m.resource {
@@ -225,15 +224,15 @@ pub fn load_repository_with_threads(
         .diagnostics
         .extend(found.into_iter().flatten().flatten());
     // File diagnostics belong to the cluster listing the file, or to none if several do.
-    for (path, m) in &loader.manifests {
-        if m.diagnostics.is_empty() {
+    for listed in loader.files.values() {
+        let Some(m) = listed
+            .manifest
+            .as_ref()
+            .filter(|m| !m.diagnostics.is_empty())
+        else {
             continue;
-        }
-        let cluster = loader
-            .listed_by
-            .get(path)
-            .and_then(Listers::single)
-            .and_then(|i| names.get(i));
+        };
+        let cluster = listed.listers.single().and_then(|i| names.get(i));
         for d in &m.diagnostics {
             loader
                 .diagnostics
@@ -249,7 +248,10 @@ pub fn load_repository_with_threads(
                     || (d.cluster.is_none() && d.primary_file() == Some("proxops.yaml"))
                     || (d.cluster.is_none()
                         && d.primary_file().is_some_and(|f| {
-                            loader.listed_by.get(f).is_some_and(|l| l.contains(index))
+                            loader
+                                .files
+                                .get(f)
+                                .is_some_and(|l| l.listers.contains(index))
                         })))
         });
     }
@@ -271,6 +273,11 @@ pub fn load_repository_with_threads(
 }
 
 impl Loader<'_> {
+    /// The entry of a listed file, created if new.
+    fn listed(&mut self, path: &str) -> &mut Listed {
+        self.files.entry(path.to_owned()).or_default()
+    }
+
     fn push_problems(&mut self, file: &Arc<SourceFile>, sink: &Sink, cluster: Option<&str>) {
         for p in sink.take() {
             let d = Diagnostic {
@@ -544,8 +551,7 @@ impl Loader<'_> {
                 steps.push(Step::Report(d));
                 continue;
             };
-            let lower = target.to_ascii_lowercase();
-            if !(lower.ends_with(".yaml") || lower.ends_with(".yml")) {
+            if !is_yaml_name(&target) {
                 steps.push(Step::Report(bad(
                     item.span,
                     format!("`{entry}` is not a .yaml or .yml file"),
@@ -564,9 +570,9 @@ impl Loader<'_> {
                 continue;
             }
             seen.insert(target.clone(), item.span);
-            let segments: Vec<&str> = target.split('/').collect();
-            let root_kind = segments
-                .first()
+            let root_kind = target
+                .split('/')
+                .next()
                 .and_then(|s| self.registry.by_root(s))
                 .map(|k| k.name());
             if root_kind.is_none() {
@@ -578,12 +584,9 @@ impl Loader<'_> {
                 steps.push(Step::Report(d));
                 continue;
             }
-            if segments.len() == 2 {
+            if target.split('/').count() == 2 {
                 // Counted as listed, so that the kind-root scan does not report it again.
-                self.listed_by
-                    .entry(target.clone())
-                    .or_default()
-                    .insert(index);
+                self.listed(&target).listers.insert(index);
                 steps.push(Step::Report(
                     flat_layout(&target)
                         .with_label(&file, item.span, "listed here")
@@ -591,7 +594,7 @@ impl Loader<'_> {
                 ));
                 continue;
             }
-            let load = !self.manifests.contains_key(&target);
+            let load = self.files.get(&target).is_none_or(|f| f.manifest.is_none());
             steps.push(Step::Read(reads.len()));
             reads.push(Pending {
                 target,
@@ -611,7 +614,7 @@ impl Loader<'_> {
                 Step::Read(i) => i,
             };
             let (Some(pending), Some(result)) =
-                (reads.get(i), fetched.get_mut(i).and_then(Option::take))
+                (reads.get_mut(i), fetched.get_mut(i).and_then(Option::take))
             else {
                 continue;
             };
@@ -619,14 +622,12 @@ impl Loader<'_> {
             let span = pending.span;
             match result {
                 Ok(loaded) => {
-                    self.listed_by
-                        .entry(target.clone())
-                        .or_default()
-                        .insert(index);
-                    if let Some(loaded) = loaded {
-                        self.manifests.insert(target.clone(), loaded);
+                    let listed = self.listed(target);
+                    listed.listers.insert(index);
+                    if loaded.is_some() {
+                        listed.manifest = loaded;
                     }
-                    paths.push(target.clone());
+                    paths.push(std::mem::take(&mut pending.target));
                 }
                 Err(ReadError::NotFound) => {
                     let d = Diagnostic::error(Code::CompositionMissingFile, format!("`{target}` does not exist"))
@@ -699,10 +700,7 @@ impl Loader<'_> {
                         stack.push(path);
                         continue;
                     }
-                    let lower = e.name.to_ascii_lowercase();
-                    if !(lower.ends_with(".yaml") || lower.ends_with(".yml"))
-                        || self.listed_by.contains_key(&path)
-                    {
+                    if !is_yaml_name(&e.name) || self.files.contains_key(&path) {
                         continue;
                     }
                     if dir == root {
@@ -718,6 +716,25 @@ impl Loader<'_> {
             }
         }
     }
+}
+
+/// A file some composition lists.
+#[derive(Debug, Default)]
+struct Listed {
+    listers: Listers,
+    /// The manifest, once read.
+    manifest: Option<LoadedManifest>,
+}
+
+/// Whether a file name ends in `.yaml` or `.yml`, in any case.
+fn is_yaml_name(name: &str) -> bool {
+    let name = name.as_bytes();
+    [&b".yaml"[..], &b".yml"[..]].iter().any(|ext| {
+        name.len()
+            .checked_sub(ext.len())
+            .and_then(|start| name.get(start..))
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(ext))
+    })
 }
 
 /// The clusters whose compositions list one file, as positions among the repository's clusters;
@@ -898,6 +915,16 @@ mod tests {
         format!(
             "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\nspec:\n  node: n1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu:\n    type: host\n    cores: 1\n  disks:\n    - storage: local-lvm\n      size: 8GiB\n{extra}"
         )
+    }
+
+    #[test]
+    fn yaml_names() {
+        for name in ["a.yaml", "a.yml", "A.YAML", "x/b.Yml", ".yaml"] {
+            assert!(is_yaml_name(name), "{name}");
+        }
+        for name in ["a.json", "yaml", "a.yaml.bak", "", "é", "ayml"] {
+            assert!(!is_yaml_name(name), "{name}");
+        }
     }
 
     /// Two clusters of many manifests with every kind of finding, spread so that every thread
