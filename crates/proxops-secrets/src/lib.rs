@@ -1,0 +1,35 @@
+//! ProxOps secrets: SOPS files decrypted in-process, and a secret type that never shows itself.
+//!
+//! - [`SopsFile`] parses a SOPS-encrypted YAML document and its [`Metadata`] (age recipients,
+//!   MAC, `lastmodified`, the [`EncryptionRule`]); [`SopsFile::decrypt`] recovers the data key
+//!   with age X25519 [`Identities`], decrypts every `ENC[AES256_GCM,...]` value (its key path as
+//!   additional data), verifies sops's MAC and returns a [`Document`] of [`Value`]s.
+//! - [`IdentitySource`] finds identities where sops does (`SOPS_AGE_KEY`, `SOPS_AGE_KEY_FILE`,
+//!   the default `sops/age/keys.txt`); only [`IdentitySource::from_env`] reads the environment.
+//! - [`Secret`] holds a decrypted string: `Debug`, `Display` and serde print `[redacted]`, the
+//!   value is reached through [`Secret::expose`], and it is zeroized on drop.
+//! - [`Document::credentials`] maps a cluster's `secrets` block ([`SecretKeys`]) to
+//!   [`Credentials`]; [`Document::resolve`] resolves `cloud-init.ssh-keys.<name>` and
+//!   `cloud-init.passwords.<name>` references.
+//! - [`Error`] names each failure (no identity, wrong identity, MAC mismatch, not encrypted,
+//!   missing key, ...) without ever carrying a secret value.
+//!
+//! Only what ProxOps needs of sops is supported: YAML files, age X25519 recipients, one key group.
+
+mod cipher;
+mod decrypt;
+mod error;
+mod identity;
+mod mapping;
+mod metadata;
+mod secret;
+mod value;
+mod yaml;
+
+pub use decrypt::{SopsFile, decrypt_file};
+pub use error::Error;
+pub use identity::{Identities, IdentitySource};
+pub use mapping::{Credentials, SecretKeys};
+pub use metadata::{AgeRecipient, EncryptionRule, Metadata};
+pub use secret::{REDACTED, Secret};
+pub use value::{Document, Value};
