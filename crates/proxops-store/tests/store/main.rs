@@ -6,4 +6,6 @@
 
 mod support;
 
+mod canonical;
+mod desired;
 mod source;

@@ -1,0 +1,484 @@
+//! The desired plane: publishing a cluster's resolved resources, minting UIDs, recording and
+//! cleaning up deletion intents; reading it back.
+
+use crate::documents::{
+    self as docs, API_VERSION, CLUSTER_PATH, ClusterConfigDoc, ClusterConfigSpec, DeletionIntent,
+    DeletionSpec, DesiredMetadata, DesiredPin, NameOnly, ResourceDoc, Subject, canonical_bytes,
+    from_value, hex,
+};
+use crate::error::{Result, StoreError};
+use crate::git::{self, FileMap};
+use crate::refs::PlaneRefs;
+use crate::store::{Plane, Store};
+use gix::ObjectId;
+use proxops_model::{Repository, ResourceKey};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The trailer pinning the source revision of a desired commit.
+pub const SOURCE_TRAILER: &str = "Source-Revision";
+/// The trailer naming the version of the store that wrote a commit.
+pub const VERSION_TRAILER: &str = "Proxops-Version";
+
+/// A desired plane as read from one commit.
+#[derive(Debug, Clone)]
+pub struct DesiredState {
+    /// The commit and its files.
+    pub plane: Plane,
+    /// The source revision its message pins.
+    pub source_revision: Option<ObjectId>,
+    /// The cluster configuration.
+    pub cluster: Option<ClusterConfigDoc>,
+    /// Resources by (kind, name).
+    pub resources: BTreeMap<ResourceKey, DesiredEntry>,
+    /// Pending deletion intents by (kind, name).
+    pub deletions: BTreeMap<ResourceKey, DeletionEntry>,
+}
+
+/// One resource document of the desired plane.
+#[derive(Debug, Clone)]
+pub struct DesiredEntry {
+    /// Its path.
+    pub path: String,
+    /// Its blob id: what receipts pin.
+    pub blob: ObjectId,
+    /// The document.
+    pub doc: ResourceDoc,
+}
+
+/// One deletion intent of the desired plane.
+#[derive(Debug, Clone)]
+pub struct DeletionEntry {
+    /// Its path.
+    pub path: String,
+    /// Its blob id.
+    pub blob: ObjectId,
+    /// The document.
+    pub intent: DeletionIntent,
+}
+
+impl DesiredState {
+    /// Reads the desired plane at `commit`.
+    pub fn read(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<DesiredState> {
+        let plane = Plane::read(repo, refname, commit)?;
+        let mut resources = BTreeMap::new();
+        let mut deletions = BTreeMap::new();
+        let mut cluster = None;
+        for (path, id) in &plane.files {
+            let corrupt = |reason: &str| StoreError::Corrupt {
+                plane: refname.to_owned(),
+                path: path.clone(),
+                reason: reason.to_owned(),
+            };
+            if path == CLUSTER_PATH {
+                cluster = Some(from_value(plane.parse(repo, path, *id)?, refname, path)?);
+            } else if let Some(key) = docs::key_of_path(docs::RESOURCES_DIR, path) {
+                let doc: ResourceDoc = from_value(plane.parse(repo, path, *id)?, refname, path)?;
+                if doc.kind != key.kind || doc.metadata.name != key.name {
+                    return Err(corrupt("kind and name differ from the path"));
+                }
+                let entry = DesiredEntry {
+                    path: path.clone(),
+                    blob: *id,
+                    doc,
+                };
+                resources.insert(key, entry);
+            } else if let Some(key) = docs::key_of_path(docs::DELETIONS_DIR, path) {
+                let intent: DeletionIntent =
+                    from_value(plane.parse(repo, path, *id)?, refname, path)?;
+                if intent.spec.subject.key() != key {
+                    return Err(corrupt("subject differs from the path"));
+                }
+                let entry = DeletionEntry {
+                    path: path.clone(),
+                    blob: *id,
+                    intent,
+                };
+                deletions.insert(key, entry);
+            } else {
+                return Err(corrupt("unexpected file in the desired plane"));
+            }
+        }
+        let source_revision =
+            trailer(&plane.commit.message, SOURCE_TRAILER).and_then(|s| docs::parse_id(&s));
+        Ok(DesiredState {
+            plane,
+            source_revision,
+            cluster,
+            resources,
+            deletions,
+        })
+    }
+
+    /// The desired commit.
+    pub fn revision(&self) -> ObjectId {
+        self.plane.commit.id
+    }
+}
+
+/// The value of the last `key: value` trailer of a commit message.
+pub fn trailer(message: &str, key: &str) -> Option<String> {
+    message.lines().rev().find_map(|l| {
+        l.strip_prefix(key)?
+            .strip_prefix(':')
+            .map(|v| v.trim().to_owned())
+    })
+}
+
+/// How to publish.
+#[derive(Debug, Clone, Default)]
+pub struct DesiredOptions {
+    /// Publish even if the composition is empty while the plane holds resources (which turns
+    /// every one of them into a deletion intent). Off by default: an empty composition is more
+    /// often a mistake than an intent.
+    pub allow_empty: bool,
+}
+
+/// What a publication changed, by (kind, name).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Resources published for the first time (a UID was minted).
+    pub created: Vec<ResourceKey>,
+    /// Resources whose document changed.
+    pub updated: Vec<ResourceKey>,
+    /// Resources removed from the source: new deletion intents.
+    pub deleting: Vec<ResourceKey>,
+    /// Deletion intents dropped because the resource is back in the source (same UID).
+    pub restored: Vec<ResourceKey>,
+    /// Deletion intents dropped because their teardown was observed.
+    pub finalized: Vec<ResourceKey>,
+}
+
+impl Changes {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.created.is_empty()
+            && self.updated.is_empty()
+            && self.deleting.is_empty()
+            && self.restored.is_empty()
+            && self.finalized.is_empty()
+    }
+}
+
+/// The result of a publication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Publication {
+    /// The full ref name.
+    pub refname: String,
+    /// The head before.
+    pub previous: Option<ObjectId>,
+    /// The head after (the previous one when nothing was published).
+    pub head: ObjectId,
+    /// Whether a commit was made.
+    pub published: bool,
+}
+
+/// The outcome of [`Store::publish_desired`].
+#[derive(Debug, Clone)]
+pub struct DesiredPublication {
+    /// The ref update.
+    pub publication: Publication,
+    /// What changed.
+    pub changes: Changes,
+}
+
+/// A UID for a new incarnation: deterministic in its inputs, so that the same publication
+/// yields the same bytes, and different for a resource recreated later (the parent desired
+/// commit differs).
+pub fn mint_uid(
+    cluster: &str,
+    key: &ResourceKey,
+    source_revision: ObjectId,
+    parent: Option<ObjectId>,
+) -> String {
+    let mut h = Sha256::new();
+    for part in [
+        "proxops/desired-uid/v1",
+        cluster,
+        &key.kind,
+        &key.name,
+        &hex(source_revision),
+        &parent.map_or_else(|| "root".to_owned(), hex),
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    let digest = h.finalize();
+    let mut uid = String::from("u1-");
+    for b in &digest[..16] {
+        uid.push_str(&format!("{b:02x}"));
+    }
+    uid
+}
+
+/// The allow-listed, non-secret configuration of `cluster`.
+pub fn cluster_config(repo: &Repository, cluster: &str) -> Result<ClusterConfigDoc> {
+    let c = repo
+        .cluster(cluster)
+        .ok_or_else(|| StoreError::Invalid(format!("no cluster `{cluster}` was loaded")))?;
+    let mut spec = ClusterConfigSpec::default();
+    if let Some(entry) = &c.entry {
+        spec.base_url = Some(entry.base_url.clone());
+        spec.nodes = entry.nodes.clone();
+        spec.fingerprint = entry.fingerprint.clone();
+        spec.ca_file = entry.ca_file.clone();
+        spec.insecure = entry.insecure;
+    }
+    // The cluster's own config wins over the repository-wide one.
+    for config in [c.config.as_ref(), repo.config.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        if spec.auth.is_none() {
+            spec.auth = config
+                .pve
+                .as_ref()
+                .and_then(|p| p.auth)
+                .map(|a| format!("{a:?}").to_lowercase());
+        }
+        if let Some(r) = &config.reconcile {
+            spec.poll_interval = spec.poll_interval.take().or(r.poll_interval.clone());
+            spec.task_timeout = spec.task_timeout.take().or(r.task_timeout.clone());
+            spec.prune_budget = spec.prune_budget.or(r.prune_budget);
+        }
+    }
+    Ok(ClusterConfigDoc {
+        api_version: API_VERSION.to_owned(),
+        kind: "ClusterConfig".to_owned(),
+        metadata: NameOnly {
+            name: cluster.to_owned(),
+        },
+        spec,
+    })
+}
+
+/// Names for a commit message: at most 20, then a count.
+fn list(keys: &[ResourceKey]) -> String {
+    let mut names: Vec<String> = keys.iter().take(20).map(ToString::to_string).collect();
+    if keys.len() > 20 {
+        names.push(format!("and {} more", keys.len() - 20));
+    }
+    names.join(", ")
+}
+
+impl Store {
+    /// The desired plane of `refs` at its head (`at: None`) or at a commit.
+    pub fn read_desired(
+        &self,
+        refs: &PlaneRefs,
+        at: Option<ObjectId>,
+    ) -> Result<Option<DesiredState>> {
+        let repo = self.repo();
+        let commit = match at {
+            Some(id) => id,
+            None => match git::read_ref(&repo, &refs.desired)? {
+                Some(id) => id,
+                None => return Ok(None),
+            },
+        };
+        DesiredState::read(&repo, &refs.desired, commit).map(Some)
+    }
+
+    /// Publishes the resources of `cluster` as loaded from the source at `source_revision`.
+    ///
+    /// The desired head is read once and is the compare-and-swap's expected value: if another
+    /// publication moved it meanwhile, this one fails with [`StoreError::Conflict`] and writes
+    /// no ref (re-run to publish on top of it). Nothing is committed when the new tree is
+    /// byte-identical to the head's. A cluster with errors is refused: its resource list is
+    /// incomplete, and publishing it would turn the missing ones into deletion intents.
+    pub fn publish_desired(
+        &self,
+        refs: &PlaneRefs,
+        repository: &Repository,
+        source_revision: ObjectId,
+        options: &DesiredOptions,
+    ) -> Result<DesiredPublication> {
+        let cluster = repository.cluster(&refs.cluster).ok_or_else(|| {
+            StoreError::Invalid(format!("no cluster `{}` was loaded", refs.cluster))
+        })?;
+        if !cluster.valid {
+            return Err(StoreError::Invalid(format!(
+                "cluster `{}` has errors; its desired state is not published",
+                refs.cluster
+            )));
+        }
+        let repo = self.repo();
+        let head = git::read_ref(&repo, &refs.desired)?;
+        let previous = match head {
+            Some(h) => Some(DesiredState::read(&repo, &refs.desired, h)?),
+            None => None,
+        };
+        if cluster.resources.is_empty()
+            && !options.allow_empty
+            && previous.as_ref().is_some_and(|p| !p.resources.is_empty())
+        {
+            return Err(StoreError::Invalid(format!(
+                "the composition of `{}` is empty: publishing it would delete every resource \
+                 (allow it explicitly)",
+                refs.cluster
+            )));
+        }
+        let torn_down = self.observed_teardowns(&repo, refs)?;
+        let mut changes = Changes::default();
+        let mut files = FileMap::new();
+        let config = canonical_bytes(&cluster_config(repository, &refs.cluster)?)?;
+        files.insert(CLUSTER_PATH.to_owned(), git::write_blob(&repo, &config)?);
+
+        // Pending intents, minus those whose teardown was observed.
+        let mut pending: BTreeMap<ResourceKey, DeletionEntry> = BTreeMap::new();
+        if let Some(prev) = &previous {
+            for (key, entry) in &prev.deletions {
+                let subject = &entry.intent.spec.subject;
+                if torn_down.contains(&(key.clone(), subject.uid.clone())) {
+                    changes.finalized.push(key.clone());
+                } else {
+                    pending.insert(key.clone(), entry.clone());
+                }
+            }
+        }
+
+        let mut present = BTreeSet::new();
+        for resource in &cluster.resources {
+            let key = resource.key();
+            let prev_entry = previous.as_ref().and_then(|p| p.resources.get(&key));
+            let uid = if let Some(e) = prev_entry {
+                e.doc.metadata.uid.clone()
+            } else if let Some(intent) = pending.remove(&key) {
+                // Back before its teardown: the same incarnation still exists in PVE.
+                changes.restored.push(key.clone());
+                intent.intent.spec.subject.uid
+            } else {
+                changes.created.push(key.clone());
+                mint_uid(&refs.cluster, &key, source_revision, head)
+            };
+            let spec = serde_json::to_value(&resource.spec)
+                .map_err(|e| StoreError::Invalid(format!("{key}: spec does not serialise: {e}")))?;
+            let doc = ResourceDoc {
+                api_version: API_VERSION.to_owned(),
+                kind: key.kind.clone(),
+                metadata: DesiredMetadata {
+                    name: key.name.clone(),
+                    uid,
+                    labels: resource.metadata.labels.clone(),
+                    annotations: resource.metadata.annotations.clone(),
+                },
+                spec,
+            };
+            let blob = git::write_blob(&repo, &canonical_bytes(&doc)?)?;
+            if prev_entry.is_some_and(|e| e.blob != blob) {
+                changes.updated.push(key.clone());
+            }
+            files.insert(docs::resource_path(&key)?, blob);
+            present.insert(key);
+        }
+
+        if let Some(prev) = &previous {
+            for (key, entry) in &prev.resources {
+                if present.contains(key) {
+                    continue;
+                }
+                let intent = DeletionIntent {
+                    api_version: API_VERSION.to_owned(),
+                    kind: "DeletionIntent".to_owned(),
+                    metadata: NameOnly {
+                        name: key.name.clone(),
+                    },
+                    spec: DeletionSpec {
+                        subject: Subject {
+                            kind: key.kind.clone(),
+                            name: key.name.clone(),
+                            uid: entry.doc.metadata.uid.clone(),
+                        },
+                        pve_identity: docs::pve_identity(&entry.doc.spec),
+                        last_desired: DesiredPin {
+                            blob: hex(entry.blob),
+                            revision: hex(prev.revision()),
+                        },
+                        source_revision: hex(source_revision),
+                    },
+                };
+                let blob = git::write_blob(&repo, &canonical_bytes(&intent)?)?;
+                files.insert(docs::deletion_path(key)?, blob);
+                changes.deleting.push(key.clone());
+            }
+        }
+        for entry in pending.values() {
+            files.insert(entry.path.clone(), entry.blob);
+        }
+
+        let tree = git::write_tree(&repo, &files)?;
+        if let (Some(prev), Some(head)) = (&previous, head)
+            && prev.plane.commit.tree == tree
+        {
+            return Ok(DesiredPublication {
+                publication: Publication {
+                    refname: refs.desired.clone(),
+                    previous: Some(head),
+                    head,
+                    published: false,
+                },
+                changes: Changes::default(),
+            });
+        }
+        let short = &hex(source_revision)[..12];
+        let mut message = format!("Publish desired state of {} from {short}\n\n", refs.cluster);
+        for (label, keys) in [
+            ("Created", &changes.created),
+            ("Updated", &changes.updated),
+            ("Deleting", &changes.deleting),
+            ("Restored", &changes.restored),
+            ("Finalized", &changes.finalized),
+        ] {
+            if !keys.is_empty() {
+                message.push_str(&format!("{label}: {}\n", list(keys)));
+            }
+        }
+        if !changes.is_empty() {
+            message.push('\n');
+        }
+        message.push_str(&format!(
+            "{SOURCE_TRAILER}: {}\n{VERSION_TRAILER}: {}\n",
+            hex(source_revision),
+            docs::CONTROLLER_VERSION
+        ));
+        let commit = git::write_commit(&repo, tree, head, &message)?;
+        git::compare_and_swap(&repo, &refs.desired, head, commit, &message)?;
+        Ok(DesiredPublication {
+            publication: Publication {
+                refname: refs.desired.clone(),
+                previous: head,
+                head: commit,
+                published: true,
+            },
+            changes,
+        })
+    }
+
+    /// (kind, name, uid) of every teardown recorded at the observed head.
+    fn observed_teardowns(
+        &self,
+        repo: &gix::Repository,
+        refs: &PlaneRefs,
+    ) -> Result<BTreeSet<(ResourceKey, String)>> {
+        let Some(head) = git::read_ref(repo, &refs.observed)? else {
+            return Ok(BTreeSet::new());
+        };
+        let plane = Plane::read(repo, &refs.observed, head)?;
+        Ok(plane
+            .under(docs::TEARDOWNS_DIR)
+            .filter_map(|(path, _)| {
+                let rest = path.strip_prefix("teardowns/")?;
+                let mut parts = rest.split('/');
+                let (kind, name, file) = (parts.next()?, parts.next()?, parts.next()?);
+                let uid = file.strip_suffix(".yaml")?;
+                Some((
+                    ResourceKey {
+                        kind: kind.to_owned(),
+                        name: name.to_owned(),
+                    },
+                    uid.to_owned(),
+                ))
+            })
+            .collect())
+    }
+}

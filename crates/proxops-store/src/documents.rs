@@ -1,0 +1,465 @@
+//! The documents the planes hold, their paths and their canonical bytes.
+//!
+//! Desired plane (`proxops/desired/<cluster>`):
+//! - `cluster.yaml`: [`ClusterConfigDoc`], the cluster's resolved non-secret configuration;
+//! - `resources/<kind>/<name>.yaml`: a resolved resource (`apiVersion`, `kind`, `metadata` with
+//!   the UID minted at first publication, `spec`);
+//! - `deletions/<kind>/<name>.yaml`: [`DeletionIntent`]s.
+//!
+//! Observed plane (`proxops/observed/<cluster>`):
+//! - `receipts/<kind>/<name>.yaml`: [`Receipt`]s;
+//! - `artifacts/<kind>/<name>/<artifact>.yaml`: [`Artifact`]s;
+//! - `teardowns/<kind>/<name>/<uid>.yaml`: [`Teardown`] evidence.
+
+use crate::canonical::to_yaml;
+use crate::error::{Result, StoreError};
+use crate::refs::check_segment;
+use gix::ObjectId;
+use proxops_model::ResourceKey;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// `apiVersion` of every plane document.
+pub const API_VERSION: &str = proxops_model::manifest::API_VERSION;
+/// The version of the controller writing receipts, recorded in them.
+pub const CONTROLLER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Path of the cluster configuration in the desired plane.
+pub const CLUSTER_PATH: &str = "cluster.yaml";
+/// Directory of resources in the desired plane.
+pub const RESOURCES_DIR: &str = "resources";
+/// Directory of deletion intents in the desired plane.
+pub const DELETIONS_DIR: &str = "deletions";
+/// Directory of receipts in the observed plane.
+pub const RECEIPTS_DIR: &str = "receipts";
+/// Directory of artifacts in the observed plane.
+pub const ARTIFACTS_DIR: &str = "artifacts";
+/// Directory of teardown evidence in the observed plane.
+pub const TEARDOWNS_DIR: &str = "teardowns";
+
+fn key_path(dir: &str, key: &ResourceKey) -> Result<String> {
+    check_segment(&key.kind, "kind")?;
+    check_segment(&key.name, "resource name")?;
+    Ok(format!("{dir}/{}/{}.yaml", key.kind, key.name))
+}
+
+/// `resources/<kind>/<name>.yaml`.
+pub fn resource_path(key: &ResourceKey) -> Result<String> {
+    key_path(RESOURCES_DIR, key)
+}
+
+/// `deletions/<kind>/<name>.yaml`.
+pub fn deletion_path(key: &ResourceKey) -> Result<String> {
+    key_path(DELETIONS_DIR, key)
+}
+
+/// `receipts/<kind>/<name>.yaml`.
+pub fn receipt_path(key: &ResourceKey) -> Result<String> {
+    key_path(RECEIPTS_DIR, key)
+}
+
+/// `artifacts/<kind>/<name>` (the directory of one resource's artifacts).
+pub fn artifact_dir(key: &ResourceKey) -> Result<String> {
+    check_segment(&key.kind, "kind")?;
+    check_segment(&key.name, "resource name")?;
+    Ok(format!("{ARTIFACTS_DIR}/{}/{}", key.kind, key.name))
+}
+
+/// `artifacts/<kind>/<name>/<artifact>.yaml`.
+pub fn artifact_path(key: &ResourceKey, artifact: &str) -> Result<String> {
+    check_segment(artifact, "artifact name")?;
+    Ok(format!("{}/{artifact}.yaml", artifact_dir(key)?))
+}
+
+/// `teardowns/<kind>/<name>/<uid>.yaml`.
+pub fn teardown_path(key: &ResourceKey, uid: &str) -> Result<String> {
+    check_segment(&key.kind, "kind")?;
+    check_segment(&key.name, "resource name")?;
+    check_segment(uid, "uid")?;
+    Ok(format!(
+        "{TEARDOWNS_DIR}/{}/{}/{uid}.yaml",
+        key.kind, key.name
+    ))
+}
+
+/// The (kind, name) a `<dir>/<kind>/<name>.yaml` path names.
+pub fn key_of_path(dir: &str, path: &str) -> Option<ResourceKey> {
+    let rest = path.strip_prefix(dir)?.strip_prefix('/')?;
+    let (kind, file) = rest.split_once('/')?;
+    let name = file.strip_suffix(".yaml")?;
+    (!name.contains('/')).then(|| ResourceKey {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    })
+}
+
+/// The canonical bytes of a serialisable document.
+pub fn canonical_bytes<T: Serialize>(doc: &T) -> Result<Vec<u8>> {
+    let value = serde_json::to_value(doc)
+        .map_err(|e| StoreError::Invalid(format!("document does not serialise: {e}")))?;
+    Ok(to_yaml(&value).into_bytes())
+}
+
+/// Reads a typed document out of its parsed value.
+pub fn from_value<T: for<'de> Deserialize<'de>>(
+    value: Value,
+    plane: &str,
+    path: &str,
+) -> Result<T> {
+    serde_json::from_value(value).map_err(|e| StoreError::Corrupt {
+        plane: plane.to_owned(),
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// The identity of one incarnation of a resource: (kind, name) and the UID minted when it was
+/// first published.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Subject {
+    /// The kind.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The UID of this incarnation.
+    pub uid: String,
+}
+
+impl Subject {
+    /// (kind, name).
+    pub fn key(&self) -> ResourceKey {
+        ResourceKey {
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// `metadata` of a desired resource document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesiredMetadata {
+    /// The name.
+    pub name: String,
+    /// The UID minted at first publication.
+    pub uid: String,
+    /// Labels of the manifest.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations of the manifest.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A resolved, secret-free resource document of the desired plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// Name, UID, labels, annotations.
+    pub metadata: DesiredMetadata,
+    /// The spec as the model serialises it (secret references, never secret values).
+    pub spec: Value,
+}
+
+/// The cluster's resolved non-secret configuration (`cluster.yaml`). Only fields on an allow
+/// list are copied: credentials and the SOPS key mapping never are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterConfigDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `ClusterConfig`.
+    pub kind: String,
+    /// The cluster's name.
+    pub metadata: NameOnly,
+    /// Endpoint and policy.
+    pub spec: ClusterConfigSpec,
+}
+
+/// `metadata` with just a name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NameOnly {
+    /// The name.
+    pub name: String,
+}
+
+/// `spec` of [`ClusterConfigDoc`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterConfigSpec {
+    /// The API endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The node allowlist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// Pinned certificate fingerprint (public).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// CA bundle path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Whether certificate verification is skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
+    /// `token` or `ticket`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    /// Time between cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval: Option<String>,
+    /// Longest wait for one PVE task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_timeout: Option<String>,
+    /// Most guests deleted per cycle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune_budget: Option<u32>,
+}
+
+/// A resource removed from the source that still exists in PVE until its teardown is
+/// observed: fenced by kind, name, UID and the PVE identity it was created with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionIntent {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `DeletionIntent`.
+    pub kind: String,
+    /// The resource's name.
+    pub metadata: NameOnly,
+    /// What to delete.
+    pub spec: DeletionSpec,
+}
+
+/// `spec` of a [`DeletionIntent`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionSpec {
+    /// The incarnation to delete.
+    pub subject: Subject,
+    /// Its PVE identity (`vmid`, `node`, `nodes`, `storage`, `filename` as its spec had them).
+    pub pve_identity: BTreeMap<String, Value>,
+    /// The last desired document of the resource.
+    pub last_desired: DesiredPin,
+    /// The source revision whose publication removed it.
+    pub source_revision: String,
+}
+
+/// A desired document pinned by blob id and desired commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesiredPin {
+    /// The document's blob id.
+    pub blob: String,
+    /// The desired commit it was read from.
+    pub revision: String,
+}
+
+/// The fields of a spec that identify what it made in PVE.
+pub const PVE_IDENTITY_FIELDS: &[&str] = &["vmid", "node", "nodes", "storage", "filename"];
+
+/// The PVE identity of a spec: the [`PVE_IDENTITY_FIELDS`] it has.
+pub fn pve_identity(spec: &Value) -> BTreeMap<String, Value> {
+    PVE_IDENTITY_FIELDS
+        .iter()
+        .filter_map(|f| spec.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+        .collect()
+}
+
+/// What reconciling one desired document achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    /// The resource was created.
+    Created,
+    /// The resource was changed to match.
+    Updated,
+    /// Nothing needed doing: PVE already matched.
+    InSync,
+}
+
+/// Evidence that one desired document was reconciled (`receipts/<kind>/<name>.yaml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Receipt`.
+    pub kind: String,
+    /// The subject's name.
+    pub metadata: NameOnly,
+    /// Subject, desired pin and result.
+    pub spec: ReceiptSpec,
+}
+
+/// `spec` of a [`Receipt`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptSpec {
+    /// The incarnation reconciled.
+    pub subject: Subject,
+    /// The exact desired document reconciled: freshness compares its blob id.
+    pub desired: DesiredPin,
+    /// What happened.
+    pub result: ReceiptResult,
+}
+
+/// `spec.result` of a [`Receipt`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptResult {
+    /// What reconciling achieved.
+    pub outcome: Outcome,
+    /// The PVE identity of what exists now (vmid, node, volid, ...).
+    pub pve_identity: BTreeMap<String, Value>,
+    /// The PVE tasks that ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upids: Vec<String>,
+    /// When reconciling started (RFC 3339, UTC).
+    pub started_at: String,
+    /// When it finished.
+    pub finished_at: String,
+    /// The controller's version.
+    pub controller_version: String,
+    /// Artifacts published with the receipt: name -> descriptor.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub artifacts: BTreeMap<String, ArtifactDescriptor>,
+}
+
+/// How a receipt points at one of its artifacts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactDescriptor {
+    /// The artifact's kind.
+    pub kind: String,
+    /// Its path in the observed plane.
+    pub path: String,
+    /// Its blob id.
+    pub blob: String,
+}
+
+/// Typed, immutable evidence a driver publishes with a receipt
+/// (`artifacts/<kind>/<name>/<artifact>.yaml`): a downloaded file's volid, size and checksum
+/// per node, a VM's MAC addresses, ...
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// The artifact kind (`DownloadedFile`, `MacAddresses`, ...).
+    pub kind: String,
+    /// The artifact's local name.
+    pub metadata: NameOnly,
+    /// The resource that produced it.
+    pub producer: Subject,
+    /// The payload.
+    pub spec: Value,
+}
+
+/// Evidence that an incarnation was torn down (`teardowns/<kind>/<name>/<uid>.yaml`).
+/// Publishing it removes the resource's receipt and artifacts; the next desired publication
+/// then drops the deletion intent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Teardown {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Teardown`.
+    pub kind: String,
+    /// The resource's name.
+    pub metadata: NameOnly,
+    /// What was torn down.
+    pub spec: TeardownSpec,
+}
+
+/// `spec` of a [`Teardown`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeardownSpec {
+    /// The incarnation.
+    pub subject: Subject,
+    /// The deletion intent acted on (blob id) and the desired commit it was read from.
+    pub intent: DesiredPin,
+    /// The PVE tasks that ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upids: Vec<String>,
+    /// When the teardown finished (RFC 3339, UTC).
+    pub finished_at: String,
+    /// The controller's version.
+    pub controller_version: String,
+}
+
+/// An object id as a document field.
+pub fn hex(id: ObjectId) -> String {
+    id.to_string()
+}
+
+/// Parses a 40-hex object id out of a document field.
+pub fn parse_id(text: &str) -> Option<ObjectId> {
+    if text.len() != 40 || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    ObjectId::from_hex(text.as_bytes()).ok()
+}
+
+/// `now` as RFC 3339 UTC with seconds (`2026-11-30T12:00:00Z`).
+pub fn utc_timestamp(now: std::time::SystemTime) -> String {
+    let secs = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            utc_timestamp(UNIX_EPOCH + Duration::from_secs(1_709_210_096)),
+            "2024-02-29T12:34:56Z"
+        );
+    }
+
+    #[test]
+    fn paths_round_trip() {
+        let key = ResourceKey {
+            kind: "VM".into(),
+            name: "jumpbox".into(),
+        };
+        let path = resource_path(&key).ok();
+        assert_eq!(path.as_deref(), Some("resources/VM/jumpbox.yaml"));
+        assert_eq!(
+            key_of_path(RESOURCES_DIR, "resources/VM/jumpbox.yaml"),
+            Some(key)
+        );
+        assert_eq!(key_of_path(RESOURCES_DIR, "resources/VM/a/b.yaml"), None);
+        let bad = ResourceKey {
+            kind: "VM".into(),
+            name: "../x".into(),
+        };
+        assert!(resource_path(&bad).is_err());
+    }
+}

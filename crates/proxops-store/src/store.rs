@@ -1,0 +1,143 @@
+//! [`Store`]: one repository holding the source plane and the planes of every cluster.
+
+use crate::canonical::parse_yaml;
+use crate::error::{Result, StoreError};
+use crate::git::{self, CommitInfo, FileMap};
+use crate::source::{GitSource, resolve_commit};
+use gix::ObjectId;
+use serde_json::Value;
+use std::path::Path;
+
+/// A repository with planes. Cheap to share between threads (`Sync`); every operation works on
+/// its own thread-local handle.
+#[derive(Clone)]
+pub struct Store {
+    repo: gix::ThreadSafeRepository,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("git_dir", &self.repo.git_dir())
+            .finish()
+    }
+}
+
+impl Store {
+    /// The repository at or above `path` (a work tree or a bare repository).
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref();
+        let repo = gix::discover(path).map_err(|e| StoreError::Open {
+            path: path.display().to_string(),
+            source: Box::new(e),
+        })?;
+        Ok(Store {
+            repo: repo.into_sync(),
+        })
+    }
+
+    /// A thread-local handle on the repository.
+    pub fn repo(&self) -> gix::Repository {
+        self.repo.to_thread_local()
+    }
+
+    /// The git directory.
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    /// The source plane at `revision` (`None`: `HEAD`).
+    pub fn source(&self, revision: Option<&str>) -> Result<GitSource> {
+        GitSource::from_repository(&self.repo(), revision)
+    }
+
+    /// The commit `revision` names.
+    pub fn resolve(&self, revision: &str) -> Result<ObjectId> {
+        resolve_commit(&self.repo(), revision)
+    }
+
+    /// Where a full ref name points, if it exists.
+    pub fn head(&self, full_ref: &str) -> Result<Option<ObjectId>> {
+        git::read_ref(&self.repo(), full_ref)
+    }
+
+    /// The plane on `full_ref` at its head (`at: None`) or at a commit of its history; `None`
+    /// when the ref does not exist and no commit is given.
+    pub fn read_plane(&self, full_ref: &str, at: Option<ObjectId>) -> Result<Option<Plane>> {
+        let repo = self.repo();
+        let commit = match at {
+            Some(id) => id,
+            None => match git::read_ref(&repo, full_ref)? {
+                Some(id) => id,
+                None => return Ok(None),
+            },
+        };
+        Plane::read(&repo, full_ref, commit).map(Some)
+    }
+
+    /// Whether `ancestor` is `descendant` or one of its ancestors.
+    pub fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> Result<bool> {
+        git::is_ancestor(&self.repo(), ancestor, descendant)
+    }
+
+    /// The commits of `full_ref`, newest first (empty if the ref does not exist).
+    pub fn history(&self, full_ref: &str) -> Result<Vec<ObjectId>> {
+        let repo = self.repo();
+        match git::read_ref(&repo, full_ref)? {
+            Some(head) => git::history(&repo, head),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// One commit of a plane: its files by path, read lazily.
+#[derive(Debug, Clone)]
+pub struct Plane {
+    /// The ref it was read from.
+    pub refname: String,
+    /// The commit.
+    pub commit: CommitInfo,
+    /// Its files.
+    pub files: FileMap,
+}
+
+impl Plane {
+    /// Reads the plane at `commit`.
+    pub fn read(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<Plane> {
+        let commit = git::commit_info(repo, commit)?;
+        let files = git::plane_files(repo, commit.tree, refname)?;
+        Ok(Plane {
+            refname: refname.to_owned(),
+            commit,
+            files,
+        })
+    }
+
+    /// The document at `path`, parsed; `None` if there is no such file.
+    pub fn document(&self, repo: &gix::Repository, path: &str) -> Result<Option<Value>> {
+        let Some(id) = self.files.get(path) else {
+            return Ok(None);
+        };
+        self.parse(repo, path, *id).map(Some)
+    }
+
+    /// Parses the blob `id` stored at `path`.
+    pub fn parse(&self, repo: &gix::Repository, path: &str, id: ObjectId) -> Result<Value> {
+        let bytes = git::read_blob(repo, id)?;
+        let corrupt = |reason: String| StoreError::Corrupt {
+            plane: self.refname.clone(),
+            path: path.to_owned(),
+            reason,
+        };
+        let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".to_owned()))?;
+        parse_yaml(&text).map_err(corrupt)
+    }
+
+    /// The files under `dir/` (a prefix ending without `/`).
+    pub fn under<'a>(&'a self, dir: &str) -> impl Iterator<Item = (&'a String, &'a ObjectId)> {
+        let prefix = format!("{dir}/");
+        self.files
+            .range(prefix.clone()..)
+            .take_while(move |(p, _)| p.starts_with(&prefix))
+    }
+}
