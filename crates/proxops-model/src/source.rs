@@ -1,6 +1,7 @@
 //! Where the loader reads a repository from: a directory on disk ([`FsSource`]) or anything else
 //! that implements [`RepoSource`] (the store reads files straight out of a git commit).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -184,13 +185,23 @@ impl RepoSource for FsSource {
     }
 
     fn read(&self, path: &str) -> Result<Vec<u8>, ReadError> {
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let Some((name, dirs)) = segments.split_last() else {
-            return Err(ReadError::IsDirectory);
+        // The directory part with empty segments dropped (`a//b/` is `a/b`), and the file name.
+        let (dir, name) = if path.starts_with('/') || path.ends_with('/') || path.contains("//") {
+            let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+            let Some((name, dirs)) = segments.split_last() else {
+                return Err(ReadError::IsDirectory);
+            };
+            (Cow::Owned(dirs.join("/")), *name)
+        } else {
+            match path.rsplit_once('/') {
+                Some((dir, name)) => (Cow::Borrowed(dir), name),
+                None if path.is_empty() => return Err(ReadError::IsDirectory),
+                None => (Cow::Borrowed(""), path),
+            }
         };
-        let dir = self.dir_info(&dirs.join("/"))?;
+        let dir = self.dir_info(&dir)?;
         let mut full = dir.real.join(name);
-        if !dir.files.contains(*name) {
+        if !dir.files.contains(name) {
             let meta = std::fs::symlink_metadata(&full).map_err(read_error)?;
             if meta.is_dir() {
                 return Err(ReadError::IsDirectory);
@@ -347,6 +358,9 @@ mod tests {
             assert!(matches!(source.read("vm/a"), Err(ReadError::IsDirectory)));
             assert!(matches!(source.read("vm/in"), Err(ReadError::IsDirectory)));
             assert!(matches!(source.read(""), Err(ReadError::IsDirectory)));
+            assert!(matches!(source.read("/"), Err(ReadError::IsDirectory)));
+            assert_eq!(text("/vm//a/x.yaml").ok().as_deref(), Some("inside"));
+            assert_eq!(text("vm/a/x.yaml/").ok().as_deref(), Some("inside"));
             assert!(matches!(
                 source.read("vm/a/x.yaml/y"),
                 Err(ReadError::Io(_))
