@@ -8,6 +8,12 @@
 //!   secret-free resources and configuration, mints each resource's UID at first publication,
 //!   turns removed resources into [`documents::DeletionIntent`]s and drops those whose teardown
 //!   was observed; [`DesiredState`] is what it reads back.
+//! - The observed plane ([`observed`]): [`Store::publish_observations`] writes receipts,
+//!   artifacts and teardown evidence, rebuilding on the newest head and retrying when another
+//!   writer moved it; [`ObservedState`] is what it reads back.
+//! - [`state::derive`] (and [`Store::view`]) join both planes: each resource is CLEAN, READY,
+//!   WAIT or DELETING and each receipt and artifact current, stale or orphan, computed when
+//!   read and never stored.
 //! - Every document is serialised canonically ([`canonical`]): the same content, the same blob
 //!   id. Refs move only by compare-and-swap ([`git::compare_and_swap`]); a lost race is
 //!   [`StoreError::Conflict`], which [`StoreError::is_retryable`] says can be retried.
@@ -19,13 +25,17 @@ pub mod desired;
 pub mod documents;
 pub mod error;
 pub mod git;
+pub mod observed;
 pub mod refs;
 pub mod source;
+pub mod state;
 pub mod store;
 
 pub use desired::{DesiredOptions, DesiredPublication, DesiredState, Publication};
 pub use error::{Result, StoreError};
 pub use gix::ObjectId;
+pub use observed::{Observation, ObservationBatch, ObservedState, TeardownRecord};
 pub use refs::PlaneRefs;
 pub use source::GitSource;
+pub use state::{ClusterView, Freshness, ObservationState, ResourceState};
 pub use store::{Plane, Store};

@@ -8,4 +8,6 @@ mod support;
 
 mod canonical;
 mod desired;
+mod observed;
+mod secrets;
 mod source;

@@ -1,0 +1,259 @@
+//! Derived state: desired joined with observed. Current, stale and orphan are computed here,
+//! when read, and never stored.
+
+use crate::desired::DesiredState;
+use crate::documents::{Receipt, hex};
+use crate::observed::{ObservedState, Stored};
+use crate::refs::PlaneRefs;
+use crate::store::Store;
+use gix::ObjectId;
+use proxops_model::ResourceKey;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// How a receipt or artifact relates to the desired plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Freshness {
+    /// It observed the live desired document.
+    Current,
+    /// It observed an earlier desired document of the resource.
+    Stale,
+    /// No desired resource (or no receipt, for an artifact) matches it.
+    Orphan,
+}
+
+/// What a desired resource's receipt says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ObservationState {
+    /// The receipt pins the live desired document.
+    Current,
+    /// The receipt pins an earlier document.
+    Stale,
+    /// There is no receipt.
+    Missing,
+    /// Not applicable (a deletion intent).
+    NotApplicable,
+}
+
+/// What a resource needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ResourceState {
+    /// Reconciled: a current receipt.
+    Clean,
+    /// To reconcile: no receipt, or a stale one.
+    Ready,
+    /// Nothing to do until something else happens (a teardown observed, its intent not yet
+    /// cleaned up by a desired publication).
+    Wait,
+    /// A deletion intent waits for its teardown.
+    Deleting,
+}
+
+/// One row of the joined view.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceView {
+    /// (kind, name).
+    pub key: ResourceKey,
+    /// The incarnation's UID.
+    pub uid: String,
+    /// The desired document's blob id (or the deletion intent's).
+    #[serde(serialize_with = "id_text")]
+    pub blob: ObjectId,
+    /// The receipt's freshness.
+    pub observation: ObservationState,
+    /// The state.
+    pub state: ResourceState,
+    /// Why, in words.
+    pub reason: String,
+    /// The receipt, if any.
+    #[serde(skip)]
+    pub receipt: Option<Stored<Receipt>>,
+}
+
+/// A receipt's derived freshness.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReceiptView {
+    /// Its subject (kind, name).
+    pub key: ResourceKey,
+    /// Its freshness.
+    pub freshness: Freshness,
+}
+
+/// An artifact's derived freshness.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArtifactView {
+    /// Its producer (kind, name).
+    pub producer: ResourceKey,
+    /// Its local name.
+    pub name: String,
+    /// Current when a current receipt describes it, stale when a stale one does, orphan
+    /// otherwise.
+    pub freshness: Freshness,
+}
+
+/// One cluster's planes joined.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterView {
+    /// The cluster.
+    pub cluster: String,
+    /// The desired commit read.
+    #[serde(serialize_with = "opt_id_text")]
+    pub desired_revision: Option<ObjectId>,
+    /// The observed commit read.
+    #[serde(serialize_with = "opt_id_text")]
+    pub observed_revision: Option<ObjectId>,
+    /// Every desired resource and deletion intent, by (kind, name).
+    pub resources: Vec<ResourceView>,
+    /// Every receipt.
+    pub receipts: Vec<ReceiptView>,
+    /// Every artifact.
+    pub artifacts: Vec<ArtifactView>,
+}
+
+impl ClusterView {
+    /// The rows in `state`.
+    pub fn count(&self, state: ResourceState) -> usize {
+        self.resources.iter().filter(|r| r.state == state).count()
+    }
+
+    /// The row of (kind, name).
+    pub fn resource(&self, kind: &str, name: &str) -> Option<&ResourceView> {
+        self.resources
+            .iter()
+            .find(|r| r.key.kind == kind && r.key.name == name)
+    }
+}
+
+fn id_text<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&hex(*id))
+}
+
+fn opt_id_text<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => s.serialize_str(&hex(*id)),
+        None => s.serialize_none(),
+    }
+}
+
+/// Joins a desired and an observed plane (either may be absent).
+pub fn derive(
+    cluster: &str,
+    desired: Option<&DesiredState>,
+    observed: Option<&ObservedState>,
+) -> ClusterView {
+    let mut resources = Vec::new();
+    let torn_down: BTreeSet<(ResourceKey, String)> = observed
+        .map(|o| {
+            o.teardowns
+                .iter()
+                .map(|t| (t.doc.spec.subject.key(), t.doc.spec.subject.uid.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let receipt_of = |key: &ResourceKey| observed.and_then(|o| o.receipts.get(key)).cloned();
+    let freshness_of = |r: &Stored<Receipt>| -> Freshness {
+        let key = r.doc.spec.subject.key();
+        match desired.and_then(|d| d.resources.get(&key)) {
+            None => Freshness::Orphan,
+            Some(entry) if r.doc.spec.desired.blob == hex(entry.blob) => Freshness::Current,
+            Some(_) => Freshness::Stale,
+        }
+    };
+    if let Some(d) = desired {
+        for (key, entry) in &d.resources {
+            let receipt = receipt_of(key);
+            let (observation, state, reason) = match receipt.as_ref().map(freshness_of) {
+                Some(Freshness::Current) => (
+                    ObservationState::Current,
+                    ResourceState::Clean,
+                    "observation matches desired state",
+                ),
+                Some(_) => (
+                    ObservationState::Stale,
+                    ResourceState::Ready,
+                    "desired document changed since its last receipt",
+                ),
+                None => (
+                    ObservationState::Missing,
+                    ResourceState::Ready,
+                    "no observation receipt",
+                ),
+            };
+            resources.push(ResourceView {
+                key: key.clone(),
+                uid: entry.doc.metadata.uid.clone(),
+                blob: entry.blob,
+                observation,
+                state,
+                reason: reason.to_owned(),
+                receipt,
+            });
+        }
+        for (key, entry) in &d.deletions {
+            let uid = entry.intent.spec.subject.uid.clone();
+            let (state, reason) = if torn_down.contains(&(key.clone(), uid.clone())) {
+                (
+                    ResourceState::Wait,
+                    "teardown observed; the next desired publication cleans the intent up",
+                )
+            } else {
+                (ResourceState::Deleting, "deletion intent awaits teardown")
+            };
+            resources.push(ResourceView {
+                key: key.clone(),
+                uid,
+                blob: entry.blob,
+                observation: ObservationState::NotApplicable,
+                state,
+                reason: reason.to_owned(),
+                receipt: receipt_of(key),
+            });
+        }
+    }
+    resources.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut receipts = Vec::new();
+    let mut artifacts = Vec::new();
+    if let Some(o) = observed {
+        for (key, r) in &o.receipts {
+            receipts.push(ReceiptView {
+                key: key.clone(),
+                freshness: freshness_of(r),
+            });
+        }
+        for ((producer, name), a) in &o.artifacts {
+            let described = o.receipts.get(producer).filter(|r| {
+                r.doc
+                    .spec
+                    .result
+                    .artifacts
+                    .get(name)
+                    .is_some_and(|d| d.path == a.path && d.blob == hex(a.blob))
+            });
+            artifacts.push(ArtifactView {
+                producer: producer.clone(),
+                name: name.clone(),
+                freshness: described.map_or(Freshness::Orphan, freshness_of),
+            });
+        }
+    }
+    ClusterView {
+        cluster: cluster.to_owned(),
+        desired_revision: desired.map(DesiredState::revision),
+        observed_revision: observed.map(ObservedState::revision),
+        resources,
+        receipts,
+        artifacts,
+    }
+}
+
+impl Store {
+    /// The joined view of one cluster's planes at their heads.
+    pub fn view(&self, refs: &PlaneRefs) -> crate::Result<ClusterView> {
+        let desired = self.read_desired(refs, None)?;
+        let observed = self.read_observed(refs, None)?;
+        Ok(derive(&refs.cluster, desired.as_ref(), observed.as_ref()))
+    }
+}
