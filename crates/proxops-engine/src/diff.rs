@@ -1,6 +1,6 @@
 //! Desired against live: which owned keys differ, in PVE's canonical forms.
 
-use crate::desired::{Compare, DesiredGuest, Owned};
+use crate::desired::{Compare, DesiredGuest, IDENTITY_PREFIX, Owned};
 use proxops_pve::GuestType;
 use proxops_pve::props::{PropertyString, canonical_value, parse_size};
 use std::collections::BTreeMap;
@@ -107,10 +107,17 @@ fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut Gue
         Compare::Tags => {
             let have: Vec<String> = words(current).map(str::to_ascii_lowercase).collect();
             let want: Vec<String> = words(&owned.value).map(str::to_ascii_lowercase).collect();
-            if want.iter().any(|t| !have.contains(t)) {
+            // Another resource's identity tag (a clone inherits its template's) must go: it
+            // would make the guest look like that resource.
+            let foreign = |t: &String| t.starts_with(IDENTITY_PREFIX) && !want.contains(t);
+            if want.iter().any(|t| !have.contains(t)) || have.iter().any(foreign) {
                 // Keep the operator's own tags after ours.
                 let mut all = want.clone();
-                all.extend(have.into_iter().filter(|t| !want.contains(t)));
+                all.extend(
+                    have.iter()
+                        .filter(|t| !want.contains(t) && !foreign(t))
+                        .cloned(),
+                );
                 change(owned, live, all.join(";"), out);
             }
         }

@@ -10,7 +10,18 @@
 //!   grow, whether a restart is needed, and anomalies that are never fixed automatically (disk
 //!   shrink, storage moves).
 //!
-//! The planner and executor build on these (issue 6, in progress).
+//! - [`planner`]: a cluster's graph and live inventory in, a [`plan::ClusterPlan`] out: create
+//!   (a download per node for artifacts; create, or clone then configure, for guests), update,
+//!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips.
+//! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
+//!   dependants of a failure; [`execute::CycleReport`] says what happened.
+//! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
+//!   cluster's PVE, or starts a simulator seeded from the cluster.
 
+pub mod backend;
+pub mod cycle;
 pub mod desired;
 pub mod diff;
+pub mod execute;
+pub mod plan;
+pub mod planner;

@@ -218,6 +218,9 @@ pub struct SimConfig {
     pub faults: FaultConfig,
     /// Names in the certificate besides `127.0.0.1` and `localhost`.
     pub cert_names: Vec<String>,
+    /// download-url makes up the file instead of fetching the URL (no network: demos), logging
+    /// that it did; checksums cannot be verified then and are reported as not checked.
+    pub offline_downloads: bool,
 }
 
 impl Default for SimConfig {
@@ -233,6 +236,7 @@ impl Default for SimConfig {
             task_durations: TaskDurations::default(),
             faults: FaultConfig::default(),
             cert_names: Vec::new(),
+            offline_downloads: false,
         }
     }
 }

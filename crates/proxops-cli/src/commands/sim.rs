@@ -1,9 +1,9 @@
 //! `proxops sim`.
 
 use crate::error::CliError;
-use proxops_model::{Cluster, FsSource, LoadOptions, Registry, load_repository};
-use proxops_pve_sim::{ApiToken, Node, SimConfig, State, Storage, User, start};
-use std::collections::BTreeMap;
+use proxops_engine::backend::seed_state;
+use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
+use proxops_pve_sim::{ApiToken, SimConfig, State, User, start};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -144,71 +144,5 @@ fn seed(dir: &std::path::Path, cluster: Option<&str>) -> Result<State, CliError>
             Some(format!("add --cluster with one of: {}", names.join(", "))),
         ));
     };
-    Ok(state_of(&registry, chosen))
-}
-
-fn state_of(registry: &Registry, cluster: &Cluster) -> State {
-    let storage = |name: &str, kind: &str, content: &[&str]| Storage {
-        storage: name.into(),
-        kind: kind.into(),
-        content: content.iter().map(|c| (*c).to_owned()).collect(),
-        ..Storage::default()
-    };
-    // PVE's default storages of a fresh install.
-    let mut storages: BTreeMap<String, Storage> = BTreeMap::from([
-        (
-            "local".to_owned(),
-            storage(
-                "local",
-                "dir",
-                &["iso", "vztmpl", "import", "backup", "snippets"],
-            ),
-        ),
-        (
-            "local-lvm".to_owned(),
-            storage("local-lvm", "lvmthin", &["images", "rootdir"]),
-        ),
-    ]);
-    let mut nodes: Vec<String> = cluster
-        .entry
-        .as_ref()
-        .map(|e| e.nodes.clone())
-        .unwrap_or_default();
-    for r in &cluster.resources {
-        let Some(kind) = registry.get(r.kind) else {
-            continue;
-        };
-        for n in kind.placement_view(&r.spec).nodes {
-            if !nodes.iter().any(|x| *x == n) {
-                nodes.push(n.into_owned());
-            }
-        }
-        for used in kind.storages(&r.spec) {
-            // Files (ISOs, templates, imports) need a directory storage; disks need a block one.
-            let file = matches!(used.content, "iso" | "vztmpl" | "import");
-            let entry = storages.entry(used.storage.clone()).or_insert_with(|| {
-                storage(&used.storage, if file { "dir" } else { "lvmthin" }, &[])
-            });
-            if file && !entry.file_based() {
-                entry.kind = "dir".into();
-            }
-            if !entry.has_content(used.content) {
-                entry.content.push(used.content.to_owned());
-            }
-        }
-    }
-    nodes.sort();
-    nodes.dedup();
-    State {
-        cluster_name: cluster.name.clone(),
-        nodes: nodes
-            .into_iter()
-            .map(|node| Node {
-                node,
-                storages: storages.values().cloned().collect(),
-                ..Node::default()
-            })
-            .collect(),
-        ..State::default()
-    }
+    Ok(seed_state(&registry, chosen))
 }

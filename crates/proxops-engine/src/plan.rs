@@ -1,0 +1,189 @@
+//! The plan of one reconcile cycle: actions in dependency order, and what was left alone.
+
+use crate::desired::{DesiredArtifact, DesiredGuest};
+use crate::diff::{Change, Resize};
+use proxops_pve::GuestRef;
+use serde::Serialize;
+
+/// What an action does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verb {
+    /// Fetch an artifact onto a node's storage (download-url).
+    Download,
+    /// Create a guest (or clone it from its template), configure it, make it a template or
+    /// start it as the manifest says.
+    Create,
+    /// Write changed config keys and grow disks; restart when a change needs it.
+    Update,
+    /// Start a guest.
+    Start,
+    /// Shut a guest down.
+    Stop,
+    /// Turn an existing guest of ours into the template the manifest declares.
+    MarkTemplate,
+    /// Destroy a guest of ours that the repository no longer declares.
+    Delete,
+}
+
+/// One changed key, for display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyChange {
+    /// The config key.
+    pub key: String,
+    /// Its live value (absent when unset).
+    pub from: Option<String>,
+    /// The value written.
+    pub to: String,
+}
+
+/// One disk growth, for display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DiskGrowth {
+    /// The slot.
+    pub disk: String,
+    /// Live size in bytes.
+    pub from: u64,
+    /// Desired size in bytes.
+    pub to: u64,
+}
+
+/// What the executor runs for an action.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Download {
+        artifact: DesiredArtifact,
+    },
+    Create {
+        desired: Box<DesiredGuest>,
+    },
+    Update {
+        desired: Box<DesiredGuest>,
+        changes: Vec<Change>,
+        resizes: Vec<Resize>,
+        digest: Option<String>,
+        restart: bool,
+    },
+    Start {
+        guest: GuestRef,
+    },
+    Stop {
+        guest: GuestRef,
+    },
+    MarkTemplate {
+        guest: GuestRef,
+        running: bool,
+    },
+    Delete {
+        guest: GuestRef,
+        running: bool,
+    },
+}
+
+/// One step of the plan.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    /// Its index in the plan.
+    pub id: usize,
+    /// The dependency level of its resource (prunes: none).
+    pub level: Option<u32>,
+    /// The resource's kind.
+    pub kind: String,
+    /// The resource's name.
+    pub name: String,
+    /// The PVE node.
+    pub node: String,
+    /// The guest's vmid.
+    pub vmid: Option<u32>,
+    /// What it does.
+    pub verb: Verb,
+    /// Why, in a few words.
+    pub reason: String,
+    /// Config keys written (updates).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<KeyChange>,
+    /// Disks grown (updates).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resizes: Vec<DiskGrowth>,
+    /// Whether the guest restarts for the change to take effect.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub restart: bool,
+    /// Actions that must succeed first.
+    pub after: Vec<usize>,
+    #[serde(skip)]
+    pub(crate) op: Op,
+}
+
+/// Something that differs and that ProxOps will not change by itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Anomaly {
+    /// `Kind/name` of the resource, or the guest (`vmid 120`) when none is declared.
+    pub subject: String,
+    /// What is wrong and what to do about it.
+    pub message: String,
+}
+
+/// A resource not looked at in this cycle, and why (retried next cycle).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    /// `Kind/name`.
+    pub subject: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The plan of one cluster.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterPlan {
+    /// The cluster.
+    pub cluster: String,
+    /// Actions in execution order (prerequisites first, prunes last).
+    pub actions: Vec<Action>,
+    /// Differences left alone.
+    pub anomalies: Vec<Anomaly>,
+    /// Resources not planned this cycle.
+    pub skipped: Vec<Skipped>,
+    /// Prunes held back (budget, empty-composition guard).
+    pub deferred_prunes: Vec<Skipped>,
+    /// Manifest settings PVE cannot express.
+    pub warnings: Vec<String>,
+}
+
+impl ClusterPlan {
+    /// Whether the cluster is converged: nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+}
+
+/// `{"apiVersion":"proxops/v1alpha1","kind":"Plan","clusters":[...]}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Always `proxops/v1alpha1`.
+    pub api_version: &'static str,
+    /// Always `Plan`.
+    pub kind: &'static str,
+    /// One plan per cluster, in name order.
+    pub clusters: Vec<ClusterPlan>,
+}
+
+impl Plan {
+    /// A plan document of the clusters' plans.
+    pub fn new(clusters: Vec<ClusterPlan>) -> Plan {
+        Plan {
+            api_version: proxops_model::report::REPORT_API_VERSION,
+            kind: "Plan",
+            clusters,
+        }
+    }
+
+    /// The number of actions over every cluster.
+    pub fn action_count(&self) -> usize {
+        self.clusters.iter().map(|c| c.actions.len()).sum()
+    }
+}

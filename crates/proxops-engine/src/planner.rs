@@ -1,0 +1,520 @@
+//! The planner: one cluster's graph and live PVE state in, a [`ClusterPlan`] out.
+//!
+//! Reads one `/cluster/resources` listing, the content of each (node, storage) an artifact uses,
+//! and the config of each guest of ours; never waits for a guest agent. A step that cannot be
+//! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
+//! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
+
+use crate::desired::{Context, DesiredGuest, OWNER_TAG, artifact, guest, identity_tag};
+use crate::diff::diff;
+use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
+use proxops_graph::{Graph, StepId};
+use proxops_model::Registry;
+use proxops_model::kinds::PowerState;
+use proxops_pve::{GuestConfig, GuestInfo, Inventory, PveClient, PveError};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Knobs of the planner.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Most guests deleted per cycle; `0` means no limit (default 3).
+    pub prune_budget: u32,
+    /// The cluster's node allowlist: guests elsewhere are never deleted (empty: no check).
+    pub allowed_nodes: Vec<String>,
+    /// Config reads in flight at once.
+    pub config_concurrency: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            prune_budget: 3,
+            allowed_nodes: Vec::new(),
+            config_concurrency: 8,
+        }
+    }
+}
+
+/// Why a cluster could not be planned at all.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The inventory listing failed.
+    #[error("cannot read the cluster's inventory: {0}")]
+    Inventory(#[source] PveError),
+}
+
+/// Plans one cluster against the live state `client` reaches.
+pub async fn plan_cluster(
+    client: &PveClient,
+    cluster: &str,
+    graph: &Graph,
+    options: &PlanOptions,
+) -> Result<ClusterPlan, PlanError> {
+    let inventory = client.inventory().await.map_err(PlanError::Inventory)?;
+    let cx = Context { cluster, graph };
+    let mut planner = Planner {
+        cx,
+        inventory: &inventory,
+        plan: ClusterPlan {
+            cluster: cluster.to_owned(),
+            actions: Vec::new(),
+            anomalies: Vec::new(),
+            skipped: Vec::new(),
+            deferred_prunes: Vec::new(),
+            warnings: Vec::new(),
+        },
+        step_actions: BTreeMap::new(),
+        blocked: BTreeSet::new(),
+    };
+    // Configs of the guests of ours that the repository declares, read in one bounded batch.
+    let mut wanted = Vec::new();
+    for id in graph.resources() {
+        let resource = graph.resource(id);
+        if let Ok(d) = guest(&cx, resource)
+            && let Some(live) = inventory.guest(d.vmid)
+            && live
+                .tags
+                .iter()
+                .any(|t| *t == identity_tag(cluster, resource.kind, resource.name()))
+        {
+            wanted.push(live.guest_ref());
+        }
+    }
+    let configs = client
+        .guest_configs(wanted, options.config_concurrency)
+        .await;
+    for step in graph.steps() {
+        if planner.is_blocked(step.id, graph) {
+            continue;
+        }
+        let resource = graph.resource(step.resource);
+        if let Some(a) = artifact(resource) {
+            planner
+                .artifact_step(client, step.id, a, step.node.as_deref().unwrap_or_default())
+                .await;
+        } else {
+            planner.guest_step(step.id, &configs);
+        }
+    }
+    planner.prunes(client, options).await;
+    Ok(planner.plan)
+}
+
+struct Planner<'a> {
+    cx: Context<'a>,
+    inventory: &'a Inventory,
+    plan: ClusterPlan,
+    /// The action of each planned step.
+    step_actions: BTreeMap<StepId, usize>,
+    /// Steps that could not be planned (their dependants wait).
+    blocked: BTreeSet<StepId>,
+}
+
+impl Planner<'_> {
+    fn graph(&self) -> &Graph {
+        self.cx.graph
+    }
+
+    /// Whether a prerequisite of `step` could not be planned; records the skip once.
+    fn is_blocked(&mut self, step: StepId, graph: &Graph) -> bool {
+        let deferral = graph.defer(&self.blocked.iter().copied().collect::<Vec<_>>());
+        let Some(d) = deferral.skipped.iter().find(|d| d.step == step) else {
+            return false;
+        };
+        let waits: Vec<String> = d
+            .blocked_by
+            .iter()
+            .map(|b| graph.key(graph.step(*b).resource).to_string())
+            .collect();
+        self.plan.skipped.push(Skipped {
+            subject: graph.key(graph.step(step).resource).to_string(),
+            reason: format!("waits for {}", waits.join(", ")),
+        });
+        self.blocked.insert(step);
+        true
+    }
+
+    fn subject(&self, step: StepId) -> String {
+        self.graph()
+            .key(self.graph().step(step).resource)
+            .to_string()
+    }
+
+    fn block(&mut self, step: StepId, reason: String, anomaly: bool) {
+        let subject = self.subject(step);
+        if anomaly {
+            self.plan.anomalies.push(Anomaly {
+                subject,
+                message: reason,
+            });
+        } else {
+            self.plan.skipped.push(Skipped { subject, reason });
+        }
+        self.blocked.insert(step);
+    }
+
+    /// Appends an action for `step`, after the actions of its prerequisites (and `also`).
+    fn push(
+        &mut self,
+        step: StepId,
+        (node, vmid): (&str, Option<u32>),
+        verb: Verb,
+        reason: String,
+        op: Op,
+        also: &[usize],
+    ) -> usize {
+        let graph = self.cx.graph;
+        let s = graph.step(step);
+        let mut after: Vec<usize> = graph
+            .prerequisites(step)
+            .iter()
+            .filter_map(|p| self.step_actions.get(p).copied())
+            .chain(also.iter().copied())
+            .collect();
+        after.sort_unstable();
+        after.dedup();
+        let (changes, resizes, restart) = match &op {
+            Op::Update {
+                changes,
+                resizes,
+                restart,
+                ..
+            } => (
+                changes
+                    .iter()
+                    .map(|c| KeyChange {
+                        key: c.key.clone(),
+                        from: c.live.clone(),
+                        to: c.value.clone(),
+                    })
+                    .collect(),
+                resizes
+                    .iter()
+                    .map(|r| DiskGrowth {
+                        disk: r.disk.clone(),
+                        from: r.from,
+                        to: r.to,
+                    })
+                    .collect(),
+                *restart,
+            ),
+            _ => (Vec::new(), Vec::new(), false),
+        };
+        let id = self.plan.actions.len();
+        self.plan.actions.push(Action {
+            id,
+            level: Some(s.level),
+            kind: graph.kind(s.resource).to_owned(),
+            name: graph.name(s.resource).to_owned(),
+            node: node.to_owned(),
+            vmid,
+            verb,
+            reason,
+            changes,
+            resizes,
+            restart,
+            after,
+            op,
+        });
+        // Dependants wait for the last action of the step (an update before a start, say).
+        self.step_actions.insert(step, id);
+        id
+    }
+
+    async fn artifact_step(
+        &mut self,
+        client: &PveClient,
+        step: StepId,
+        a: crate::desired::DesiredArtifact,
+        node: &str,
+    ) {
+        let Some(storage) = self.inventory.storage(node, &a.storage) else {
+            let reason = format!("storage `{}` does not exist on node `{node}`", a.storage);
+            return self.block(step, reason, true);
+        };
+        if !storage.content.iter().any(|c| c == a.content) {
+            let reason = format!(
+                "storage `{}` on `{node}` does not allow `{}` content: enable it in PVE (Datacenter > Storage)",
+                a.storage, a.content
+            );
+            return self.block(step, reason, true);
+        }
+        match self.inventory.contents(client, node, &a.storage).await {
+            Err(e) => self.block(
+                step,
+                format!("cannot list `{}` on `{node}`: {e}", a.storage),
+                false,
+            ),
+            Ok(list) if list.iter().any(|v| v.volid == a.volid) => {}
+            Ok(_) => {
+                let reason = format!("{} is not on {node}", a.volid);
+                self.push(
+                    step,
+                    (node, None),
+                    Verb::Download,
+                    reason,
+                    Op::Download { artifact: a },
+                    &[],
+                );
+            }
+        }
+    }
+
+    fn guest_step(&mut self, step: StepId, configs: &BTreeMap<u32, Result<GuestConfig, PveError>>) {
+        let graph = self.cx.graph;
+        let resource = graph.resource(graph.step(step).resource);
+        let d = match guest(&self.cx, resource) {
+            Ok(d) => d,
+            Err(e) => return self.block(step, e.to_string(), false),
+        };
+        for w in &d.warnings {
+            self.plan.warnings.push(format!("{}: {w}", resource.key()));
+        }
+        let Some(live) = self.inventory.guest(d.vmid) else {
+            let reason = match &d.clone {
+                Some(c) => format!("absent; clone of vmid {}", c.vmid),
+                None => "absent".to_owned(),
+            };
+            let (node, vmid) = (d.node.clone(), d.vmid);
+            self.push(
+                step,
+                (&node, Some(vmid)),
+                Verb::Create,
+                reason,
+                Op::Create {
+                    desired: Box::new(d),
+                },
+                &[],
+            );
+            return;
+        };
+        if let Some(problem) = self.not_ours(&d, live, resource.kind, resource.name()) {
+            return self.block(step, problem, true);
+        }
+        if let Some(lock) = &live.lock {
+            return self.block(
+                step,
+                format!("vmid {} is locked ({lock}); retried next cycle", d.vmid),
+                false,
+            );
+        }
+        let running = live.status == "running";
+        if d.template && !live.template {
+            let (node, vmid, guest) = (d.node.clone(), d.vmid, live.guest_ref());
+            self.push(
+                step,
+                (&node, Some(vmid)),
+                Verb::MarkTemplate,
+                "declared a template".into(),
+                Op::MarkTemplate { guest, running },
+                &[],
+            );
+            return;
+        }
+        if !d.template && live.template {
+            let reason = format!(
+                "vmid {} is a template, the manifest declares a {}: a template cannot become a guest again; recreate it",
+                d.vmid, resource.kind
+            );
+            return self.block(step, reason, true);
+        }
+        let config = match configs.get(&d.vmid) {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => {
+                return self.block(
+                    step,
+                    format!("cannot read the config of vmid {}: {e}", d.vmid),
+                    false,
+                );
+            }
+            None => {
+                return self.block(
+                    step,
+                    format!("the config of vmid {} was not read", d.vmid),
+                    false,
+                );
+            }
+        };
+        let found = diff(&d, &config.values);
+        for a in &found.anomalies {
+            self.plan.anomalies.push(Anomaly {
+                subject: resource.key().to_string(),
+                message: a.message.clone(),
+            });
+        }
+        let mut update = None;
+        if !found.is_converged() {
+            let restart = found.needs_restart() && running && d.power == Some(PowerState::Started);
+            let mut keys: Vec<&str> = found.changes.iter().map(|c| c.key.as_str()).collect();
+            keys.extend(found.resizes.iter().map(|r| r.disk.as_str()));
+            let reason = format!("changed: {}", keys.join(", "));
+            let (node, vmid) = (d.node.clone(), d.vmid);
+            let op = Op::Update {
+                desired: Box::new(d.clone()),
+                changes: found.changes,
+                resizes: found.resizes,
+                digest: config.digest.clone(),
+                restart,
+            };
+            update = Some(self.push(step, (&node, Some(vmid)), Verb::Update, reason, op, &[]));
+        }
+        let after: Vec<usize> = update.into_iter().collect();
+        let guest = live.guest_ref();
+        match d.power {
+            Some(PowerState::Started) if !running => {
+                self.push(
+                    step,
+                    (&d.node, Some(d.vmid)),
+                    Verb::Start,
+                    format!("is {}", live.status),
+                    Op::Start { guest },
+                    &after,
+                );
+            }
+            Some(PowerState::Stopped) if running => {
+                self.push(
+                    step,
+                    (&d.node, Some(d.vmid)),
+                    Verb::Stop,
+                    "is running".into(),
+                    Op::Stop { guest },
+                    &after,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Why the live guest at a declared vmid must not be touched, if it must not.
+    fn not_ours(
+        &self,
+        d: &DesiredGuest,
+        live: &GuestInfo,
+        kind: &str,
+        name: &str,
+    ) -> Option<String> {
+        let tag = identity_tag(self.cx.cluster, kind, name);
+        if !live.tags.contains(&tag) {
+            return Some(format!(
+                "vmid {} is taken by `{}`, which ProxOps did not create (no tag `{tag}`): choose another vmid, or add the tags `{OWNER_TAG};{tag}` to adopt it",
+                d.vmid,
+                live.name.as_deref().unwrap_or("?")
+            ));
+        }
+        if live.node != d.node {
+            return Some(format!(
+                "vmid {} runs on `{}`, the manifest says `{}`: migrating is not automatic (migrate it, or change the manifest)",
+                d.vmid, live.node, d.node
+            ));
+        }
+        if live.kind != d.guest {
+            return Some(format!(
+                "vmid {} is a {}, the manifest declares a {kind}",
+                d.vmid,
+                live.kind.as_str()
+            ));
+        }
+        None
+    }
+
+    /// Guests tagged as this cluster's resources that the repository no longer declares.
+    async fn prunes(&mut self, client: &PveClient, options: &PlanOptions) {
+        let registry = Registry::builtin();
+        let prefix = format!("{}.{}.", OWNER_TAG, self.cx.cluster);
+        let mut candidates: Vec<(&GuestInfo, String)> = Vec::new();
+        for live in self.inventory.guests.values() {
+            if !live.tags.iter().any(|t| t == OWNER_TAG) {
+                continue;
+            }
+            let Some((kind, name)) = live
+                .tags
+                .iter()
+                .find_map(|t| t.strip_prefix(&prefix))
+                .and_then(|rest| rest.split_once('.'))
+            else {
+                continue;
+            };
+            let Some(kind) = registry.guess(kind).map(|k| k.name()) else {
+                continue;
+            };
+            if self.graph().find(kind, name).is_none() {
+                candidates.push((live, format!("{kind}/{name}")));
+            }
+        }
+        // Clones before their templates; then by vmid, newest first.
+        candidates.sort_by(|(a, _), (b, _)| {
+            (a.template, std::cmp::Reverse(a.vmid)).cmp(&(b.template, std::cmp::Reverse(b.vmid)))
+        });
+        let declares_guests = self
+            .graph()
+            .resources()
+            .any(|r| artifact(self.graph().resource(r)).is_none());
+        let mut budget = if options.prune_budget == 0 {
+            usize::MAX
+        } else {
+            options.prune_budget as usize
+        };
+        for (live, subject) in candidates {
+            let defer = |reason: String| Skipped {
+                subject: format!("{subject} (vmid {})", live.vmid),
+                reason,
+            };
+            if !options.allowed_nodes.is_empty() && !options.allowed_nodes.contains(&live.node) {
+                self.plan.deferred_prunes.push(defer(format!(
+                    "node `{}` is not in the allowlist",
+                    live.node
+                )));
+            } else if !declares_guests {
+                self.plan.deferred_prunes.push(defer(
+                    "the composition declares no guests: refusing to delete (a probable bad push); declare one, or delete by hand".into(),
+                ));
+            } else if live.lock.is_some() {
+                self.plan.deferred_prunes.push(defer(format!(
+                    "locked ({})",
+                    live.lock.as_deref().unwrap_or_default()
+                )));
+            } else if budget == 0 {
+                self.plan.deferred_prunes.push(defer(format!(
+                    "prune budget of {} per cycle used",
+                    options.prune_budget
+                )));
+            } else if let Some(why) = protected(client, live).await {
+                // PVE's protection flag exists to stop deletions; ProxOps honours it.
+                self.plan.deferred_prunes.push(defer(why));
+            } else {
+                budget -= 1;
+                let (kind, name) = subject.split_once('/').unwrap_or(("", &subject));
+                let id = self.plan.actions.len();
+                self.plan.actions.push(Action {
+                    id,
+                    level: None,
+                    kind: kind.to_owned(),
+                    name: name.to_owned(),
+                    node: live.node.clone(),
+                    vmid: Some(live.vmid),
+                    verb: Verb::Delete,
+                    reason: "no longer declared".into(),
+                    changes: Vec::new(),
+                    resizes: Vec::new(),
+                    restart: false,
+                    after: Vec::new(),
+                    op: Op::Delete {
+                        guest: live.guest_ref(),
+                        running: live.status == "running",
+                    },
+                });
+            }
+        }
+    }
+}
+
+/// Why a guest must not be deleted, if PVE's `protection` flag (or an unreadable config) says so.
+async fn protected(client: &PveClient, live: &GuestInfo) -> Option<String> {
+    match client.guest_config(&live.guest_ref()).await {
+        Ok(c) if c.values.get("protection").is_some_and(|p| p == "1") => Some(
+            "protected in PVE (`protection: 1`): clear the flag to let ProxOps delete it, or delete it by hand".into(),
+        ),
+        Ok(_) => None,
+        Err(e) => Some(format!("cannot read its config to check protection: {e}")),
+    }
+}
