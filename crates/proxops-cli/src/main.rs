@@ -2,6 +2,8 @@
 
 mod commands;
 mod error;
+mod render;
+mod session;
 
 use clap::Parser;
 use std::process::ExitCode;

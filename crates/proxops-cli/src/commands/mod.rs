@@ -1,5 +1,8 @@
 //! One module per subcommand, each with an `Args` struct and one `run` function.
 
+pub mod apply;
+pub mod demo;
+pub mod diff;
 pub mod graph;
 pub mod schema;
 pub mod sim;
@@ -20,6 +23,12 @@ pub enum Command {
     Graph(graph::Args),
     /// Run the Proxmox VE API simulator as an HTTPS server.
     Sim(sim::Args),
+    /// Show what apply would do, against live PVE state.
+    Diff(diff::Args),
+    /// Make each cluster match the repository.
+    Apply(apply::Args),
+    /// Plan and apply the example repository on embedded simulators (no PVE needed).
+    Demo(demo::Args),
 }
 
 /// Runs a subcommand.
@@ -29,6 +38,9 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Schema(args) => schema::run(&args),
         Command::Graph(args) => graph::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Diff(args) => diff::run(&args),
+        Command::Apply(args) => apply::run(&args),
+        Command::Demo(args) => demo::run(&args),
     }
 }
 

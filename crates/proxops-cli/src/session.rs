@@ -1,0 +1,132 @@
+//! What diff, apply and demo share: loading the repository with its graphs, and reaching each
+//! cluster's PVE (or a simulator) as the flags say.
+
+use crate::error::CliError;
+use proxops_engine::backend::{Backend, Connection, connect};
+use proxops_graph::{Graph, check_repository};
+use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `--backend` and `--sim-state`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BackendArgs {
+    /// Where the clusters' PVE API is: the cluster's `base-url`, or a simulator started here.
+    #[arg(long, value_enum, default_value_t = BackendKind::Pve)]
+    pub backend: BackendKind,
+    /// With `--backend sim`: keep each cluster's simulated state in FILE between runs (several
+    /// clusters: FILE with `.<cluster>` before its extension).
+    #[arg(long, value_name = "FILE")]
+    pub sim_state: Option<PathBuf>,
+}
+
+/// The backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// The real Proxmox VE API (token from `PROXOPS_PVE_TOKEN_<CLUSTER>` or `PROXOPS_PVE_TOKEN`).
+    Pve,
+    /// The embedded simulator, seeded from each cluster's config and manifests.
+    Sim,
+}
+
+/// The repository's valid clusters with their graphs; the errors of the others are printed.
+pub struct Loaded {
+    pub registry: Registry,
+    pub repo: Repository,
+    pub graphs: Vec<(String, Graph)>,
+}
+
+impl Loaded {
+    /// The valid clusters, in name order, with their graphs.
+    pub fn clusters(&self) -> impl Iterator<Item = (&Cluster, &Graph)> {
+        self.graphs
+            .iter()
+            .filter_map(|(name, g)| self.repo.cluster(name).map(|c| (c, g)))
+    }
+
+    /// Whether any selected cluster is invalid.
+    pub fn any_invalid(&self) -> bool {
+        self.repo.clusters.iter().any(|c| !c.valid)
+    }
+}
+
+/// Loads and validates the repository, builds the graphs, prints the errors of invalid clusters.
+pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
+    let source = FsSource::new(dir).map_err(|e| {
+        CliError::usage(
+            format!("cannot open repository {}: {e}", dir.display()),
+            Some("pass the repository directory with --repo DIR".into()),
+        )
+    })?;
+    let registry = Registry::builtin();
+    let options = LoadOptions {
+        clusters: clusters.to_vec(),
+    };
+    let mut repo = load_repository(&source, &registry, &options)?;
+    let graphs = check_repository(&registry, &mut repo)
+        .into_iter()
+        .filter_map(|c| c.graph.map(|g| (c.name, g)))
+        .collect();
+    let mut err = std::io::stderr().lock();
+    for d in repo.diagnostics.iter().filter(|d| d.is_error()) {
+        let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
+    }
+    Ok(Loaded {
+        registry,
+        repo,
+        graphs,
+    })
+}
+
+impl BackendArgs {
+    /// The engine's backend for one of `count` clusters.
+    pub fn backend(&self, cluster: &str, count: usize) -> Backend {
+        match self.backend {
+            BackendKind::Pve => Backend::Pve,
+            BackendKind::Sim => Backend::Sim {
+                state_file: self
+                    .sim_state
+                    .as_ref()
+                    .map(|f| state_file(f, cluster, count)),
+                task_time: Duration::from_millis(50),
+            },
+        }
+    }
+
+    /// Connects to a cluster.
+    pub async fn connect(
+        &self,
+        loaded: &Loaded,
+        cluster: &Cluster,
+    ) -> Result<Connection, CliError> {
+        let backend = self.backend(&cluster.name, loaded.graphs.len());
+        connect(&loaded.registry, cluster, &backend)
+            .await
+            .map_err(|e| CliError::Io(e.to_string()))
+    }
+}
+
+/// FILE itself for one cluster; `name.<cluster>.ext` for several.
+fn state_file(file: &Path, cluster: &str, count: usize) -> PathBuf {
+    if count <= 1 {
+        return file.to_path_buf();
+    }
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match file.extension() {
+        Some(ext) => format!("{stem}.{cluster}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{cluster}"),
+    };
+    file.with_file_name(name)
+}
+
+/// A multi-threaded runtime for the async engine.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Io(format!("cannot start the async runtime: {e}")))
+}
