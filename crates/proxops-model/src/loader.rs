@@ -11,7 +11,7 @@ use crate::manifest::{LoadedManifest, Resource, load_manifest, scalar_text};
 use crate::source::{ReadError, RepoSource, join_relative};
 use crate::validate::validate_cluster;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -185,11 +185,39 @@ pub fn load_repository_with_threads(
                 .with_help("add clusters/<name>/config.yaml and clusters/<name>/resources.yaml for each PVE cluster"),
         );
     }
+    // Every cluster's config and composition first, with the manifests to read; then every
+    // manifest is read and decoded (in parallel); then each cluster's findings are recorded in
+    // the order a cluster-by-cluster load would record them, whatever the threads did.
     let mut clusters = Vec::new();
-    let mut compositions = Vec::new();
+    let mut plans = Vec::new();
+    let mut scheduled = HashSet::new();
     for (index, name) in names.iter().enumerate() {
-        let (cluster, paths) = loader.load_cluster(index, name);
+        let earlier = std::mem::take(&mut loader.diagnostics);
+        let (cluster, plan) = loader.plan_cluster(index, name, &mut scheduled);
+        let findings = std::mem::replace(&mut loader.diagnostics, earlier);
         clusters.push(cluster);
+        plans.push((findings, plan));
+    }
+    drop(scheduled);
+    let reads: Vec<&Pending> = plans
+        .iter()
+        .flat_map(|(_, plan)| plan.iter().flat_map(|p| &p.reads))
+        .collect();
+    let mut fetched = loader.fetch_all(&reads);
+    drop(reads);
+    let mut compositions = Vec::new();
+    let mut offset = 0;
+    for (findings, plan) in plans {
+        loader.diagnostics.extend(findings);
+        let paths = match plan {
+            Some(plan) => {
+                let end = offset + plan.reads.len();
+                let results = fetched.get_mut(offset..end).unwrap_or_default();
+                offset = end;
+                loader.record_composition(plan, results)
+            }
+            None => Vec::new(),
+        };
         compositions.push(paths);
     }
     loader.check_shared_endpoints(&clusters);
@@ -348,9 +376,15 @@ impl Loader<'_> {
         config
     }
 
-    /// Loads one cluster's config and composition; returns the cluster and its manifest paths.
-    /// `index` is the cluster's position among the repository's clusters.
-    fn load_cluster(&mut self, index: usize, name: &str) -> (Cluster, Vec<String>) {
+    /// Loads one cluster's config and checks its composition; returns the cluster and the
+    /// manifests to read. `index` is the cluster's position among the repository's clusters;
+    /// `scheduled` holds the manifests other clusters already read and decode.
+    fn plan_cluster(
+        &mut self,
+        index: usize,
+        name: &str,
+        scheduled: &mut HashSet<String>,
+    ) -> (Cluster, Option<Plan>) {
         let mut cluster = Cluster {
             name: name.to_owned(),
             entry: None,
@@ -368,8 +402,8 @@ impl Loader<'_> {
             );
         }
         self.load_cluster_config(&mut cluster, &dir);
-        let paths = self.load_composition(index, name, &dir);
-        (cluster, paths)
+        let plan = self.plan_composition(index, name, &dir, scheduled);
+        (cluster, plan)
     }
 
     fn load_cluster_config(&mut self, cluster: &mut Cluster, dir: &str) {
@@ -461,8 +495,16 @@ impl Loader<'_> {
         self.push_problems(&file, &sink, Some(&name));
     }
 
-    /// Reads `resources.yaml`, checks each entry and loads the manifests; returns their paths.
-    fn load_composition(&mut self, index: usize, cluster: &str, dir: &str) -> Vec<String> {
+    /// Reads `resources.yaml` and checks each entry: what to record, and which files to read
+    /// ([`Loader::record_composition`] records it once they are read). `None` if there is no
+    /// usable list.
+    fn plan_composition(
+        &mut self,
+        index: usize,
+        cluster: &str,
+        dir: &str,
+        scheduled: &mut HashSet<String>,
+    ) -> Option<Plan> {
         let path = format!("{dir}/resources.yaml");
         let (file, doc) = match read_yaml(self.source, &path) {
             Ok(Some(x)) => x,
@@ -475,11 +517,11 @@ impl Loader<'_> {
                             "list the cluster's manifests in `resources:` (an empty list is fine)",
                         ),
                 );
-                return Vec::new();
+                return None;
             }
             Err(d) => {
                 self.diagnostics.push((*d).in_cluster(Some(cluster)));
-                return Vec::new();
+                return None;
             }
         };
         let bad = |span: Span, message: String, help: Option<&str>| {
@@ -512,7 +554,7 @@ impl Loader<'_> {
                             "`resources` must be a list of file paths".into(),
                             None,
                         ));
-                        return Vec::new();
+                        return None;
                     }
                 }
             }
@@ -523,11 +565,10 @@ impl Loader<'_> {
                     Some("e.g. `resources: [../../vm/base/web.yaml]`"),
                 );
                 self.diagnostics.push(d);
-                return Vec::new();
+                return None;
             }
         };
-        // First every entry is checked, then the files are read and decoded (in parallel), then
-        // the findings are recorded in entry order: the result does not depend on the threads.
+        // Findings are recorded in entry order, after the files are read (see `Step`).
         let mut seen: BTreeMap<String, Span> = BTreeMap::new();
         let mut steps: Vec<Step> = Vec::new();
         let mut reads: Vec<Pending> = Vec::new();
@@ -594,7 +635,9 @@ impl Loader<'_> {
                 ));
                 continue;
             }
-            let load = self.files.get(&target).is_none_or(|f| f.manifest.is_none());
+            // Each file is decoded once, by the first cluster listing it.
+            let load = self.files.get(&target).is_none_or(|f| f.manifest.is_none())
+                && scheduled.insert(target.clone());
             steps.push(Step::Read(reads.len()));
             reads.push(Pending {
                 target,
@@ -603,7 +646,26 @@ impl Loader<'_> {
                 load,
             });
         }
-        let mut fetched = self.fetch_all(&reads);
+        Some(Plan {
+            index,
+            cluster: cluster.to_owned(),
+            file,
+            steps,
+            reads,
+        })
+    }
+
+    /// Records the findings of a composition in entry order, given what reading its files gave
+    /// (`fetched`, in the order of `plan.reads`); returns the paths of the files read, sorted.
+    fn record_composition(&mut self, plan: Plan, fetched: &mut [Option<Fetched>]) -> Vec<String> {
+        let Plan {
+            index,
+            cluster,
+            file,
+            steps,
+            mut reads,
+        } = plan;
+        let cluster = cluster.as_str();
         let mut paths = Vec::new();
         for step in steps {
             let i = match step {
@@ -622,10 +684,20 @@ impl Loader<'_> {
             let span = pending.span;
             match result {
                 Ok(loaded) => {
+                    let (source, registry) = (self.source, self.registry);
                     let listed = self.listed(target);
                     listed.listers.insert(index);
                     if loaded.is_some() {
                         listed.manifest = loaded;
+                    } else if listed.manifest.is_none() {
+                        // The cluster that was to decode it could not read it, this one can.
+                        let again = Pending {
+                            load: true,
+                            ..pending.clone()
+                        };
+                        if let Ok(loaded) = fetch(source, registry, &again) {
+                            listed.manifest = loaded;
+                        }
                     }
                     paths.push(std::mem::take(&mut pending.target));
                 }
@@ -770,7 +842,19 @@ enum Step {
     Read(usize),
 }
 
+/// A composition checked, with its files to read.
+struct Plan {
+    /// The cluster's position among the repository's clusters.
+    index: usize,
+    cluster: String,
+    /// `resources.yaml`, where the findings are labelled.
+    file: Arc<SourceFile>,
+    steps: Vec<Step>,
+    reads: Vec<Pending>,
+}
+
 /// A listed file to read.
+#[derive(Clone)]
 struct Pending {
     target: String,
     /// The composition entry listing it.
@@ -813,7 +897,7 @@ fn fetch(source: &dyn RepoSource, registry: &Registry, pending: &Pending) -> Fet
 impl Loader<'_> {
     /// [`fetch`]es every file, on up to `self.threads` threads; the results are in the order of
     /// `reads` whatever the threads did.
-    fn fetch_all(&self, reads: &[Pending]) -> Vec<Option<Fetched>> {
+    fn fetch_all(&self, reads: &[&Pending]) -> Vec<Option<Fetched>> {
         let threads = self.threads.min(reads.len() / FILES_PER_THREAD);
         let (source, registry) = (self.source, self.registry);
         in_parallel(reads, threads, |p| fetch(source, registry, p))
