@@ -660,3 +660,91 @@ fn diff_against_pve_needs_a_token() {
         "{stderr}"
     );
 }
+
+#[test]
+fn apply_reaches_a_separate_simulator_server_like_a_real_pve() {
+    use std::io::BufRead;
+    let token = "root@pam!ci=separate-process";
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            token,
+            "--offline-downloads",
+            "--cluster",
+            "lab",
+            "--seed-repo",
+        ])
+        .arg(homelab())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Running(child);
+    // Keep the pipe open while the server runs: it must be able to print.
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
+    // The config takes the endpoint without the API path, as for a real PVE.
+    let url = lines[0]
+        .strip_prefix("url: ")
+        .and_then(|u| u.strip_suffix("/api2/json"))
+        .unwrap()
+        .to_owned();
+    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+    // The lab cluster of the example, pointed at the server and pinned to its certificate.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&homelab(), dir.path());
+    write(
+        dir.path(),
+        "clusters/lab/config.yaml",
+        &format!(
+            "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {fingerprint}\n      nodes: [pve1]\n"
+        ),
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = proxops();
+        cmd.env("PROXOPS_PVE_TOKEN_LAB", token)
+            .args(args)
+            .args(["--cluster", "lab", "--repo"])
+            .arg(dir.path());
+        cmd
+    };
+    let out = run(&["apply", "--yes"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("cluster lab: 5 succeeded, 0 failed"),
+        "{stdout}"
+    );
+    run(&["diff", "--detailed-exitcode"]).assert().code(0);
+    // A wrong pin is refused before anything is sent.
+    write(
+        dir.path(),
+        "clusters/lab/config.yaml",
+        &format!(
+            "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {}\n      nodes: [pve1]\n",
+            fingerprint.replace(|c: char| c.is_ascii_hexdigit(), "0")
+        ),
+    );
+    let out = run(&["diff"]).assert().code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("fingerprint") || stderr.contains("certificate"),
+        "{stderr}"
+    );
+}
+
+/// Copies a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

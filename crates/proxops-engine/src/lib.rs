@@ -17,6 +17,33 @@
 //!   dependants of a failure; [`execute::CycleReport`] says what happened.
 //! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
 //!   cluster's PVE, or starts a simulator seeded from the cluster.
+//!
+//! Embedding: load a repository, build a cluster's graph, plan it against a simulator.
+//!
+//! ```
+//! use proxops_engine::backend::{Backend, connect};
+//! use proxops_engine::planner::{PlanOptions, plan_cluster};
+//! use proxops_graph::Graph;
+//! use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/homelab");
+//! let registry = Registry::builtin();
+//! let repo = load_repository(&FsSource::new(dir)?, &registry, &LoadOptions::default())?;
+//! let lab = repo.cluster("lab").ok_or("no cluster `lab`")?;
+//! let graph = Graph::build(&registry, &lab.resources)?;
+//! let plan = tokio::runtime::Runtime::new()?.block_on(async {
+//!     let backend = Backend::Sim { state_file: None, task_time: std::time::Duration::from_millis(10) };
+//!     let connection = connect(&registry, lab, &backend).await?;
+//!     let plan = plan_cluster(&connection.client, "lab", &graph, &PlanOptions::default()).await?;
+//!     Ok::<_, Box<dyn std::error::Error>>(plan)
+//! })?;
+//! println!("{}", serde_json::to_string_pretty(&plan)?);
+//! // An empty simulator: three downloads and two creates.
+//! assert_eq!(plan.actions.len(), 5);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod backend;
 pub mod cycle;

@@ -175,6 +175,8 @@ pub struct FaultConfig {
     pub latency: Option<(Duration, Duration)>,
     /// Probability that a task ends with an error.
     pub task_failure_rate: f64,
+    /// Tasks that always fail, as `TYPE` or `TYPE:ID` (`download:debian.iso`, `qmclone:101`).
+    pub failing_tasks: Vec<String>,
     /// Probability that a guest mutation meets a lock (`VM is locked (backup)` or a file-lock timeout).
     pub lock_contention_rate: f64,
     /// Probability that the connection is closed without a response.
@@ -189,6 +191,7 @@ impl FaultConfig {
         self.error_rate.values().any(|r| *r > 0.0)
             || self.latency.is_some()
             || self.task_failure_rate > 0.0
+            || !self.failing_tasks.is_empty()
             || self.lock_contention_rate > 0.0
             || self.reset_rate > 0.0
             || self.proxy_error_rate > 0.0

@@ -113,8 +113,15 @@ pub(crate) fn lock_contention(
 }
 
 /// Whether the next task of a type fails (counted per task type for reproducibility).
-pub(crate) fn task_fails(shared: &Shared, kind: &str) -> bool {
+pub(crate) fn task_fails(shared: &Shared, kind: &str, id: &str) -> bool {
     let f = &lock(&shared.faults).clone();
+    let named = f
+        .failing_tasks
+        .iter()
+        .any(|t| t == kind || *t == format!("{kind}:{id}"));
+    if named {
+        return true;
+    }
     if f.task_failure_rate <= 0.0 {
         return false;
     }

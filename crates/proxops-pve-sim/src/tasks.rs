@@ -106,7 +106,7 @@ pub(crate) fn spawn(
         endtime: None,
         log: Vec::new(),
     });
-    let fail = faults::task_fails(shared, kind);
+    let fail = faults::task_fails(shared, kind, id);
     let duration = lock(&shared.durations).of(kind);
     let shared2 = shared.clone();
     let upid2 = text.clone();

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with an `Args` struct and one `run` function.
 
 pub mod apply;
+pub mod converge;
 pub mod demo;
 pub mod diff;
 pub mod graph;
@@ -27,6 +28,8 @@ pub enum Command {
     Diff(diff::Args),
     /// Make each cluster match the repository.
     Apply(apply::Args),
+    /// Apply cycles until nothing is left to do.
+    Converge(converge::Args),
     /// Plan and apply the example repository on embedded simulators (no PVE needed).
     Demo(demo::Args),
 }
@@ -41,6 +44,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Diff(args) => diff::run(&args),
         Command::Apply(args) => apply::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Converge(args) => converge::run(&args),
     }
 }
 

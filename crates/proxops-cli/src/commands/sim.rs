@@ -42,6 +42,10 @@ pub struct Args {
     /// Seed nodes and storages from this repository's cluster config and manifests.
     #[arg(long, value_name = "DIR")]
     pub seed_repo: Option<PathBuf>,
+    /// download-url makes up the files instead of fetching the URLs (for machines without a
+    /// network; checksums are then not checked).
+    #[arg(long)]
+    pub offline_downloads: bool,
     /// The cluster to seed from (needed when the repository has several).
     #[arg(long, value_name = "C", requires = "seed_repo")]
     pub cluster: Option<String>,
@@ -51,6 +55,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let mut config = SimConfig {
         listen: args.listen,
+        offline_downloads: args.offline_downloads,
         ..SimConfig::default()
     };
     if let Some(dir) = &args.seed_repo {

@@ -1,0 +1,99 @@
+//! `proxops converge`.
+
+use super::repo_dir;
+use crate::error::CliError;
+use crate::render;
+use crate::session::{BackendArgs, load, runtime};
+use proxops_engine::cycle::{plan_options, reconcile};
+use proxops_engine::execute::ExecOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Apply cycles until one plans nothing (or `--max-cycles` is reached), without asking.
+///
+/// Exit status: 0 when every cluster converged, 1 when one did not (or is invalid), 2 for usage
+/// or I/O problems.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Only this cluster (repeatable).
+    #[arg(long = "cluster", value_name = "C")]
+    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Most cycles per cluster.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_cycles: usize,
+}
+
+/// Runs `proxops converge`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let dir = repo_dir(args.repo.as_deref())?;
+    let loaded = load(&dir, &args.clusters)?;
+    let budget = loaded
+        .repo
+        .config
+        .as_ref()
+        .and_then(|c| c.reconcile.as_ref())
+        .and_then(|r| r.prune_budget);
+    let mut failed = loaded.any_invalid();
+    runtime()?.block_on(async {
+        for (cluster, graph) in loaded.clusters() {
+            let conn = match args.backend.connect(&loaded, cluster).await {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    failed = true;
+                    continue;
+                }
+            };
+            let options = plan_options(cluster, budget);
+            let mut converged = false;
+            for cycle in 1..=args.max_cycles.max(1) {
+                match reconcile(
+                    &conn.client,
+                    &cluster.name,
+                    graph,
+                    &options,
+                    &ExecOptions::default(),
+                    false,
+                )
+                .await
+                {
+                    Ok(c) => {
+                        println!("-- cycle {cycle}");
+                        print!("{}", render::plan(&c.plan));
+                        if let Some(report) = &c.report {
+                            println!("{}", render::summary(report));
+                        }
+                        if c.plan.is_empty() {
+                            converged = true;
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("error: cluster {}: {e}", cluster.name);
+                        break;
+                    }
+                }
+            }
+            if !converged {
+                eprintln!(
+                    "cluster {} did not converge in {} cycles",
+                    cluster.name, args.max_cycles
+                );
+                failed = true;
+            }
+            if let Some(sim) = conn.sim {
+                let _ = sim.shutdown().await;
+            }
+        }
+    });
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,424 @@
+//! The engine end to end against the simulator (issue 6's acceptance): repositories go from
+//! empty to converged, drift is restored, disks grow but never shrink, removed manifests are
+//! pruned dependants first, failures defer only what depends on them, and retryable faults do
+//! not stop convergence.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proxops_e2e::{copy_tree, example, shared};
+use proxops_engine::backend::{Backend, Connection, connect};
+use proxops_engine::cycle::{converge, plan_options, reconcile};
+use proxops_engine::execute::{ExecOptions, Outcome};
+use proxops_engine::plan::Verb;
+use proxops_graph::{Graph, check_repository};
+use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
+use proxops_pve_sim::{EndpointClass, FaultConfig};
+use std::path::Path;
+use std::time::Duration;
+
+struct Loaded {
+    repo: Repository,
+    graphs: Vec<(String, Graph)>,
+}
+
+impl Loaded {
+    fn cluster(&self, name: &str) -> (&Cluster, &Graph) {
+        let g = &self.graphs.iter().find(|(n, _)| n == name).unwrap().1;
+        (self.repo.cluster(name).unwrap(), g)
+    }
+}
+
+fn load(dir: &Path) -> Loaded {
+    let registry = Registry::builtin();
+    let mut repo = load_repository(
+        &FsSource::new(dir).unwrap(),
+        &registry,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let graphs = check_repository(&registry, &mut repo)
+        .into_iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.graph
+                    .unwrap_or_else(|| panic!("cluster {} is invalid", c.name)),
+            )
+        })
+        .collect();
+    Loaded { repo, graphs }
+}
+
+async fn simulator(cluster: &Cluster) -> Connection {
+    let backend = Backend::Sim {
+        state_file: None,
+        task_time: Duration::from_millis(10),
+    };
+    connect(&Registry::builtin(), cluster, &backend)
+        .await
+        .unwrap()
+}
+
+/// Section 3 of EXPECTATIONS.md: the first apply of the example cluster.
+const EXAMPLE_ORDER: &[&str] = &[
+    "DiskImage/debian-13-cloud@pve01",
+    "CTTemplate/golden-base@pve01",
+    "ISO/talos-1-8-0@pve01",
+    "VM/talos-worker-01@pve01",
+    "VM/gpu-passthrough-01@pve01",
+    "TemplateVM/almalinux-tpl@pve01",
+    "ISO/talos-1-8-0@pve02",
+    "VM/app-vm@pve01",
+    "VM/cloudinit-vm@pve01",
+    "VM/sops-cloudinit-01@pve01",
+    "VM/clone-vm@pve01",
+    "TemplateCT/debian-tpl@pve01",
+    "LXC/cache-01@pve01",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_examples_converge_from_empty_and_then_plan_nothing() {
+    let mut repos = vec![(load(&example("homelab")), vec!["home", "lab"])];
+    if let Some(dir) = shared("compat/examples") {
+        repos.push((load(&dir), vec!["example"]));
+    }
+    for (loaded, names) in &repos {
+        for name in names {
+            let (cluster, graph) = loaded.cluster(name);
+            let conn = simulator(cluster).await;
+            let cycles = converge(
+                &conn.client,
+                name,
+                graph,
+                &plan_options(cluster, None),
+                &ExecOptions::default(),
+                5,
+            )
+            .await
+            .unwrap();
+            let first = &cycles[0];
+            let report = first.report.as_ref().unwrap();
+            assert!(report.all_succeeded(), "{name}: {report:#?}");
+            assert_eq!(
+                cycles.len(),
+                2,
+                "{name}: {:#?}",
+                cycles.last().unwrap().plan
+            );
+            assert!(cycles[1].plan.is_empty());
+            if *name == "example" {
+                let order: Vec<String> = first
+                    .plan
+                    .actions
+                    .iter()
+                    .map(|a| format!("{}/{}@{}", a.kind, a.name, a.node))
+                    .collect();
+                assert_eq!(order, EXAMPLE_ORDER);
+                // clone-vm is started with the rest (the reference implementation waited a cycle).
+                let state = conn.sim.as_ref().unwrap().state();
+                assert_eq!(state.guests[&901].status, "running");
+            }
+            conn.sim.unwrap().shutdown().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_in_pve_is_restored_by_one_update() {
+    let loaded = load(&example("homelab"));
+    let (cluster, graph) = loaded.cluster("home");
+    let conn = simulator(cluster).await;
+    let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
+    converge(&conn.client, "home", graph, &plan, &exec, 3)
+        .await
+        .unwrap();
+    let sim = conn.sim.as_ref().unwrap();
+    let before = sim.state().guests[&130].config.clone();
+    sim.with_state(|st| {
+        let c = &mut st.guests.get_mut(&130).unwrap().config;
+        c.insert("memory".into(), "9999".into());
+        c.insert("cores".into(), "7".into());
+        let tags = c["tags"].replace("admin;", "");
+        c.insert("tags".into(), tags);
+        let nic = c["net0"].replace("bridge=vmbr0", "bridge=vmbr9");
+        c.insert("net0".into(), nic);
+    });
+    let cycle = reconcile(&conn.client, "home", graph, &plan, &exec, false)
+        .await
+        .unwrap();
+    assert_eq!(cycle.plan.actions.len(), 1, "{:#?}", cycle.plan);
+    let update = &cycle.plan.actions[0];
+    assert_eq!(
+        (update.verb, update.name.as_str()),
+        (Verb::Update, "jumpbox")
+    );
+    let keys: Vec<&str> = update.changes.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys, ["cores", "memory", "net0", "tags"]);
+    assert!(
+        update.restart,
+        "memory and cores need a restart of the running VM"
+    );
+    assert!(cycle.report.unwrap().all_succeeded());
+    let after = sim.state().guests[&130].config.clone();
+    for key in ["memory", "cores", "net0", "tags"] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
+    let again = reconcile(&conn.client, "home", graph, &plan, &exec, true)
+        .await
+        .unwrap();
+    assert!(again.plan.is_empty(), "{:#?}", again.plan);
+    conn.sim.unwrap().shutdown().await.unwrap();
+}
+
+fn edit(dir: &Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} has no {from:?}");
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_grown_in_the_manifest_is_resized_and_a_shrink_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&example("homelab"), dir.path()).unwrap();
+    let loaded = load(dir.path());
+    let (cluster, graph) = loaded.cluster("home");
+    let conn = simulator(cluster).await;
+    let exec = ExecOptions::default();
+    converge(
+        &conn.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &exec,
+        3,
+    )
+    .await
+    .unwrap();
+    edit(
+        dir.path(),
+        "vm/home/jumpbox.yaml",
+        "size: 32GiB",
+        "size: 40GiB",
+    );
+    let grown = load(dir.path());
+    let (cluster, graph) = grown.cluster("home");
+    let cycle = reconcile(
+        &conn.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &exec,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(cycle.plan.actions.len(), 1, "{:#?}", cycle.plan);
+    let resize = &cycle.plan.actions[0].resizes;
+    assert_eq!((resize[0].disk.as_str(), resize[0].to), ("scsi0", 40 << 30));
+    assert!(cycle.report.unwrap().all_succeeded());
+    let sim = conn.sim.as_ref().unwrap();
+    assert!(sim.state().guests[&130].config["scsi0"].contains("size=40G"));
+    edit(
+        dir.path(),
+        "vm/home/jumpbox.yaml",
+        "size: 40GiB",
+        "size: 20GiB",
+    );
+    let shrunk = load(dir.path());
+    let (cluster, graph) = shrunk.cluster("home");
+    let plan = reconcile(
+        &conn.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &exec,
+        false,
+    )
+    .await
+    .unwrap()
+    .plan;
+    assert!(plan.actions.is_empty(), "{plan:#?}");
+    assert_eq!(plan.anomalies.len(), 1);
+    assert!(plan.anomalies[0].message.contains("never shrunk"));
+    assert!(sim.state().guests[&130].config["scsi0"].contains("size=40G"));
+    conn.sim.unwrap().shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_manifests_are_pruned_dependants_first_and_untagged_guests_never() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&example("homelab"), dir.path()).unwrap();
+    let loaded = load(dir.path());
+    let (cluster, graph) = loaded.cluster("home");
+    let conn = simulator(cluster).await;
+    let exec = ExecOptions::default();
+    converge(
+        &conn.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &exec,
+        3,
+    )
+    .await
+    .unwrap();
+    let sim = conn.sim.as_ref().unwrap();
+    // A guest made by hand, untagged.
+    sim.with_state(|st| {
+        let mut g = st.guests[&130].clone();
+        g.vmid = 555;
+        g.config.insert("tags".into(), "mine".into());
+        st.guests.insert(555, g);
+    });
+    // The template and both VMs cloned from it leave the composition.
+    let compose = dir.path().join("clusters/home/resources.yaml");
+    let text: String = std::fs::read_to_string(&compose)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("k3s-") && !l.contains("debian-13-cloud-tpl"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&compose, text).unwrap();
+    let smaller = load(dir.path());
+    let (cluster, graph) = smaller.cluster("home");
+    let cycle = reconcile(
+        &conn.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &exec,
+        false,
+    )
+    .await
+    .unwrap();
+    let deletes: Vec<String> = cycle
+        .plan
+        .actions
+        .iter()
+        .map(|a| format!("{:?} {}/{}", a.verb, a.kind, a.name))
+        .collect();
+    assert_eq!(
+        deletes,
+        [
+            "Delete VM/k3s-agent-01",
+            "Delete VM/k3s-server-01",
+            "Delete TemplateVM/debian-13-cloud-tpl"
+        ]
+    );
+    assert!(cycle.report.unwrap().all_succeeded());
+    let left: Vec<u32> = sim.state().guests.keys().copied().collect();
+    assert_eq!(left, [120, 130, 140, 200, 555, 9001]);
+    conn.sim.unwrap().shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_iso_download_defers_only_the_vm_that_needs_it() {
+    let loaded = load(&example("homelab"));
+    let (cluster, graph) = loaded.cluster("home");
+    let conn = simulator(cluster).await;
+    let sim = conn.sim.as_ref().unwrap();
+    sim.set_faults(FaultConfig {
+        failing_tasks: vec!["download:debian-13.2.0-amd64-netinst.iso".into()],
+        ..FaultConfig::default()
+    });
+    let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
+    let cycle = reconcile(&conn.client, "home", graph, &plan, &exec, false)
+        .await
+        .unwrap();
+    let report = cycle.report.unwrap();
+    let failed: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Failed { .. }))
+        .map(|r| r.subject.as_str())
+        .collect();
+    let deferred: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Deferred { .. }))
+        .map(|r| r.subject.as_str())
+        .collect();
+    assert_eq!(failed, ["ISO/debian-13-netinst"]);
+    assert_eq!(deferred, ["VM/jumpbox"]);
+    assert_eq!(
+        report.count(|o| *o == Outcome::Succeeded),
+        report.results.len() - 2
+    );
+    sim.set_faults(FaultConfig::default());
+    let cycles = converge(&conn.client, "home", graph, &plan, &exec, 3)
+        .await
+        .unwrap();
+    let verbs: Vec<String> = cycles[0]
+        .plan
+        .actions
+        .iter()
+        .map(|a| format!("{:?} {}", a.verb, a.name))
+        .collect();
+    assert_eq!(verbs, ["Download debian-13-netinst", "Create jumpbox"]);
+    assert_eq!(cycles.len(), 2);
+    conn.sim.unwrap().shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retryable_faults_and_lock_contention_still_converge_within_three_cycles() {
+    let loaded = load(&example("homelab"));
+    let (cluster, graph) = loaded.cluster("home");
+    let conn = simulator(cluster).await;
+    let sim = conn.sim.as_ref().unwrap();
+    sim.set_faults(FaultConfig {
+        seed: 2026,
+        error_rate: [
+            (EndpointClass::Read, 0.1),
+            (EndpointClass::Write, 0.1),
+            (EndpointClass::Task, 0.1),
+        ]
+        .into(),
+        lock_contention_rate: 0.1,
+        ..FaultConfig::default()
+    });
+    let cycles = converge(
+        &conn.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &ExecOptions::default(),
+        3,
+    )
+    .await
+    .unwrap();
+    assert!(
+        cycles.last().unwrap().plan.is_empty(),
+        "not converged in 3 cycles: {:#?}",
+        cycles.last().unwrap().plan
+    );
+    sim.set_faults(FaultConfig::default());
+    // Exactly the declared guests, once each; nothing deleted.
+    let vmids: Vec<u32> = sim.state().guests.keys().copied().collect();
+    assert_eq!(vmids, [110, 111, 120, 130, 140, 200, 9000, 9001]);
+    assert!(
+        cycles
+            .iter()
+            .all(|c| c.plan.actions.iter().all(|a| a.verb != Verb::Delete))
+    );
+    // The faults happened: the same convergence without them takes fewer requests.
+    let with_faults = sim.total_requests();
+    conn.sim.unwrap().shutdown().await.unwrap();
+    let calm = simulator(cluster).await;
+    converge(
+        &calm.client,
+        "home",
+        graph,
+        &plan_options(cluster, None),
+        &ExecOptions::default(),
+        3,
+    )
+    .await
+    .unwrap();
+    let without = calm.sim.as_ref().unwrap().total_requests();
+    assert!(
+        with_faults > without,
+        "{with_faults} requests with faults, {without} without"
+    );
+    calm.sim.unwrap().shutdown().await.unwrap();
+}
