@@ -114,6 +114,17 @@ pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
     )
 }
 
+/// One line as an action starts.
+pub fn started_line(cluster: &str, a: &Action) -> String {
+    format!(
+        "[{cluster}] #{} {} {} on {}: running",
+        a.id,
+        verb(a.verb),
+        subject(a),
+        a.node
+    )
+}
+
 /// The totals of a cycle.
 pub fn summary(report: &CycleReport) -> String {
     let count = |f: fn(&Outcome) -> bool| report.count(f);

@@ -90,14 +90,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 println!("cluster {}: not applied", cluster.name);
                 continue;
             }
-            let name = cluster.name.clone();
             let options = ExecOptions {
                 stop: Some(stop_rx.clone()),
-                progress: Some(Arc::new(move |p: Progress<'_>| {
-                    if let Progress::Ended(a, r) = p {
-                        eprintln!("{}", render::result_line(&name, a, r));
-                    }
-                })),
+                progress: Some(progress(&cluster.name)),
                 ..ExecOptions::default()
             };
             let report = execute(&conn.client, &plan, &options).await;
@@ -134,4 +129,37 @@ fn confirm(cluster: &str, actions: usize) -> Result<bool, CliError> {
         .read_line(&mut answer)
         .map_err(|e| CliError::Io(e.to_string()))?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// Progress on stderr: a spinner per running action on a terminal, a line per ended action
+/// otherwise.
+fn progress(cluster: &str) -> proxops_engine::execute::ProgressFn {
+    let cluster = cluster.to_owned();
+    if !std::io::stderr().is_terminal() {
+        return Arc::new(move |p: Progress<'_>| {
+            if let Progress::Ended(a, r) = p {
+                eprintln!("{}", render::result_line(&cluster, a, r));
+            }
+        });
+    }
+    let bars = indicatif::MultiProgress::new();
+    let running: std::sync::Mutex<std::collections::HashMap<usize, indicatif::ProgressBar>> =
+        std::sync::Mutex::new(std::collections::HashMap::new());
+    Arc::new(move |p: Progress<'_>| match p {
+        Progress::Started(a) => {
+            let bar = bars.add(indicatif::ProgressBar::new_spinner());
+            bar.set_message(render::started_line(&cluster, a));
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            if let Ok(mut map) = running.lock() {
+                map.insert(a.id, bar);
+            }
+        }
+        Progress::Ended(a, r) => {
+            let bar = running.lock().ok().and_then(|mut map| map.remove(&a.id));
+            match bar {
+                Some(bar) => bar.finish_with_message(render::result_line(&cluster, a, r)),
+                None => eprintln!("{}", render::result_line(&cluster, a, r)),
+            }
+        }
+    })
 }
