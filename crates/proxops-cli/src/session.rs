@@ -32,6 +32,7 @@ pub enum BackendKind {
 
 /// The repository's valid clusters with their graphs; the errors of the others are printed.
 pub struct Loaded {
+    pub dir: PathBuf,
     pub registry: Registry,
     pub repo: Repository,
     pub graphs: Vec<(String, Graph)>,
@@ -73,6 +74,7 @@ pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
         let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
     }
     Ok(Loaded {
+        dir: dir.to_path_buf(),
         registry,
         repo,
         graphs,
@@ -81,9 +83,11 @@ pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
 
 impl BackendArgs {
     /// The engine's backend for one of `count` clusters.
-    pub fn backend(&self, cluster: &str, count: usize) -> Backend {
+    pub fn backend(&self, repo: &Path, cluster: &str, count: usize) -> Backend {
         match self.backend {
-            BackendKind::Pve => Backend::Pve,
+            BackendKind::Pve => Backend::Pve {
+                repo: Some(repo.to_path_buf()),
+            },
             BackendKind::Sim => Backend::Sim {
                 state_file: self
                     .sim_state
@@ -100,7 +104,7 @@ impl BackendArgs {
         loaded: &Loaded,
         cluster: &Cluster,
     ) -> Result<Connection, CliError> {
-        let backend = self.backend(&cluster.name, loaded.graphs.len());
+        let backend = self.backend(&loaded.dir, &cluster.name, loaded.graphs.len());
         connect(&loaded.registry, cluster, &backend)
             .await
             .map_err(|e| CliError::Io(e.to_string()))

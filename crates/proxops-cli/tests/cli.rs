@@ -646,7 +646,7 @@ fn apply_then_diff_on_a_persistent_simulator_shows_drift() {
 }
 
 #[test]
-fn diff_against_pve_needs_a_token() {
+fn diff_against_pve_needs_credentials() {
     let out = proxops()
         .env_remove("PROXOPS_PVE_TOKEN")
         .env_remove("PROXOPS_PVE_TOKEN_LAB")
@@ -655,8 +655,9 @@ fn diff_against_pve_needs_a_token() {
         .assert()
         .code(1);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    // The example's lab cluster names a secrets file, which the example does not ship.
     assert!(
-        stderr.contains("set PROXOPS_PVE_TOKEN_LAB or PROXOPS_PVE_TOKEN"),
+        stderr.contains("clusters/lab/secrets.sops.yaml"),
         "{stderr}"
     );
 }
@@ -747,4 +748,144 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A tool the test setup installs (`scripts/pyenv` for sops, Debian's age); `None` with a message
+/// when absent, a failure under `CI=true`.
+fn tool(path: PathBuf) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{} is missing (scripts/pyenv and .ci/run install it)",
+        path.display()
+    );
+    eprintln!("skipping: {} is absent", path.display());
+    None
+}
+
+#[test]
+fn apply_takes_credentials_from_the_clusters_sops_file() {
+    use std::io::BufRead;
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(sops) = tool(
+        std::env::var_os("PROXOPS_SOPS")
+            .map_or_else(|| workspace.join("target/pyenv/bin/sops"), PathBuf::from),
+    ) else {
+        return;
+    };
+    let Some(age_keygen) = tool(PathBuf::from("/usr/bin/age-keygen")) else {
+        return;
+    };
+    let secret = "sops-held-token-4b1d";
+    let token = format!("root@pam!ci={secret}");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            &token,
+            "--offline-downloads",
+        ])
+        .args(["--cluster", "lab", "--seed-repo"])
+        .arg(homelab())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Running(child);
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
+    let url = lines[0]
+        .strip_prefix("url: ")
+        .and_then(|u| u.strip_suffix("/api2/json"))
+        .unwrap()
+        .to_owned();
+    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    copy_tree(&homelab(), &repo);
+    write(
+        &repo,
+        "clusters/lab/config.yaml",
+        &format!(
+            "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {fingerprint}\n      nodes: [pve1]\n      secrets-file: secrets.sops.yaml\n      secrets:\n        pve:\n          user: pve-user\n          token-id: pve-token-id\n          token: pve-token\n"
+        ),
+    );
+    // The real sops encrypts the secrets for a fresh age key.
+    let key = dir.path().join("key.txt");
+    let made = std::process::Command::new(&age_keygen)
+        .arg("-o")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let recipient = std::fs::read_to_string(&key)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: ").map(str::to_owned))
+        .unwrap();
+    let plain = dir.path().join("plain.yaml");
+    std::fs::write(
+        &plain,
+        format!("secrets:\n  pve-user: root@pam\n  pve-token-id: ci\n  pve-token: {secret}\n"),
+    )
+    .unwrap();
+    let encrypted = std::process::Command::new(&sops)
+        .args([
+            "encrypt",
+            "--age",
+            &recipient,
+            "--input-type",
+            "yaml",
+            "--output-type",
+            "yaml",
+        ])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(
+        encrypted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&encrypted.stderr)
+    );
+    std::fs::write(
+        repo.join("clusters/lab/secrets.sops.yaml"),
+        &encrypted.stdout,
+    )
+    .unwrap();
+
+    let out = proxops()
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .env_remove("PROXOPS_PVE_TOKEN_LAB")
+        .env_remove("SOPS_AGE_KEY")
+        .env("SOPS_AGE_KEY_FILE", &key)
+        .args(["apply", "--yes", "--cluster", "lab", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stdout.contains("cluster lab: 5 succeeded"),
+        "{stdout}{stderr}"
+    );
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+    // Without the key, the error says what is missing and never shows the secret.
+    let out = proxops()
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .env_remove("PROXOPS_PVE_TOKEN_LAB")
+        .env_remove("SOPS_AGE_KEY")
+        .env("SOPS_AGE_KEY_FILE", dir.path().join("absent.txt"))
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["diff", "--cluster", "lab", "--repo"])
+        .arg(&repo)
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("cluster `lab`"), "{stderr}");
+    assert!(!stderr.contains(secret));
 }

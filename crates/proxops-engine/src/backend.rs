@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The environment variable holding a cluster's API token (`USER@REALM!ID=SECRET`) until SOPS
-/// secrets are read in-process: `PROXOPS_PVE_TOKEN_<CLUSTER>` (upper case, `-` as `_`), else
-/// `PROXOPS_PVE_TOKEN`.
+/// The environment variables that may hold a cluster's API token (`USER@REALM!ID=SECRET`),
+/// which wins over the cluster's SOPS secrets: `PROXOPS_PVE_TOKEN_<CLUSTER>` (upper case, `-` as
+/// `_`), then `PROXOPS_PVE_TOKEN`.
 pub fn token_variables(cluster: &str) -> [String; 2] {
     [
         format!(
@@ -25,8 +25,13 @@ pub fn token_variables(cluster: &str) -> [String; 2] {
 /// Which PVE to talk to.
 #[derive(Debug, Clone)]
 pub enum Backend {
-    /// The cluster's `base-url`, with its TLS settings and a token from the environment.
-    Pve,
+    /// The cluster's `base-url`, with its TLS settings, and credentials from the environment or
+    /// from the cluster's SOPS secrets file.
+    Pve {
+        /// The repository's directory, where `clusters/<c>/<secrets-file>` is read (`None`: the
+        /// environment only).
+        repo: Option<PathBuf>,
+    },
     /// A simulator started in this process for each cluster.
     Sim {
         /// Where each cluster's simulated state is kept between runs (`None`: in memory only).
@@ -42,8 +47,8 @@ pub enum ConnectError {
     /// The cluster config is missing or unusable.
     #[error("cluster `{0}` has no usable `pve.clusters` entry")]
     NoConfig(String),
-    /// No token in the environment.
-    #[error("no API token for cluster `{cluster}`: set {} or {}", vars[0], vars[1])]
+    /// No credentials in the environment or the secrets file.
+    #[error("no API credentials for cluster `{cluster}`: set {} or {}, or give the cluster a `secrets-file` and a `secrets.pve` mapping", vars[0], vars[1])]
     NoToken {
         /// The cluster.
         cluster: String,
@@ -53,6 +58,9 @@ pub enum ConnectError {
     /// The client could not be built (bad token form, CA file, fingerprint).
     #[error("cannot connect to cluster `{0}`: {1}")]
     Client(String, #[source] PveError),
+    /// The secrets file could not be decrypted or lacks a mapped key.
+    #[error("cluster `{0}`: {1}")]
+    Secrets(String, #[source] proxops_secrets::Error),
     /// The simulator did not start.
     #[error("cannot start the simulator for cluster `{0}`: {1}")]
     Sim(String, #[source] SimError),
@@ -109,21 +117,12 @@ pub async fn connect(
                 warnings: Vec::new(),
             })
         }
-        Backend::Pve => {
+        Backend::Pve { repo } => {
             let entry = cluster
                 .entry
                 .as_ref()
                 .ok_or_else(|| ConnectError::NoConfig(cluster.name.clone()))?;
-            let vars = token_variables(&cluster.name);
-            let token = vars
-                .iter()
-                .find_map(|v| std::env::var(v).ok())
-                .ok_or_else(|| ConnectError::NoToken {
-                    cluster: cluster.name.clone(),
-                    vars: vars.clone(),
-                })?;
-            let credentials = Credentials::parse_token(&token)
-                .map_err(|e| ConnectError::Client(cluster.name.clone(), e))?;
+            let credentials = credentials(cluster, repo.as_deref())?;
             let mut warnings = Vec::new();
             let tls = if let Some(fp) = &entry.fingerprint {
                 TlsVerification::Fingerprint(
@@ -219,5 +218,58 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
             })
             .collect(),
         ..State::default()
+    }
+}
+
+/// A cluster's credentials: a token from the environment, else the cluster's SOPS secrets file
+/// decrypted in-process through its `secrets.pve` mapping (token, or user and password).
+fn credentials(
+    cluster: &Cluster,
+    repo: Option<&std::path::Path>,
+) -> Result<Credentials, ConnectError> {
+    let name = &cluster.name;
+    let vars = token_variables(name);
+    if let Some(token) = vars.iter().find_map(|v| std::env::var(v).ok()) {
+        return Credentials::parse_token(&token).map_err(|e| ConnectError::Client(name.clone(), e));
+    }
+    let none = || ConnectError::NoToken {
+        cluster: name.clone(),
+        vars: vars.clone(),
+    };
+    let entry = cluster.entry.as_ref().ok_or_else(none)?;
+    let (Some(repo), Some(file), Some(mapping)) = (
+        repo,
+        entry.secrets_file.as_deref(),
+        entry.secrets.as_ref().and_then(|s| s.pve.as_ref()),
+    ) else {
+        return Err(none());
+    };
+    // The path is relative to the cluster's config file.
+    let path = repo.join("clusters").join(name).join(file);
+    let document =
+        proxops_secrets::decrypt_file(&path, &proxops_secrets::IdentitySource::from_env())
+            .map_err(|e| ConnectError::Secrets(name.clone(), e))?;
+    let keys = proxops_secrets::SecretKeys {
+        pve_user: mapping.user.clone(),
+        pve_token_id: mapping.token_id.clone(),
+        pve_token: mapping.token.clone(),
+        pve_password: mapping.password.clone(),
+        git_token: None,
+    };
+    let found = document
+        .credentials(&keys)
+        .map_err(|e| ConnectError::Secrets(name.clone(), e))?;
+    let user = found
+        .pve_user
+        .as_ref()
+        .map(|u| u.expose().to_owned())
+        .unwrap_or_else(|| "root@pam".into());
+    match (&found.pve_token_id, &found.pve_token, &found.pve_password) {
+        (Some(id), Some(token), _) => Ok(Credentials::token(
+            format!("{user}!{}", id.expose()),
+            token.expose().to_owned(),
+        )),
+        (_, _, Some(password)) => Ok(Credentials::password(user, password.expose().to_owned())),
+        _ => Err(none()),
     }
 }
