@@ -128,8 +128,9 @@ fn read_yaml(
 
 /// Loads and validates the repository behind `source`.
 ///
-/// The manifests of each composition are read and decoded on as many threads as the machine
-/// has cores ([`std::thread::available_parallelism`]); see [`load_repository_with_threads`].
+/// The listed manifests are read and decoded, and the clusters validated, on as many threads as
+/// the machine has cores ([`std::thread::available_parallelism`]); see
+/// [`load_repository_with_threads`].
 pub fn load_repository(
     source: &dyn RepoSource,
     registry: &Registry,
@@ -139,9 +140,9 @@ pub fn load_repository(
     load_repository_with_threads(source, registry, options, threads)
 }
 
-/// [`load_repository`] reading and decoding manifests on at most `threads` threads (`1`: on the
-/// calling thread only). The result is the same for any number of threads: findings are recorded
-/// in the order of the compositions, never in the order the threads finish.
+/// [`load_repository`] on at most `threads` threads (`1`: on the calling thread only). The result
+/// is the same for any number of threads: findings are recorded in the order of the clusters and
+/// their compositions, never in the order the threads finish.
 pub fn load_repository_with_threads(
     source: &dyn RepoSource,
     registry: &Registry,
