@@ -1,8 +1,10 @@
 //! The executor: runs a plan's actions in dependency order, independent ones in parallel.
 //!
 //! Concurrency is bounded overall and, through the client's mutation permits, per node and per
-//! guest. A failed action defers every action that depends on it (reported; planned again next
-//! cycle). A stop request lets running actions finish and starts no new one.
+//! guest. An action starts only when its node has a free mutation slot and its guest none in
+//! flight, so no overall slot is spent waiting for a permit while another node is idle. A failed
+//! action defers every action that depends on it (reported; planned again next cycle). A stop
+//! request lets running actions finish and starts no new one.
 
 use crate::desired::DesiredGuest;
 use crate::diff::{Change, Resize, diff};
@@ -13,6 +15,7 @@ use proxops_pve::{
     PveError, Upid, WaitOptions,
 };
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -131,9 +134,17 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
     let mut states = vec![State::Pending; n];
     let mut results: Vec<Option<ActionResult>> = vec![None; n];
     let mut running = JoinSet::new();
+    // The action each spawned task runs, and what it holds of the client's mutation limits: a
+    // slot on its node and the lock of its guest (the key `run` takes the permit with).
+    let mut spawned: HashMap<tokio::task::Id, usize> = HashMap::new();
+    let per_node = client.limits().per_node();
+    let mut node_busy: HashMap<&str, usize> = HashMap::new();
+    let mut guest_busy: HashSet<u32> = HashSet::new();
+    let guest_key = |a: &Action| a.vmid.unwrap_or(0);
     let stopped = |o: &ExecOptions| o.stop.as_ref().is_some_and(|s| *s.borrow());
     loop {
-        // Settle what can be settled, start what can start.
+        // Settle what can be settled, collect what is ready to start.
+        let mut ready = Vec::new();
         for (i, action) in plan.actions.iter().enumerate() {
             if states[i] != State::Pending {
                 continue;
@@ -161,7 +172,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 states[i] = State::Done(outcome);
                 continue;
             }
-            if waiting || running.len() >= options.concurrency.max(1) {
+            if waiting {
                 continue;
             }
             if stopped(options) {
@@ -174,12 +185,35 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 states[i] = State::Done(Outcome::NotStarted);
                 continue;
             }
+            ready.push(i);
+        }
+        // Start ready actions while slots are free: each time the first in plan order on the
+        // node with the fewest actions in flight, among nodes with a free mutation slot and
+        // guests with no mutation in flight. Plans list a level's steps node by node; taking
+        // them in that order would fill one node's slots and leave others idle.
+        while running.len() < options.concurrency.max(1) {
+            let busy = |a: &Action| node_busy.get(a.node.as_str()).copied().unwrap_or(0);
+            let Some((at, &i)) = ready
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| {
+                    let a = &plan.actions[**i];
+                    busy(a) < per_node && !guest_busy.contains(&guest_key(a))
+                })
+                .min_by_key(|(_, i)| (busy(&plan.actions[**i]), **i))
+            else {
+                break;
+            };
+            ready.remove(at);
+            let action = &plan.actions[i];
             if let Some(p) = &options.progress {
                 p(Progress::Started(action));
             }
             states[i] = State::Running;
+            *node_busy.entry(action.node.as_str()).or_default() += 1;
+            guest_busy.insert(guest_key(action));
             let (client, action, options) = (client.clone(), action.clone(), options.clone());
-            running.spawn(async move {
+            let task = running.spawn(async move {
                 let started = Instant::now();
                 let mut upids = Vec::new();
                 let outcome = match run(&client, &action, &options, &mut upids).await {
@@ -188,22 +222,42 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                         error: e.to_string(),
                     },
                 };
-                (
-                    action.id,
-                    result(&action, outcome, upids, started.elapsed()),
-                )
+                result(&action, outcome, upids, started.elapsed())
             });
+            spawned.insert(task.id(), i);
         }
-        let Some(joined) = running.join_next().await else {
+        let Some(joined) = running.join_next_with_id().await else {
             break;
         };
-        if let Ok((id, r)) = joined {
-            if let Some(p) = &options.progress {
-                p(Progress::Ended(&plan.actions[id], &r));
+        let (task, r) = match joined {
+            Ok((task, r)) => (task, r),
+            Err(e) => {
+                let Some(&id) = spawned.get(&e.id()) else {
+                    continue;
+                };
+                let error = format!("the action's task ended abnormally: {e}");
+                let r = result(
+                    &plan.actions[id],
+                    Outcome::Failed { error },
+                    Vec::new(),
+                    Duration::ZERO,
+                );
+                (e.id(), r)
             }
-            states[id] = State::Done(r.outcome.clone());
-            results[id] = Some(r);
+        };
+        let Some(id) = spawned.remove(&task) else {
+            continue;
+        };
+        let action = &plan.actions[id];
+        if let Some(n) = node_busy.get_mut(action.node.as_str()) {
+            *n = n.saturating_sub(1);
         }
+        guest_busy.remove(&guest_key(action));
+        if let Some(p) = &options.progress {
+            p(Progress::Ended(action, &r));
+        }
+        states[id] = State::Done(r.outcome.clone());
+        results[id] = Some(r);
     }
     CycleReport {
         cluster: plan.cluster.clone(),
@@ -429,4 +483,125 @@ async fn create(
         wait(client, options, upid, upids).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::planner::{PlanOptions, plan_cluster};
+    use proxops_graph::Graph;
+    use proxops_model::Registry;
+    use proxops_model::diagnostic::SourceFile;
+    use proxops_model::manifest::load_manifest;
+    use proxops_pve::{Credentials, TlsVerification};
+    use proxops_pve_sim::{Node, SimConfig, State, Storage, TaskDurations};
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    fn graph(nodes: &[&str], per_node: usize) -> Graph {
+        let registry = Registry::builtin();
+        let resources: Vec<_> = (0..nodes.len() * per_node)
+            .map(|i| {
+                let text = format!(
+                    "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: vm-{i}\nspec:\n  node: {}\n  vmid: {}\n  memory: 1GiB\n  cpu:\n    cores: 1\n    type: host\n  disks:\n    - storage: local-lvm\n      size: 1GiB\n",
+                    nodes[i % nodes.len()],
+                    100 + i
+                );
+                load_manifest(&SourceFile::new(format!("{i}.yaml"), text), &registry, None)
+                    .resource
+                    .unwrap()
+            })
+            .collect();
+        Graph::build(&registry, &resources).unwrap()
+    }
+
+    /// A level's steps come node by node; the executor still keeps every node busy, never more
+    /// than the client's per-node limit, rather than filling its overall slots with actions
+    /// that wait for one node's permits.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn starts_spread_over_nodes_within_the_per_node_limit() {
+        let nodes = ["pve1", "pve2"];
+        let state = State {
+            nodes: nodes
+                .iter()
+                .map(|n| Node {
+                    node: (*n).into(),
+                    storages: vec![Storage {
+                        storage: "local-lvm".into(),
+                        kind: "lvmthin".into(),
+                        content: vec!["images".into()],
+                        ..Storage::default()
+                    }],
+                    ..Node::default()
+                })
+                .collect(),
+            ..State::default()
+        };
+        let sim = proxops_pve_sim::start(SimConfig {
+            state,
+            task_durations: TaskDurations::uniform(Duration::from_millis(30)),
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let client = PveClient::builder(
+            sim.base_url(),
+            Credentials::parse_token(&sim.token.to_string()).unwrap(),
+        )
+        .tls(TlsVerification::Fingerprint(
+            sim.fingerprint.parse().unwrap(),
+        ))
+        .mutations_per_node(2)
+        .build()
+        .unwrap();
+        let graph = graph(&nodes, 6);
+        let plan = plan_cluster(&client, "t", &graph, &PlanOptions::default())
+            .await
+            .unwrap();
+        // The plan lists one node's creates, then the other's.
+        let order: Vec<&str> = plan.actions.iter().map(|a| a.node.as_str()).collect();
+        assert_eq!(order[..6], ["pve1"; 6]);
+        #[derive(Default)]
+        struct Seen {
+            in_flight: BTreeMap<String, usize>,
+            max: BTreeMap<String, usize>,
+            first: Vec<String>,
+        }
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let record = seen.clone();
+        let options = ExecOptions {
+            concurrency: 4,
+            progress: Some(Arc::new(move |p: Progress<'_>| {
+                let mut s = record.lock().unwrap();
+                match p {
+                    Progress::Started(a) => {
+                        if s.first.len() < 4 {
+                            s.first.push(a.node.clone());
+                        }
+                        let n = *s.in_flight.entry(a.node.clone()).or_default() + 1;
+                        s.in_flight.insert(a.node.clone(), n);
+                        let m = s.max.entry(a.node.clone()).or_default();
+                        *m = (*m).max(n);
+                    }
+                    Progress::Ended(a, _) => {
+                        *s.in_flight.entry(a.node.clone()).or_default() -= 1;
+                    }
+                }
+            })),
+            ..ExecOptions::default()
+        };
+        let report = execute(&client, &plan, &options).await;
+        assert!(report.all_succeeded(), "{report:#?}");
+        let (first, max) = {
+            let s = seen.lock().unwrap();
+            let mut first = s.first.clone();
+            first.sort();
+            (first, s.max.values().copied().collect::<Vec<_>>())
+        };
+        assert_eq!(first, ["pve1", "pve1", "pve2", "pve2"]);
+        assert_eq!(max, [2, 2]);
+        sim.shutdown().await.unwrap();
+    }
 }
