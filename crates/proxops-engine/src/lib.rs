@@ -1,7 +1,9 @@
 //! The ProxOps engine: from a validated cluster and live PVE state to the actions that make PVE
 //! match the repository.
 //!
-//! - [`desired`]: one driver per kind turns a manifest into a [`desired::DesiredGuest`] (the PVE
+//! - [`desired`]: one [`desired::Driver`] per kind, found in a [`desired::Drivers`] registry by
+//!   kind name (embedders register drivers for kinds of their own), turns a manifest into a
+//!   [`desired::DesiredGuest`] (the PVE
 //!   create parameters and the config keys the manifest owns, each with how to compare it) or a
 //!   [`desired::DesiredArtifact`] (a file per node, fetched with download-url). Only what a
 //!   manifest sets is owned, so fields PVE fills in never cause a diff.

@@ -5,7 +5,7 @@
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
 
-use crate::desired::{Context, DesiredGuest, OWNER_TAG, artifact, guest, identity_tag};
+use crate::desired::{Context, Desired, DesiredGuest, Drivers, OWNER_TAG, identity_tag};
 use crate::diff::diff;
 use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
 use proxops_graph::{Graph, StepId};
@@ -13,6 +13,7 @@ use proxops_model::Registry;
 use proxops_model::kinds::PowerState;
 use proxops_pve::{GuestConfig, GuestInfo, Inventory, PveClient, PveError};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Knobs of the planner.
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct PlanOptions {
     pub allowed_nodes: Vec<String>,
     /// Config reads in flight at once.
     pub config_concurrency: usize,
+    /// The kind drivers.
+    pub drivers: Arc<Drivers>,
 }
 
 impl Default for PlanOptions {
@@ -31,6 +34,7 @@ impl Default for PlanOptions {
             prune_budget: 3,
             allowed_nodes: Vec::new(),
             config_concurrency: 8,
+            drivers: Arc::new(Drivers::builtin()),
         }
     }
 }
@@ -70,7 +74,7 @@ pub async fn plan_cluster(
     let mut wanted = Vec::new();
     for id in graph.resources() {
         let resource = graph.resource(id);
-        if let Ok(d) = guest(&cx, resource)
+        if let Ok(Desired::Guest(d)) = options.drivers.desired(&cx, resource)
             && let Some(live) = inventory.guest(d.vmid)
             && live
                 .tags
@@ -88,12 +92,14 @@ pub async fn plan_cluster(
             continue;
         }
         let resource = graph.resource(step.resource);
-        if let Some(a) = artifact(resource) {
-            planner
-                .artifact_step(client, step.id, a, step.node.as_deref().unwrap_or_default())
-                .await;
-        } else {
-            planner.guest_step(step.id, &configs);
+        match options.drivers.desired(&cx, resource) {
+            Ok(Desired::Artifact(a)) => {
+                planner
+                    .artifact_step(client, step.id, a, step.node.as_deref().unwrap_or_default())
+                    .await;
+            }
+            Ok(Desired::Guest(d)) => planner.guest_step(step.id, *d, &configs),
+            Err(e) => planner.block(step.id, e.to_string(), false),
         }
     }
     planner.prunes(client, options).await;
@@ -260,13 +266,14 @@ impl Planner<'_> {
         }
     }
 
-    fn guest_step(&mut self, step: StepId, configs: &BTreeMap<u32, Result<GuestConfig, PveError>>) {
+    fn guest_step(
+        &mut self,
+        step: StepId,
+        d: DesiredGuest,
+        configs: &BTreeMap<u32, Result<GuestConfig, PveError>>,
+    ) {
         let graph = self.cx.graph;
         let resource = graph.resource(graph.step(step).resource);
-        let d = match guest(&self.cx, resource) {
-            Ok(d) => d,
-            Err(e) => return self.block(step, e.to_string(), false),
-        };
         for w in &d.warnings {
             self.plan.warnings.push(format!("{}: {w}", resource.key()));
         }
@@ -419,6 +426,7 @@ impl Planner<'_> {
 
     /// Guests tagged as this cluster's resources that the repository no longer declares.
     async fn prunes(&mut self, client: &PveClient, options: &PlanOptions) {
+        let drivers = &options.drivers;
         let registry = Registry::builtin();
         let prefix = format!("{}.{}.", OWNER_TAG, self.cx.cluster);
         let mut candidates: Vec<(&GuestInfo, String)> = Vec::new();
@@ -445,10 +453,12 @@ impl Planner<'_> {
         candidates.sort_by(|(a, _), (b, _)| {
             (a.template, std::cmp::Reverse(a.vmid)).cmp(&(b.template, std::cmp::Reverse(b.vmid)))
         });
-        let declares_guests = self
-            .graph()
-            .resources()
-            .any(|r| artifact(self.graph().resource(r)).is_none());
+        let declares_guests = self.graph().resources().any(|r| {
+            matches!(
+                drivers.desired(&self.cx, self.graph().resource(r)),
+                Ok(Desired::Guest(_))
+            )
+        });
         let mut budget = if options.prune_budget == 0 {
             usize::MAX
         } else {

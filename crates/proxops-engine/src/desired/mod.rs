@@ -1,10 +1,12 @@
 //! What a manifest asks of PVE, per kind.
 
 mod artifact;
+mod drivers;
 mod lxc;
 mod vm;
 
 pub use artifact::{DesiredArtifact, artifact};
+pub use drivers::{Desired, Driver, DriverClash, Drivers};
 
 use proxops_graph::Graph;
 use proxops_model::kinds::PowerState;
@@ -138,6 +140,9 @@ pub enum DesiredError {
     /// The resource is not a guest kind this engine knows.
     #[error("{0} is not a guest")]
     NotAGuest(String),
+    /// No driver is registered for the kind.
+    #[error("no driver for kind `{0}`: register one with Drivers::register")]
+    NoDriver(String),
 }
 
 /// What the drivers need besides the manifest: the cluster's name and graph, to resolve names to

@@ -302,3 +302,66 @@ async fn a_failed_download_defers_its_dependants_and_the_next_cycle_finishes() {
     assert!(cycles[0].report.as_ref().unwrap().all_succeeded());
     conn.sim.unwrap().shutdown().await.unwrap();
 }
+
+/// An embedder's driver: here one that serves a built-in kind through the public mapping
+/// functions, as a driver for a kind of one's own would.
+struct Delegate(&'static str);
+
+impl proxops_engine::desired::Driver for Delegate {
+    fn kind(&self) -> &'static str {
+        self.0
+    }
+
+    fn desired(
+        &self,
+        cx: &proxops_engine::desired::Context<'_>,
+        resource: &proxops_model::Resource,
+    ) -> Result<proxops_engine::desired::Desired, proxops_engine::desired::DesiredError> {
+        use proxops_engine::desired::{Desired, artifact, guest};
+        match artifact(resource) {
+            Some(a) => Ok(Desired::Artifact(a)),
+            None => guest(cx, resource).map(|g| Desired::Guest(Box::new(g))),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinds_are_planned_through_registered_drivers() {
+    use proxops_engine::desired::Drivers;
+    use std::sync::Arc;
+    let mut builtin = Drivers::builtin();
+    assert!(
+        builtin.register(Arc::new(Delegate("VM"))).is_err(),
+        "VM has a driver already"
+    );
+    let (repo, graphs) = homelab();
+    let registry = Registry::builtin();
+    let (c, graph) = cluster(&repo, &graphs, "lab");
+    let conn = connect(&registry, c, &sim()).await.unwrap();
+    // Every kind of the lab cluster but LXC.
+    let mut drivers = Drivers::empty();
+    for kind in ["VM", "ISO", "CTTemplate", "DiskImage"] {
+        drivers.register(Arc::new(Delegate(kind))).unwrap();
+    }
+    let mut options = plan_options(c, None);
+    options.drivers = Arc::new(drivers);
+    let plan = reconcile(
+        &conn.client,
+        "lab",
+        graph,
+        &options,
+        &ExecOptions::default(),
+        true,
+    )
+    .await
+    .unwrap()
+    .plan;
+    assert_eq!(plan.actions.len(), 4, "{plan:#?}");
+    assert_eq!(plan.skipped.len(), 1);
+    assert_eq!(plan.skipped[0].subject, "LXC/ci-runner-01");
+    assert!(
+        plan.skipped[0].reason.contains("no driver for kind `LXC`"),
+        "{plan:#?}"
+    );
+    conn.sim.unwrap().shutdown().await.unwrap();
+}
