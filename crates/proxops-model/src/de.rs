@@ -31,24 +31,59 @@ pub struct Problem {
 
 /// Struct name (as serde sees it) -> the fields that must be present.
 #[derive(Debug, Default, Clone)]
-pub struct RequiredFields(HashMap<String, Vec<String>>);
+pub struct RequiredFields(HashMap<String, Vec<Shape>>);
+
+/// One struct known by a type name: its field names and which of them are required. Two types
+/// may share a name (an embedder's `Checksum` beside the built-in one); their fields tell them
+/// apart.
+#[derive(Debug, Clone, Default)]
+struct Shape {
+    fields: Vec<String>,
+    required: Vec<String>,
+}
 
 impl RequiredFields {
     /// Learns from a schema generator's definitions (type name -> schema).
     pub fn learn_definitions(&mut self, definitions: &serde_json::Map<String, serde_json::Value>) {
         for (name, def) in definitions {
-            if let Some(req) = def.get("required").and_then(|r| r.as_array()) {
-                let fields = req
-                    .iter()
-                    .filter_map(|f| f.as_str().map(str::to_owned))
-                    .collect();
-                self.0.insert(name.clone(), fields);
-            }
+            let Some(req) = def.get("required").and_then(|r| r.as_array()) else {
+                continue;
+            };
+            let required: Vec<String> = req
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect();
+            let mut fields: Vec<String> = def
+                .get("properties")
+                .and_then(|p| p.as_object())
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            fields.sort();
+            let shapes = self.0.entry(name.clone()).or_default();
+            // The same type learnt again (one generator per kind) replaces itself.
+            shapes.retain(|s| s.fields != fields);
+            shapes.push(Shape { fields, required });
         }
     }
 
-    fn of(&self, name: &str) -> &[String] {
-        self.0.get(name).map_or(&[], Vec::as_slice)
+    /// The required fields of the struct `name` whose fields are `fields`.
+    fn of(&self, name: &str, fields: &[&str]) -> &[String] {
+        let Some(shapes) = self.0.get(name) else {
+            return &[];
+        };
+        if let [only] = shapes.as_slice() {
+            return &only.required;
+        }
+        // Several types with this name: the one with the most fields in common.
+        shapes
+            .iter()
+            .max_by_key(|s| {
+                s.fields
+                    .iter()
+                    .filter(|f| fields.contains(&f.as_str()))
+                    .count()
+            })
+            .map_or(&[], |s| s.required.as_slice())
     }
 }
 
@@ -556,7 +591,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         let container_span = self
             .key
             .unwrap_or_else(|| self.node.map_or(self.span, Node::head));
-        let required = self.required.of(name);
+        let required = self.required.of(name, fields);
         // The entries handed to the visitor: the known fields in source order, then a placeholder
         // for each required field that is absent (see `MapAccess`).
         let mut unknown = false;
