@@ -140,7 +140,8 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
     let per_node = client.limits().per_node();
     let mut node_busy: HashMap<&str, usize> = HashMap::new();
     let mut guest_busy: HashSet<u32> = HashSet::new();
-    let guest_key = |a: &Action| a.vmid.unwrap_or(0);
+    // Downloads (no vmid) take only a node slot, as with the client's permits.
+    let guest_key = |a: &Action| a.vmid;
     let stopped = |o: &ExecOptions| o.stop.as_ref().is_some_and(|s| *s.borrow());
     loop {
         // Settle what can be settled, collect what is ready to start.
@@ -198,7 +199,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 .enumerate()
                 .filter(|(_, i)| {
                     let a = &plan.actions[**i];
-                    busy(a) < per_node && !guest_busy.contains(&guest_key(a))
+                    busy(a) < per_node && guest_key(a).is_none_or(|g| !guest_busy.contains(&g))
                 })
                 .min_by_key(|(_, i)| (busy(&plan.actions[**i]), **i))
             else {
@@ -211,7 +212,9 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
             }
             states[i] = State::Running;
             *node_busy.entry(action.node.as_str()).or_default() += 1;
-            guest_busy.insert(guest_key(action));
+            if let Some(g) = guest_key(action) {
+                guest_busy.insert(g);
+            }
             let (client, action, options) = (client.clone(), action.clone(), options.clone());
             let task = running.spawn(async move {
                 let started = Instant::now();
@@ -252,7 +255,9 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
         if let Some(n) = node_busy.get_mut(action.node.as_str()) {
             *n = n.saturating_sub(1);
         }
-        guest_busy.remove(&guest_key(action));
+        if let Some(g) = guest_key(action) {
+            guest_busy.remove(&g);
+        }
         if let Some(p) = &options.progress {
             p(Progress::Ended(action, &r));
         }

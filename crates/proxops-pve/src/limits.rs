@@ -19,7 +19,7 @@ pub struct MutationLimits {
 pub struct MutationPermit {
     // Field order matters: the node slot is released before the guest lock.
     _node: OwnedSemaphorePermit,
-    _guest: OwnedMutexGuard<()>,
+    _guest: Option<OwnedMutexGuard<()>>,
     /// The node.
     pub node: String,
     /// The guest.
@@ -43,15 +43,14 @@ impl MutationLimits {
 
     /// Waits for the guest's lock, then for a slot on its node (in that order, so a mutation
     /// queued behind another on the same guest does not hold a node slot while it waits).
+    /// VMID 0, which no guest has, takes only a node slot: work on a node's storage (a
+    /// download) is not serialised with other such work.
     pub async fn acquire(&self, node: &str, vmid: u32) -> MutationPermit {
-        let guest = {
-            let mut guests = self
-                .guests
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            guests.entry(vmid).or_default().clone()
+        let guest = if vmid == 0 {
+            None
+        } else {
+            Some(self.guest_lock(vmid).await)
         };
-        let guest = guest.lock_owned().await;
         let node_permit = loop {
             let sem = {
                 let mut nodes = self
@@ -82,6 +81,18 @@ impl MutationLimits {
         }
     }
 
+    /// Waits for the lock of one guest.
+    async fn guest_lock(&self, vmid: u32) -> OwnedMutexGuard<()> {
+        let lock = {
+            let mut guests = self
+                .guests
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            guests.entry(vmid).or_default().clone()
+        };
+        lock.lock_owned().await
+    }
+
     /// Mutations currently holding a slot on a node.
     pub fn in_flight(&self, node: &str) -> usize {
         let nodes = self
@@ -91,5 +102,27 @@ impl MutationLimits {
         nodes
             .get(node)
             .map_or(0, |s| self.per_node - s.available_permits())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MutationLimits;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn node_work_without_a_guest_is_not_serialised_but_a_guest_is() {
+        let limits = MutationLimits::new(4);
+        let first = limits.acquire("pve1", 0).await;
+        // A second download on the node gets a slot at once.
+        let second = tokio::time::timeout(Duration::from_millis(200), limits.acquire("pve1", 0)).await;
+        assert!(second.is_ok());
+        assert_eq!(limits.in_flight("pve1"), 2);
+        drop((first, second));
+        // Two mutations of one guest wait for each other.
+        let held = limits.acquire("pve1", 100).await;
+        let waiting = tokio::time::timeout(Duration::from_millis(200), limits.acquire("pve1", 100)).await;
+        assert!(waiting.is_err());
+        drop(held);
     }
 }
