@@ -889,3 +889,198 @@ fn apply_takes_credentials_from_the_clusters_sops_file() {
     assert!(stderr.contains("cluster `lab`"), "{stderr}");
     assert!(!stderr.contains(secret));
 }
+
+/// A `proxops sim` server seeded from the example's lab cluster, with `extra` arguments: the
+/// running process, its URL without the API path, and its certificate's fingerprint.
+fn lab_sim(token: &str, extra: &[&str]) -> (Running, String, String) {
+    use std::io::BufRead;
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--token", token])
+        .args(extra)
+        .args(["--cluster", "lab", "--seed-repo"])
+        .arg(homelab())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Running(child);
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
+    // Keep the pipe open while the server runs: it must be able to print.
+    std::mem::forget(stdout);
+    let url = lines[0]
+        .strip_prefix("url: ")
+        .and_then(|u| u.strip_suffix("/api2/json"))
+        .unwrap()
+        .to_owned();
+    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+    (server, url, fingerprint)
+}
+
+/// A copy of the example with its lab cluster pointed at `url`, pinned to `fingerprint`.
+fn lab_repo_at(url: &str, fingerprint: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&homelab(), dir.path());
+    write(
+        dir.path(),
+        "clusters/lab/config.yaml",
+        &format!(
+            "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {fingerprint}\n      nodes: [pve1]\n"
+        ),
+    );
+    dir
+}
+
+fn doctor(repo: &Path, token: &str) -> Command {
+    let mut cmd = proxops();
+    cmd.env_remove("PROXOPS_PVE_TOKEN")
+        .env("PROXOPS_PVE_TOKEN_LAB", token)
+        .args(["doctor", "--cluster", "lab", "--repo"])
+        .arg(repo);
+    cmd
+}
+
+/// Every PVE privilege but `VM.Allocate`.
+const ALL_BUT_VM_ALLOCATE: &str = "Datastore.Allocate,Datastore.AllocateSpace,Datastore.AllocateTemplate,Datastore.Audit,Pool.Audit,SDN.Audit,SDN.Use,Sys.AccessNetwork,Sys.Audit,Sys.Console,Sys.Modify,VM.Audit,VM.Backup,VM.Clone,VM.Config.CDROM,VM.Config.CPU,VM.Config.Cloudinit,VM.Config.Disk,VM.Config.HWType,VM.Config.Memory,VM.Config.Network,VM.Config.Options,VM.Console,VM.Migrate,VM.PowerMgmt,VM.Snapshot";
+
+#[test]
+fn doctor_passes_with_a_privileged_token_and_names_what_a_limited_one_lacks() {
+    let admin = "root@pam!ci=doctor-admin";
+    let limited = "ops@pve!doctor=doctor-limited";
+    let acl = format!("ops@pve!doctor:/:{ALL_BUT_VM_ALLOCATE}");
+    let (_server, url, fingerprint) = lab_sim(
+        admin,
+        &[
+            "--extra-token",
+            limited,
+            "--acl",
+            &acl,
+            "--offline-downloads",
+        ],
+    );
+    let repo = lab_repo_at(&url, &fingerprint);
+
+    // The principal token holds everything: every check passes.
+    let out = doctor(repo.path(), admin).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for check in ["config", "credentials", "endpoint", "auth", "privileges"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with("ok") && l.contains(check)),
+            "{check}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("pinned fingerprint"), "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    assert!(
+        !stdout.contains("doctor-admin"),
+        "the secret never shows: {stdout}"
+    );
+
+    // A token without VM.Allocate: the guests the plan creates name it, with their paths.
+    let out = doctor(repo.path(), limited).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let failures: Vec<&str> = stdout.lines().filter(|l| l.contains("FAIL")).collect();
+    assert!(
+        failures.iter().any(|l| l.contains("privileges")
+            && l.contains("VM.Allocate on /vms/100")
+            && l.contains("create VM/sandbox-01")),
+        "{stdout}"
+    );
+    assert!(
+        failures
+            .iter()
+            .any(|l| l.contains("VM.Allocate on /vms/200") && l.contains("LXC/ci-runner-01")),
+        "{stdout}"
+    );
+    // Only VM.Allocate is missing.
+    assert_eq!(failures.len(), 2, "{stdout}");
+    assert!(
+        stdout.contains("authenticated as API token ops@pve!doctor"),
+        "{stdout}"
+    );
+
+    // A wrong secret: the endpoint answers, authentication fails.
+    let out = doctor(repo.path(), "ops@pve!doctor=wrong").assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("ok") && l.contains("endpoint")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("FAIL") && l.contains("auth")),
+        "{stdout}"
+    );
+
+    // A wrong pin: the endpoint check fails, and nothing after it runs.
+    let wrong = fingerprint.replace(|c: char| c.is_ascii_hexdigit(), "0");
+    let repo = lab_repo_at(&url, &wrong);
+    let out = doctor(repo.path(), admin).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("FAIL") && l.contains("endpoint") && l.contains("certificate")),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("auth"), "{stdout}");
+}
+
+#[test]
+fn doctor_reports_credentials_that_do_not_resolve() {
+    let out = proxops()
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .env_remove("PROXOPS_PVE_TOKEN_LAB")
+        .env("SOPS_AGE_KEY_FILE", "/nonexistent/key.txt")
+        .env_remove("SOPS_AGE_KEY")
+        .args(["doctor", "--cluster", "lab", "--repo"])
+        .arg(homelab())
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("cluster lab"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("ok") && l.contains("config")),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("FAIL"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("credentials") && line.contains("clusters/lab/secrets.sops.yaml"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn doctor_on_the_embedded_simulator_passes() {
+    let out = proxops()
+        .args(["doctor", "--backend", "sim", "--repo"])
+        .arg(homelab())
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("cluster home") && stdout.contains("cluster lab"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+}
+
+#[test]
+fn sim_refuses_a_malformed_acl() {
+    let out = proxops()
+        .args(["sim", "--listen", "127.0.0.1:0", "--acl", "ops@pve!ci/vms"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("PRINCIPAL:PATH:PRIV"), "{stderr}");
+}

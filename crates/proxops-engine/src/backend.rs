@@ -223,7 +223,7 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
 
 /// A cluster's credentials: a token from the environment, else the cluster's SOPS secrets file
 /// decrypted in-process through its `secrets.pve` mapping (token, or user and password).
-fn credentials(
+pub fn credentials(
     cluster: &Cluster,
     repo: Option<&std::path::Path>,
 ) -> Result<Credentials, ConnectError> {

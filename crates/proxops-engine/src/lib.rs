@@ -19,6 +19,8 @@
 //!   dependants of a failure; [`execute::CycleReport`] says what happened.
 //! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
 //!   cluster's PVE, or starts a simulator seeded from the cluster.
+//! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
+//!   need (what `proxops doctor` checks a token against).
 //!
 //! Embedding: load a repository, build a cluster's graph, plan it against a simulator.
 //!
@@ -54,3 +56,4 @@ pub mod diff;
 pub mod execute;
 pub mod plan;
 pub mod planner;
+pub mod privileges;

@@ -11,7 +11,7 @@ import json, sys
 ENDPOINTS = [
     ("GET", "/version"), ("GET", "/nodes"), ("GET", "/nodes/{node}/status"),
     ("GET", "/cluster/resources"), ("GET", "/cluster/nextid"), ("GET", "/cluster/status"),
-    ("POST", "/access/ticket"), ("GET", "/storage"),
+    ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
     ("GET", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/qemu"),
     ("GET", "/nodes/{node}/qemu/{vmid}"), ("DELETE", "/nodes/{node}/qemu/{vmid}"),
     ("GET", "/nodes/{node}/qemu/{vmid}/config"), ("POST", "/nodes/{node}/qemu/{vmid}/config"),

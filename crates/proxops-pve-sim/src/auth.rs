@@ -183,6 +183,71 @@ pub(crate) fn allowed(shared: &Shared, who: &Principal, path: &str, privilege: &
     })
 }
 
+/// Every privilege of PVE 8.4 (`pveum role list`'s Administrator role).
+pub(crate) const PRIVILEGES: &[&str] = &[
+    "Datastore.Allocate",
+    "Datastore.AllocateSpace",
+    "Datastore.AllocateTemplate",
+    "Datastore.Audit",
+    "Group.Allocate",
+    "Mapping.Audit",
+    "Mapping.Modify",
+    "Mapping.Use",
+    "Permissions.Modify",
+    "Pool.Allocate",
+    "Pool.Audit",
+    "Realm.Allocate",
+    "Realm.AllocateUser",
+    "SDN.Allocate",
+    "SDN.Audit",
+    "SDN.Use",
+    "Sys.AccessNetwork",
+    "Sys.Audit",
+    "Sys.Console",
+    "Sys.Incoming",
+    "Sys.Modify",
+    "Sys.PowerMgmt",
+    "Sys.Syslog",
+    "User.Modify",
+    "VM.Allocate",
+    "VM.Audit",
+    "VM.Backup",
+    "VM.Clone",
+    "VM.Config.CDROM",
+    "VM.Config.CPU",
+    "VM.Config.Cloudinit",
+    "VM.Config.Disk",
+    "VM.Config.HWType",
+    "VM.Config.Memory",
+    "VM.Config.Network",
+    "VM.Config.Options",
+    "VM.Console",
+    "VM.Migrate",
+    "VM.Monitor",
+    "VM.PowerMgmt",
+    "VM.Snapshot",
+    "VM.Snapshot.Rollback",
+];
+
+/// The privileges a principal holds on a path (what `GET /access/permissions` reports), in name
+/// order: PVE's list, plus any other name an ACL entry grants there.
+pub(crate) fn privileges_at(shared: &Shared, who: &Principal, path: &str) -> Vec<String> {
+    let mut names: Vec<String> = PRIVILEGES.iter().map(|p| (*p).to_owned()).collect();
+    names.extend(
+        shared
+            .config
+            .acl
+            .iter()
+            .flat_map(|e| e.privs.iter())
+            .filter(|p| *p != "*")
+            .cloned(),
+    );
+    names.sort();
+    names.dedup();
+    names.retain(|p| allowed(shared, who, path, p));
+    names
+}
+
 /// 403 unless the principal holds the privilege.
 pub(crate) fn require(
     shared: &Shared,

@@ -4,6 +4,7 @@ pub mod apply;
 pub mod converge;
 pub mod demo;
 pub mod diff;
+pub mod doctor;
 pub mod graph;
 pub mod schema;
 pub mod sim;
@@ -32,6 +33,8 @@ pub enum Command {
     Converge(converge::Args),
     /// Plan and apply the example repository on embedded simulators (no PVE needed).
     Demo(demo::Args),
+    /// Check config, credentials, TLS, authentication and the token's privileges per cluster.
+    Doctor(doctor::Args),
 }
 
 /// Runs a subcommand.
@@ -42,6 +45,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Graph(args) => graph::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
         Command::Apply(args) => apply::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Converge(args) => converge::run(&args),

@@ -3,7 +3,7 @@
 use crate::error::CliError;
 use proxops_engine::backend::seed_state;
 use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
-use proxops_pve_sim::{ApiToken, SimConfig, State, User, start};
+use proxops_pve_sim::{AclEntry, ApiToken, SimConfig, State, User, start};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -49,6 +49,47 @@ pub struct Args {
     /// The cluster to seed from (needed when the repository has several).
     #[arg(long, value_name = "C", requires = "seed_repo")]
     pub cluster: Option<String>,
+    /// Also accept this API token (repeatable), `USER@REALM!ID=SECRET`; it holds only what
+    /// `--acl` grants it (or its user).
+    #[arg(long = "extra-token", value_name = "TOKEN")]
+    pub extra_tokens: Vec<String>,
+    /// Grant privileges (repeatable): `PRINCIPAL:PATH:PRIV[,PRIV...]`, e.g.
+    /// `ops@pve!ci:/vms:VM.Audit,VM.PowerMgmt`; `*` grants every privilege. A grant holds on the
+    /// path and below it.
+    #[arg(long = "acl", value_name = "PRINCIPAL:PATH:PRIVS")]
+    pub acl: Vec<String>,
+}
+
+/// One `--acl` value.
+fn acl_entry(text: &str) -> Result<AclEntry, CliError> {
+    let bad = || {
+        CliError::usage(
+            format!("invalid --acl `{text}`"),
+            Some(
+                "the form is PRINCIPAL:PATH:PRIV[,PRIV...], e.g. ops@pve!ci:/vms/100:VM.Audit"
+                    .into(),
+            ),
+        )
+    };
+    let mut parts = text.splitn(3, ':');
+    let (Some(principal), Some(path), Some(privs)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    let privs: Vec<String> = privs
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if !principal.contains('@') || !path.starts_with('/') || privs.is_empty() {
+        return Err(bad());
+    }
+    Ok(AclEntry {
+        principal: principal.to_owned(),
+        path: path.to_owned(),
+        privs,
+    })
 }
 
 /// Runs `proxops sim`.
@@ -77,6 +118,21 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             )
         })?;
     }
+    for token in &args.extra_tokens {
+        config
+            .extra_tokens
+            .push(token.parse::<ApiToken>().map_err(|e| {
+                CliError::usage(
+                    format!("invalid --extra-token: {e}"),
+                    Some("the form is USER@REALM!TOKENID=SECRET".into()),
+                )
+            })?);
+    }
+    config.acl = args
+        .acl
+        .iter()
+        .map(|a| acl_entry(a))
+        .collect::<Result<_, _>>()?;
     if let Some(password) = &args.password {
         config.users.push(User {
             userid: "root@pam".into(),

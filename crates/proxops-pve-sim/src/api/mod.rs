@@ -1,8 +1,10 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
-//! status, login), [`guest`] (what qemu and lxc share), [`clone`], [`qemu`], [`lxc`], [`disks`] (volume
-//! allocation and import), [`storage`] (storages, content, download-url), [`tasks`] and [`debug`].
+//! status, login), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
+//! [`clone`], [`qemu`], [`lxc`], [`disks`] (volume allocation and import), [`storage`]
+//! (storages, content, download-url), [`tasks`] and [`debug`].
 
+pub(crate) mod access;
 pub(crate) mod clone;
 pub(crate) mod cluster;
 pub(crate) mod debug;
@@ -144,6 +146,7 @@ routes! {
     "GET" "/cluster/resources" => cluster::resources,
     "GET" "/cluster/nextid" => cluster::nextid,
     "GET" "/cluster/status" => cluster::status,
+    "GET" "/access/permissions" => access::permissions,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,
     "GET" "/nodes/{node}/qemu" => qemu::list,

@@ -150,6 +150,33 @@ pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
 pub(crate) fn matches_known_pattern(pattern: &str, v: &str) -> bool {
     match pattern {
         "https?://.*" => v.starts_with("http://") || v.starts_with("https://"),
+        // A user or API token id (`/access/permissions`'s `userid`).
+        r"(?^:^(?^:[^\s:/]+)\@(?^:[A-Za-z][A-Za-z0-9\.\-_]+)(?:!(?^:[A-Za-z][A-Za-z0-9\.\-_]+))?$)" => {
+            is_userid(v)
+        }
         _ => true,
     }
+}
+
+/// `user@realm` or `user@realm!tokenid`, as PVE's userid and token id patterns say.
+fn is_userid(v: &str) -> bool {
+    let word = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && w.len() > 1
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    };
+    let (userid, token) = match v.split_once('!') {
+        Some((u, t)) => (u, Some(t)),
+        None => (v, None),
+    };
+    let Some((user, realm)) = userid.rsplit_once('@') else {
+        return false;
+    };
+    !user.is_empty()
+        && !user
+            .chars()
+            .any(|c| c.is_whitespace() || c == ':' || c == '/')
+        && word(realm)
+        && token.is_none_or(word)
 }

@@ -49,6 +49,14 @@ pub static ENDPOINTS: &[Endpoint] = &[
         ],
     },
     Endpoint {
+        method: "GET",
+        path: "/access/permissions",
+        params: &[
+        Param { name: "path", ty: Ty::Str, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "userid", ty: Ty::Str, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: None, pattern: Some("(?^:^(?^:[^\\s:/]+)\\@(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)(?:!(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+))?$)"), requires: None },
+        ],
+    },
+    Endpoint {
         method: "POST",
         path: "/access/ticket",
         params: &[

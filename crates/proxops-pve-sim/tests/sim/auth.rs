@@ -217,3 +217,83 @@ async fn disk_allocation_needs_datastore_privilege() {
         200
     );
 }
+
+#[tokio::test]
+async fn access_permissions_reports_effective_privileges() {
+    let mut cfg = config();
+    let limited = ApiToken {
+        id: "ops@pve!ci".into(),
+        secret: "s".into(),
+    };
+    cfg.extra_tokens.push(limited.clone());
+    cfg.acl = vec![
+        AclEntry {
+            principal: "ops@pve!ci".into(),
+            path: "/vms/100".into(),
+            privs: vec!["VM.Audit".into(), "VM.PowerMgmt".into()],
+        },
+        AclEntry {
+            principal: "ops@pve!ci".into(),
+            path: "/storage".into(),
+            privs: vec!["*".into()],
+        },
+    ];
+    let sim = Sim::with(cfg).await;
+    // The principal token holds everything everywhere.
+    let all = sim
+        .req("GET", "/access/permissions", &[("path", "/vms/100")])
+        .await
+        .ok();
+    let privs = all["/vms/100"].as_object().unwrap();
+    for p in ["VM.Allocate", "VM.Config.Memory", "Sys.Modify", "SDN.Use"] {
+        assert_eq!(privs[p], 1, "{p}: {all}");
+    }
+    // A limited token: what its ACL grants, propagated down from the entry's path.
+    let ci = Auth::Header(limited.header());
+    let at = |path: &'static str| {
+        let (sim, ci) = (&sim, &ci);
+        async move {
+            sim.send("GET", "/access/permissions", &[("path", path)], ci)
+                .await
+                .ok()
+        }
+    };
+    assert_eq!(
+        at("/vms/100").await,
+        serde_json::json!({"/vms/100": {"VM.Audit": 1, "VM.PowerMgmt": 1}})
+    );
+    assert_eq!(at("/vms/101").await, serde_json::json!({"/vms/101": {}}));
+    let storage = at("/storage/local-lvm").await;
+    assert_eq!(storage["/storage/local-lvm"]["Datastore.AllocateSpace"], 1);
+    // Without a path: every path of the tree where it holds something.
+    let tree = sim.send("GET", "/access/permissions", &[], &ci).await.ok();
+    let paths: Vec<&str> = tree
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(paths, ["/storage", "/vms/100"]);
+    // Asking about itself by name is allowed; about another principal needs Sys.Audit on /access.
+    let own = sim
+        .send(
+            "GET",
+            "/access/permissions",
+            &[("userid", "ops@pve!ci"), ("path", "/vms/100")],
+            &ci,
+        )
+        .await
+        .ok();
+    assert_eq!(own["/vms/100"]["VM.Audit"], 1);
+    let other = sim
+        .send("GET", "/access/permissions", &[("userid", "root@pam")], &ci)
+        .await;
+    assert_eq!(
+        other.fail(403),
+        "Permission check failed (/access, Sys.Audit)"
+    );
+    let bad = sim
+        .send("GET", "/access/permissions", &[("userid", "no realm")], &ci)
+        .await;
+    assert_eq!(bad.status, 400);
+}
