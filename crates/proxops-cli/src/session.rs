@@ -4,6 +4,7 @@
 use crate::error::CliError;
 use proxops_engine::backend::{Backend, Connection, connect};
 use proxops_graph::{Graph, check_repository};
+use proxops_model::source::RepoSource;
 use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -60,11 +61,20 @@ pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
             Some("pass the repository directory with --repo DIR".into()),
         )
     })?;
+    load_from(&source, dir, clusters)
+}
+
+/// [`load`] from any source: the work tree, or a commit ([`proxops_store::GitSource`]).
+pub fn load_from(
+    source: &dyn RepoSource,
+    dir: &Path,
+    clusters: &[String],
+) -> Result<Loaded, CliError> {
     let registry = Registry::builtin();
     let options = LoadOptions {
         clusters: clusters.to_vec(),
     };
-    let mut repo = load_repository(&source, &registry, &options)?;
+    let mut repo = load_repository(source, &registry, &options)?;
     let graphs = check_repository(&registry, &mut repo)
         .into_iter()
         .filter_map(|c| c.graph.map(|g| (c.name, g)))
@@ -133,4 +143,21 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Io(format!("cannot start the async runtime: {e}")))
+}
+
+/// The git repository at or above `dir`, which holds the planes.
+pub fn open_store(dir: &Path) -> Result<proxops_store::Store, CliError> {
+    proxops_store::Store::open(dir).map_err(|e| {
+        CliError::usage(
+            format!("{} is not a git repository: {e}", dir.display()),
+            Some(
+                "the planes live in the repository's git: pass a git work tree with --repo".into(),
+            ),
+        )
+    })
+}
+
+/// A planes error as a command error.
+pub fn store_error(e: proxops_store::StoreError) -> CliError {
+    CliError::Io(e.to_string())
 }

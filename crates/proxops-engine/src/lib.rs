@@ -17,6 +17,8 @@
 //!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips.
 //! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
 //!   dependants of a failure; [`execute::CycleReport`] says what happened.
+//! - [`planes`]: publishes the desired plane before a cycle and receipts after it
+//!   ([`proxops_store`]), and reads both for `get` and `status`.
 //! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
 //!   cluster's PVE, or starts a simulator seeded from the cluster.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
@@ -55,5 +57,6 @@ pub mod desired;
 pub mod diff;
 pub mod execute;
 pub mod plan;
+pub mod planes;
 pub mod planner;
 pub mod privileges;

@@ -3,10 +3,12 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, load, runtime};
+use crate::session::{BackendArgs, load, load_from, open_store, runtime, store_error};
 use proxops_engine::cycle::plan_options;
 use proxops_engine::execute::{ExecOptions, Progress, execute};
+use proxops_engine::planes::Planes;
 use proxops_engine::planner::plan_cluster;
+use proxops_store::documents::hex;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,6 +19,11 @@ use std::sync::Arc;
 /// Independent actions run in parallel; a failed action defers its dependants to the next run.
 /// Ctrl-C starts nothing new and waits for the actions in flight. Exit status: 0 when every
 /// action succeeded, 1 when one failed or a cluster is invalid, 2 for usage or I/O problems.
+///
+/// With `--planes` the repository is read at its `HEAD` commit (not the work tree), each
+/// cluster's desired plane (`proxops/desired/<cluster>`) is published before its plan runs and
+/// receipts of what it reconciled (`proxops/observed/<cluster>`) after; see `proxops get` and
+/// `proxops status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository (default: the git work tree of the current directory).
@@ -33,12 +40,30 @@ pub struct Args {
     /// Do not ask for confirmation (needed when stdin is not a terminal).
     #[arg(long)]
     pub yes: bool,
+    /// Read the repository at HEAD and record the cycle in its git planes: the desired plane
+    /// before executing, receipts after (the repository must be a git repository).
+    #[arg(long)]
+    pub planes: bool,
 }
 
 /// Runs `proxops apply`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let loaded = load(&dir, &args.clusters)?;
+    let store = args.planes.then(|| open_store(&dir)).transpose()?;
+    let (loaded, source_revision) = match &store {
+        Some(store) => {
+            let source = store.source(None).map_err(store_error)?;
+            eprintln!(
+                "reading commit {} (HEAD); uncommitted changes are not applied",
+                &hex(source.commit())[..12]
+            );
+            (
+                load_from(&source, &dir, &args.clusters)?,
+                Some(source.commit()),
+            )
+        }
+        None => (load(&dir, &args.clusters)?, None),
+    };
     let budget = loaded
         .repo
         .config
@@ -83,21 +108,67 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 }
             };
             print!("{}", render::plan(&plan));
-            if args.dry_run || plan.is_empty() {
+            if args.dry_run || (plan.is_empty() && store.is_none()) {
                 continue;
             }
-            if !args.yes && !confirm(&cluster.name, plan.actions.len())? {
+            if !plan.is_empty() && !args.yes && !confirm(&cluster.name, plan.actions.len())? {
                 println!("cluster {}: not applied", cluster.name);
                 continue;
             }
-            let options = ExecOptions {
-                stop: Some(stop_rx.clone()),
-                progress: Some(progress(&cluster.name)),
-                ..ExecOptions::default()
+            let started = std::time::SystemTime::now();
+            let published = match (&store, source_revision) {
+                (Some(store), Some(revision)) => {
+                    match publish_desired(store, &loaded.repo, &cluster.name, revision) {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            eprintln!("error: cluster {}: {e}", cluster.name);
+                            failed = true;
+                            continue;
+                        }
+                    }
+                }
+                _ => None,
             };
-            let report = execute(&conn.client, &plan, &options).await;
-            println!("{}", render::summary(&report));
-            failed |= !report.all_succeeded();
+            let report = if plan.is_empty() {
+                None
+            } else {
+                let options = ExecOptions {
+                    stop: Some(stop_rx.clone()),
+                    progress: Some(progress(&cluster.name)),
+                    ..ExecOptions::default()
+                };
+                let report = execute(&conn.client, &plan, &options).await;
+                println!("{}", render::summary(&report));
+                failed |= !report.all_succeeded();
+                Some(report)
+            };
+            if let Some((planes, desired)) = &published {
+                match planes.publish_receipts(&desired.state, &plan, report.as_ref(), started) {
+                    Ok(r) => {
+                        let refname = planes.refs.observed_branch();
+                        match &r.publication {
+                            Some(p) => println!(
+                                "cluster {}: {refname} at {}: {} receipt(s), {} teardown(s)",
+                                cluster.name,
+                                &hex(p.head)[..12],
+                                r.receipts,
+                                r.teardowns
+                            ),
+                            None => println!(
+                                "cluster {}: {refname} unchanged: receipts are current",
+                                cluster.name
+                            ),
+                        }
+                        for (key, why) in &r.withheld {
+                            println!("cluster {}: no receipt for {key}: {why}", cluster.name);
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("error: cluster {}: publishing receipts: {e}", cluster.name);
+                        failed = true;
+                    }
+                }
+            }
             if let Some(sim) = conn.sim {
                 let _ = sim.shutdown().await;
             }
@@ -110,6 +181,29 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Publishes a cluster's desired plane and says so.
+fn publish_desired(
+    store: &proxops_store::Store,
+    repo: &proxops_model::Repository,
+    cluster: &str,
+    revision: proxops_store::ObjectId,
+) -> Result<(Planes, proxops_engine::planes::PublishedDesired), proxops_store::StoreError> {
+    let planes = Planes::for_cluster(store.clone(), cluster)?;
+    let desired = planes.publish_desired(repo, revision)?;
+    let p = &desired.publication.publication;
+    println!(
+        "cluster {cluster}: {} at {} ({})",
+        planes.refs.desired_branch(),
+        &hex(p.head)[..12],
+        if p.published {
+            "published"
+        } else {
+            "unchanged"
+        }
+    );
+    Ok((planes, desired))
 }
 
 /// Asks on the terminal; refuses without one.

@@ -5,9 +5,11 @@ pub mod converge;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
+pub mod get;
 pub mod graph;
 pub mod schema;
 pub mod sim;
+pub mod status;
 pub mod validate;
 
 use crate::error::CliError;
@@ -31,6 +33,10 @@ pub enum Command {
     Apply(apply::Args),
     /// Apply cycles until nothing is left to do.
     Converge(converge::Args),
+    /// Show desired resources joined with their receipts (from the git planes).
+    Get(get::Args),
+    /// Show each cluster's planes: desired and observed heads, resources by state.
+    Status(status::Args),
     /// Plan and apply the example repository on embedded simulators (no PVE needed).
     Demo(demo::Args),
     /// Check config, credentials, TLS, authentication and the token's privileges per cluster.
@@ -49,6 +55,8 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Apply(args) => apply::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Converge(args) => converge::run(&args),
+        Command::Get(args) => get::run(&args),
+        Command::Status(args) => status::run(&args),
     }
 }
 

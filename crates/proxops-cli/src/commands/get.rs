@@ -1,0 +1,180 @@
+//! `proxops get`.
+
+use super::repo_dir;
+use crate::error::CliError;
+use crate::session::{open_store, store_error};
+use proxops_engine::planes::{ResourceItem, ResourceList, Selector, resource_items};
+use proxops_model::RepoSource;
+use proxops_store::{PlaneRefs, Store};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Show desired resources joined with their receipts, read from the git planes.
+///
+/// Each resource's state is derived when read: CLEAN (a current receipt), READY (no receipt, or
+/// a stale one: the desired document changed since), DELETING (a deletion intent awaits its
+/// teardown) or WAIT (teardown observed, the intent not yet cleaned up). Exit status: 0, 1 when
+/// a named resource does not exist, 2 for usage or I/O problems.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// `KIND` or `KIND/NAME` (the kind in any case); `all` or nothing: every resource.
+    #[arg(value_name = "KIND[/NAME]")]
+    pub selector: Option<String>,
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Only this cluster (repeatable; default: every cluster of the repository at HEAD).
+    #[arg(long = "cluster", value_name = "C")]
+    pub clusters: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+/// Output formats of `get`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// One row per resource.
+    Table,
+    /// The `ResourceList` document as YAML.
+    Yaml,
+    /// The `ResourceList` document as JSON.
+    Json,
+}
+
+/// Runs `proxops get`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let dir = repo_dir(args.repo.as_deref())?;
+    let store = open_store(&dir)?;
+    let selector = Selector::parse(args.selector.as_deref());
+    let mut items = Vec::new();
+    for refs in cluster_refs(&store, &args.clusters)? {
+        let view = store.view(&refs).map_err(store_error)?;
+        items.extend(resource_items(&view, &selector));
+    }
+    if let (Some(kind), Some(name), true) = (&selector.kind, &selector.name, items.is_empty()) {
+        eprintln!("error: no {kind} named `{name}` in the desired planes");
+        return Ok(ExitCode::from(1));
+    }
+    let text = match args.output {
+        Output::Table if items.is_empty() => "No resources found.\n".to_owned(),
+        Output::Table => render_table(&items),
+        Output::Json => {
+            serde_json::to_string_pretty(&ResourceList::new(items))
+                .map_err(|e| CliError::Io(e.to_string()))?
+                + "\n"
+        }
+        Output::Yaml => {
+            let value = serde_json::to_value(ResourceList::new(items))
+                .map_err(|e| CliError::Io(e.to_string()))?;
+            proxops_store::canonical::to_yaml(&value)
+        }
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| CliError::Io(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_table(items: &[ResourceItem]) -> String {
+    let mut rows = vec![
+        [
+            "CLUSTER",
+            "KIND",
+            "NAME",
+            "DESIRED",
+            "OBSERVATION",
+            "STATE",
+            "REASON",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for i in items {
+        let state = serde_json::to_value(i.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let observation = match &i.receipt {
+            Some(r) => r.observation.clone(),
+            None if i.state == proxops_store::ResourceState::Ready => "MISSING".to_owned(),
+            None => "N/A".to_owned(),
+        };
+        rows.push(vec![
+            i.cluster.clone(),
+            i.kind.clone(),
+            i.name.clone(),
+            i.desired.blob.chars().take(12).collect(),
+            observation,
+            state,
+            i.reason.clone(),
+        ]);
+    }
+    table(&rows)
+}
+
+/// Columns left-justified, two spaces apart, trailing spaces stripped.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            line.push_str(&format!("{cell:<width$}  ", width = widths[c]));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The plane refs of the named clusters, or of every cluster directory (`clusters/<name>/`) of
+/// the repository at HEAD.
+pub fn cluster_refs(store: &Store, clusters: &[String]) -> Result<Vec<PlaneRefs>, CliError> {
+    let names: Vec<String> = if clusters.is_empty() {
+        let source = store.source(None).map_err(|e| {
+            CliError::usage(
+                format!("cannot read the repository at HEAD: {e}"),
+                Some("name the clusters with --cluster C".into()),
+            )
+        })?;
+        source
+            .list("clusters")
+            .map_err(|e| CliError::Io(e.to_string()))?
+            .into_iter()
+            .filter(|e| e.is_dir)
+            .map(|e| e.name)
+            .collect()
+    } else {
+        clusters.to_vec()
+    };
+    names
+        .iter()
+        .map(|c| PlaneRefs::for_cluster(c).map_err(store_error))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn tables_align_and_strip_trailing_spaces() {
+        let rows = vec![
+            vec!["A".to_owned(), "BB".to_owned(), "C".to_owned()],
+            vec!["long".to_owned(), "x".to_owned(), String::new()],
+        ];
+        assert_eq!(table(&rows), "A     BB  C\nlong  x\n");
+    }
+}

@@ -1,0 +1,102 @@
+//! `proxops status`.
+
+use super::get::{cluster_refs, table};
+use super::repo_dir;
+use crate::error::CliError;
+use crate::session::{open_store, store_error};
+use proxops_engine::planes::{ClusterStatus, Head, StatusList, cluster_status};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Show each cluster's git planes: the desired and observed heads, resources by state (CLEAN,
+/// READY, WAIT, DELETING) and when a cycle last recorded receipts.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Only this cluster (repeatable; default: every cluster of the repository at HEAD).
+    #[arg(long = "cluster", value_name = "C")]
+    pub clusters: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+/// Output formats of `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// One row per cluster.
+    Table,
+    /// The `ClusterStatusList` document.
+    Json,
+}
+
+/// Runs `proxops status`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let dir = repo_dir(args.repo.as_deref())?;
+    let store = open_store(&dir)?;
+    let mut clusters = Vec::new();
+    for refs in cluster_refs(&store, &args.clusters)? {
+        clusters.push(cluster_status(&store, &refs).map_err(store_error)?);
+    }
+    let text = match args.output {
+        Output::Table => render_table(&clusters),
+        Output::Json => {
+            serde_json::to_string_pretty(&StatusList::new(clusters))
+                .map_err(|e| CliError::Io(e.to_string()))?
+                + "\n"
+        }
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| CliError::Io(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn head(h: &Head) -> String {
+    match &h.revision {
+        Some(rev) => format!("{}@{}", h.refname, rev.chars().take(12).collect::<String>()),
+        None => format!("{}@missing", h.refname),
+    }
+}
+
+fn render_table(clusters: &[ClusterStatus]) -> String {
+    let mut rows = vec![
+        [
+            "CLUSTER",
+            "DESIRED",
+            "OBSERVED",
+            "RECONCILIATION",
+            "LAST-CYCLE",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for c in clusters {
+        let counts: Vec<String> = [
+            ("clean", c.counts.clean),
+            ("ready", c.counts.ready),
+            ("wait", c.counts.wait),
+            ("deleting", c.counts.deleting),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{s}={n}"))
+        .collect();
+        rows.push(vec![
+            c.cluster.clone(),
+            head(&c.desired),
+            head(&c.observed),
+            if counts.is_empty() {
+                "none".to_owned()
+            } else {
+                counts.join(" ")
+            },
+            c.observed.time.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    table(&rows)
+}

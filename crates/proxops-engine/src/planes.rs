@@ -1,0 +1,552 @@
+//! The engine's side of the git planes ([`proxops_store`]): a thin adapter that publishes a
+//! cluster's desired plane before a cycle executes and, after it, receipts for what the cycle
+//! reconciled and teardown evidence for what it deleted; and the read side of `get` and
+//! `status`.
+//!
+//! A cycle with planes:
+//!
+//! 1. [`Planes::publish_desired`] publishes the loaded cluster (no commit when byte-identical)
+//!    and keeps the desired commit it published or found, which the receipts pin.
+//! 2. Plan and execute as usual ([`crate::cycle`], [`crate::execute`]).
+//! 3. [`Planes::publish_receipts`] publishes one batch ([`observation_batch`]):
+//!    - a receipt for each desired resource whose actions all succeeded (`created` when one of
+//!      them created or downloaded it, `updated` otherwise), with the actions' UPIDs;
+//!    - a receipt (`inSync`) for each resource the plan had nothing to do for and that was not
+//!      skipped or anomalous, unless its receipt is already current (nothing to write, as
+//!      `planes-spec.md` section 3.4 says for a duplicate receipt);
+//!    - a teardown record for each succeeded delete of a guest that a deletion intent of the
+//!      desired plane names (kind, name and vmid must match: the intent's fence).
+//!
+//!    Resources with a failed, deferred or unstarted action get no receipt: they stay READY.
+
+use crate::execute::{CycleReport, Outcome as ActionOutcome};
+use crate::plan::{ClusterPlan, Verb};
+use proxops_model::{Repository, ResourceKey};
+use proxops_store::desired::{DesiredPublication, DesiredState};
+use proxops_store::documents::{DesiredPin, Outcome, Receipt, hex, utc_timestamp};
+use proxops_store::observed::{DEFAULT_ATTEMPTS, Observation, ObservedState, Stored};
+use proxops_store::state::ResourceView;
+use proxops_store::{
+    ClusterView, DesiredOptions, ObjectId, ObservationBatch, PlaneRefs, Publication, ResourceState,
+    Store, StoreError, TeardownRecord,
+};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::SystemTime;
+
+/// One cluster's planes in one store.
+#[derive(Debug, Clone)]
+pub struct Planes {
+    /// The repository holding the planes.
+    pub store: Store,
+    /// The cluster's plane refs.
+    pub refs: PlaneRefs,
+}
+
+/// What [`Planes::publish_desired`] did.
+#[derive(Debug, Clone)]
+pub struct PublishedDesired {
+    /// The ref update and what changed.
+    pub publication: DesiredPublication,
+    /// The desired plane at the published (or unchanged) head: what receipts pin.
+    pub state: DesiredState,
+}
+
+/// What [`Planes::publish_receipts`] did.
+#[derive(Debug, Clone)]
+pub struct PublishedReceipts {
+    /// The observed ref update (`None` when there was nothing to record).
+    pub publication: Option<Publication>,
+    /// Receipts written.
+    pub receipts: usize,
+    /// Teardowns recorded.
+    pub teardowns: usize,
+    /// Resources left without a receipt this cycle, with why.
+    pub withheld: Vec<(ResourceKey, String)>,
+}
+
+impl Planes {
+    /// The default planes of `cluster` in `store`.
+    pub fn for_cluster(store: Store, cluster: &str) -> Result<Planes, StoreError> {
+        Ok(Planes {
+            store,
+            refs: PlaneRefs::for_cluster(cluster)?,
+        })
+    }
+
+    /// Publishes the cluster as loaded from the source at `source_revision`.
+    pub fn publish_desired(
+        &self,
+        repository: &Repository,
+        source_revision: ObjectId,
+    ) -> Result<PublishedDesired, StoreError> {
+        let publication = self.store.publish_desired(
+            &self.refs,
+            repository,
+            source_revision,
+            &DesiredOptions::default(),
+        )?;
+        let state = self
+            .store
+            .read_desired(&self.refs, Some(publication.publication.head))?
+            .ok_or_else(|| StoreError::Invalid("the desired plane vanished".to_owned()))?;
+        Ok(PublishedDesired { publication, state })
+    }
+
+    /// Publishes what a cycle reconciled against `desired` (see the module docs). `report` is
+    /// `None` when nothing was executed (an empty plan); `started` is when the cycle started.
+    pub fn publish_receipts(
+        &self,
+        desired: &DesiredState,
+        plan: &ClusterPlan,
+        report: Option<&CycleReport>,
+        started: SystemTime,
+    ) -> Result<PublishedReceipts, StoreError> {
+        let observed = self.store.read_observed(&self.refs, None)?;
+        let built = observation_batch(
+            desired,
+            observed.as_ref(),
+            plan,
+            report,
+            started,
+            SystemTime::now(),
+        );
+        let receipts = built.batch.observations.len();
+        let teardowns = built.batch.teardowns.len();
+        let publication = if receipts + teardowns == 0 {
+            None
+        } else {
+            Some(
+                self.store
+                    .publish_observations(&self.refs, &built.batch, DEFAULT_ATTEMPTS)?,
+            )
+        };
+        Ok(PublishedReceipts {
+            publication,
+            receipts,
+            teardowns,
+            withheld: built.withheld,
+        })
+    }
+}
+
+/// A batch to publish and the resources left out of it.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltBatch {
+    /// Receipts and teardowns.
+    pub batch: ObservationBatch,
+    /// Desired resources without a receipt this cycle, with why.
+    pub withheld: Vec<(ResourceKey, String)>,
+}
+
+/// One action of a resource, as the cycle ended it.
+struct Acted<'a> {
+    verb: Verb,
+    vmid: Option<u32>,
+    outcome: &'a ActionOutcome,
+    upids: &'a [String],
+}
+
+fn key_of(kind: &str, name: &str) -> ResourceKey {
+    ResourceKey {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+/// The receipts and teardowns a cycle earns (see the module docs). Pure: no I/O.
+pub fn observation_batch(
+    desired: &DesiredState,
+    observed: Option<&ObservedState>,
+    plan: &ClusterPlan,
+    report: Option<&CycleReport>,
+    started: SystemTime,
+    finished: SystemTime,
+) -> BuiltBatch {
+    let started_at = utc_timestamp(started);
+    let finished_at = utc_timestamp(finished);
+    let revision = desired.revision();
+    // Per resource: every action's outcome and UPIDs, in plan order.
+    let mut acted: BTreeMap<ResourceKey, Vec<Acted<'_>>> = BTreeMap::new();
+    let not_run = ActionOutcome::NotStarted;
+    for action in &plan.actions {
+        let result = report.and_then(|r| r.results.iter().find(|x| x.id == action.id));
+        let (outcome, upids) = match result {
+            Some(r) => (&r.outcome, r.upids.as_slice()),
+            None => (&not_run, &[][..]),
+        };
+        acted
+            .entry(key_of(&action.kind, &action.name))
+            .or_default()
+            .push(Acted {
+                verb: action.verb,
+                vmid: action.vmid,
+                outcome,
+                upids,
+            });
+    }
+    let mut held: BTreeMap<String, String> = BTreeMap::new();
+    for s in &plan.skipped {
+        held.insert(s.subject.clone(), format!("skipped: {}", s.reason));
+    }
+    for a in &plan.anomalies {
+        held.insert(a.subject.clone(), format!("anomaly: {}", a.message));
+    }
+
+    let mut built = BuiltBatch::default();
+    for (key, entry) in &desired.resources {
+        let actions = acted.get(key).map(Vec::as_slice).unwrap_or_default();
+        if let Some(why) = held.get(&key.to_string()) {
+            built.withheld.push((key.clone(), why.clone()));
+            continue;
+        }
+        if let Some(failed) = actions
+            .iter()
+            .find(|a| *a.outcome != ActionOutcome::Succeeded)
+        {
+            let why = match failed.outcome {
+                ActionOutcome::Failed { error } => format!("failed: {error}"),
+                ActionOutcome::Deferred { .. } => "deferred".to_owned(),
+                _ => "not run".to_owned(),
+            };
+            built.withheld.push((key.clone(), why));
+            continue;
+        }
+        let outcome = if actions.is_empty() {
+            let current = observed
+                .and_then(|o| o.receipts.get(key))
+                .is_some_and(|r| is_current(r, entry.blob, &entry.doc.metadata.uid));
+            if current {
+                continue;
+            }
+            Outcome::InSync
+        } else if actions
+            .iter()
+            .any(|a| matches!(a.verb, Verb::Create | Verb::Download))
+        {
+            Outcome::Created
+        } else {
+            Outcome::Updated
+        };
+        let mut observation = Observation::of(entry, revision, outcome);
+        observation.upids = actions
+            .iter()
+            .flat_map(|a| a.upids.iter().cloned())
+            .collect();
+        observation.started_at = started_at.clone();
+        observation.finished_at = finished_at.clone();
+        built.batch.observations.push(observation);
+    }
+
+    // Teardowns: succeeded deletes of guests a deletion intent names.
+    let mut done = BTreeSet::new();
+    for (key, entry) in &desired.deletions {
+        let fence = entry
+            .intent
+            .spec
+            .pve_identity
+            .get("vmid")
+            .and_then(Value::as_u64);
+        let Some(deletes) = acted.get(key) else {
+            continue;
+        };
+        for a in deletes {
+            let matches = a.verb == Verb::Delete
+                && *a.outcome == ActionOutcome::Succeeded
+                && a.vmid.map(u64::from) == fence;
+            if matches && done.insert(key.clone()) {
+                built.batch.teardowns.push(TeardownRecord {
+                    subject: entry.intent.spec.subject.clone(),
+                    intent: DesiredPin {
+                        blob: hex(entry.blob),
+                        revision: hex(revision),
+                    },
+                    upids: a.upids.to_vec(),
+                    finished_at: finished_at.clone(),
+                });
+            }
+        }
+    }
+    built
+}
+
+fn is_current(receipt: &Stored<Receipt>, blob: ObjectId, uid: &str) -> bool {
+    receipt.doc.spec.desired.blob == hex(blob) && receipt.doc.spec.subject.uid == uid
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading: `get` and `status`.
+
+/// `apiVersion` of the documents `get` and `status` print.
+pub const LIST_API_VERSION: &str = proxops_model::report::REPORT_API_VERSION;
+
+/// The desired side of a [`ResourceItem`].
+#[derive(Debug, Clone, Serialize)]
+pub struct DesiredRef {
+    /// The desired commit.
+    pub revision: String,
+    /// The resource document's (or deletion intent's) blob id.
+    pub blob: String,
+}
+
+/// The receipt side of a [`ResourceItem`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiptRef {
+    /// The receipt's blob id.
+    pub blob: String,
+    /// `CURRENT`, `STALE` (or `N/A` for a deletion intent's leftover receipt).
+    pub observation: String,
+    /// The receipt's `spec`: subject, desired pin, result.
+    pub spec: Value,
+}
+
+/// One row of `get`: a desired resource joined with its receipt.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceItem {
+    /// The cluster.
+    pub cluster: String,
+    /// The kind.
+    pub kind: String,
+    /// The name.
+    pub name: String,
+    /// `CLEAN`, `READY`, `WAIT` or `DELETING`.
+    pub state: ResourceState,
+    /// Why, in words.
+    pub reason: String,
+    /// The incarnation's UID.
+    pub uid: String,
+    /// The desired document.
+    pub desired: DesiredRef,
+    /// The receipt, if any.
+    pub receipt: Option<ReceiptRef>,
+}
+
+/// `{"apiVersion":"proxops/v1alpha1","kind":"ResourceList","items":[...]}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceList {
+    /// Always `proxops/v1alpha1`.
+    pub api_version: &'static str,
+    /// Always `ResourceList`.
+    pub kind: &'static str,
+    /// The rows, by (cluster, kind, name).
+    pub items: Vec<ResourceItem>,
+}
+
+impl ResourceList {
+    /// A list of `items`.
+    pub fn new(items: Vec<ResourceItem>) -> ResourceList {
+        ResourceList {
+            api_version: LIST_API_VERSION,
+            kind: "ResourceList",
+            items,
+        }
+    }
+}
+
+/// Which resources `get` shows: `KIND[/NAME]`, the kind matched without regard to case.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector {
+    /// The kind (`None`: every kind).
+    pub kind: Option<String>,
+    /// The name (`None`: every name).
+    pub name: Option<String>,
+}
+
+impl Selector {
+    /// Parses `KIND`, `KIND/NAME` or `all`.
+    pub fn parse(text: Option<&str>) -> Selector {
+        match text {
+            None | Some("all") => Selector::default(),
+            Some(t) => match t.split_once('/') {
+                Some((k, n)) => Selector {
+                    kind: Some(k.to_owned()),
+                    name: Some(n.to_owned()),
+                },
+                None => Selector {
+                    kind: Some(t.to_owned()),
+                    name: None,
+                },
+            },
+        }
+    }
+
+    /// Whether `key` is selected.
+    pub fn matches(&self, key: &ResourceKey) -> bool {
+        self.kind
+            .as_deref()
+            .is_none_or(|k| k.eq_ignore_ascii_case(&key.kind))
+            && self.name.as_deref().is_none_or(|n| n == key.name)
+    }
+}
+
+/// The `get` rows of one cluster's view that `selector` selects.
+pub fn resource_items(view: &ClusterView, selector: &Selector) -> Vec<ResourceItem> {
+    let revision = view.desired_revision.map(hex).unwrap_or_default();
+    view.resources
+        .iter()
+        .filter(|r| selector.matches(&r.key))
+        .map(|r| item(&view.cluster, &revision, r))
+        .collect()
+}
+
+fn item(cluster: &str, revision: &str, r: &ResourceView) -> ResourceItem {
+    let observation = serde_json::to_value(r.observation)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let observation = if observation == "NOT_APPLICABLE" {
+        "N/A".to_owned()
+    } else {
+        observation
+    };
+    ResourceItem {
+        cluster: cluster.to_owned(),
+        kind: r.key.kind.clone(),
+        name: r.key.name.clone(),
+        state: r.state,
+        reason: r.reason.clone(),
+        uid: r.uid.clone(),
+        desired: DesiredRef {
+            revision: revision.to_owned(),
+            blob: hex(r.blob),
+        },
+        receipt: r.receipt.as_ref().map(|s| ReceiptRef {
+            blob: hex(s.blob),
+            observation,
+            spec: serde_json::to_value(&s.doc.spec).unwrap_or(Value::Null),
+        }),
+    }
+}
+
+/// One plane's head, for `status`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Head {
+    /// The branch (`proxops/desired/<cluster>`).
+    #[serde(rename = "ref")]
+    pub refname: String,
+    /// Its commit, if the branch exists.
+    pub revision: Option<String>,
+    /// The commit's first message line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The commit's time (RFC 3339, UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+}
+
+/// Counts by state, for `status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateCounts {
+    /// CLEAN resources.
+    pub clean: usize,
+    /// READY resources.
+    pub ready: usize,
+    /// WAIT resources.
+    pub wait: usize,
+    /// DELETING resources.
+    pub deleting: usize,
+}
+
+/// One cluster's line of `status`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// The cluster.
+    pub cluster: String,
+    /// The desired head.
+    pub desired: Head,
+    /// The source revision the desired head pins.
+    pub source_revision: Option<String>,
+    /// The observed head: its commit is the last cycle that recorded something.
+    pub observed: Head,
+    /// Resources by state.
+    pub counts: StateCounts,
+    /// Receipts: current, stale and orphan.
+    pub receipts: BTreeMap<String, usize>,
+}
+
+/// `{"apiVersion":"proxops/v1alpha1","kind":"ClusterStatusList","clusters":[...]}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusList {
+    /// Always `proxops/v1alpha1`.
+    pub api_version: &'static str,
+    /// Always `ClusterStatusList`.
+    pub kind: &'static str,
+    /// One entry per cluster.
+    pub clusters: Vec<ClusterStatus>,
+}
+
+impl StatusList {
+    /// A list of `clusters`.
+    pub fn new(clusters: Vec<ClusterStatus>) -> StatusList {
+        StatusList {
+            api_version: LIST_API_VERSION,
+            kind: "ClusterStatusList",
+            clusters,
+        }
+    }
+}
+
+/// The status of one cluster's planes.
+pub fn cluster_status(store: &Store, refs: &PlaneRefs) -> Result<ClusterStatus, StoreError> {
+    let desired = store.read_desired(refs, None)?;
+    let observed = store.read_observed(refs, None)?;
+    let view = proxops_store::state::derive(&refs.cluster, desired.as_ref(), observed.as_ref());
+    let head = |refname: &str, plane: Option<&proxops_store::Plane>| Head {
+        refname: refname
+            .strip_prefix("refs/heads/")
+            .unwrap_or(refname)
+            .to_owned(),
+        revision: plane.map(|p| hex(p.commit.id)),
+        subject: plane.map(|p| p.commit.message.lines().next().unwrap_or("").to_owned()),
+        time: plane.map(|p| {
+            let secs = u64::try_from(p.commit.time).unwrap_or(0);
+            utc_timestamp(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        }),
+    };
+    let mut receipts = BTreeMap::new();
+    for r in &view.receipts {
+        let name = serde_json::to_value(r.freshness)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_lowercase))
+            .unwrap_or_default();
+        *receipts.entry(name).or_insert(0) += 1;
+    }
+    Ok(ClusterStatus {
+        cluster: refs.cluster.clone(),
+        desired: head(&refs.desired, desired.as_ref().map(|d| &d.plane)),
+        source_revision: desired.as_ref().and_then(|d| d.source_revision.map(hex)),
+        observed: head(&refs.observed, observed.as_ref().map(|o| &o.plane)),
+        counts: StateCounts {
+            clean: view.count(ResourceState::Clean),
+            ready: view.count(ResourceState::Ready),
+            wait: view.count(ResourceState::Wait),
+            deleting: view.count(ResourceState::Deleting),
+        },
+        receipts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn selectors() {
+        let vm = key_of("VM", "web");
+        assert!(Selector::parse(None).matches(&vm));
+        assert!(Selector::parse(Some("all")).matches(&vm));
+        assert!(Selector::parse(Some("vm")).matches(&vm));
+        assert!(Selector::parse(Some("VM/web")).matches(&vm));
+        assert!(!Selector::parse(Some("VM/db")).matches(&vm));
+        assert!(!Selector::parse(Some("LXC")).matches(&vm));
+    }
+}

@@ -1,0 +1,604 @@
+//! `proxops apply --planes`, `proxops get` and `proxops status` end to end: the homelab example
+//! committed in a temporary git repository, applied to a persistent simulator, its planes read
+//! back with the git CLI.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proxops_e2e::{copy_tree, example};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Runs git in `dir` with a fixed identity and no user configuration.
+fn git_output(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap()
+}
+
+/// Runs git and returns its standard output; fails the test when git fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The `proxops` binary. Cargo builds another package's binary for neither
+/// `cargo test -p proxops-e2e` nor nextest, so it is built here when it is missing or older than
+/// a source of the workspace's crates (`PROXOPS_BIN` names a binary to use as it is).
+fn proxops_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("PROXOPS_BIN") {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().unwrap();
+        // target/<profile>/deps/planes-<hash>
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+        let bin = profile_dir.join(format!("proxops{}", std::env::consts::EXE_SUFFIX));
+        let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let newest = newest_source(&workspace.join("crates"))
+            .max(newest_source(&workspace.join("Cargo.lock")));
+        if built.is_none_or(|b| newest.is_some_and(|n| n > b)) {
+            let target = profile_dir.parent().unwrap();
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = Command::new(cargo);
+            build
+                .args([
+                    "build",
+                    "-q",
+                    "-p",
+                    "proxops-cli",
+                    "--bin",
+                    "proxops",
+                    "--target-dir",
+                ])
+                .arg(target);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let status = build.status().unwrap();
+            assert!(status.success() && bin.exists(), "cannot build {bin:?}");
+        }
+        bin
+    })
+}
+
+/// The newest modification time of a file, or of the `.rs` and `.toml` files under a directory.
+fn newest_source(path: &Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_file() {
+        return meta.modified().ok();
+    }
+    let mut newest = None;
+    for entry in std::fs::read_dir(path).ok()?.flatten() {
+        let p = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let counts = is_dir || p.extension().is_some_and(|e| e == "rs" || e == "toml");
+        if counts && p.file_name().is_some_and(|n| n != "target") {
+            newest = newest.max(newest_source(&p));
+        }
+    }
+    newest
+}
+
+/// A temporary git repository holding the homelab example, and a simulator state file.
+struct Lab {
+    dir: tempfile::TempDir,
+    state: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&example("homelab"), dir.path()).unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["add", "-A"]);
+        git(dir.path(), &["commit", "-q", "-m", "homelab"]);
+        Lab {
+            dir,
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        git(self.path(), args)
+    }
+
+    /// `proxops ARGS --repo <repo>`.
+    fn proxops(&self, args: &[&str]) -> Output {
+        Command::new(proxops_bin())
+            .args(args)
+            .arg("--repo")
+            .arg(self.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    /// `proxops apply --planes` on cluster lab's persistent simulator; its standard output.
+    fn apply(&self) -> String {
+        let state = self.state.path().join("lab.json");
+        let out = self.proxops(&[
+            "apply",
+            "--planes",
+            "--yes",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+            "--sim-state",
+            state.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "apply failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    /// `proxops get ... -o json` for cluster lab.
+    fn get_json(&self, selector: &str) -> Value {
+        let out = self.proxops(&["get", selector, "--cluster", "lab", "-o", "json"]);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Commits every change of the work tree.
+    fn commit(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+
+    fn commits(&self, branch: &str) -> usize {
+        self.git(&["rev-list", "--count", branch])
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    fn files(&self, branch: &str, dir: &str) -> Vec<String> {
+        self.git(&["ls-tree", "-r", "--name-only", branch, "--", dir])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+const DESIRED: &str = "proxops/desired/lab";
+const OBSERVED: &str = "proxops/observed/lab";
+
+fn fsck_is_clean(lab: &Lab) {
+    let out = git_output(lab.path(), &["fsck", "--strict", "--no-dangling"]);
+    assert!(
+        out.status.success(),
+        "git fsck: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every desired resource has a receipt, and each receipt pins its resource's live blob.
+fn receipts_are_current(lab: &Lab) {
+    let resources = lab.files(DESIRED, "resources");
+    assert_eq!(resources.len(), 5, "{resources:?}");
+    let receipts = lab.files(OBSERVED, "receipts");
+    let expected: Vec<String> = resources
+        .iter()
+        .map(|r| r.replacen("resources/", "receipts/", 1))
+        .collect();
+    assert_eq!(receipts, expected);
+    for (resource, receipt) in resources.iter().zip(&receipts) {
+        let blob = lab.git(&["rev-parse", &format!("{DESIRED}:{resource}")]);
+        let text = lab.git(&["show", &format!("{OBSERVED}:{receipt}")]);
+        let blob = blob.trim();
+        assert!(
+            text.contains(&format!("blob: \"{blob}\"")) || text.contains(&format!("blob: {blob}")),
+            "{receipt} does not pin {resource} ({blob}):\n{text}"
+        );
+    }
+}
+
+#[test]
+fn apply_with_planes_publishes_desired_then_current_receipts_and_get_and_status_show_them() {
+    let lab = Lab::new();
+    let head = lab.git(&["rev-parse", "HEAD"]);
+    let stdout = lab.apply();
+    assert!(
+        stdout.contains("cluster lab: proxops/desired/lab at ") && stdout.contains("(published)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("cluster lab: 5 succeeded"), "{stdout}");
+    assert!(
+        stdout.contains("receipt(s), 0 teardown(s)") && stdout.contains(": 5 receipt(s)"),
+        "{stdout}"
+    );
+
+    // Both planes exist, read back with the git CLI.
+    lab.git(&["rev-parse", "--verify", &format!("refs/heads/{DESIRED}")]);
+    lab.git(&["rev-parse", "--verify", &format!("refs/heads/{OBSERVED}")]);
+    fsck_is_clean(&lab);
+    let message = lab.git(&["log", "-1", "--format=%B", DESIRED]);
+    assert!(
+        message.contains(&format!("Source-Revision: {}", head.trim())),
+        "{message}"
+    );
+    assert!(lab.files(DESIRED, "cluster.yaml") == ["cluster.yaml"]);
+    receipts_are_current(&lab);
+    let receipt = lab.git(&["show", &format!("{OBSERVED}:receipts/VM/sandbox-01.yaml")]);
+    assert!(receipt.contains("outcome: created"), "{receipt}");
+    assert!(receipt.contains("UPID:"), "{receipt}");
+    assert!(receipt.contains("startedAt: "), "{receipt}");
+
+    // A second apply: converged, nothing new in either plane.
+    let (desired, observed) = (lab.commits(DESIRED), lab.commits(OBSERVED));
+    assert_eq!((desired, observed), (1, 1));
+    let stdout = lab.apply();
+    assert!(stdout.contains("converged, nothing to do"), "{stdout}");
+    assert!(stdout.contains("(unchanged)"), "{stdout}");
+    assert!(
+        stdout.contains("proxops/observed/lab unchanged: receipts are current"),
+        "{stdout}"
+    );
+    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (1, 1));
+    fsck_is_clean(&lab);
+
+    // get: every resource CLEAN with a current receipt.
+    let list = lab.get_json("all");
+    assert_eq!(list["apiVersion"], "proxops/v1alpha1");
+    assert_eq!(list["kind"], "ResourceList");
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 5);
+    let desired_head = lab.git(&["rev-parse", DESIRED]);
+    for item in items {
+        assert_eq!(item["cluster"], "lab");
+        assert_eq!(item["state"], "CLEAN", "{item}");
+        assert_eq!(item["desired"]["revision"], desired_head.trim());
+        assert_eq!(item["receipt"]["observation"], "CURRENT", "{item}");
+        assert_eq!(
+            item["receipt"]["spec"]["desired"]["blob"],
+            item["desired"]["blob"]
+        );
+    }
+    let names: Vec<String> = items
+        .iter()
+        .map(|i| {
+            format!(
+                "{}/{}",
+                i["kind"].as_str().unwrap(),
+                i["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "CTTemplate/debian-13-standard",
+            "DiskImage/debian-13-genericcloud",
+            "ISO/debian-13-netinst",
+            "LXC/ci-runner-01",
+            "VM/sandbox-01"
+        ]
+    );
+
+    let out = lab.proxops(&["get", "vm/sandbox-01", "--cluster", "lab"]);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(
+        lines[0].starts_with("CLUSTER  KIND  NAME        DESIRED       OBSERVATION  STATE  REASON"),
+        "{table}"
+    );
+    let blob = lab.git(&[
+        "rev-parse",
+        &format!("{DESIRED}:resources/VM/sandbox-01.yaml"),
+    ]);
+    assert_eq!(
+        lines[1],
+        format!(
+            "lab      VM    sandbox-01  {}  CURRENT      CLEAN  observation matches desired state",
+            &blob[..12]
+        )
+    );
+    let yaml = lab.proxops(&["get", "LXC", "--cluster", "lab", "-o", "yaml"]);
+    let yaml = String::from_utf8_lossy(&yaml.stdout).into_owned();
+    assert!(yaml.contains("kind: ResourceList"), "{yaml}");
+    assert!(yaml.contains("name: ci-runner-01"), "{yaml}");
+    let missing = lab.proxops(&["get", "VM/nope", "--cluster", "lab"]);
+    assert_eq!(missing.status.code(), Some(1));
+
+    // status: one row per cluster of the repository; home was never applied.
+    let out = lab.proxops(&["status"]);
+    assert!(out.status.success(), "{out:?}");
+    let status = String::from_utf8_lossy(&out.stdout).into_owned();
+    let observed_head = lab.git(&["rev-parse", OBSERVED]);
+    let lines: Vec<&str> = status.lines().collect();
+    assert_eq!(lines.len(), 3, "{status}");
+    let fields =
+        |line: &str| -> Vec<String> { line.split_whitespace().map(str::to_owned).collect() };
+    assert_eq!(
+        fields(lines[0]),
+        [
+            "CLUSTER",
+            "DESIRED",
+            "OBSERVED",
+            "RECONCILIATION",
+            "LAST-CYCLE"
+        ]
+    );
+    assert_eq!(
+        fields(lines[1]),
+        [
+            "home",
+            "proxops/desired/home@missing",
+            "proxops/observed/home@missing",
+            "none",
+            "-"
+        ]
+    );
+    let lab_row = fields(lines[2]);
+    assert_eq!(
+        lab_row[..4],
+        [
+            "lab".to_owned(),
+            format!("proxops/desired/lab@{}", &desired_head[..12]),
+            format!("proxops/observed/lab@{}", &observed_head[..12]),
+            "clean=5".to_owned()
+        ]
+    );
+    assert!(lab_row[4].ends_with('Z'), "{status}");
+    let out = lab.proxops(&["status", "--cluster", "lab", "-o", "json"]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["kind"], "ClusterStatusList");
+    let lab_status = &status["clusters"][0];
+    assert_eq!(lab_status["cluster"], "lab");
+    assert_eq!(lab_status["desired"]["ref"], DESIRED);
+    assert_eq!(lab_status["desired"]["revision"], desired_head.trim());
+    assert_eq!(lab_status["sourceRevision"], head.trim());
+    assert_eq!(lab_status["observed"]["revision"], observed_head.trim());
+    assert_eq!(
+        lab_status["counts"],
+        serde_json::json!({"clean": 5, "ready": 0, "wait": 0, "deleting": 0})
+    );
+    assert_eq!(lab_status["receipts"], serde_json::json!({"current": 5}));
+}
+
+#[test]
+fn a_changed_manifest_gets_a_new_desired_commit_and_an_updated_receipt() {
+    let lab = Lab::new();
+    lab.apply();
+    let before = lab.get_json("VM/sandbox-01")["items"][0].clone();
+    let path = lab.path().join("vm/lab/sandbox-01.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("memory: 2GiB"), "{text}");
+    std::fs::write(&path, text.replace("memory: 2GiB", "memory: 4GiB")).unwrap();
+    // Uncommitted: apply --planes reads HEAD, so nothing changes.
+    let stdout = lab.apply();
+    assert!(stdout.contains("converged, nothing to do"), "{stdout}");
+    assert_eq!(lab.commits(DESIRED), 1);
+    lab.commit("more memory");
+    let stdout = lab.apply();
+    assert!(stdout.contains("update    VM/sandbox-01 (100)"), "{stdout}");
+    assert!(stdout.contains("(published)"), "{stdout}");
+    assert!(stdout.contains(": 1 receipt(s), 0 teardown(s)"), "{stdout}");
+    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (2, 2));
+    receipts_are_current(&lab);
+    let after = lab.get_json("VM/sandbox-01")["items"][0].clone();
+    assert_eq!(after["state"], "CLEAN");
+    assert_eq!(after["uid"], before["uid"], "same incarnation");
+    assert_ne!(after["desired"]["blob"], before["desired"]["blob"]);
+    assert_eq!(after["receipt"]["spec"]["result"]["outcome"], "updated");
+    fsck_is_clean(&lab);
+}
+
+#[test]
+fn a_removed_guest_is_deleted_its_teardown_recorded_then_its_intent_cleaned_up() {
+    let lab = Lab::new();
+    lab.apply();
+    let resources = lab.path().join("clusters/lab/resources.yaml");
+    let text = std::fs::read_to_string(&resources).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains("ci-runner-01"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&resources, kept).unwrap();
+    lab.commit("drop the CI runner");
+
+    let stdout = lab.apply();
+    assert!(
+        stdout.contains("delete    LXC/ci-runner-01 (200)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(": 0 receipt(s), 1 teardown(s)"), "{stdout}");
+    let intents = lab.files(DESIRED, "deletions");
+    assert_eq!(intents, ["deletions/LXC/ci-runner-01.yaml"]);
+    let teardowns = lab.files(OBSERVED, "teardowns");
+    assert_eq!(teardowns.len(), 1, "{teardowns:?}");
+    assert!(teardowns[0].starts_with("teardowns/LXC/ci-runner-01/u1-"));
+    assert!(lab.files(OBSERVED, "receipts/LXC").is_empty());
+    let row = lab.get_json("LXC/ci-runner-01")["items"][0].clone();
+    assert_eq!(row["state"], "WAIT", "{row}");
+
+    // The next publication finalizes the intent.
+    let stdout = lab.apply();
+    assert!(stdout.contains("(published)"), "{stdout}");
+    assert!(lab.files(DESIRED, "deletions").is_empty());
+    let message = lab.git(&["log", "-1", "--format=%B", DESIRED]);
+    assert!(message.contains("Finalized: LXC/ci-runner-01"), "{message}");
+    let out = lab.proxops(&["get", "LXC", "--cluster", "lab"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "No resources found.\n"
+    );
+    fsck_is_clean(&lab);
+}
+
+#[test]
+fn apply_with_planes_needs_a_git_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&example("homelab"), dir.path()).unwrap();
+    let out = Command::new(proxops_bin())
+        .args([
+            "apply",
+            "--planes",
+            "--dry-run",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+        ])
+        .arg("--repo")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a git repository"), "{stderr}");
+}
+
+#[test]
+fn resources_applied_before_planes_get_in_sync_receipts() {
+    let lab = Lab::new();
+    let state = lab.state.path().join("lab.json");
+    let out = lab.proxops(&[
+        "apply",
+        "--yes",
+        "--cluster",
+        "lab",
+        "--backend",
+        "sim",
+        "--sim-state",
+        state.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let plain = lab.git(&["branch", "--list", "proxops/*"]);
+    assert_eq!(plain, "", "apply without --planes writes no plane");
+    let stdout = lab.apply();
+    assert!(stdout.contains("converged, nothing to do"), "{stdout}");
+    assert!(stdout.contains(": 5 receipt(s), 0 teardown(s)"), "{stdout}");
+    receipts_are_current(&lab);
+    let list = lab.get_json("all");
+    for item in list["items"].as_array().unwrap() {
+        assert_eq!(item["state"], "CLEAN", "{item}");
+        assert_eq!(item["receipt"]["spec"]["result"]["outcome"], "inSync");
+        assert!(item["receipt"]["spec"]["result"].get("upids").is_none());
+    }
+}
+
+/// The engine with planes, without the CLI: a failed download and the VM deferred behind it get
+/// no receipt and stay READY; the next cycle reconciles them and only them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_and_deferred_actions_earn_no_receipt_until_a_later_cycle_succeeds() {
+    use proxops_engine::backend::{Backend, connect};
+    use proxops_engine::cycle::{plan_options, reconcile};
+    use proxops_engine::execute::ExecOptions;
+    use proxops_engine::planes::{Planes, Selector, resource_items};
+    use proxops_graph::check_repository;
+    use proxops_model::{LoadOptions, Registry, load_repository};
+    use proxops_pve_sim::FaultConfig;
+    use proxops_store::{ResourceState, Store};
+
+    let lab = Lab::new();
+    let store = Store::open(lab.path()).unwrap();
+    let source = store.source(None).unwrap();
+    let registry = Registry::builtin();
+    let mut repo = load_repository(&source, &registry, &LoadOptions::default()).unwrap();
+    let graph = check_repository(&registry, &mut repo)
+        .into_iter()
+        .find(|c| c.name == "lab")
+        .and_then(|c| c.graph)
+        .unwrap();
+    let cluster = repo.cluster("lab").unwrap();
+    let backend = Backend::Sim {
+        state_file: None,
+        task_time: std::time::Duration::from_millis(10),
+    };
+    let conn = connect(&registry, cluster, &backend).await.unwrap();
+    let sim = conn.sim.as_ref().unwrap();
+    sim.set_faults(FaultConfig {
+        failing_tasks: vec!["download:debian-13-genericcloud-amd64.qcow2".into()],
+        ..FaultConfig::default()
+    });
+    let planes = Planes::for_cluster(store.clone(), "lab").unwrap();
+    let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
+
+    let mut states = Vec::new();
+    for _ in 0..2 {
+        let started = std::time::SystemTime::now();
+        let desired = planes.publish_desired(&repo, source.commit()).unwrap();
+        let cycle = reconcile(&conn.client, "lab", &graph, &plan, &exec, false)
+            .await
+            .unwrap();
+        let published = planes
+            .publish_receipts(&desired.state, &cycle.plan, cycle.report.as_ref(), started)
+            .unwrap();
+        let withheld: Vec<String> = published
+            .withheld
+            .iter()
+            .map(|(k, why)| format!("{k}: {}", why.split(':').next().unwrap()))
+            .collect();
+        let view = store.view(&planes.refs).unwrap();
+        let rows: Vec<(String, ResourceState)> = resource_items(&view, &Selector::default())
+            .into_iter()
+            .map(|i| (format!("{}/{}", i.kind, i.name), i.state))
+            .collect();
+        states.push((published.receipts, withheld, rows));
+        sim.set_faults(FaultConfig::default());
+    }
+    use ResourceState::{Clean, Ready};
+    let row = |k: &str, s| (k.to_owned(), s);
+    assert_eq!(states[0].0, 3);
+    assert_eq!(
+        states[0].1,
+        [
+            "DiskImage/debian-13-genericcloud: failed",
+            "VM/sandbox-01: deferred"
+        ]
+    );
+    assert_eq!(
+        states[0].2,
+        [
+            row("CTTemplate/debian-13-standard", Clean),
+            row("DiskImage/debian-13-genericcloud", Ready),
+            row("ISO/debian-13-netinst", Clean),
+            row("LXC/ci-runner-01", Clean),
+            row("VM/sandbox-01", Ready),
+        ]
+    );
+    // Second cycle: the two left over are created; the three current receipts are not rewritten.
+    assert_eq!(states[1].0, 2);
+    assert!(states[1].1.is_empty(), "{:?}", states[1].1);
+    assert!(
+        states[1].2.iter().all(|(_, s)| *s == Clean),
+        "{:?}",
+        states[1].2
+    );
+    assert_eq!(lab.commits(DESIRED), 1);
+    assert_eq!(lab.commits(OBSERVED), 2);
+    receipts_are_current(&lab);
+    fsck_is_clean(&lab);
+    conn.sim.unwrap().shutdown().await.unwrap();
+}
