@@ -6,8 +6,15 @@
 //! the type's zero value. A value decoded with problems is never used: the caller discards it. The
 //! required fields of each struct come from its JSON Schema, so the schema and the decoder cannot
 //! disagree about what is optional.
+//!
+//! Plain scalars are typed as YAML 1.2's core schema types them (`CoreScalar`), which is how a
+//! YAML 1.2 editor turns a manifest into the JSON it checks against that schema: a manifest is
+//! accepted here exactly when such an editor accepts it. So `node: 1` is refused (a number where
+//! a string is expected: quote it), `vmid: 1_000` is refused (a string in YAML 1.2: write
+//! `1000`), and `vmid: 1e2` is accepted (an integral float, which JSON Schema's `integer` takes).
 
 use crate::diagnostic::Code;
+use crate::quantity::{QUANTITY_HELP, Quantity, QuantityError};
 use crate::yaml::{Node, NodeValue, ScalarKind, Span, is_null_text};
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use std::cell::RefCell;
@@ -90,6 +97,104 @@ impl RequiredFields {
 /// Newtype names whose text has a format the decoder checks itself (see [`crate::quantity`]).
 pub(crate) const QUANTITY_NEWTYPE: &str = "proxops::Quantity";
 
+/// What a plain scalar is under YAML 1.2's core schema: what a YAML 1.2 editor (and the JSON it
+/// checks against the manifest schemas) sees. The decoder types plain scalars the same way, so
+/// that a manifest the editor marks as wrong is refused here too, and the other way round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum CoreScalar {
+    /// `~`, `null`, `Null`, `NULL` or nothing.
+    Null,
+    /// `true`/`True`/`TRUE`, `false`/`False`/`FALSE`.
+    Bool(bool),
+    /// `[-+]?[0-9]+`, `0o[0-7]+`, `0x[0-9a-fA-F]+` (`None`: too large for 128 bits).
+    Int(Option<i128>),
+    /// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`, `[-+]?\.inf`, `.nan`.
+    Float(f64),
+    /// Anything else, e.g. `1_000` (digit separators are YAML 1.1), `0b101`, `1.2.3`, `pve01`.
+    Str,
+}
+
+impl CoreScalar {
+    /// Types a plain scalar's text.
+    pub(crate) fn of(text: &str) -> CoreScalar {
+        match text {
+            _ if is_null_text(text) => return CoreScalar::Null,
+            "true" | "True" | "TRUE" => return CoreScalar::Bool(true),
+            "false" | "False" | "FALSE" => return CoreScalar::Bool(false),
+            ".nan" | ".NaN" | ".NAN" => return CoreScalar::Float(f64::NAN),
+            _ => {}
+        }
+        let radix = |digits: &str, radix: u32, ok: fn(&u8) -> bool| {
+            if !digits.is_empty() && digits.bytes().all(|b| ok(&b)) {
+                CoreScalar::Int(i128::from_str_radix(digits, radix).ok())
+            } else {
+                CoreScalar::Str
+            }
+        };
+        if let Some(octal) = text.strip_prefix("0o") {
+            return radix(octal, 8, |b| matches!(b, b'0'..=b'7'));
+        }
+        if let Some(hex) = text.strip_prefix("0x") {
+            return radix(hex, 16, u8::is_ascii_hexdigit);
+        }
+        let (negative, unsigned) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        if matches!(unsigned, ".inf" | ".Inf" | ".INF") {
+            return CoreScalar::Float(if negative {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            });
+        }
+        if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
+            // `i128::from_str` takes the sign as YAML writes it.
+            return CoreScalar::Int(text.parse::<i128>().ok());
+        }
+        // The float form: a mantissa with at least one digit and at most one point, then an
+        // optional exponent with at least one digit.
+        let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+            Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+            None => (unsigned, None),
+        };
+        let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        let mantissa_ok =
+            (!whole.is_empty() || !fraction.is_empty()) && digits(whole) && digits(fraction);
+        let exponent_ok = exponent.is_none_or(|e| {
+            let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+            !e.is_empty() && digits(e)
+        });
+        match text.parse::<f64>() {
+            Ok(f) if mantissa_ok && exponent_ok => CoreScalar::Float(f),
+            _ => CoreScalar::Str,
+        }
+    }
+
+    /// The integer this is, if it is one: an integer, or a float with no fractional part (JSON
+    /// Schema's `integer` accepts `100.0` and `1e2`).
+    fn integer(self) -> Option<i128> {
+        match self {
+            CoreScalar::Int(i) => i,
+            // `as` saturates: a huge float stays out of range for every integer field.
+            CoreScalar::Float(f) if f.is_finite() && f.fract() == 0.0 => Some(f as i128),
+            _ => None,
+        }
+    }
+
+    /// What the value is, for messages: "the number `42`".
+    fn noun(self) -> &'static str {
+        match self {
+            CoreScalar::Null => "null",
+            CoreScalar::Bool(_) => "the boolean",
+            CoreScalar::Int(_) | CoreScalar::Float(_) => "the number",
+            CoreScalar::Str => "the text",
+        }
+    }
+}
+
 /// The problems found so far in one document.
 #[derive(Debug, Default)]
 pub struct Sink {
@@ -165,6 +270,7 @@ pub fn decode_recovering<T: DeserializeOwned>(
         node: Some(node),
         span: node.span,
         key,
+        is_key: false,
         sink,
         required,
     };
@@ -239,6 +345,9 @@ struct NodeDe<'n, 's> {
     span: Span,
     /// The key this node is the value of, where a missing field of it is labelled.
     key: Option<Span>,
+    /// Whether this node is a mapping key: keys are strings in JSON whatever YAML types them as
+    /// (`2024: x` has the key `"2024"`), so a number or boolean is taken as its text.
+    is_key: bool,
     sink: &'s Sink,
     required: &'s RequiredFields,
 }
@@ -249,6 +358,7 @@ impl<'n, 's> NodeDe<'n, 's> {
             node: Some(node),
             span: node.span,
             key: None,
+            is_key: false,
             sink: self.sink,
             required: self.required,
         }
@@ -259,6 +369,7 @@ impl<'n, 's> NodeDe<'n, 's> {
             node: None,
             span: self.span,
             key: None,
+            is_key: false,
             sink: self.sink,
             required: self.required,
         }
@@ -288,41 +399,69 @@ impl<'n, 's> NodeDe<'n, 's> {
         }
     }
 
-    fn int<T: std::str::FromStr + Default>(&self, what: &str) -> T {
+    /// An integer. Plain scalars are typed as YAML 1.2 types them, and the schema's `integer`
+    /// decides what is accepted:
+    /// - `+42`, `0x2a` and `0o52` are YAML 1.2 integers: accepted;
+    /// - `100.0` and `1e2` are floats with no fractional part, which JSON Schema's `integer`
+    ///   accepts (JSON does not tell `100.0` from `100`): accepted, as the integer;
+    /// - `1_000` is a string in YAML 1.2 (digit separators were YAML 1.1), which the schema
+    ///   refuses: refused, with a help saying to write `1000`;
+    /// - a quoted number is a string: refused, with a help saying to remove the quotes.
+    fn int<T: TryFrom<i128> + Default>(&self, what: &str) -> T {
         let Some(node) = self.node else {
             return T::default();
         };
         if let Some(text) = self.plain() {
-            let signless = text.strip_prefix('+').unwrap_or(text);
-            // Copied only if there are digit separators to remove.
-            let cleaned: std::borrow::Cow<'_, str> = if signless.contains('_') {
-                signless.replace('_', "").into()
-            } else {
-                signless.into()
-            };
-            if let Ok(v) = cleaned.parse::<T>() {
-                return v;
-            }
-            if cleaned.parse::<i128>().is_ok() {
+            let core = CoreScalar::of(text);
+            if let Some(i) = core.integer() {
+                if let Ok(v) = T::try_from(i) {
+                    return v;
+                }
                 self.invalid(format!("{text} is out of range for {what}"), None);
                 return T::default();
+            }
+            if core == CoreScalar::Int(None) {
+                self.invalid(format!("{text} is out of range for {what}"), None);
+                return T::default();
+            }
+            if core == CoreScalar::Str && text.contains('_') {
+                let joined: String = text.chars().filter(|&c| c != '_').collect();
+                if CoreScalar::of(&joined).integer().is_some() {
+                    self.invalid(
+                        format!("expected {what}, found `{text}`"),
+                        Some(format!(
+                            "write `{joined}`: YAML 1.2 numbers have no `_` digit separators, \
+                             so `{text}` is a string"
+                        )),
+                    );
+                    return T::default();
+                }
             }
         }
         let help = node
             .as_str()
             .filter(|_| matches!(node.value, NodeValue::Scalar(_, ScalarKind::Quoted)))
-            .filter(|s| s.parse::<i128>().is_ok())
+            .filter(|s| CoreScalar::of(s).integer().is_some())
             .map(|_| "remove the quotes: numbers are written bare".to_owned());
         self.invalid(format!("expected {what}, found {}", self.describe()), help);
         T::default()
     }
 
+    /// A number: a YAML 1.2 integer or finite float (`.inf` and `.nan` have no JSON form).
     fn float(&self) -> f64 {
         if self.node.is_none() {
             return 0.0;
         }
-        if let Some(v) = self.plain().and_then(|t| t.parse::<f64>().ok()) {
-            return v;
+        if let Some(text) = self.plain() {
+            let v = match CoreScalar::of(text) {
+                CoreScalar::Int(Some(i)) => Some(i as f64),
+                CoreScalar::Int(None) => text.parse::<f64>().ok(),
+                CoreScalar::Float(f) => Some(f),
+                _ => None,
+            };
+            if let Some(v) = v.filter(|v| v.is_finite()) {
+                return v;
+            }
         }
         self.invalid(
             format!("expected a number, found {}", self.describe()),
@@ -357,11 +496,25 @@ impl<'n, 's> NodeDe<'n, 's> {
         false
     }
 
+    /// A string. A plain scalar that YAML 1.2 reads as a number or a boolean (`node: 1`,
+    /// `tags: [2024]`, `pve-description: true`) is not one: the schema refuses it as a YAML 1.2
+    /// editor sees it, so it is refused here too, with a help saying to quote it. Mapping keys
+    /// are exempt (JSON keys are strings).
     fn string(&self) -> String {
         match self.node.map(|n| &n.value) {
             None => String::new(),
             Some(NodeValue::Scalar(s, ScalarKind::Plain)) if is_null_text(s) => {
                 self.invalid("expected a string, found null".to_owned(), None);
+                String::new()
+            }
+            Some(NodeValue::Scalar(s, ScalarKind::Plain))
+                if !self.is_key && CoreScalar::of(s) != CoreScalar::Str =>
+            {
+                let noun = CoreScalar::of(s).noun();
+                self.invalid(
+                    format!("expected a string, found {noun} `{s}`"),
+                    Some(quote_help(s)),
+                );
                 String::new()
             }
             Some(NodeValue::Scalar(s, _)) => s.clone(),
@@ -374,6 +527,80 @@ impl<'n, 's> NodeDe<'n, 's> {
             }
         }
     }
+
+    /// The text of a size (see [`crate::quantity`]), checked; `"0"` after a problem. A plain
+    /// scalar is typed as YAML 1.2 types it, like the schema's `anyOf` of a pattern-checked string
+    /// and a non-negative integer sees it:
+    /// - a string is parsed as `<digits><unit>`;
+    /// - a non-negative integer is a number of bytes, whatever its spelling: `+1073741824`,
+    ///   `0x40000000`, and integral floats such as `1e9` or `1048576.0` (JSON Schema's `integer`
+    ///   accepts them); the text becomes its plain digits;
+    /// - a negative or fractional number, `.inf`, `.nan` and booleans are refused.
+    ///
+    /// Memory and swap must further be whole MiB (checked by the kinds; the schema says so with
+    /// `multipleOf`, see [`crate::quantity::MemorySize`]).
+    fn quantity_text(&self) -> String {
+        let text = match self.node.map(|n| &n.value) {
+            None => return "0".to_owned(),
+            Some(NodeValue::Scalar(s, ScalarKind::Plain)) if !is_null_text(s) => {
+                match CoreScalar::of(s) {
+                    CoreScalar::Str => s.clone(),
+                    CoreScalar::Bool(_) => {
+                        self.invalid(
+                            format!("expected a size such as `8GiB`, found the boolean `{s}`"),
+                            None,
+                        );
+                        return "0".to_owned();
+                    }
+                    core => {
+                        let e = match core.integer() {
+                            Some(i) if i >= 0 => match u64::try_from(i) {
+                                Ok(bytes) => return self.quantity_checked(bytes.to_string()),
+                                Err(_) => QuantityError::Overflow(s.clone()),
+                            },
+                            None if core == CoreScalar::Int(None) && !s.starts_with('-') => {
+                                QuantityError::Overflow(s.clone())
+                            }
+                            // Negative, fractional, infinite or not a number.
+                            _ => QuantityError::Syntax(s.clone()),
+                        };
+                        self.invalid(e.to_string(), Some(QUANTITY_HELP.to_owned()));
+                        return "0".to_owned();
+                    }
+                }
+            }
+            Some(NodeValue::Scalar(s, ScalarKind::Quoted)) => s.clone(),
+            Some(_) => {
+                self.invalid(
+                    format!("expected a size such as `8GiB`, found {}", self.describe()),
+                    None,
+                );
+                return "0".to_owned();
+            }
+        };
+        self.quantity_checked(text)
+    }
+
+    /// `text` if it is a size, otherwise `"0"` after reporting why not.
+    fn quantity_checked(&self, text: String) -> String {
+        match Quantity::parse(&text) {
+            Ok(_) => text,
+            Err(e) => {
+                self.invalid(e.to_string(), Some(QUANTITY_HELP.to_owned()));
+                "0".to_owned()
+            }
+        }
+    }
+}
+
+/// The help for a plain scalar that YAML 1.2 does not read as a string.
+fn quote_help(text: &str) -> String {
+    let what = match CoreScalar::of(text) {
+        CoreScalar::Bool(_) => "a boolean",
+        CoreScalar::Null => "null",
+        _ => "a number",
+    };
+    format!("quote the value to make it a string: `\"{text}\"` (unquoted, YAML reads it as {what})")
 }
 
 macro_rules! de_int {
@@ -393,23 +620,20 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
             return visitor.visit_unit();
         };
         match &node.value {
-            NodeValue::Scalar(s, ScalarKind::Plain) => {
-                if is_null_text(s) {
-                    visitor.visit_unit()
-                } else if let Ok(b) = s.parse::<bool>() {
-                    visitor.visit_bool(b)
-                } else if let Ok(i) = s.parse::<i64>() {
-                    visitor.visit_i64(i)
-                } else if let Ok(f) = s
-                    .parse::<f64>()
-                    .map_err(|_| ())
-                    .and_then(|f| if f.is_finite() { Ok(f) } else { Err(()) })
-                {
-                    visitor.visit_f64(f)
-                } else {
-                    visitor.visit_str(s)
-                }
-            }
+            // Typed as YAML 1.2 types it; a key stays text.
+            NodeValue::Scalar(s, ScalarKind::Plain) if self.is_key => visitor.visit_str(s),
+            NodeValue::Scalar(s, ScalarKind::Plain) => match CoreScalar::of(s) {
+                CoreScalar::Null => visitor.visit_unit(),
+                CoreScalar::Bool(b) => visitor.visit_bool(b),
+                CoreScalar::Int(Some(i)) => match (i64::try_from(i), u64::try_from(i)) {
+                    (Ok(i), _) => visitor.visit_i64(i),
+                    (_, Ok(u)) => visitor.visit_u64(u),
+                    _ => visitor.visit_i128(i),
+                },
+                CoreScalar::Int(None) => visitor.visit_str(s),
+                CoreScalar::Float(f) if f.is_finite() => visitor.visit_f64(f),
+                CoreScalar::Float(_) | CoreScalar::Str => visitor.visit_str(s),
+            },
             NodeValue::Scalar(s, ScalarKind::Quoted) => visitor.visit_str(s),
             NodeValue::Seq(_) => self.deserialize_seq(visitor),
             NodeValue::Map(_) => self.deserialize_map(visitor),
@@ -500,28 +724,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         if name == QUANTITY_NEWTYPE {
-            let text = match self.node.map(|n| &n.value) {
-                None => "0".to_owned(),
-                Some(NodeValue::Scalar(s, _)) if !self.node.is_some_and(Node::is_null) => s.clone(),
-                Some(_) => {
-                    self.invalid(
-                        format!("expected a size such as `8GiB`, found {}", self.describe()),
-                        None,
-                    );
-                    "0".to_owned()
-                }
-            };
-            let checked = match crate::quantity::Quantity::parse(&text) {
-                Ok(_) => text,
-                Err(e) => {
-                    self.invalid(
-                        e.to_string(),
-                        Some(crate::quantity::QUANTITY_HELP.to_owned()),
-                    );
-                    "0".to_owned()
-                }
-            };
-            return visitor.visit_newtype_struct(checked.into_deserializer());
+            return visitor.visit_newtype_struct(self.quantity_text().into_deserializer());
         }
         visitor.visit_newtype_struct(self)
     }
@@ -670,6 +873,19 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
         let first = variants.first().copied().unwrap_or_default();
         let chosen: &str = match self.node.map(|n| &n.value) {
             None => first,
+            // A variant spelt like a YAML 1.2 number or boolean must be quoted to be a string.
+            Some(NodeValue::Scalar(s, ScalarKind::Plain))
+                if variants.contains(&s.as_str())
+                    && !self.is_key
+                    && CoreScalar::of(s) != CoreScalar::Str =>
+            {
+                let noun = CoreScalar::of(s).noun();
+                self.invalid(
+                    format!("expected a string, found {noun} `{s}`"),
+                    Some(quote_help(s)),
+                );
+                first
+            }
             Some(NodeValue::Scalar(s, _)) if variants.contains(&s.as_str()) => s,
             Some(NodeValue::Scalar(s, _)) => {
                 let help = did_you_mean(s, variants.iter().copied())
@@ -774,7 +990,9 @@ impl<'de, 'n, 's> de::MapAccess<'de> for MapAccess<'n, 's> {
             {
                 continue;
             }
-            let key = seed.deserialize(self.parent.child(k))?;
+            let mut child = self.parent.child(k);
+            child.is_key = true;
+            let key = seed.deserialize(child)?;
             self.value = Some(Entry::Present(k, v));
             return Ok(Some(key));
         }
@@ -817,22 +1035,283 @@ mod tests {
     use super::*;
     use crate::yaml::parse_documents;
 
-    #[test]
-    fn integers_take_a_sign_and_digit_separators() {
-        let docs = parse_documents("[1_000, +42, 7, '8', 1__0, 99999999999]").unwrap_or_default();
+    /// Decodes `T` from the single document `text`: the value and the problems as (message,
+    /// help).
+    fn decoded<T: DeserializeOwned>(text: &str) -> (Option<T>, Vec<(String, Option<String>)>) {
+        let docs = parse_documents(text).unwrap_or_default();
         let Some(doc) = docs.first() else {
-            panic!("a document");
+            panic!("a document in {text:?}");
         };
         let sink = Sink::default();
-        let values: Option<Vec<u32>> =
-            decode_recovering(doc, None, &sink, &RequiredFields::default());
-        assert_eq!(values, Some(vec![1000, 42, 7, 0, 10, 0]));
-        let messages: Vec<String> = sink.take().into_iter().map(|p| p.message).collect();
+        let value = decode_recovering(doc, None, &sink, &RequiredFields::default());
+        let problems = sink
+            .take()
+            .into_iter()
+            .map(|p| (p.message, p.help))
+            .collect();
+        (value, problems)
+    }
+
+    fn messages(problems: &[(String, Option<String>)]) -> Vec<&str> {
+        problems.iter().map(|(m, _)| m.as_str()).collect()
+    }
+
+    #[test]
+    fn plain_scalars_are_typed_by_yaml_1_2_core_schema() {
+        use CoreScalar::*;
+        for (text, want) in [
+            ("", Null),
+            ("~", Null),
+            ("NULL", Null),
+            ("true", Bool(true)),
+            ("False", Bool(false)),
+            ("42", Int(Some(42))),
+            ("+42", Int(Some(42))),
+            ("-42", Int(Some(-42))),
+            ("007", Int(Some(7))),
+            ("0x2a", Int(Some(42))),
+            ("0o52", Int(Some(42))),
+            ("1.5", Float(1.5)),
+            ("1.", Float(1.0)),
+            (".5", Float(0.5)),
+            ("-1e2", Float(-100.0)),
+            ("1E+2", Float(100.0)),
+            ("+.inf", Float(f64::INFINITY)),
+            ("-.Inf", Float(f64::NEG_INFINITY)),
+            // YAML 1.1 forms and other look-alikes are strings in YAML 1.2.
+            ("1_000", Str),
+            ("yes", Str),
+            ("on", Str),
+            ("0b101", Str),
+            ("-0x2a", Str),
+            ("0x", Str),
+            ("1e", Str),
+            ("e2", Str),
+            (".", Str),
+            ("+", Str),
+            ("inf", Str),
+            ("nan", Str),
+            ("1.2.3", Str),
+            ("v2.0", Str),
+            ("8GiB", Str),
+            (" 1", Str),
+        ] {
+            assert_eq!(CoreScalar::of(text), want, "{text:?}");
+        }
+        assert!(matches!(CoreScalar::of(".nan"), Float(f) if f.is_nan()));
         assert_eq!(
-            messages,
+            CoreScalar::of("99999999999999999999999999999999999999999"),
+            Int(None)
+        );
+    }
+
+    #[test]
+    fn integers_are_yaml_1_2_integers_or_integral_floats() {
+        let (values, problems) =
+            decoded::<Vec<u32>>("[+42, 7, 0x2a, 0o52, 100.0, 1e2, 1E+2, '8', 99999999999]");
+        assert_eq!(values, Some(vec![42, 7, 42, 42, 100, 100, 100, 0, 0]));
+        assert_eq!(
+            problems,
             [
-                "expected a non-negative integer, found the string \"8\"",
-                "99999999999 is out of range for a non-negative integer",
+                (
+                    "expected a non-negative integer, found the string \"8\"".to_owned(),
+                    Some("remove the quotes: numbers are written bare".to_owned())
+                ),
+                (
+                    "99999999999 is out of range for a non-negative integer".to_owned(),
+                    None
+                ),
+            ]
+        );
+        let (_, problems) = decoded::<Vec<u8>>("[1.5, -1, 1e3, .inf, .nan, 1e400]");
+        assert_eq!(
+            messages(&problems),
+            [
+                "expected a non-negative integer, found `1.5`",
+                "-1 is out of range for a non-negative integer",
+                "1e3 is out of range for a non-negative integer",
+                "expected a non-negative integer, found `.inf`",
+                "expected a non-negative integer, found `.nan`",
+                "expected a non-negative integer, found `1e400`",
+            ]
+        );
+        let (values, problems) = decoded::<Vec<i64>>("[-1e2, -0.0, +7]");
+        assert_eq!((values, problems), (Some(vec![-100, 0, 7]), vec![]));
+    }
+
+    #[test]
+    fn digit_separators_are_refused_with_the_number_to_write() {
+        let (values, problems) = decoded::<Vec<u32>>("[1_000, 1__0, 1_0.5, _1, '1_000']");
+        assert_eq!(values, Some(vec![0, 0, 0, 0, 0]));
+        assert_eq!(
+            problems,
+            [
+                (
+                    "expected a non-negative integer, found `1_000`".to_owned(),
+                    Some(
+                        "write `1000`: YAML 1.2 numbers have no `_` digit separators, so \
+                         `1_000` is a string"
+                            .to_owned()
+                    )
+                ),
+                (
+                    "expected a non-negative integer, found `1__0`".to_owned(),
+                    Some(
+                        "write `10`: YAML 1.2 numbers have no `_` digit separators, so `1__0` \
+                         is a string"
+                            .to_owned()
+                    )
+                ),
+                (
+                    "expected a non-negative integer, found `1_0.5`".to_owned(),
+                    None
+                ),
+                (
+                    "expected a non-negative integer, found `_1`".to_owned(),
+                    Some(
+                        "write `1`: YAML 1.2 numbers have no `_` digit separators, so `_1` is a \
+                         string"
+                            .to_owned()
+                    )
+                ),
+                (
+                    "expected a non-negative integer, found the string \"1_000\"".to_owned(),
+                    None
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn numbers_and_booleans_are_not_strings_unless_quoted() {
+        let (values, problems) = decoded::<Vec<String>>(
+            "[pve01, 1, 2024, 1.5, 0x1f, true, '42', \"true\", 1_000, v1.2]",
+        );
+        assert_eq!(
+            values,
+            Some(
+                ["pve01", "", "", "", "", "", "42", "true", "1_000", "v1.2"]
+                    .map(str::to_owned)
+                    .to_vec()
+            )
+        );
+        let quote = |text: &str, what: &str| {
+            Some(format!(
+                "quote the value to make it a string: `\"{text}\"` (unquoted, YAML reads it as \
+                 {what})"
+            ))
+        };
+        assert_eq!(
+            problems,
+            [
+                (
+                    "expected a string, found the number `1`".to_owned(),
+                    quote("1", "a number")
+                ),
+                (
+                    "expected a string, found the number `2024`".to_owned(),
+                    quote("2024", "a number")
+                ),
+                (
+                    "expected a string, found the number `1.5`".to_owned(),
+                    quote("1.5", "a number")
+                ),
+                (
+                    "expected a string, found the number `0x1f`".to_owned(),
+                    quote("0x1f", "a number")
+                ),
+                (
+                    "expected a string, found the boolean `true`".to_owned(),
+                    quote("true", "a boolean")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn mapping_keys_are_text_whatever_yaml_types_them() {
+        // JSON object keys are strings: `2024: x` has the key "2024"; its value is still checked.
+        let (values, problems) =
+            decoded::<std::collections::BTreeMap<String, String>>("{2024: x, true: y, tier: 1}");
+        let values = values.unwrap_or_default();
+        assert_eq!(
+            values.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["2024", "tier", "true"]
+        );
+        assert_eq!(
+            messages(&problems),
+            ["expected a string, found the number `1`"]
+        );
+    }
+
+    #[test]
+    fn an_enum_variant_spelt_like_a_number_must_be_quoted() {
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        enum Version {
+            #[serde(rename = "1")]
+            One,
+            #[serde(rename = "v2.0")]
+            Two,
+        }
+        let (values, problems) = decoded::<Vec<Version>>("['1', v2.0, 1]");
+        assert_eq!(values, Some(vec![Version::One, Version::Two, Version::One]));
+        assert_eq!(
+            problems,
+            [(
+                "expected a string, found the number `1`".to_owned(),
+                Some(
+                    "quote the value to make it a string: `\"1\"` (unquoted, YAML reads it as a \
+                     number)"
+                        .to_owned()
+                )
+            )]
+        );
+    }
+
+    #[test]
+    fn sizes_take_any_yaml_1_2_spelling_of_a_whole_number_of_bytes() {
+        use crate::quantity::Quantity;
+        let (values, problems) = decoded::<Vec<Quantity>>(
+            "[8GiB, '512MiB', 1073741824, +1073741824, 0x40000000, 1e9, 1048576.0, '1024']",
+        );
+        let texts: Vec<String> = values
+            .unwrap_or_default()
+            .iter()
+            .map(|q| q.as_str().to_owned())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "8GiB",
+                "512MiB",
+                "1073741824",
+                "1073741824",
+                "1073741824",
+                "1000000000",
+                "1048576",
+                "1024"
+            ]
+        );
+        assert_eq!(problems, []);
+        let (_, problems) = decoded::<Vec<Quantity>>(
+            "[-1, 1.5, .inf, .nan, true, 1e30, 99999999999999999999999999999999999999999, \
+             1_000, '+1', ~]",
+        );
+        assert_eq!(
+            messages(&problems),
+            [
+                "`-1` is not a size: expected digits followed by an optional unit, such as `8GiB`",
+                "`1.5` is not a size: expected digits followed by an optional unit, such as `8GiB`",
+                "`.inf` is not a size: expected digits followed by an optional unit, such as \
+                 `8GiB`",
+                "`.nan` is not a size: expected digits followed by an optional unit, such as \
+                 `8GiB`",
+                "expected a size such as `8GiB`, found the boolean `true`",
+                "`1e30` is too large",
+                "`99999999999999999999999999999999999999999` is too large",
+                "`1_000` has an unknown unit `_000`",
+                "`+1` is not a size: expected digits followed by an optional unit, such as `8GiB`",
+                "expected a size such as `8GiB`, found null",
             ]
         );
     }

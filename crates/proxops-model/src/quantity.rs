@@ -32,6 +32,9 @@ pub enum QuantityError {
 /// The hint shown with a quantity error.
 pub const QUANTITY_HELP: &str = "sizes are whole numbers with an optional unit: B, K, M, G, T, P (powers of 1000) or Ki, Mi, Gi, Ti, Pi (powers of 1024), e.g. `8GiB`";
 
+/// The schema's pattern of a size's text, which [`Quantity::parse`] accepts (bar overflow).
+const QUANTITY_PATTERN: &str = "^[0-9]+([KkMmGgTtPp][Ii]?[Bb]?|[Bb])?$";
+
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
@@ -166,10 +169,51 @@ impl JsonSchema for Quantity {
         schemars::json_schema!({
             "description": "A size: digits with an optional unit (B, K, M, G, T, P = powers of 1000; Ki, Mi, Gi, Ti, Pi, optionally followed by B = powers of 1024), e.g. `8GiB`.",
             "anyOf": [
-                {"type": "string", "pattern": "^[0-9]+([KkMmGgTtPp][Ii]?[Bb]?|[Bb])?$"},
+                {"type": "string", "pattern": QUANTITY_PATTERN},
                 {"type": "integer", "minimum": 0}
             ]
         })
+    }
+}
+
+/// The schema of a memory size (`memory` of VMs and containers): a [`Quantity`] that PVE takes
+/// in whole MiB and that must not be zero. A bare integer is a number of bytes, so the schema's
+/// integer branch says `multipleOf: 1048576` and `minimum: 1048576`: `memory: 1e9` (a float a
+/// YAML 1.2 editor reads as the integer 1000000000) is refused by both the editor and the
+/// decoder. A string is only pattern-checked, the loader telling whether it is whole MiB.
+/// Used through `#[schemars(with = "MemorySize")]`; never decoded.
+pub(crate) struct MemorySize;
+
+/// Like [`MemorySize`], for a swap size, which may be zero.
+pub(crate) struct SwapSize;
+
+fn whole_mib_schema(minimum: u64) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "A size in whole MiB, e.g. `8GiB` or `512MiB`: digits with an optional unit (B, K, M, G, T, P = powers of 1000; Ki, Mi, Gi, Ti, Pi, optionally followed by B = powers of 1024), or a number of bytes that is a multiple of 1048576 (1 MiB).",
+        "anyOf": [
+            {"type": "string", "pattern": QUANTITY_PATTERN},
+            {"type": "integer", "minimum": minimum, "multipleOf": MIB}
+        ]
+    })
+}
+
+impl JsonSchema for MemorySize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MemorySize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        whole_mib_schema(MIB)
+    }
+}
+
+impl JsonSchema for SwapSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SwapSize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        whole_mib_schema(0)
     }
 }
 

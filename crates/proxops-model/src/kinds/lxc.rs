@@ -26,9 +26,11 @@ pub struct LxcSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<PowerState>,
     /// Memory, a whole number of MiB, e.g. `1GiB`.
+    #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,
     /// Swap, a whole number of MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::quantity::SwapSize>")]
     pub swap: Option<Quantity>,
     /// CPU settings.
     pub cpu: LxcCpu,

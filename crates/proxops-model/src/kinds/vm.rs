@@ -25,6 +25,7 @@ pub struct VmSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<PowerState>,
     /// Memory, a whole number of MiB, e.g. `8GiB` or `512MiB`.
+    #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,
     /// CPU model and cores.
     pub cpu: VmCpu,
