@@ -115,13 +115,15 @@ mod tests {
         let limits = MutationLimits::new(4);
         let first = limits.acquire("pve1", 0).await;
         // A second download on the node gets a slot at once.
-        let second = tokio::time::timeout(Duration::from_millis(200), limits.acquire("pve1", 0)).await;
+        let second =
+            tokio::time::timeout(Duration::from_millis(200), limits.acquire("pve1", 0)).await;
         assert!(second.is_ok());
         assert_eq!(limits.in_flight("pve1"), 2);
         drop((first, second));
         // Two mutations of one guest wait for each other.
         let held = limits.acquire("pve1", 100).await;
-        let waiting = tokio::time::timeout(Duration::from_millis(200), limits.acquire("pve1", 100)).await;
+        let waiting =
+            tokio::time::timeout(Duration::from_millis(200), limits.acquire("pve1", 100)).await;
         assert!(waiting.is_err());
         drop(held);
     }
