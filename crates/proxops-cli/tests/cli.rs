@@ -664,46 +664,10 @@ fn diff_against_pve_needs_credentials() {
 
 #[test]
 fn apply_reaches_a_separate_simulator_server_like_a_real_pve() {
-    use std::io::BufRead;
     let token = "root@pam!ci=separate-process";
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
-        .args([
-            "sim",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            token,
-            "--offline-downloads",
-            "--cluster",
-            "lab",
-            "--seed-repo",
-        ])
-        .arg(homelab())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Running(child);
-    // Keep the pipe open while the server runs: it must be able to print.
-    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
-    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
-    // The config takes the endpoint without the API path, as for a real PVE.
-    let url = lines[0]
-        .strip_prefix("url: ")
-        .and_then(|u| u.strip_suffix("/api2/json"))
-        .unwrap()
-        .to_owned();
-    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+    let (_server, url, fingerprint) = lab_sim(token, &["--offline-downloads"]);
     // The lab cluster of the example, pointed at the server and pinned to its certificate.
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&homelab(), dir.path());
-    write(
-        dir.path(),
-        "clusters/lab/config.yaml",
-        &format!(
-            "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {fingerprint}\n      nodes: [pve1]\n"
-        ),
-    );
+    let dir = lab_repo_at(&url, &fingerprint);
     let run = |args: &[&str]| {
         let mut cmd = proxops();
         cmd.env("PROXOPS_PVE_TOKEN_LAB", token)
@@ -767,7 +731,6 @@ fn tool(path: PathBuf) -> Option<PathBuf> {
 
 #[test]
 fn apply_takes_credentials_from_the_clusters_sops_file() {
-    use std::io::BufRead;
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let Some(sops) = tool(
         std::env::var_os("PROXOPS_SOPS")
@@ -780,30 +743,7 @@ fn apply_takes_credentials_from_the_clusters_sops_file() {
     };
     let secret = "sops-held-token-4b1d";
     let token = format!("root@pam!ci={secret}");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
-        .args([
-            "sim",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            &token,
-            "--offline-downloads",
-        ])
-        .args(["--cluster", "lab", "--seed-repo"])
-        .arg(homelab())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Running(child);
-    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
-    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
-    let url = lines[0]
-        .strip_prefix("url: ")
-        .and_then(|u| u.strip_suffix("/api2/json"))
-        .unwrap()
-        .to_owned();
-    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+    let (_server, url, fingerprint) = lab_sim(&token, &["--offline-downloads"]);
 
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
