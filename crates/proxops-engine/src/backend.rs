@@ -265,11 +265,12 @@ pub fn credentials(
         .map(|u| u.expose().to_owned())
         .unwrap_or_else(|| "root@pam".into());
     match (&found.pve_token_id, &found.pve_token, &found.pve_password) {
+        // The decrypted secrets pass to the client as they are: one Secret type throughout.
         (Some(id), Some(token), _) => Ok(Credentials::token(
             format!("{user}!{}", id.expose()),
-            token.expose().to_owned(),
+            token.clone(),
         )),
-        (_, _, Some(password)) => Ok(Credentials::password(user, password.expose().to_owned())),
+        (_, _, Some(password)) => Ok(Credentials::password(user, password.clone())),
         _ => Err(none()),
     }
 }

@@ -1,49 +1,11 @@
-//! [`Secret`]: a token secret or password that never shows in `Debug`, `Display` or errors, and
-//! [`Credentials`]: how the client authenticates (API token or user/password for tickets).
-
-use std::fmt;
+//! [`Credentials`]: how the client authenticates (API token or user/password for tickets), with
+//! the secret parts held as [`Secret`]s that never show in `Debug`, `Display` or errors.
 
 use crate::error::PveError;
 
-/// A secret string. `Debug` and `Display` print `***`; only [`Secret::expose`] gives the text.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(text: impl Into<String>) -> Secret {
-        Secret(text.into())
-    }
-
-    /// The secret text, for the one place that must send it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl From<String> for Secret {
-    fn from(s: String) -> Secret {
-        Secret(s)
-    }
-}
-
-impl From<&str> for Secret {
-    fn from(s: &str) -> Secret {
-        Secret(s.to_string())
-    }
-}
+/// The one secret type of ProxOps (redacted in `Debug`, `Display` and serialisation, wiped on
+/// drop), shared with the SOPS decryption so secrets pass from one to the other unexposed.
+pub use proxops_secrets::Secret;
 
 /// How requests authenticate.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -82,7 +82,7 @@ async fn wrong_password_is_permanent_and_secret_free() {
 #[test]
 fn secrets_are_redacted() {
     let s = Secret::new("hunter2");
-    assert_eq!(format!("{s}"), "***");
+    assert_eq!(format!("{s}"), proxops_secrets::REDACTED);
     assert!(!format!("{s:?}").contains("hunter2"));
     assert_eq!(s.expose(), "hunter2");
     let t = Credentials::parse_token("root@pam!ci=6f1c-secret").unwrap();
