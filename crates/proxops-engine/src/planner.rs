@@ -8,7 +8,7 @@
 use crate::desired::{Context, Desired, DesiredGuest, Drivers, OWNER_TAG, identity_tag};
 use crate::diff::diff;
 use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
-use proxops_graph::{Graph, StepId};
+use proxops_graph::{Deferral, Graph, StepId};
 use proxops_model::Registry;
 use proxops_model::kinds::PowerState;
 use proxops_pve::{GuestConfig, GuestInfo, Inventory, PveClient, PveError};
@@ -69,6 +69,7 @@ pub async fn plan_cluster(
         },
         step_actions: BTreeMap::new(),
         blocked: BTreeSet::new(),
+        deferral: None,
     };
     // Configs of the guests of ours that the repository declares, read in one bounded batch.
     let mut wanted = Vec::new();
@@ -114,6 +115,8 @@ struct Planner<'a> {
     step_actions: BTreeMap<StepId, usize>,
     /// Steps that could not be planned (their dependants wait).
     blocked: BTreeSet<StepId>,
+    /// The dependants of `blocked`, computed when first needed after `blocked` changed.
+    deferral: Option<Deferral>,
 }
 
 impl Planner<'_> {
@@ -123,10 +126,18 @@ impl Planner<'_> {
 
     /// Whether a prerequisite of `step` could not be planned; records the skip once.
     fn is_blocked(&mut self, step: StepId, graph: &Graph) -> bool {
-        let deferral = graph.defer(&self.blocked.iter().copied().collect::<Vec<_>>());
-        let Some(d) = deferral.skipped.iter().find(|d| d.step == step) else {
+        if self.blocked.is_empty() {
+            return false;
+        }
+        // One deferral per change of the blocked set, not one per step.
+        let blocked = &self.blocked;
+        let deferral = self
+            .deferral
+            .get_or_insert_with(|| graph.defer(&blocked.iter().copied().collect::<Vec<_>>()));
+        let Ok(at) = deferral.skipped.binary_search_by(|d| d.step.cmp(&step)) else {
             return false;
         };
+        let d = &deferral.skipped[at];
         let waits: Vec<String> = d
             .blocked_by
             .iter()
@@ -136,7 +147,6 @@ impl Planner<'_> {
             subject: graph.key(graph.step(step).resource).to_string(),
             reason: format!("waits for {}", waits.join(", ")),
         });
-        self.blocked.insert(step);
         true
     }
 
@@ -157,6 +167,7 @@ impl Planner<'_> {
             self.plan.skipped.push(Skipped { subject, reason });
         }
         self.blocked.insert(step);
+        self.deferral = None;
     }
 
     /// Appends an action for `step`, after the actions of its prerequisites (and `also`).
