@@ -177,24 +177,31 @@ fn edit(dir: &Path, file: &str, from: &str, to: &str) {
     std::fs::write(path, text.replace(from, to)).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_disk_grown_in_the_manifest_is_resized_and_a_shrink_changes_nothing() {
+/// A writable copy of examples/homelab and a simulator on which its `home` cluster converged.
+async fn converged_home_copy() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&example("homelab"), dir.path()).unwrap();
     let loaded = load(dir.path());
     let (cluster, graph) = loaded.cluster("home");
     let conn = simulator(cluster).await;
-    let exec = ExecOptions::default();
+    let options = plan_options(cluster, None);
     converge(
         &conn.client,
         "home",
         graph,
-        &plan_options(cluster, None),
-        &exec,
+        &options,
+        &ExecOptions::default(),
         3,
     )
     .await
     .unwrap();
+    (dir, conn)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_grown_in_the_manifest_is_resized_and_a_shrink_changes_nothing() {
+    let (dir, conn) = converged_home_copy().await;
+    let exec = ExecOptions::default();
     edit(
         dir.path(),
         "vm/home/jumpbox.yaml",
@@ -247,22 +254,8 @@ async fn a_disk_grown_in_the_manifest_is_resized_and_a_shrink_changes_nothing() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removed_manifests_are_pruned_dependants_first_and_untagged_guests_never() {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&example("homelab"), dir.path()).unwrap();
-    let loaded = load(dir.path());
-    let (cluster, graph) = loaded.cluster("home");
-    let conn = simulator(cluster).await;
+    let (dir, conn) = converged_home_copy().await;
     let exec = ExecOptions::default();
-    converge(
-        &conn.client,
-        "home",
-        graph,
-        &plan_options(cluster, None),
-        &exec,
-        3,
-    )
-    .await
-    .unwrap();
     let sim = conn.sim.as_ref().unwrap();
     // A guest made by hand, untagged.
     sim.with_state(|st| {
