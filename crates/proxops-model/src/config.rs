@@ -120,6 +120,63 @@ pub struct ClusterEntry {
     /// Skip certificate verification (warns on every cycle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insecure: Option<bool>,
+    /// This cluster's git planes: branch names and the change gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planes: Option<PlanesConfig>,
+    /// Which clusters may be promoted into this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<PromotionConfig>,
+    /// What the agent does about drift: `correct` it (default) or only `report` it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftMode>,
+}
+
+/// A cluster's git planes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PlanesConfig {
+    /// The desired-plane branch (default `proxops/desired/<cluster>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired: Option<String>,
+    /// The observed-plane branch (default `proxops/observed/<cluster>`); must differ from `desired`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+    /// How desired changes are published: `none` (default) moves the desired branch;
+    /// `pullRequest` publishes a candidate branch `proxops/candidates/<cluster>/<id>` to merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_gate: Option<ChangeGate>,
+}
+
+/// Change gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub enum ChangeGate {
+    /// Publish to the live desired branch.
+    #[default]
+    #[serde(rename = "none")]
+    None,
+    /// Publish a candidate branch; only a merge makes it live.
+    #[serde(rename = "pullRequest")]
+    PullRequest,
+}
+
+/// Promotion into a cluster.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PromotionConfig {
+    /// Clusters whose reconciled state may be promoted into this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_sources: Vec<String>,
+}
+
+/// Drift handling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftMode {
+    /// Plan and apply whatever makes PVE match the repository.
+    #[default]
+    Correct,
+    /// Plan and report drift; change nothing.
+    Report,
 }
 
 /// Names of SOPS keys per credential.
