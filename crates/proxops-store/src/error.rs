@@ -62,6 +62,22 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// Another live process holds the cluster's lease.
+    #[error(
+        "cluster `{cluster}` is being reconciled by {holder} (pid {pid} on {host}) until {expires}"
+    )]
+    Leased {
+        /// The cluster.
+        cluster: String,
+        /// The holder's name.
+        holder: String,
+        /// The holder's host.
+        host: String,
+        /// The holder's process id.
+        pid: u32,
+        /// When the lease expires unless renewed.
+        expires: String,
+    },
     /// Invalid input from the caller (a name that cannot be a path segment, ...).
     #[error("{0}")]
     Invalid(String),

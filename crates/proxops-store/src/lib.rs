@@ -18,6 +18,9 @@
 //!   id. Refs move only by compare-and-swap ([`git::compare_and_swap`]); a lost race is
 //!   [`StoreError::Conflict`], which [`StoreError::is_retryable`] says can be retried.
 //!
+//! - [`lease`]: a per-cluster [`Lease`] (a ref with holder and expiry) keeps two processes from
+//!   reconciling one cluster at once; [`Store::break_lease`] recovers one whose holder is gone.
+//!
 //! Everything is built on gix: reading, object writing and local ref transactions.
 
 pub mod canonical;
@@ -25,6 +28,7 @@ pub mod desired;
 pub mod documents;
 pub mod error;
 pub mod git;
+pub mod lease;
 pub mod observed;
 pub mod refs;
 pub mod source;
@@ -34,6 +38,7 @@ pub mod store;
 pub use desired::{DesiredOptions, DesiredPublication, DesiredState, Publication};
 pub use error::{Result, StoreError};
 pub use gix::ObjectId;
+pub use lease::{Holder, Lease, LeaseRecord};
 pub use observed::{Observation, ObservationBatch, ObservedState, TeardownRecord};
 pub use refs::PlaneRefs;
 pub use source::GitSource;

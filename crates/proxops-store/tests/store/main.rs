@@ -8,6 +8,7 @@ mod support;
 
 mod canonical;
 mod desired;
+mod lease;
 mod observed;
 mod secrets;
 mod source;
