@@ -2,7 +2,7 @@
 //! cluster's PVE (or a simulator) as the flags say.
 
 use crate::error::CliError;
-use proxops_engine::backend::{Backend, Connection, connect};
+use proxops_engine::backend::{Backend, Connection, connect, per_cluster_state_file};
 use proxops_graph::{Graph, check_repository};
 use proxops_model::source::RepoSource;
 use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
@@ -102,7 +102,7 @@ impl BackendArgs {
                 state_file: self
                     .sim_state
                     .as_ref()
-                    .map(|f| state_file(f, cluster, count)),
+                    .map(|f| per_cluster_state_file(f, cluster, count)),
                 task_time: Duration::from_millis(50),
             },
         }
@@ -119,22 +119,6 @@ impl BackendArgs {
             .await
             .map_err(|e| CliError::Io(e.to_string()))
     }
-}
-
-/// FILE itself for one cluster; `name.<cluster>.ext` for several.
-fn state_file(file: &Path, cluster: &str, count: usize) -> PathBuf {
-    if count <= 1 {
-        return file.to_path_buf();
-    }
-    let stem = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = match file.extension() {
-        Some(ext) => format!("{stem}.{cluster}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{cluster}"),
-    };
-    file.with_file_name(name)
 }
 
 /// A multi-threaded runtime for the async engine.

@@ -6,7 +6,7 @@ use proxops_model::{Cluster, Registry};
 use proxops_pve::{Credentials, PveClient, PveError, TlsVerification};
 use proxops_pve_sim::{Node, SimConfig, SimError, SimHandle, State, Storage, TaskDurations, start};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The environment variables that may hold a cluster's API token (`USER@REALM!ID=SECRET`),
@@ -273,4 +273,21 @@ pub fn credentials(
         (_, _, Some(password)) => Ok(Credentials::password(user, password.clone())),
         _ => Err(none()),
     }
+}
+
+/// The simulator state file of `cluster` when one file name serves `count` clusters: the file
+/// itself for one cluster, `name.<cluster>.ext` for several.
+pub fn per_cluster_state_file(file: &Path, cluster: &str, count: usize) -> PathBuf {
+    if count <= 1 {
+        return file.to_path_buf();
+    }
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match file.extension() {
+        Some(ext) => format!("{stem}.{cluster}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{cluster}"),
+    };
+    file.with_file_name(name)
 }

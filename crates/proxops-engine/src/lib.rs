@@ -21,6 +21,9 @@
 //!   ([`proxops_store`]), and reads both for `get` and `status`.
 //! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
 //!   cluster's PVE, or starts a simulator seeded from the cluster.
+//! - [`agent`]: the long-running agent of `proxops run`: a pass over every cluster each
+//!   interval, under a per-cluster lease, with an HTTP endpoint for health, metrics, status and
+//!   control.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
 //!   need (what `proxops doctor` checks a token against).
 //!
@@ -51,6 +54,7 @@
 //! # }
 //! ```
 
+pub mod agent;
 pub mod backend;
 pub mod cycle;
 pub mod desired;

@@ -3,7 +3,7 @@
 use crate::desired::{DesiredArtifact, DesiredGuest};
 use crate::diff::{Change, Resize};
 use proxops_pve::GuestRef;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What an action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -116,7 +116,7 @@ pub struct Action {
 }
 
 /// Something that differs and that ProxOps will not change by itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Anomaly {
     /// `Kind/name` of the resource, or the guest (`vmid 120`) when none is declared.
@@ -126,7 +126,7 @@ pub struct Anomaly {
 }
 
 /// A resource not looked at in this cycle, and why (retried next cycle).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Skipped {
     /// `Kind/name`.

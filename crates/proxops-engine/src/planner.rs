@@ -9,8 +9,8 @@ use crate::desired::{Context, Desired, DesiredGuest, Drivers, OWNER_TAG, identit
 use crate::diff::diff;
 use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
 use proxops_graph::{Deferral, Graph, StepId};
-use proxops_model::Registry;
 use proxops_model::kinds::PowerState;
+use proxops_model::{Registry, Resource, ResourceKey};
 use proxops_pve::{GuestConfig, GuestInfo, Inventory, PveClient, PveError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -26,6 +26,10 @@ pub struct PlanOptions {
     pub config_concurrency: usize,
     /// The kind drivers.
     pub drivers: Arc<Drivers>,
+    /// Resources suspended from outside the repository (an agent's suspend command), with why.
+    /// Resources annotated `proxops/reconcile: disabled` are suspended too. A suspended resource
+    /// is neither changed nor pruned; its dependants are planned as usual.
+    pub suspended: BTreeMap<ResourceKey, String>,
 }
 
 impl Default for PlanOptions {
@@ -35,6 +39,7 @@ impl Default for PlanOptions {
             allowed_nodes: Vec::new(),
             config_concurrency: 8,
             drivers: Arc::new(Drivers::builtin()),
+            suspended: BTreeMap::new(),
         }
     }
 }
@@ -88,11 +93,22 @@ pub async fn plan_cluster(
     let configs = client
         .guest_configs(wanted, options.config_concurrency)
         .await;
+    let mut suspended_seen = BTreeSet::new();
     for step in graph.steps() {
+        let resource = graph.resource(step.resource);
+        if let Some(why) = suspension(resource, options) {
+            // One line per resource, however many nodes its steps cover.
+            if suspended_seen.insert(step.resource) {
+                planner.plan.skipped.push(Skipped {
+                    subject: resource.key().to_string(),
+                    reason: why,
+                });
+            }
+            continue;
+        }
         if planner.is_blocked(step.id, graph) {
             continue;
         }
-        let resource = graph.resource(step.resource);
         match options.drivers.desired(&cx, resource) {
             Ok(Desired::Artifact(a)) => {
                 planner
@@ -105,6 +121,17 @@ pub async fn plan_cluster(
     }
     planner.prunes(client, options).await;
     Ok(planner.plan)
+}
+
+/// Why `resource` is suspended, if it is.
+fn suspension(resource: &Resource, options: &PlanOptions) -> Option<String> {
+    if resource.reconcile_disabled() {
+        return Some("suspended: annotated proxops/reconcile: disabled".to_owned());
+    }
+    options
+        .suspended
+        .get(&resource.key())
+        .map(|why| format!("suspended: {why}"))
 }
 
 struct Planner<'a> {

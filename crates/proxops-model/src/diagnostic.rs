@@ -84,6 +84,8 @@ codes! {
     NodeNotAllowed => "proxops::node_not_allowed",
     /// A manifest under a kind root that no cluster lists (warning).
     UnlistedManifest => "proxops::unlisted_manifest",
+    /// A `proxops/` annotation with a value it does not take.
+    InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
     /// A file or directory could not be read.

@@ -19,8 +19,11 @@ pub const API_VERSION: &str = "proxops/v1alpha1";
 /// The annotation that adds dependencies: `"Kind:name,Kind:name"`.
 pub const DEPENDS_ON: &str = "proxops/depends-on";
 
+/// The annotation that suspends reconciling a resource: `disabled` (or `enabled`, the default).
+pub const RECONCILE: &str = "proxops/reconcile";
+
 /// Annotations in the `proxops/` namespace that ProxOps understands.
-pub const KNOWN_ANNOTATIONS: &[&str] = &[DEPENDS_ON, "proxops/reconcile"];
+pub const KNOWN_ANNOTATIONS: &[&str] = &[DEPENDS_ON, RECONCILE];
 
 /// `metadata` of a manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -119,6 +122,15 @@ impl Resource {
     /// The name.
     pub fn name(&self) -> &str {
         &self.metadata.name
+    }
+
+    /// Whether `proxops/reconcile: disabled` suspends it: ProxOps then neither changes nor
+    /// prunes it.
+    pub fn reconcile_disabled(&self) -> bool {
+        self.metadata
+            .annotations
+            .get(RECONCILE)
+            .is_some_and(|v| v.trim() == "disabled")
     }
 
     /// The span of the node at `path` from the document root (or its deepest existing parent).
@@ -426,6 +438,22 @@ fn check_metadata(
                     .map(|k| format!("did you mean `{k}`?")),
             });
         }
+    }
+    if let Some(value) = metadata.annotations.get(RECONCILE)
+        && !matches!(value.trim(), "enabled" | "disabled")
+    {
+        let path: Vec<PathSeg> = annotations_path
+            .iter()
+            .cloned()
+            .chain(std::iter::once(PathSeg::from(RECONCILE)))
+            .collect();
+        sink.push(problem(
+            Code::InvalidAnnotation,
+            doc.span_at(&path),
+            format!("`{RECONCILE}` is `{value}`; it takes `enabled` or `disabled`"),
+            "not enabled or disabled",
+            Some("`disabled` suspends the resource: ProxOps neither changes nor prunes it".into()),
+        ));
     }
     let Some(value) = metadata.annotations.get(DEPENDS_ON) else {
         return;

@@ -353,7 +353,12 @@ impl PveClient {
         }
         self.inner.counters.hit(method.as_str(), template);
         let transport = |e: reqwest::Error| transport_error(method, path, &e);
-        let resp = rb.send().await.map_err(transport)?;
+        let sent = std::time::Instant::now();
+        let resp = rb.send().await;
+        self.inner
+            .counters
+            .took(method.as_str(), template, sent.elapsed());
+        let resp = resp.map_err(transport)?;
         let status = resp.status();
         let reason = resp
             .extensions()

@@ -46,7 +46,7 @@ mod types;
 mod upid;
 
 pub use client::{ClientBuilder, PveClient, WarningSink};
-pub use counters::RequestCounters;
+pub use counters::{Latency, RequestCounters};
 pub use error::{ApiFailure, ErrorClass, ErrorKind, PveError, classify, is_lock_message};
 pub use inventory::{GuestInfo, Inventory, NodeEntry, StorageEntry};
 pub use limits::{MutationLimits, MutationPermit};

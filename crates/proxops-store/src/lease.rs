@@ -266,7 +266,7 @@ fn delete_ref(repo: &gix::Repository, refname: &str, expected: ObjectId) -> Resu
             if actual == Some(expected) {
                 Err(StoreError::RefUpdate {
                     name: refname.to_owned(),
-                    source: Box::new(e.into()),
+                    source: Box::new(e),
                 })
             } else {
                 Err(StoreError::Conflict {

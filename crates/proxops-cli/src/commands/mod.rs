@@ -1,5 +1,6 @@
 //! One module per subcommand, each with an `Args` struct and one `run` function.
 
+pub mod agent_url;
 pub mod apply;
 pub mod converge;
 pub mod demo;
@@ -7,9 +8,14 @@ pub mod diff;
 pub mod doctor;
 pub mod get;
 pub mod graph;
+pub mod lease;
+pub mod reconcile;
+pub mod resume;
+pub mod run;
 pub mod schema;
 pub mod sim;
 pub mod status;
+pub mod suspend;
 pub mod validate;
 
 use crate::error::CliError;
@@ -41,6 +47,16 @@ pub enum Command {
     Demo(demo::Args),
     /// Check config, credentials, TLS, authentication and the token's privileges per cluster.
     Doctor(doctor::Args),
+    /// Run the agent: keep every cluster converged, with health, metrics and status over HTTP.
+    Run(run::Args),
+    /// Ask the running agent to reconcile a cluster now.
+    Reconcile(reconcile::Args),
+    /// Tell the running agent to leave a cluster or resource alone.
+    Suspend(suspend::Args),
+    /// Tell the running agent to reconcile a suspended cluster or resource again.
+    Resume(resume::Args),
+    /// Show or break a cluster's lease.
+    Lease(lease::Args),
 }
 
 /// Runs a subcommand.
@@ -57,6 +73,11 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Converge(args) => converge::run(&args),
         Command::Get(args) => get::run(&args),
         Command::Status(args) => status::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Reconcile(args) => reconcile::run(&args),
+        Command::Suspend(args) => suspend::run(&args),
+        Command::Resume(args) => resume::run(&args),
+        Command::Lease(args) => lease::run(&args),
     }
 }
 

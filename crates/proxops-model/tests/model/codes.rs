@@ -57,6 +57,7 @@ const COVERED: &[Code] = &[
     Code::NodeNotAllowed,
     Code::UnlistedManifest,
     Code::UnknownAnnotation,
+    Code::InvalidAnnotation,
     Code::Io,
 ];
 
@@ -881,6 +882,32 @@ fn unknown_annotation() {
     assert_eq!(help_of(d), "did you mean `proxops/depends-on`?");
     assert_eq!(covered(&d.labels[0]), "proxops/depend-on");
     assert_eq!(d.labels[0].line_col(), (6, 5));
+}
+
+#[test]
+fn invalid_reconcile_annotation() {
+    let text = annotate(&vm("a", "pve01", 142), &[("proxops/reconcile", "off")]);
+    let repo = cluster_of(&[("vm/dev/a.yaml", text)]);
+    let loaded = repo.load();
+    let d = find(&loaded, Code::InvalidAnnotation);
+    assert_eq!(d.severity, Severity::Error);
+    assert_contains(&d.message, &["`proxops/reconcile`", "`off`", "`disabled`"]);
+    assert_eq!(covered(&d.labels[0]), "\"off\"");
+    let ok = annotate(&vm("a", "pve01", 142), &[("proxops/reconcile", "disabled")]);
+    let repo = cluster_of(&[("vm/dev/a.yaml", ok)]);
+    let loaded = repo.load();
+    assert!(loaded.diagnostics.is_empty(), "{}", dump(&loaded));
+    let key = proxops_model::ResourceKey {
+        kind: "VM".into(),
+        name: "a".into(),
+    };
+    let cluster = &loaded.clusters[0];
+    assert!(
+        cluster
+            .resources
+            .iter()
+            .any(|r| r.key() == key && r.reconcile_disabled())
+    );
 }
 
 #[test]

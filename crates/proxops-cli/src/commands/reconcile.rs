@@ -1,0 +1,74 @@
+//! `proxops reconcile`.
+
+use super::agent_url::{AgentArgs, agent_error};
+use crate::error::CliError;
+use crate::session::runtime;
+use std::process::ExitCode;
+
+/// Ask the running agent to reconcile a cluster now, and wait for the cycle to end.
+///
+/// Exit status: 0 when the cycle converged, applied cleanly or (drift mode `report`) only
+/// found drift; 1 when it failed, was invalid, suspended or held by another agent's lease.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The cluster.
+    #[arg(long, value_name = "C")]
+    pub cluster: String,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// Print the cluster's state as JSON instead of a summary.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// A summary for people.
+    Human,
+    /// The cluster's state, as `/status` shows it.
+    Json,
+}
+
+/// Runs `proxops reconcile`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let client = args.agent.client()?;
+    let state = runtime()?
+        .block_on(client.reconcile(&args.cluster))
+        .map_err(agent_error)?;
+    let Some(cycle) = &state.last_cycle else {
+        return Err(CliError::Io(format!(
+            "the agent ran no cycle of cluster {}",
+            args.cluster
+        )));
+    };
+    match args.output {
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&state).map_err(|e| CliError::Io(e.to_string()))?
+        ),
+        Output::Human => {
+            println!(
+                "cluster {}: {}: {} planned, {} succeeded, {} failed, {} deferred ({:.1}s)",
+                state.name,
+                cycle.result.label(),
+                cycle.planned,
+                cycle.succeeded,
+                cycle.failed,
+                cycle.deferred,
+                cycle.duration_seconds
+            );
+            for e in &cycle.errors {
+                println!("  {e}");
+            }
+            for a in &cycle.anomalies {
+                println!("  anomaly: {}: {}", a.subject, a.message);
+            }
+        }
+    }
+    Ok(if cycle.result.is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

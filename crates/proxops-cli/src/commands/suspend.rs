@@ -1,0 +1,40 @@
+//! `proxops suspend`.
+
+use super::agent_url::{AgentArgs, agent_error};
+use crate::error::CliError;
+use crate::session::runtime;
+use std::process::ExitCode;
+
+/// Tell the running agent to leave a cluster, or one of its resources, alone until resumed.
+///
+/// A suspended resource is neither changed nor pruned; the agent keeps suspensions across
+/// restarts (in its data directory). To suspend a resource in git instead, annotate it
+/// `proxops/reconcile: disabled`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The cluster.
+    #[arg(long, value_name = "C")]
+    pub cluster: String,
+    /// Only this resource, `KIND/NAME` (e.g. `VM/web-01`).
+    #[arg(value_name = "KIND/NAME")]
+    pub resource: Option<String>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// Runs `proxops suspend`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let client = args.agent.client()?;
+    let s = runtime()?
+        .block_on(client.suspend(&args.cluster, args.resource.as_deref()))
+        .map_err(agent_error)?;
+    let what = match &s.resource {
+        Some(r) => format!("{r} of cluster {}", s.cluster),
+        None => format!("cluster {}", s.cluster),
+    };
+    println!(
+        "{what}: suspended{}",
+        if s.changed { "" } else { " (already)" }
+    );
+    Ok(ExitCode::SUCCESS)
+}

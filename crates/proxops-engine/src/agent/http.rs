@@ -1,0 +1,235 @@
+//! The agent's HTTP endpoint.
+//!
+//! | route | answers |
+//! | --- | --- |
+//! | `GET /healthz` | 200 `ok` while passes complete in time; 503 with the reason when not |
+//! | `GET /readyz` | 200 once the repository was loaded; 503 before and while stopping |
+//! | `GET /metrics` | Prometheus text format |
+//! | `GET /status` | [`AgentStatus`](super::AgentStatus) as JSON |
+//! | `POST /v1/clusters/{cluster}/reconcile` | runs the cluster's cycle now; its [`ClusterState`](super::ClusterState) |
+//! | `POST /v1/clusters/{cluster}/suspend[?resource=Kind/name]` | suspends the cluster or a resource |
+//! | `POST /v1/clusters/{cluster}/resume[?resource=Kind/name]` | resumes it |
+
+use super::{Shared, Trigger, lock};
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+
+/// Serves until `stop` turns true.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/status", get(status))
+        .route("/v1/clusters/{cluster}/reconcile", post(reconcile))
+        .route("/v1/clusters/{cluster}/suspend", post(suspend))
+        .route("/v1/clusters/{cluster}/resume", post(resume))
+        .with_state(shared);
+    let shutdown = async move {
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                return;
+            }
+        }
+    };
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::error!(error = %e, "the HTTP endpoint stopped");
+    }
+}
+
+fn text(code: StatusCode, body: String) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
+    match unhealthy_reason(&shared) {
+        None => text(StatusCode::OK, "ok\n".to_owned()),
+        Some(why) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("unhealthy: {why}\n"),
+        ),
+    }
+}
+
+/// Why the agent is not healthy, if it is not: a pass stuck, or passes no longer happening.
+fn unhealthy_reason(shared: &Shared) -> Option<String> {
+    let h = lock(&shared.health);
+    let limit = shared.options.stall_timeout;
+    let secs = |d: Duration| d.as_secs();
+    if h.stopping {
+        return Some("stopping".to_owned());
+    }
+    if let Some(started) = h.pass_started
+        && started.elapsed() > limit
+    {
+        return Some(format!(
+            "a pass has been running for {}s (limit {}s)",
+            secs(started.elapsed()),
+            secs(limit)
+        ));
+    }
+    match h.last_pass_end {
+        None if h.pass_started.is_none() && h.started.elapsed() > limit => Some(format!(
+            "no pass has run in the {}s since the agent started",
+            secs(h.started.elapsed())
+        )),
+        Some(end)
+            if h.pass_started.is_none()
+                && end.elapsed() > shared.options.interval.mul_f64(1.1) + limit =>
+        {
+            Some(format!("no pass for {}s", secs(end.elapsed())))
+        }
+        _ => None,
+    }
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let h = lock(&shared.health);
+    if h.stopping {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: stopping\n".to_owned(),
+        )
+    } else if h.ready {
+        text(StatusCode::OK, "ready\n".to_owned())
+    } else {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the repository has not been loaded yet\n".to_owned(),
+        )
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let body = lock(&shared.metrics).render();
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(shared.status()).into_response()
+}
+
+async fn reconcile(State(shared): State<Arc<Shared>>, Path(cluster): Path<String>) -> Response {
+    let (reply, answer) = oneshot::channel();
+    let sent = shared
+        .triggers
+        .send(Trigger {
+            cluster: cluster.clone(),
+            reply,
+        })
+        .await;
+    if sent.is_err() {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the agent is stopping\n".to_owned(),
+        );
+    }
+    match answer.await {
+        Ok(Some(state)) => axum::Json(state).into_response(),
+        Ok(None) => text(
+            StatusCode::NOT_FOUND,
+            format!("no cluster `{cluster}` in the repository\n"),
+        ),
+        Err(_) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the agent is stopping\n".to_owned(),
+        ),
+    }
+}
+
+/// `?resource=Kind/name`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Target {
+    resource: Option<String>,
+}
+
+/// The answer to suspend and resume.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    /// The cluster.
+    pub cluster: String,
+    /// The resource (`Kind/name`), or none for the whole cluster.
+    pub resource: Option<String>,
+    /// Whether it is suspended now.
+    pub suspended: bool,
+    /// Whether this request changed anything.
+    pub changed: bool,
+}
+
+async fn suspend(
+    State(shared): State<Arc<Shared>>,
+    Path(cluster): Path<String>,
+    Query(target): Query<Target>,
+) -> Response {
+    set_suspension(&shared, cluster, target.resource, true)
+}
+
+async fn resume(
+    State(shared): State<Arc<Shared>>,
+    Path(cluster): Path<String>,
+    Query(target): Query<Target>,
+) -> Response {
+    set_suspension(&shared, cluster, target.resource, false)
+}
+
+fn set_suspension(
+    shared: &Shared,
+    cluster: String,
+    resource: Option<String>,
+    on: bool,
+) -> Response {
+    if let Some(r) = &resource
+        && r.split_once('/')
+            .is_none_or(|(k, n)| k.is_empty() || n.is_empty())
+    {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("`{r}` is not Kind/name, e.g. VM/web-01\n"),
+        );
+    }
+    let mut suspensions = lock(&shared.suspensions);
+    let mut next = suspensions.clone();
+    let changed = next.set(&cluster, resource.as_deref(), on);
+    if changed && let Err(e) = next.save(&shared.options.data_dir) {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot save the suspensions: {e}\n"),
+        );
+    }
+    *suspensions = next;
+    tracing::info!(cluster = %cluster, resource = ?resource, suspended = on, "suspension changed");
+    axum::Json(Suspension {
+        cluster,
+        resource,
+        suspended: on,
+        changed,
+    })
+    .into_response()
+}

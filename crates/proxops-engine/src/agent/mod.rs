@@ -1,0 +1,574 @@
+//! The agent behind `proxops run`: it keeps every cluster converged.
+//!
+//! Every interval (with ±10% jitter, so that agents started together drift apart) an
+//! [`Agent`] runs a pass: it brings the repository up to date ([`SourceLocation`]), loads and
+//! validates it at that commit, and runs one cycle per cluster, clusters in parallel (bounded)
+//! and isolated: an invalid, unreachable or failing cluster ends its own cycle only.
+//!
+//! A cluster's cycle ([`cluster`]) takes the cluster's lease in the git store (so two agents,
+//! or an agent and `proxops apply --planes`, never reconcile one cluster at once), publishes
+//! the desired plane, plans, executes unless the cluster's `drift` mode is `report`, publishes
+//! receipts and releases the lease. Suspended clusters and resources are left alone.
+//!
+//! Its HTTP endpoint ([`http`]) serves `/healthz`, `/readyz`, `/metrics` (Prometheus text),
+//! `/status` ([`AgentStatus`]) and a small control API that [`client::AgentClient`] speaks:
+//! run a cluster's cycle now, suspend and resume. A stop signal starts no new action, waits for
+//! the ones in flight up to [`AgentOptions::shutdown_timeout`], and gives back the leases.
+
+pub mod client;
+pub mod cluster;
+pub mod http;
+pub mod metrics;
+pub mod source;
+pub mod status;
+
+pub use source::SourceLocation;
+pub use status::{AgentStatus, ClusterState, CycleRecord, CycleResult, Suspensions};
+
+use metrics::Metrics;
+use proxops_graph::{Graph, check_repository};
+use proxops_model::{LoadOptions, Registry, Repository, load_repository};
+use proxops_store::documents::{hex, utc_timestamp};
+use source::Fetched;
+use status::SourceState;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+
+/// Where the agent's clusters' PVE API is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentBackend {
+    /// Each cluster's `base-url`, with credentials from the environment or its SOPS file.
+    Pve,
+    /// A simulator per cluster and cycle, keeping its state in `state_file` between cycles.
+    Sim {
+        /// The state file (several clusters: `name.<cluster>.ext`).
+        state_file: Option<PathBuf>,
+        /// How long simulated tasks take.
+        task_time: Duration,
+    },
+}
+
+/// How the agent runs.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The repository.
+    pub source: SourceLocation,
+    /// Where the agent keeps its clone of a remote repository and its suspensions.
+    pub data_dir: PathBuf,
+    /// Only these clusters (empty: every cluster).
+    pub clusters: Vec<String>,
+    /// Time between passes (default 30 s).
+    pub interval: Duration,
+    /// The HTTP endpoint's address (default `127.0.0.1:9494`).
+    pub listen: SocketAddr,
+    /// The PVE API.
+    pub backend: AgentBackend,
+    /// Clusters reconciled at once.
+    pub parallel_clusters: usize,
+    /// This agent's name in leases.
+    pub holder: String,
+    /// How long a lease lasts unless renewed (it is renewed every third of that).
+    pub lease_ttl: Duration,
+    /// How long a stop waits for actions in flight.
+    pub shutdown_timeout: Duration,
+    /// A pass running longer than this makes `/healthz` fail.
+    pub stall_timeout: Duration,
+    /// Stop after this many passes (`None`: run until stopped).
+    pub max_passes: Option<u64>,
+}
+
+impl AgentOptions {
+    /// The defaults for a repository.
+    pub fn new(source: SourceLocation, data_dir: PathBuf) -> AgentOptions {
+        AgentOptions {
+            source,
+            data_dir,
+            clusters: Vec::new(),
+            interval: Duration::from_secs(30),
+            listen: SocketAddr::from(([127, 0, 0, 1], 9494)),
+            backend: AgentBackend::Pve,
+            parallel_clusters: 4,
+            holder: format!("agent@{}", proxops_store::lease::hostname()),
+            lease_ttl: Duration::from_secs(120),
+            shutdown_timeout: Duration::from_secs(300),
+            stall_timeout: Duration::from_secs(900),
+            max_passes: None,
+        }
+    }
+}
+
+/// Why the agent cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The HTTP endpoint cannot listen.
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why not.
+        reason: String,
+    },
+    /// The data directory is unusable.
+    #[error("data directory {path}: {reason}")]
+    DataDir {
+        /// The directory.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The repository could not be fetched or read (the pass is skipped, the agent goes on).
+    #[error("repository: {0}")]
+    Source(String),
+}
+
+/// A request to run one cluster's cycle now.
+pub(crate) struct Trigger {
+    cluster: String,
+    reply: oneshot::Sender<Option<ClusterState>>,
+}
+
+/// When passes ran, for `/healthz` and `/readyz`.
+#[derive(Debug)]
+pub(crate) struct Health {
+    started: Instant,
+    pass_started: Option<Instant>,
+    last_pass_end: Option<Instant>,
+    ready: bool,
+    stopping: bool,
+}
+
+/// What the HTTP endpoint and the loop share.
+pub(crate) struct Shared {
+    status: Mutex<AgentStatus>,
+    metrics: Mutex<Metrics>,
+    suspensions: Mutex<Suspensions>,
+    health: Mutex<Health>,
+    triggers: mpsc::Sender<Trigger>,
+    options: Arc<AgentOptions>,
+}
+
+/// Locks a mutex, recovering the data if a panicking holder poisoned it (the data is plain
+/// status, always consistent between statements).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    fn record(&self, outcome: &cluster::CycleOutcome, drift: proxops_model::config::DriftMode) {
+        let mut status = lock(&self.status);
+        let entry = match status
+            .clusters
+            .iter()
+            .position(|c| c.name == outcome.cluster)
+        {
+            Some(i) => &mut status.clusters[i],
+            None => {
+                status.clusters.push(ClusterState::new(&outcome.cluster));
+                status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
+                let i = status
+                    .clusters
+                    .iter()
+                    .position(|c| c.name == outcome.cluster)
+                    .unwrap_or(0);
+                &mut status.clusters[i]
+            }
+        };
+        entry.cycles += 1;
+        entry.drift = drift;
+        if outcome.record.result.is_success() {
+            entry.last_success = Some(outcome.record.finished.clone());
+        }
+        if let Some(rows) = &outcome.resources {
+            entry.resources = rows.clone();
+        }
+        entry.last_cycle = Some(outcome.record.clone());
+        drop(status);
+        let finished_unix = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs() as f64);
+        let mut metrics = lock(&self.metrics);
+        metrics.cycle(
+            &outcome.cluster,
+            outcome.record.result,
+            outcome.record.duration_seconds,
+            finished_unix,
+            outcome.plan.as_ref(),
+            outcome.report.as_ref(),
+        );
+        metrics.pve(&outcome.cluster, &outcome.requests, &outcome.latencies);
+    }
+
+    /// The status, with the current suspensions filled in.
+    pub(crate) fn status(&self) -> AgentStatus {
+        let mut status = lock(&self.status).clone();
+        let suspensions = lock(&self.suspensions).clone();
+        for c in &mut status.clusters {
+            c.suspended = suspensions.clusters.contains(&c.name);
+            c.suspended_resources = suspensions.resources_of(&c.name);
+        }
+        status
+    }
+
+    pub(crate) fn cluster_state(&self, name: &str) -> Option<ClusterState> {
+        self.status().clusters.into_iter().find(|c| c.name == name)
+    }
+}
+
+/// What one pass works with.
+pub struct Pass {
+    fetched: Fetched,
+    repo: Repository,
+    graphs: BTreeMap<String, Graph>,
+    registry: Arc<Registry>,
+    options: Arc<AgentOptions>,
+    stop: watch::Receiver<bool>,
+    suspensions: Suspensions,
+}
+
+impl Pass {
+    /// The errors that make `cluster` invalid, one line each.
+    fn errors_of(&self, cluster: &str) -> Vec<String> {
+        self.repo
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error() && d.cluster.as_deref().is_none_or(|c| c == cluster))
+            .map(|d| match &d.file {
+                Some(f) => format!("{f}: {} ({})", d.message, d.code),
+                None => format!("{} ({})", d.message, d.code),
+            })
+            .collect()
+    }
+
+    fn prune_budget(&self) -> Option<u32> {
+        self.repo
+            .config
+            .as_ref()
+            .and_then(|c| c.reconcile.as_ref())
+            .and_then(|r| r.prune_budget)
+    }
+}
+
+/// A bound, not yet running agent.
+pub struct Agent {
+    shared: Arc<Shared>,
+    listener: tokio::net::TcpListener,
+    triggers: mpsc::Receiver<Trigger>,
+    registry: Arc<Registry>,
+}
+
+impl Agent {
+    /// Binds the HTTP endpoint and reads the suspensions of the data directory.
+    pub async fn bind(options: AgentOptions) -> Result<Agent, AgentError> {
+        let suspensions =
+            Suspensions::load(&options.data_dir).map_err(|e| AgentError::DataDir {
+                path: options.data_dir.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| AgentError::Listen {
+                addr: options.listen,
+                reason: e.to_string(),
+            })?;
+        let (tx, rx) = mpsc::channel(16);
+        let options = Arc::new(options);
+        let status = AgentStatus {
+            api_version: proxops_model::report::REPORT_API_VERSION.to_owned(),
+            kind: "AgentStatus".to_owned(),
+            holder: options.holder.clone(),
+            started: utc_timestamp(SystemTime::now()),
+            interval_seconds: options.interval.as_secs_f64(),
+            passes: 0,
+            source: SourceState {
+                location: options.source.to_string(),
+                ..SourceState::default()
+            },
+            clusters: Vec::new(),
+        };
+        Ok(Agent {
+            shared: Arc::new(Shared {
+                status: Mutex::new(status),
+                metrics: Mutex::new(Metrics::default()),
+                suspensions: Mutex::new(suspensions),
+                health: Mutex::new(Health {
+                    started: Instant::now(),
+                    pass_started: None,
+                    last_pass_end: None,
+                    ready: false,
+                    stopping: false,
+                }),
+                triggers: tx,
+                options,
+            }),
+            listener,
+            triggers: rx,
+            registry: Arc::new(Registry::builtin()),
+        })
+    }
+
+    /// Where the HTTP endpoint listens.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Runs passes until `stop` turns true (or [`AgentOptions::max_passes`] ran); returns the
+    /// status at the end.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) -> AgentStatus {
+        let Agent {
+            shared,
+            listener,
+            mut triggers,
+            registry,
+        } = self;
+        let options = Arc::clone(&shared.options);
+        let server = tokio::spawn(http::serve(listener, Arc::clone(&shared), stop.clone()));
+        let mut jitter = Jitter::new();
+        let mut next = tokio::time::Instant::now();
+        let mut passes = 0u64;
+        loop {
+            let only = tokio::select! {
+                _ = tokio::time::sleep_until(next) => None,
+                Some(t) = triggers.recv() => Some(t),
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() { break; }
+                    continue;
+                }
+            };
+            let cluster = only.as_ref().map(|t| t.cluster.clone());
+            let pass = run_pass(&shared, &registry, cluster.as_deref(), stop.clone());
+            let finished =
+                with_shutdown_timeout(pass, stop.clone(), options.shutdown_timeout).await;
+            if let Some(t) = only {
+                let _ = t
+                    .reply
+                    .send(cluster.as_deref().and_then(|c| shared.cluster_state(c)));
+            } else {
+                passes += 1;
+                next = tokio::time::Instant::now() + jitter.around(options.interval);
+            }
+            if !finished {
+                tracing::warn!("stopped before the actions in flight ended");
+            }
+            if *stop.borrow() || options.max_passes.is_some_and(|m| passes >= m) {
+                break;
+            }
+        }
+        lock(&shared.health).stopping = true;
+        release_own_leases(&shared).await;
+        server.abort();
+        let _ = server.await;
+        tracing::info!("agent stopped");
+        shared.status()
+    }
+}
+
+/// Runs `pass`; once `stop` turns true, gives it `timeout` more, then drops it. Returns whether
+/// it ended by itself.
+async fn with_shutdown_timeout(
+    pass: impl std::future::Future<Output = ()>,
+    mut stop: watch::Receiver<bool>,
+    timeout: Duration,
+) -> bool {
+    let deadline = async {
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        tokio::time::sleep(timeout).await;
+    };
+    tokio::select! {
+        () = pass => true,
+        () = deadline => false,
+    }
+}
+
+/// One pass over the clusters (or over `only`).
+async fn run_pass(
+    shared: &Arc<Shared>,
+    registry: &Arc<Registry>,
+    only: Option<&str>,
+    stop: watch::Receiver<bool>,
+) {
+    let options = Arc::clone(&shared.options);
+    {
+        let mut h = lock(&shared.health);
+        h.pass_started = Some(Instant::now());
+    }
+    lock(&shared.metrics).pass();
+    let loaded = load(&options, registry).await;
+    let pass = match loaded {
+        Ok((fetched, repo, graphs)) => {
+            let mut status = lock(&shared.status);
+            status.passes += 1;
+            status.source.revision = Some(hex(fetched.commit));
+            status.source.fetched = Some(utc_timestamp(SystemTime::now()));
+            status.source.error = None;
+            for c in &repo.clusters {
+                if !status.clusters.iter().any(|s| s.name == c.name) {
+                    status.clusters.push(ClusterState::new(&c.name));
+                }
+            }
+            status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
+            drop(status);
+            Arc::new(Pass {
+                fetched,
+                repo,
+                graphs,
+                registry: Arc::clone(registry),
+                options: Arc::clone(&options),
+                stop,
+                suspensions: lock(&shared.suspensions).clone(),
+            })
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the repository; the pass is skipped");
+            lock(&shared.metrics).source_failed();
+            lock(&shared.status).source.error = Some(e.to_string());
+            end_pass(shared, false);
+            return;
+        }
+    };
+    let names: Vec<String> = pass
+        .repo
+        .clusters
+        .iter()
+        .map(|c| c.name.clone())
+        .filter(|n| only.is_none_or(|o| o == n))
+        .collect();
+    let limit = Arc::new(Semaphore::new(options.parallel_clusters.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for name in names {
+        let (pass, limit) = (Arc::clone(&pass), Arc::clone(&limit));
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            let drift = pass
+                .repo
+                .cluster(&name)
+                .and_then(|c| c.entry.as_ref())
+                .and_then(|e| e.drift)
+                .unwrap_or_default();
+            (cluster::run_cycle(pass, name).await, drift)
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((outcome, drift)) => shared.record(&outcome, drift),
+            Err(e) => tracing::error!(error = %e, "a cluster's cycle panicked"),
+        }
+    }
+    end_pass(shared, true);
+}
+
+fn end_pass(shared: &Shared, loaded: bool) {
+    let mut h = lock(&shared.health);
+    h.pass_started = None;
+    h.last_pass_end = Some(Instant::now());
+    h.ready |= loaded;
+}
+
+type Loaded = (Fetched, Repository, BTreeMap<String, Graph>);
+
+/// Fetches the source and loads it at the fetched commit.
+async fn load(options: &Arc<AgentOptions>, registry: &Arc<Registry>) -> Result<Loaded, AgentError> {
+    let fetched = source::refresh(&options.source, &options.data_dir).await?;
+    let (registry, clusters, f) = (
+        Arc::clone(registry),
+        options.clusters.clone(),
+        fetched.clone(),
+    );
+    let loaded = tokio::task::spawn_blocking(move || {
+        let source = f
+            .store
+            .source(Some(&hex(f.commit)))
+            .map_err(|e| AgentError::Source(e.to_string()))?;
+        let mut repo = load_repository(&source, &registry, &LoadOptions { clusters })
+            .map_err(|e| AgentError::Source(e.to_string()))?;
+        let graphs = check_repository(&registry, &mut repo)
+            .into_iter()
+            .filter_map(|c| c.graph.map(|g| (c.name, g)))
+            .collect();
+        Ok::<_, AgentError>((repo, graphs))
+    })
+    .await
+    .map_err(|e| AgentError::Source(format!("loading failed: {e}")))??;
+    Ok((fetched, loaded.0, loaded.1))
+}
+
+/// Gives back every cluster lease this process still holds (after a shutdown that dropped a
+/// cycle in flight).
+async fn release_own_leases(shared: &Arc<Shared>) {
+    let options = Arc::clone(&shared.options);
+    let clusters: Vec<String> = lock(&shared.status)
+        .clusters
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let _ = tokio::task::spawn_blocking(move || {
+        let dir = match &options.source {
+            SourceLocation::Local(dir) => dir.clone(),
+            SourceLocation::Remote { .. } => options.data_dir.join("source"),
+        };
+        let Ok(store) = proxops_store::Store::open(&dir) else {
+            return;
+        };
+        let me = proxops_store::Holder::this_process(&options.holder);
+        for cluster in clusters {
+            if let Ok(Some(lease)) = store.read_lease(&cluster)
+                && lease.host == me.host
+                && lease.pid == me.pid
+            {
+                let _ = store.break_lease(&cluster, Some(&lease.token));
+                tracing::info!(cluster = %cluster, "released the lease left by a stopped cycle");
+            }
+        }
+    })
+    .await;
+}
+
+/// ±10% jitter from a small xorshift generator seeded by the clock and pid (no need for a
+/// cryptographic source: it only spreads agents apart).
+struct Jitter(u64);
+
+impl Jitter {
+    fn new() -> Jitter {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id()).rotate_left(32);
+        Jitter(seed | 1)
+    }
+
+    fn around(&mut self, interval: Duration) -> Duration {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        // A factor in [0.9, 1.1).
+        let factor = 0.9 + (x % 10_000) as f64 / 50_000.0;
+        interval.mul_f64(factor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent() {
+        let mut j = Jitter::new();
+        let base = Duration::from_secs(30);
+        for _ in 0..1000 {
+            let d = j.around(base);
+            assert!(
+                d >= Duration::from_secs(27) && d < Duration::from_secs(33),
+                "{d:?}"
+            );
+        }
+    }
+}

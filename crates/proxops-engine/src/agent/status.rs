@@ -1,0 +1,267 @@
+//! What the agent knows about each cluster, as `/status` shows it, and the suspensions an
+//! operator set, kept in the data directory so that they survive restarts.
+
+use crate::plan::{Anomaly, Skipped};
+use proxops_model::config::DriftMode;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// How a cluster's cycle ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CycleResult {
+    /// Nothing to do: PVE matches the repository.
+    Converged,
+    /// Actions ran and all succeeded.
+    Applied,
+    /// Drift found and, in `report` mode, left alone.
+    Drifted,
+    /// An action failed, or the cluster could not be reached, planned or recorded.
+    Failed,
+    /// The cluster's configuration or manifests are invalid; nothing was done.
+    Invalid,
+    /// Another process holds the cluster's lease; nothing was done.
+    Leased,
+    /// The cluster is suspended; nothing was done.
+    Suspended,
+    /// A shutdown stopped the cycle before every action started.
+    Stopped,
+}
+
+impl CycleResult {
+    /// The metric label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            CycleResult::Converged => "converged",
+            CycleResult::Applied => "applied",
+            CycleResult::Drifted => "drifted",
+            CycleResult::Failed => "failed",
+            CycleResult::Invalid => "invalid",
+            CycleResult::Leased => "leased",
+            CycleResult::Suspended => "suspended",
+            CycleResult::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the cycle counts as a success for `last success` and health.
+    pub fn is_success(self) -> bool {
+        matches!(
+            self,
+            CycleResult::Converged | CycleResult::Applied | CycleResult::Drifted
+        )
+    }
+}
+
+/// One cycle of one cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CycleRecord {
+    /// When it started (RFC 3339, UTC).
+    pub started: String,
+    /// When it ended.
+    pub finished: String,
+    /// How long it took.
+    pub duration_seconds: f64,
+    /// How it ended.
+    pub result: CycleResult,
+    /// The source commit it reconciled.
+    pub source_revision: Option<String>,
+    /// Actions planned.
+    pub planned: usize,
+    /// Actions that succeeded.
+    pub succeeded: usize,
+    /// Actions that failed.
+    pub failed: usize,
+    /// Actions deferred behind a failed prerequisite.
+    pub deferred: usize,
+    /// Actions a shutdown kept from starting.
+    pub not_started: usize,
+    /// Differences left alone.
+    pub anomalies: Vec<Anomaly>,
+    /// Resources not planned, with why (suspended, waiting for a prerequisite).
+    pub skipped: Vec<Skipped>,
+    /// Prunes held back by the budget or the empty-composition guard.
+    pub deferred_prunes: Vec<Skipped>,
+    /// What went wrong, in words.
+    pub errors: Vec<String>,
+    /// The desired plane's head after the cycle.
+    pub desired_head: Option<String>,
+    /// The observed plane's head after the cycle.
+    pub observed_head: Option<String>,
+}
+
+/// One resource's state in the planes after the last cycle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRow {
+    /// The kind.
+    pub kind: String,
+    /// The name.
+    pub name: String,
+    /// `CLEAN`, `READY`, `WAIT` or `DELETING`.
+    pub state: String,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// One cluster in `/status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterState {
+    /// The cluster.
+    pub name: String,
+    /// `correct` or `report`.
+    pub drift: DriftMode,
+    /// Whether an operator suspended the whole cluster.
+    pub suspended: bool,
+    /// Resources an operator suspended (`Kind/name`).
+    pub suspended_resources: Vec<String>,
+    /// Cycles run since the agent started.
+    pub cycles: u64,
+    /// The last cycle.
+    pub last_cycle: Option<CycleRecord>,
+    /// When a cycle last succeeded.
+    pub last_success: Option<String>,
+    /// Each desired resource's state in the planes.
+    pub resources: Vec<ResourceRow>,
+}
+
+impl ClusterState {
+    /// A cluster no cycle has reached yet.
+    pub fn new(name: &str) -> ClusterState {
+        ClusterState {
+            name: name.to_owned(),
+            drift: DriftMode::Correct,
+            suspended: false,
+            suspended_resources: Vec::new(),
+            cycles: 0,
+            last_cycle: None,
+            last_success: None,
+            resources: Vec::new(),
+        }
+    }
+}
+
+/// Where the repository comes from and what the agent last read of it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceState {
+    /// The path or URL.
+    pub location: String,
+    /// The commit last read.
+    pub revision: Option<String>,
+    /// When it was last read.
+    pub fetched: Option<String>,
+    /// Why the last fetch or load failed, if it did.
+    pub error: Option<String>,
+}
+
+/// `{"apiVersion":"proxops/v1alpha1","kind":"AgentStatus",...}`: what `/status` returns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStatus {
+    /// Always `proxops/v1alpha1`.
+    pub api_version: String,
+    /// Always `AgentStatus`.
+    pub kind: String,
+    /// Who this agent is in leases.
+    pub holder: String,
+    /// When it started.
+    pub started: String,
+    /// Seconds between passes.
+    pub interval_seconds: f64,
+    /// Passes over the clusters run so far.
+    pub passes: u64,
+    /// The repository.
+    pub source: SourceState,
+    /// The clusters, by name.
+    pub clusters: Vec<ClusterState>,
+}
+
+/// Suspensions set through the agent's control API, persisted as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Suspensions {
+    /// Suspended clusters.
+    pub clusters: BTreeSet<String>,
+    /// Suspended resources (`Kind/name`) by cluster.
+    pub resources: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Suspensions {
+    /// The file they live in, under the data directory.
+    pub fn path(data_dir: &Path) -> PathBuf {
+        data_dir.join("suspensions.json")
+    }
+
+    /// Reads them (none when the file does not exist).
+    pub fn load(data_dir: &Path) -> std::io::Result<Suspensions> {
+        match std::fs::read(Suspensions::path(data_dir)) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(std::io::Error::other),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Suspensions::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes them atomically: a half-written file never replaces a good one.
+    pub fn save(&self, data_dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(data_dir)?;
+        let path = Suspensions::path(data_dir);
+        let tmp = path.with_extension("json.tmp");
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(tmp, path)
+    }
+
+    /// Suspends (`on`) or resumes a cluster, or one of its resources; returns whether that
+    /// changed anything.
+    pub fn set(&mut self, cluster: &str, resource: Option<&str>, on: bool) -> bool {
+        match (resource, on) {
+            (None, true) => self.clusters.insert(cluster.to_owned()),
+            (None, false) => self.clusters.remove(cluster),
+            (Some(r), true) => self
+                .resources
+                .entry(cluster.to_owned())
+                .or_default()
+                .insert(r.to_owned()),
+            (Some(r), false) => {
+                let changed = self
+                    .resources
+                    .get_mut(cluster)
+                    .is_some_and(|set| set.remove(r));
+                self.resources.retain(|_, set| !set.is_empty());
+                changed
+            }
+        }
+    }
+
+    /// The suspended resources of `cluster`.
+    pub fn resources_of(&self, cluster: &str) -> Vec<String> {
+        self.resources
+            .get(cluster)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn suspensions_round_trip_through_the_data_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Suspensions::load(dir.path()).unwrap();
+        assert!(s.set("lab", None, true));
+        assert!(!s.set("lab", None, true));
+        assert!(s.set("home", Some("VM/web"), true));
+        s.save(dir.path()).unwrap();
+        let back = Suspensions::load(dir.path()).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.resources_of("home"), vec!["VM/web".to_owned()]);
+        let mut back = back;
+        assert!(back.set("home", Some("VM/web"), false));
+        assert!(back.resources.is_empty());
+    }
+}
