@@ -5,97 +5,10 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example};
+use proxops_e2e::{copy_tree, example, git, git_output, proxops_bin};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-/// Runs git in `dir` with a fixed identity and no user configuration.
-fn git_output(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .unwrap()
-}
-
-/// Runs git and returns its standard output; fails the test when git fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_output(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The `proxops` binary. Cargo builds another package's binary for neither
-/// `cargo test -p proxops-e2e` nor nextest, so it is built here when it is missing or older than
-/// a source of the workspace's crates (`PROXOPS_BIN` names a binary to use as it is).
-fn proxops_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("PROXOPS_BIN") {
-            return PathBuf::from(bin);
-        }
-        let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/planes-<hash>
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let bin = profile_dir.join(format!("proxops{}", std::env::consts::EXE_SUFFIX));
-        let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let newest = newest_source(&workspace.join("crates"))
-            .max(newest_source(&workspace.join("Cargo.lock")));
-        if built.is_none_or(|b| newest.is_some_and(|n| n > b)) {
-            let target = profile_dir.parent().unwrap();
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut build = Command::new(cargo);
-            build
-                .args([
-                    "build",
-                    "-q",
-                    "-p",
-                    "proxops-cli",
-                    "--bin",
-                    "proxops",
-                    "--target-dir",
-                ])
-                .arg(target);
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                build.arg("--release");
-            }
-            let status = build.status().unwrap();
-            assert!(status.success() && bin.exists(), "cannot build {bin:?}");
-        }
-        bin
-    })
-}
-
-/// The newest modification time of a file, or of the `.rs` and `.toml` files under a directory.
-fn newest_source(path: &Path) -> Option<std::time::SystemTime> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.is_file() {
-        return meta.modified().ok();
-    }
-    let mut newest = None;
-    for entry in std::fs::read_dir(path).ok()?.flatten() {
-        let p = entry.path();
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        let counts = is_dir || p.extension().is_some_and(|e| e == "rs" || e == "toml");
-        if counts && p.file_name().is_some_and(|n| n != "target") {
-            newest = newest.max(newest_source(&p));
-        }
-    }
-    newest
-}
 
 /// A temporary git repository holding the homelab example, and a simulator state file.
 struct Lab {

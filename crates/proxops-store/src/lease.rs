@@ -137,6 +137,17 @@ impl Store {
     /// Takes the lease of `cluster` for `ttl`, unless another live holder has it
     /// ([`StoreError::Leased`]).
     pub fn acquire_lease(&self, cluster: &str, holder: &Holder, ttl: Duration) -> Result<Lease> {
+        // A lost race is retried: the next look then finds the winner's lease.
+        let mut attempt = 0;
+        loop {
+            match self.try_acquire_lease(cluster, holder, ttl) {
+                Err(e) if e.is_retryable() && attempt < 4 => attempt += 1,
+                other => return other,
+            }
+        }
+    }
+
+    fn try_acquire_lease(&self, cluster: &str, holder: &Holder, ttl: Duration) -> Result<Lease> {
         let refname = lease_ref(cluster)?;
         let repo = self.repo();
         let now = SystemTime::now();

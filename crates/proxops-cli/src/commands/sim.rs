@@ -58,6 +58,15 @@ pub struct Args {
     /// path and below it.
     #[arg(long = "acl", value_name = "PRINCIPAL:PATH:PRIVS")]
     pub acl: Vec<String>,
+    /// How long every task (create, clone, download, start, ...) runs, e.g. `200ms` (the
+    /// default) or `5s` to watch an apply, or interrupt one, at leisure.
+    #[arg(long, value_name = "DURATION", value_parser = task_time)]
+    pub task_time: Option<std::time::Duration>,
+}
+
+fn task_time(text: &str) -> Result<std::time::Duration, String> {
+    proxops_model::config::parse_duration(text)
+        .ok_or_else(|| format!("`{text}` is not a duration such as 200ms or 5s"))
 }
 
 /// One `--acl` value.
@@ -99,6 +108,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         offline_downloads: args.offline_downloads,
         ..SimConfig::default()
     };
+    if let Some(t) = args.task_time {
+        config.task_durations = proxops_pve_sim::TaskDurations::uniform(t);
+    }
     if let Some(dir) = &args.seed_repo {
         config.state = seed(dir, args.cluster.as_deref())?;
     }

@@ -123,3 +123,29 @@ fn breaking_a_lease_frees_the_cluster_and_checks_the_token_when_given() {
         .acquire_lease("lab", &holder("agent-2", 2), Duration::from_secs(60))
         .unwrap();
 }
+
+#[test]
+fn of_many_threads_racing_for_a_free_lease_exactly_one_wins_and_the_others_see_it_held() {
+    let repo = TestRepo::homelab();
+    let store = Store::open(repo.path()).unwrap();
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8u32)
+            .map(|i| {
+                let store = store.clone();
+                s.spawn(move || {
+                    store.acquire_lease(
+                        "lab",
+                        &holder(&format!("agent-{i}"), 100 + i),
+                        Duration::from_secs(60),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let won = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(won, 1, "{results:?}");
+    for r in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(matches!(r, StoreError::Leased { .. }), "{r}");
+    }
+}
