@@ -1,6 +1,9 @@
 //! Helpers for the cross-crate end-to-end tests: where the shared reference documents and the
 //! workspace's examples are.
 
+// Test support: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 /// A path under `<workspace>/../shared`, or `None` (with a message) when it is absent, as in a
