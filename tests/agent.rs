@@ -426,3 +426,137 @@ fn two_agents_on_one_repository_never_reconcile_the_same_cluster_at_once() {
     assert!(sum("proxops_cycles_total{cluster=\"lab\",result=\"leased\"}") >= 1);
     assert_eq!(guests(&sim.state), BTreeSet::from([100, 200]));
 }
+
+/// `proxops ARGS` against a running agent; exit code and standard output.
+fn control(agent: &Agent, args: &[&str]) -> (i32, String) {
+    let out = Command::new(proxops_bin())
+        .args(args)
+        .args(["--agent", &format!("http://127.0.0.1:{}", agent.port)])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn memory_of(state: &Path, vmid: u32) -> String {
+    let sim: Value = serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
+    sim["guests"][vmid.to_string()]["config"]["memory"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn suspended_resources_and_clusters_are_left_alone_until_resumed_even_across_restarts() {
+    let repo = Repo::new();
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim-state.json");
+    let sim_state = state.to_string_lossy().into_owned();
+    let backend = ["--backend", "sim", "--sim-state", &sim_state];
+    // A long interval: after the first pass, only `proxops reconcile` runs cycles.
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    wait_for(Duration::from_secs(120), "the first convergence", || {
+        clean_at(&agent.lab()?, None)
+    });
+    assert_eq!(memory_of(&state, 100), "2048");
+
+    let (code, out) = control(&agent, &["suspend", "--cluster", "lab", "VM/sandbox-01"]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, "VM/sandbox-01 of cluster lab: suspended")
+    );
+    let sandbox = repo.read("vm/lab/sandbox-01.yaml");
+    repo.write(
+        "vm/lab/sandbox-01.yaml",
+        &sandbox.replace("memory: 2GiB", "memory: 3GiB"),
+    );
+    repo.commit("lab: grow sandbox-01");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("cluster lab: converged: 0 planned"),
+        "{out}"
+    );
+    assert_eq!(memory_of(&state, 100), "2048", "a suspended VM was changed");
+    let lab = agent.lab().unwrap();
+    assert_eq!(
+        lab["suspendedResources"],
+        serde_json::json!(["VM/sandbox-01"])
+    );
+    assert!(
+        lab["lastCycle"]["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["subject"] == "VM/sandbox-01"
+                && s["reason"].as_str().unwrap().starts_with("suspended")),
+        "{lab}"
+    );
+
+    let (code, _) = control(&agent, &["resume", "--cluster", "lab", "VM/sandbox-01"]);
+    assert_eq!(code, 0);
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("cluster lab: applied: 1 planned, 1 succeeded"),
+        "{out}"
+    );
+    assert_eq!(memory_of(&state, 100), "3072");
+
+    // A whole cluster, and the suspension survives a restart.
+    let (code, _) = control(&agent, &["suspend", "--cluster", "lab"]);
+    assert_eq!(code, 0);
+    agent.kill();
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    wait_for(Duration::from_secs(60), "the restarted agent", || {
+        (agent.lab()?["lastCycle"]["result"] == "suspended").then_some(())
+    });
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 1, "a suspended cluster's cycle is no success: {out}");
+    assert!(out.starts_with("cluster lab: suspended"), "{out}");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "nowhere"]);
+    assert_eq!(code, 2, "{out}");
+}
+
+#[test]
+fn drift_mode_report_plans_but_changes_nothing() {
+    let repo = Repo::new();
+    let config = repo.read("clusters/lab/config.yaml");
+    repo.write(
+        "clusters/lab/config.yaml",
+        &config.replace("      nodes:\n", "      drift: report\n      nodes:\n"),
+    );
+    repo.commit("lab: report drift only");
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim-state.json");
+    let out = Command::new(proxops_bin())
+        .args([
+            "run",
+            "--once",
+            "--cluster",
+            "lab",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--backend", "sim", "--sim-state"])
+        .arg(&state)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--data-dir")
+        .arg(data.path().join("agent"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(guests(&state).is_empty(), "report mode created guests");
+    // The desired plane was still published: drift is reported against it.
+    git(
+        repo.path(),
+        &["rev-parse", "--verify", "proxops/desired/lab"],
+    );
+}

@@ -87,8 +87,9 @@ pub enum TlsVerification {
 }
 
 impl TlsVerification {
-    /// Builds the rustls client configuration (ring provider, HTTP/1.1 as PVE speaks it).
-    pub(crate) fn client_config(&self) -> Result<rustls::ClientConfig, PveError> {
+    /// Builds the rustls client configuration (ring provider, HTTP/1.1 as PVE speaks it); also
+    /// what other HTTPS clients of ProxOps (the agent's control client) use.
+    pub fn client_config(&self) -> Result<rustls::ClientConfig, PveError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls_err = |e: rustls::Error| PveError::Config(format!("TLS setup failed: {e}"));
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())

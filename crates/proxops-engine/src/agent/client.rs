@@ -38,13 +38,19 @@ pub struct AgentClient {
 impl AgentClient {
     /// A client of the agent at `base`.
     pub fn new(base: &str) -> Result<AgentClient, AgentClientError> {
-        let http =
-            reqwest::Client::builder()
-                .build()
-                .map_err(|e| AgentClientError::Unreachable {
-                    url: base.to_owned(),
-                    reason: e.to_string(),
-                })?;
+        let unreachable = |reason: String| AgentClientError::Unreachable {
+            url: base.to_owned(),
+            reason,
+        };
+        // The workspace's reqwest has no built-in crypto provider: hand it ring's, with the
+        // system's roots for an agent behind HTTPS.
+        let tls = proxops_pve::TlsVerification::System
+            .client_config()
+            .map_err(|e| unreachable(e.to_string()))?;
+        let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .build()
+            .map_err(|e| unreachable(e.to_string()))?;
         Ok(AgentClient {
             base: base.trim_end_matches('/').to_owned(),
             http,
