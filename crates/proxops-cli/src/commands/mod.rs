@@ -7,6 +7,8 @@ pub mod diff;
 pub mod doctor;
 pub mod get;
 pub mod graph;
+pub mod promote;
+pub mod rollback;
 pub mod schema;
 pub mod sim;
 pub mod status;
@@ -41,6 +43,10 @@ pub enum Command {
     Demo(demo::Args),
     /// Check config, credentials, TLS, authentication and the token's privileges per cluster.
     Doctor(doctor::Args),
+    /// Promote one cluster's reconciled state into another (a new desired commit of the target).
+    Promote(promote::Args),
+    /// Publish a historical desired snapshot of a cluster again, as a new forward commit.
+    Rollback(rollback::Args),
 }
 
 /// Runs a subcommand.
@@ -57,6 +63,8 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Converge(args) => converge::run(&args),
         Command::Get(args) => get::run(&args),
         Command::Status(args) => status::run(&args),
+        Command::Promote(args) => promote::run(&args),
+        Command::Rollback(args) => rollback::run(&args),
     }
 }
 

@@ -9,5 +9,8 @@ mod support;
 mod canonical;
 mod desired;
 mod observed;
+mod operations;
+mod processes;
+mod remote;
 mod secrets;
 mod source;
