@@ -515,3 +515,140 @@ async fn failed_and_deferred_actions_earn_no_receipt_until_a_later_cycle_succeed
     fsck_is_clean(&lab);
     conn.sim.unwrap().shutdown().await.unwrap();
 }
+
+/// Appends `extra` (lines indented for `pve.clusters.<cluster>`) to a cluster's config.
+fn configure(lab: &Lab, cluster: &str, extra: &str) {
+    let path = lab.path().join(format!("clusters/{cluster}/config.yaml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{}\n{extra}", text.trim_end())).unwrap();
+    lab.commit(&format!("configure {cluster}"));
+}
+
+fn set_sandbox_memory(lab: &Lab, from: &str, to: &str) {
+    let path = lab.path().join("vm/lab/sandbox-01.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&format!("memory: {from}")), "{text}");
+    std::fs::write(
+        &path,
+        text.replace(&format!("memory: {from}"), &format!("memory: {to}")),
+    )
+    .unwrap();
+    lab.commit(&format!("sandbox memory {to}"));
+}
+
+#[test]
+fn promote_after_the_source_converged_writes_the_promotion_record_and_twice_is_a_no_op() {
+    let lab = Lab::new();
+    configure(
+        &lab,
+        "home",
+        "      promotion:\n        allowed-sources: [lab]\n",
+    );
+    let refused = lab.proxops(&["promote", "--from", "lab", "--to", "home"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    lab.apply();
+    // Artifacts' receipts carry their downloaded file.
+    let artifacts = lab.files(OBSERVED, "artifacts");
+    assert!(
+        artifacts.contains(&"artifacts/ISO/debian-13-netinst/file.yaml".to_owned()),
+        "{artifacts:?}"
+    );
+    let file = lab.git(&[
+        "show",
+        &format!("{OBSERVED}:artifacts/ISO/debian-13-netinst/file.yaml"),
+    ]);
+    assert!(
+        file.contains("volid: local:iso/debian-13.2.0-amd64-netinst.iso"),
+        "{file}"
+    );
+    let out = lab.proxops(&["promote", "--from", "lab", "--to", "home"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("proxops/desired/home at "), "{stdout}");
+    fsck_is_clean(&lab);
+    let record = lab.git(&["show", "proxops/desired/home:promotion.yaml"]);
+    let record = proxops_store::canonical::parse_yaml(&record).unwrap();
+    assert_eq!(record["kind"], "Promotion");
+    assert_eq!(
+        record["spec"]["source"]["desiredRevision"],
+        lab.git(&["rev-parse", DESIRED]).trim()
+    );
+    assert_eq!(
+        record["spec"]["source"]["observedRevision"],
+        lab.git(&["rev-parse", OBSERVED]).trim()
+    );
+    assert_eq!(
+        record["spec"]["specificationRevision"],
+        lab.git(&["rev-parse", "HEAD"]).trim()
+    );
+    let again = lab.proxops(&["promote", "--from", "lab", "--to", "home"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already contains this promotion"));
+    assert_eq!(lab.commits("proxops/desired/home"), 1);
+}
+
+#[test]
+fn a_pull_request_gate_makes_apply_propose_a_candidate_and_reconcile_the_live_head() {
+    let lab = Lab::new();
+    configure(
+        &lab,
+        "lab",
+        "      planes:\n        change-gate: pullRequest\n",
+    );
+    let stdout = lab.apply();
+    assert!(
+        stdout.contains("(published)"),
+        "first publication initialises: {stdout}"
+    );
+    let live = lab.git(&["rev-parse", DESIRED]);
+    set_sandbox_memory(&lab, "2GiB", "4GiB");
+    let stdout = lab.apply();
+    assert!(
+        stdout.contains("candidate proxops/candidates/lab/") && stdout.contains("(proposed)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("converged, nothing to do"),
+        "live head reconciled: {stdout}"
+    );
+    assert_eq!(lab.git(&["rev-parse", DESIRED]), live);
+    let candidates = lab.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/proxops/candidates",
+    ]);
+    let candidate = candidates.trim();
+    assert_eq!(lab.git(&["rev-parse", &format!("{candidate}~1")]), live);
+    let stdout = lab.apply();
+    assert!(stdout.contains("(already proposed)"), "{stdout}");
+    receipts_are_current(&lab);
+    fsck_is_clean(&lab);
+}
+
+#[test]
+fn rollback_via_the_cli_publishes_a_forward_commit_with_the_historical_content() {
+    let lab = Lab::new();
+    lab.apply();
+    let v1 = lab.git(&["rev-parse", DESIRED]).trim().to_owned();
+    set_sandbox_memory(&lab, "2GiB", "4GiB");
+    lab.apply();
+    let v2 = lab.git(&["rev-parse", DESIRED]).trim().to_owned();
+    let out = lab.proxops(&[
+        "rollback",
+        "--cluster",
+        "lab",
+        "--to",
+        &v1,
+        "--reason",
+        "too big",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(lab.git(&["rev-parse", &format!("{DESIRED}~1")]).trim(), v2);
+    assert_eq!(
+        lab.git(&["rev-parse", &format!("{DESIRED}:resources")]),
+        lab.git(&["rev-parse", &format!("{v1}:resources")]),
+        "the resources of v1, byte for byte"
+    );
+    let message = lab.git(&["log", "-1", "--format=%B", DESIRED]);
+    assert!(message.contains("Reason: too big"), "{message}");
+    fsck_is_clean(&lab);
+}

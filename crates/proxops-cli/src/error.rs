@@ -17,6 +17,15 @@ pub enum CliError {
     /// Reading or writing files failed.
     #[error("{0}")]
     Io(String),
+    /// The planes refused an operation (a promotion source not reconciled, a rollback target
+    /// that is not an ancestor, a lost race, ...): a stable code and the reason; exit 1.
+    #[error("{message}")]
+    Refused {
+        /// The stable code (`proxops::<area>::<name>`).
+        code: &'static str,
+        /// Why.
+        message: String,
+    },
 }
 
 impl CliError {
@@ -28,8 +37,20 @@ impl CliError {
         }
     }
 
-    /// Prints the error to stderr and returns its exit code (2: usage or I/O).
+    /// A refusal of the planes, with the store's stable code.
+    pub fn refused(e: proxops_store::StoreError) -> CliError {
+        CliError::Refused {
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Prints the error to stderr and returns its exit code (1: refused; 2: usage or I/O).
     pub fn report(&self) -> ExitCode {
+        if let CliError::Refused { code, message } = self {
+            eprintln!("error[{code}]: {message}");
+            return ExitCode::from(1);
+        }
         eprintln!("error: {self}");
         if let CliError::Usage {
             hint: Some(hint), ..

@@ -1024,3 +1024,253 @@ fn sim_refuses_a_malformed_acl() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("PRINCIPAL:PATH:PRIV"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Planes: promote, rollback, get -o wide (planes set up with proxops-store, as apply --planes
+// would leave them, so no simulator is needed).
+
+/// Runs git in `dir` with a fixed identity and clock, so commit ids are the same every run.
+fn git_fixed(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .env("GIT_AUTHOR_DATE", "2026-11-30T12:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-11-30T12:00:00Z")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The homelab committed in a git repository, home allowing promotions from lab, lab's desired
+/// plane published; with `observed`, current receipts for every lab resource.
+fn planes_repo(observed: bool) -> tempfile::TempDir {
+    use proxops_store::documents::Outcome;
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&homelab(), dir.path());
+    let config = dir.path().join("clusters/home/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n      promotion:\n        allowed-sources: [lab]\n",
+            text.trim_end()
+        ),
+    )
+    .unwrap();
+    git_fixed(dir.path(), &["init", "-q", "-b", "main"]);
+    git_fixed(dir.path(), &["add", "-A"]);
+    git_fixed(dir.path(), &["commit", "-q", "-m", "homelab"]);
+    let store = proxops_store::Store::open(dir.path()).unwrap();
+    let source = store.source(None).unwrap();
+    let repo = proxops_model::load_repository(
+        &source,
+        &proxops_model::Registry::builtin(),
+        &proxops_model::LoadOptions::default(),
+    )
+    .unwrap();
+    let refs = proxops_store::PlaneRefs::for_cluster("lab").unwrap();
+    store
+        .publish_desired(&refs, &repo, source.commit(), &Default::default())
+        .unwrap();
+    if observed {
+        let desired = store.read_desired(&refs, None).unwrap().unwrap();
+        let observations = desired
+            .resources
+            .values()
+            .map(|e| {
+                let mut o = proxops_store::Observation::of(e, desired.revision(), Outcome::Created);
+                o.finished_at = "2026-11-30T12:05:00Z".to_owned();
+                o
+            })
+            .collect();
+        let batch = proxops_store::ObservationBatch {
+            observations,
+            teardowns: Vec::new(),
+        };
+        store.publish_observations(&refs, &batch, 4).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn promote_refuses_an_unreconciled_source_and_names_what_is_not_clean() {
+    let dir = planes_repo(false);
+    let out = proxops()
+        .args(["promote", "--from", "lab", "--to", "home", "--repo"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error[proxops::promotion::not_reconciled]")
+            && stderr.contains("VM/sandbox-01 (READY: no observation receipt)"),
+        "{stderr}"
+    );
+    let refused = proxops()
+        .args(["promote", "--from", "home", "--to", "lab", "--repo"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("proxops::promotion::not_allowed"));
+}
+
+#[test]
+fn promote_dry_run_then_promote_then_again_is_a_no_op() {
+    let dir = planes_repo(true);
+    let run = || {
+        let out = proxops()
+            .args(["promote", "--from", "lab", "--to", "home", "--repo"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dry = proxops()
+        .args([
+            "promote",
+            "--from",
+            "lab",
+            "--to",
+            "home",
+            "--dry-run",
+            "--repo",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let dry_out = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        dry.status.success() && dry_out.contains("dry run"),
+        "{dry:?}"
+    );
+    assert!(dry_out.contains("  create   VM/jumpbox"), "{dry_out}");
+    assert!(git_fixed(dir.path(), &["branch", "--list", "proxops/desired/home"]).is_empty());
+    let first = run();
+    assert!(
+        first.contains("proxops/desired/home at ") && first.contains("(published)"),
+        "{first}"
+    );
+    let record = git_fixed(dir.path(), &["show", "proxops/desired/home:promotion.yaml"]);
+    assert!(
+        record.contains("kind: Promotion") && record.contains("cluster: lab"),
+        "{record}"
+    );
+    let second = run();
+    assert!(
+        second.contains("already contains this promotion"),
+        "{second}"
+    );
+    assert_eq!(
+        git_fixed(dir.path(), &["rev-list", "--count", "proxops/desired/home"]).trim(),
+        "1"
+    );
+}
+
+#[test]
+fn rollback_dry_run_prints_provenance_and_a_non_ancestor_is_refused() {
+    let dir = planes_repo(true);
+    // A second desired version, observed too.
+    let vm = dir.path().join("vm/lab/sandbox-01.yaml");
+    let text = std::fs::read_to_string(&vm).unwrap();
+    std::fs::write(&vm, text.replace("memory: 2GiB", "memory: 4GiB")).unwrap();
+    git_fixed(dir.path(), &["commit", "-q", "-am", "more memory"]);
+    let v1 = git_fixed(dir.path(), &["rev-parse", "proxops/desired/lab"]);
+    let store = proxops_store::Store::open(dir.path()).unwrap();
+    let source = store.source(None).unwrap();
+    let repo = proxops_model::load_repository(
+        &source,
+        &proxops_model::Registry::builtin(),
+        &proxops_model::LoadOptions::default(),
+    )
+    .unwrap();
+    let refs = proxops_store::PlaneRefs::for_cluster("lab").unwrap();
+    store
+        .publish_desired(&refs, &repo, source.commit(), &Default::default())
+        .unwrap();
+    let v2 = git_fixed(dir.path(), &["rev-parse", "proxops/desired/lab"]);
+
+    let out = proxops()
+        .args([
+            "rollback",
+            "--cluster",
+            "lab",
+            "--to",
+            v1.trim(),
+            "--reason",
+            "bad memory",
+            "--dry-run",
+            "--repo",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let provenance: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(provenance["fromDesiredRevision"], v2.trim());
+    assert_eq!(provenance["targetDesiredRevision"], v1.trim());
+    assert_eq!(provenance["reason"], "bad memory");
+    assert_eq!(
+        git_fixed(dir.path(), &["rev-parse", "proxops/desired/lab"]),
+        v2
+    );
+
+    let head = git_fixed(dir.path(), &["rev-parse", "HEAD"]);
+    let out = proxops()
+        .args([
+            "rollback",
+            "--cluster",
+            "lab",
+            "--to",
+            head.trim(),
+            "--reason",
+            "x",
+            "--repo",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("proxops::rollback::not_ancestor"));
+
+    let out = proxops()
+        .args([
+            "rollback",
+            "--cluster",
+            "lab",
+            "--to",
+            v1.trim(),
+            "--reason",
+            "bad memory",
+            "--repo",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let parent = git_fixed(dir.path(), &["rev-parse", "proxops/desired/lab~1"]);
+    assert_eq!(parent, v2, "a forward commit on the old head");
+}
+
+#[test]
+fn get_wide_adds_uid_pve_identity_receipt_revision_outcome_and_time() {
+    let dir = planes_repo(true);
+    let out = proxops()
+        .args(["get", "--cluster", "lab", "-o", "wide", "--repo"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let desired = git_fixed(dir.path(), &["rev-parse", "proxops/desired/lab"]);
+    let table = String::from_utf8_lossy(&out.stdout).replace(&desired[..12], "<desired12>");
+    insta::assert_snapshot!(table);
+}

@@ -6,7 +6,10 @@
 //! A cycle with planes:
 //!
 //! 1. [`Planes::publish_desired`] publishes the loaded cluster (no commit when byte-identical)
-//!    and keeps the desired commit it published or found, which the receipts pin.
+//!    through the cluster's change gate and keeps the live desired commit it published or
+//!    found, which the receipts pin. With gate `pullRequest` the change becomes a candidate
+//!    branch ([`PublishedDesired::candidate`]) and the cycle goes on from the live head: only
+//!    the live desired ref is ever reconciled.
 //! 2. Plan and execute as usual ([`crate::cycle`], [`crate::execute`]).
 //! 3. [`Planes::publish_receipts`] publishes one batch ([`observation_batch`]):
 //!    - a receipt for each desired resource whose actions all succeeded (`created` when one of
@@ -18,6 +21,11 @@
 //!      desired plane names (kind, name and vmid must match: the intent's fence).
 //!
 //!    Resources with a failed, deferred or unstarted action get no receipt: they stay READY.
+//!
+//!    Receipts of ISO, CTTemplate and DiskImage carry a `DownloadedFile` artifact `file`: the
+//!    volume id per node, as the plan placed it (no extra PVE read: the size, which would need a
+//!    content listing, is not recorded). Guests carry none yet: their MAC addresses would need a
+//!    config read after execution.
 
 use crate::execute::{CycleReport, Outcome as ActionOutcome};
 use crate::plan::{ClusterPlan, Verb};
@@ -27,8 +35,8 @@ use proxops_store::documents::{DesiredPin, Outcome, Receipt, hex, utc_timestamp}
 use proxops_store::observed::{DEFAULT_ATTEMPTS, Observation, ObservedState, Stored};
 use proxops_store::state::ResourceView;
 use proxops_store::{
-    ClusterView, DesiredOptions, ObjectId, ObservationBatch, PlaneRefs, Publication, ResourceState,
-    Store, StoreError, TeardownRecord,
+    Candidate, ClusterView, DesiredOptions, ObjectId, ObservationBatch, PlaneRefs, Publication,
+    ResourceState, Store, StoreError, TeardownRecord,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -49,8 +57,39 @@ pub struct Planes {
 pub struct PublishedDesired {
     /// The ref update and what changed.
     pub publication: DesiredPublication,
-    /// The desired plane at the published (or unchanged) head: what receipts pin.
+    /// The desired plane at the live head (published, unchanged, or left alone by a gated
+    /// publication): what this cycle reconciles and its receipts pin.
     pub state: DesiredState,
+}
+
+/// Where a desired publication went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Nothing to publish: the live head already holds the tree.
+    Unchanged,
+    /// A new commit on the live desired ref.
+    Live,
+    /// A candidate branch (gate `pullRequest`); the live ref did not move.
+    Candidate(Candidate),
+}
+
+impl PublishedDesired {
+    /// Where the publication went.
+    pub fn destination(&self) -> Destination {
+        match (
+            &self.publication.candidate,
+            self.publication.publication.published,
+        ) {
+            (Some(c), _) => Destination::Candidate(c.clone()),
+            (None, true) => Destination::Live,
+            (None, false) => Destination::Unchanged,
+        }
+    }
+
+    /// The candidate ref, if the change was gated.
+    pub fn candidate(&self) -> Option<&Candidate> {
+        self.publication.candidate.as_ref()
+    }
 }
 
 /// What [`Planes::publish_receipts`] did.
@@ -72,6 +111,20 @@ impl Planes {
         Ok(Planes {
             store,
             refs: PlaneRefs::for_cluster(cluster)?,
+        })
+    }
+
+    /// The planes of `cluster` as its configuration in `repository` names them (branches and
+    /// change gate, `pve.clusters.<cluster>.planes`).
+    pub fn from_config(
+        store: Store,
+        repository: &Repository,
+        cluster: &str,
+    ) -> Result<Planes, StoreError> {
+        let entry = repository.cluster(cluster).and_then(|c| c.entry.as_ref());
+        Ok(Planes {
+            store,
+            refs: PlaneRefs::from_config(cluster, entry)?,
         })
     }
 
@@ -236,6 +289,9 @@ pub fn observation_batch(
             .collect();
         observation.started_at = started_at.clone();
         observation.finished_at = finished_at.clone();
+        observation.artifacts = downloaded_file(&entry.doc.kind, &entry.doc.spec)
+            .into_iter()
+            .collect();
         built.batch.observations.push(observation);
     }
 
@@ -269,6 +325,36 @@ pub fn observation_batch(
         }
     }
     built
+}
+
+/// The `DownloadedFile` artifact of an ISO, CTTemplate or DiskImage spec: its volume id on
+/// each node (`None` for other kinds or a spec without storage and filename).
+pub fn downloaded_file(kind: &str, spec: &Value) -> Option<(String, String, Value)> {
+    if !matches!(kind, "ISO" | "CTTemplate" | "DiskImage") {
+        return None;
+    }
+    let storage = spec.get("storage")?.as_str()?;
+    let filename = spec.get("filename")?.as_str()?;
+    let volid = format!("{storage}:{}/{filename}", crate::desired::content_of(kind));
+    let mut nodes: Vec<&str> = spec
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(node) = spec.get("node").and_then(Value::as_str) {
+        nodes.push(node);
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    let per_node: serde_json::Map<String, Value> = nodes
+        .into_iter()
+        .map(|n| (n.to_owned(), serde_json::json!({ "volid": volid })))
+        .collect();
+    Some((
+        "file".to_owned(),
+        "DownloadedFile".to_owned(),
+        serde_json::json!({ "volid": volid, "nodes": per_node }),
+    ))
 }
 
 fn is_current(receipt: &Stored<Receipt>, blob: ObjectId, uid: &str) -> bool {
@@ -538,6 +624,20 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn artifacts_get_a_downloaded_file_with_their_volid_per_node() {
+        let spec =
+            serde_json::json!({"nodes": ["pve2", "pve1"], "storage": "local", "filename": "d.iso"});
+        let (name, kind, payload) = downloaded_file("ISO", &spec).unwrap();
+        assert_eq!((name.as_str(), kind.as_str()), ("file", "DownloadedFile"));
+        assert_eq!(
+            payload,
+            serde_json::json!({"volid": "local:iso/d.iso",
+                "nodes": {"pve1": {"volid": "local:iso/d.iso"}, "pve2": {"volid": "local:iso/d.iso"}}})
+        );
+        assert!(downloaded_file("VM", &spec).is_none());
+    }
 
     #[test]
     fn selectors() {

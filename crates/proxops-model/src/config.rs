@@ -400,8 +400,76 @@ impl ClusterEntry {
                 });
             }
         }
+        out.extend(self.check_planes());
         out
     }
+
+    /// The plane branches must be valid branch names and differ (`refs/heads/x` and `x` are
+    /// one branch), or the two planes would overwrite each other.
+    fn check_planes(&self) -> Vec<ConfigProblem> {
+        let mut out = Vec::new();
+        let Some(planes) = &self.planes else {
+            return out;
+        };
+        let mut names = Vec::new();
+        for (key, value) in [("desired", &planes.desired), ("observed", &planes.observed)] {
+            let Some(name) = value else { continue };
+            match branch_name(name) {
+                Ok(short) => names.push((key, short)),
+                Err(why) => out.push(ConfigProblem {
+                    path: at(&["planes", key]),
+                    message: format!("`{name}` is not a usable branch name: {why}"),
+                    help: Some("e.g. `proxops/desired/<cluster>`".into()),
+                }),
+            }
+        }
+        if let [(_, desired), (_, observed)] = names.as_slice()
+            && desired == observed
+        {
+            out.push(ConfigProblem {
+                path: at(&["planes", "observed"]),
+                message: format!("the desired and observed planes are both on branch `{desired}`"),
+                help: Some("give the observed plane its own branch".into()),
+            });
+        }
+        out
+    }
+}
+
+/// The short name of a branch given as `a/b` or `refs/heads/a/b`, checked against the rules
+/// of `git check-ref-format` (the model does no git I/O, so they are restated here).
+pub fn branch_name(name: &str) -> Result<&str, &'static str> {
+    let short = match name.strip_prefix("refs/") {
+        Some(rest) => rest
+            .strip_prefix("heads/")
+            .ok_or("only branches (refs/heads/...) can hold a plane")?,
+        None => name,
+    };
+    if short.is_empty() {
+        return Err("it is empty");
+    }
+    if short == "@" || short.contains("@{") {
+        return Err("`@` alone and `@{` are reserved");
+    }
+    if short.contains("..") || short.contains("//") {
+        return Err("`..` and `//` are not allowed");
+    }
+    if short.starts_with('/') || short.ends_with('/') || short.ends_with('.') {
+        return Err("it cannot start or end with `/` or end with `.`");
+    }
+    if short
+        .chars()
+        .any(|c| c.is_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
+        return Err("spaces, control characters and `~ ^ : ? * [ \\` are not allowed");
+    }
+    if short
+        .split('/')
+        .any(|seg| seg.starts_with('.') || seg.ends_with(".lock"))
+    {
+        return Err("a component cannot start with `.` or end with `.lock`");
+    }
+    Ok(short)
 }
 
 fn check_base_url(url: &str) -> Result<(), &'static str> {
@@ -437,6 +505,48 @@ fn check_base_url(url: &str) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plane_branches_must_be_valid_and_distinct() {
+        let entry = |desired: &str, observed: &str| ClusterEntry {
+            base_url: "https://pve.example:8006".into(),
+            nodes: Vec::new(),
+            secrets_file: None,
+            secrets: None,
+            fingerprint: None,
+            ca_file: None,
+            insecure: None,
+            planes: Some(PlanesConfig {
+                desired: Some(desired.into()),
+                observed: Some(observed.into()),
+                change_gate: None,
+            }),
+            promotion: None,
+            drift: None,
+        };
+        assert!(entry("deploy/home", "observed/home").check().is_empty());
+        let same = entry("deploy/home", "refs/heads/deploy/home").check();
+        assert_eq!(same.len(), 1, "{same:?}");
+        assert_eq!(same[0].path, at(&["planes", "observed"]));
+        let bad = entry("a..b", "x.lock").check();
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        for ok in ["a/b", "refs/heads/a/b", "proxops/desired/home"] {
+            assert!(branch_name(ok).is_ok(), "{ok}");
+        }
+        for no in [
+            "",
+            "refs/tags/v1",
+            "a b",
+            "a:b",
+            ".a",
+            "a/",
+            "a//b",
+            "@",
+            "a@{1}",
+        ] {
+            assert!(branch_name(no).is_err(), "{no}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -1,5 +1,6 @@
-//! Publishing 10,000 receipts in one commit: the store (gix, loose objects) against the git CLI
-//! (`git fast-import`) doing the same, in the same run, each into a fresh repository.
+//! Publishing 10,000 receipts in one commit: the store (gix; the new objects written as one
+//! pack) against the git CLI (`git fast-import`) doing the same, in the same run, each into a
+//! fresh repository.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

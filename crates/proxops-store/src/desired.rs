@@ -3,8 +3,8 @@
 
 use crate::documents::{
     self as docs, API_VERSION, CLUSTER_PATH, ClusterConfigDoc, ClusterConfigSpec, DeletionIntent,
-    DeletionSpec, DesiredMetadata, DesiredPin, NameOnly, ResourceDoc, Subject, canonical_bytes,
-    from_value, hex,
+    DeletionSpec, DesiredMetadata, DesiredPin, NameOnly, PROMOTION_PATH, PromotionDoc, ResourceDoc,
+    Subject, canonical_bytes, from_value, hex,
 };
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
@@ -33,6 +33,8 @@ pub struct DesiredState {
     pub resources: BTreeMap<ResourceKey, DesiredEntry>,
     /// Pending deletion intents by (kind, name).
     pub deletions: BTreeMap<ResourceKey, DeletionEntry>,
+    /// The promotion record the plane carries, if any.
+    pub promotion: Option<PromotionDoc>,
 }
 
 /// One resource document of the desired plane.
@@ -64,6 +66,7 @@ impl DesiredState {
         let mut resources = BTreeMap::new();
         let mut deletions = BTreeMap::new();
         let mut cluster = None;
+        let mut promotion = None;
         for (path, id) in &plane.files {
             let corrupt = |reason: &str| StoreError::Corrupt {
                 plane: refname.to_owned(),
@@ -72,6 +75,8 @@ impl DesiredState {
             };
             if path == CLUSTER_PATH {
                 cluster = Some(from_value(plane.parse(repo, path, *id)?, refname, path)?);
+            } else if path == PROMOTION_PATH {
+                promotion = Some(from_value(plane.parse(repo, path, *id)?, refname, path)?);
             } else if let Some(key) = docs::key_of_path(docs::RESOURCES_DIR, path) {
                 let doc: ResourceDoc = from_value(plane.parse(repo, path, *id)?, refname, path)?;
                 if doc.kind != key.kind || doc.metadata.name != key.name {
@@ -107,6 +112,7 @@ impl DesiredState {
             cluster,
             resources,
             deletions,
+            promotion,
         })
     }
 
@@ -176,9 +182,24 @@ pub struct Publication {
 /// The outcome of [`Store::publish_desired`].
 #[derive(Debug, Clone)]
 pub struct DesiredPublication {
-    /// The ref update.
+    /// The live desired ref: moved when published directly, untouched when gated.
     pub publication: Publication,
     /// What changed.
+    pub changes: Changes,
+    /// With change gate `pullRequest`, the candidate proposing the change.
+    pub candidate: Option<crate::gate::Candidate>,
+}
+
+/// A desired tree built from a cluster's composition, not yet published.
+#[derive(Debug, Clone)]
+pub struct DesiredBuild {
+    /// The live desired head it was built on.
+    pub head: Option<ObjectId>,
+    /// The plane at that head.
+    pub previous: Option<DesiredState>,
+    /// The new plane's files.
+    pub files: FileMap,
+    /// What differs from the head.
     pub changes: Changes,
 }
 
@@ -253,7 +274,7 @@ pub fn cluster_config(repo: &Repository, cluster: &str) -> Result<ClusterConfigD
 }
 
 /// Names for a commit message: at most 20, then a count.
-fn list(keys: &[ResourceKey]) -> String {
+pub(crate) fn list(keys: &[ResourceKey]) -> String {
     let mut names: Vec<String> = keys.iter().take(20).map(ToString::to_string).collect();
     if keys.len() > 20 {
         names.push(format!("and {} more", keys.len() - 20));
@@ -271,7 +292,7 @@ impl Store {
         let repo = self.repo();
         let commit = match at {
             Some(id) => id,
-            None => match git::read_ref(&repo, &refs.desired)? {
+            None => match self.current_head(&repo, &refs.desired)? {
                 Some(id) => id,
                 None => return Ok(None),
             },
@@ -279,7 +300,8 @@ impl Store {
         DesiredState::read(&repo, &refs.desired, commit).map(Some)
     }
 
-    /// Publishes the resources of `cluster` as loaded from the source at `source_revision`.
+    /// Publishes the resources of `cluster` as loaded from the source at `source_revision`,
+    /// through the cluster's change gate ([`crate::gate`]).
     ///
     /// The desired head is read once and is the compare-and-swap's expected value: if another
     /// publication moved it meanwhile, this one fails with [`StoreError::Conflict`] and writes
@@ -293,6 +315,46 @@ impl Store {
         source_revision: ObjectId,
         options: &DesiredOptions,
     ) -> Result<DesiredPublication> {
+        let mut repo = crate::pack::batch(&self.repo());
+        let build = self.build_desired(&repo, refs, repository, source_revision, options)?;
+        let message = apply_message(&refs.cluster, source_revision, &build.changes);
+        self.publish_build(&mut repo, refs, build, &message)
+    }
+
+    /// Publishes a built tree through the gate of `refs` with `message`.
+    pub(crate) fn publish_build(
+        &self,
+        repo: &mut gix::Repository,
+        refs: &PlaneRefs,
+        build: DesiredBuild,
+        message: &str,
+    ) -> Result<DesiredPublication> {
+        let tree = git::write_tree(repo, &build.files)?;
+        let head_tree = build.previous.as_ref().map(|p| p.plane.commit.tree);
+        let (publication, candidate) =
+            crate::gate::publish(self, repo, refs, build.head, head_tree, tree, message)?;
+        let changes = if publication.published || candidate.is_some() {
+            build.changes
+        } else {
+            Changes::default()
+        };
+        Ok(DesiredPublication {
+            publication,
+            changes,
+            candidate,
+        })
+    }
+
+    /// Builds the desired tree of `cluster` as loaded from the source at `source_revision` on
+    /// top of the live desired head (writing blobs, moving nothing).
+    pub fn build_desired(
+        &self,
+        repo: &gix::Repository,
+        refs: &PlaneRefs,
+        repository: &Repository,
+        source_revision: ObjectId,
+        options: &DesiredOptions,
+    ) -> Result<DesiredBuild> {
         let cluster = repository.cluster(&refs.cluster).ok_or_else(|| {
             StoreError::Invalid(format!("no cluster `{}` was loaded", refs.cluster))
         })?;
@@ -302,10 +364,9 @@ impl Store {
                 refs.cluster
             )));
         }
-        let repo = self.repo();
-        let head = git::read_ref(&repo, &refs.desired)?;
+        let head = self.current_head(repo, &refs.desired)?;
         let previous = match head {
-            Some(h) => Some(DesiredState::read(&repo, &refs.desired, h)?),
+            Some(h) => Some(DesiredState::read(repo, &refs.desired, h)?),
             None => None,
         };
         if cluster.resources.is_empty()
@@ -318,11 +379,17 @@ impl Store {
                 refs.cluster
             )));
         }
-        let torn_down = self.observed_teardowns(&repo, refs)?;
+        let torn_down = self.observed_teardowns(repo, refs)?;
         let mut changes = Changes::default();
         let mut files = FileMap::new();
         let config = canonical_bytes(&cluster_config(repository, &refs.cluster)?)?;
-        files.insert(CLUSTER_PATH.to_owned(), git::write_blob(&repo, &config)?);
+        files.insert(CLUSTER_PATH.to_owned(), git::write_blob(repo, &config)?);
+        // A promotion record stays until the next promotion replaces it.
+        if let Some(prev) = &previous
+            && let Some(id) = prev.plane.files.get(PROMOTION_PATH)
+        {
+            files.insert(PROMOTION_PATH.to_owned(), *id);
+        }
 
         // Pending intents, minus those whose teardown was observed.
         let mut pending: BTreeMap<ResourceKey, DeletionEntry> = BTreeMap::new();
@@ -364,7 +431,7 @@ impl Store {
                 },
                 spec,
             };
-            let blob = git::write_blob(&repo, &canonical_bytes(&doc)?)?;
+            let blob = git::write_blob(repo, &canonical_bytes(&doc)?)?;
             if prev_entry.is_some_and(|e| e.blob != blob) {
                 changes.updated.push(key.clone());
             }
@@ -377,79 +444,18 @@ impl Store {
                 if present.contains(key) {
                     continue;
                 }
-                let intent = DeletionIntent {
-                    api_version: API_VERSION.to_owned(),
-                    kind: "DeletionIntent".to_owned(),
-                    metadata: NameOnly {
-                        name: key.name.clone(),
-                    },
-                    spec: DeletionSpec {
-                        subject: Subject {
-                            kind: key.kind.clone(),
-                            name: key.name.clone(),
-                            uid: entry.doc.metadata.uid.clone(),
-                        },
-                        pve_identity: docs::pve_identity(&entry.doc.spec),
-                        last_desired: DesiredPin {
-                            blob: hex(entry.blob),
-                            revision: hex(prev.revision()),
-                        },
-                        source_revision: hex(source_revision),
-                    },
-                };
-                let blob = git::write_blob(&repo, &canonical_bytes(&intent)?)?;
-                files.insert(docs::deletion_path(key)?, blob);
+                let (path, blob) = deletion_intent(repo, prev, key, entry, source_revision)?;
+                files.insert(path, blob);
                 changes.deleting.push(key.clone());
             }
         }
         for entry in pending.values() {
             files.insert(entry.path.clone(), entry.blob);
         }
-
-        let tree = git::write_tree(&repo, &files)?;
-        if let (Some(prev), Some(head)) = (&previous, head)
-            && prev.plane.commit.tree == tree
-        {
-            return Ok(DesiredPublication {
-                publication: Publication {
-                    refname: refs.desired.clone(),
-                    previous: Some(head),
-                    head,
-                    published: false,
-                },
-                changes: Changes::default(),
-            });
-        }
-        let short = &hex(source_revision)[..12];
-        let mut message = format!("Publish desired state of {} from {short}\n\n", refs.cluster);
-        for (label, keys) in [
-            ("Created", &changes.created),
-            ("Updated", &changes.updated),
-            ("Deleting", &changes.deleting),
-            ("Restored", &changes.restored),
-            ("Finalized", &changes.finalized),
-        ] {
-            if !keys.is_empty() {
-                message.push_str(&format!("{label}: {}\n", list(keys)));
-            }
-        }
-        if !changes.is_empty() {
-            message.push('\n');
-        }
-        message.push_str(&format!(
-            "{SOURCE_TRAILER}: {}\n{VERSION_TRAILER}: {}\n",
-            hex(source_revision),
-            docs::CONTROLLER_VERSION
-        ));
-        let commit = git::write_commit(&repo, tree, head, &message)?;
-        git::compare_and_swap(&repo, &refs.desired, head, commit, &message)?;
-        Ok(DesiredPublication {
-            publication: Publication {
-                refname: refs.desired.clone(),
-                previous: head,
-                head: commit,
-                published: true,
-            },
+        Ok(DesiredBuild {
+            head,
+            previous,
+            files,
             changes,
         })
     }
@@ -460,7 +466,7 @@ impl Store {
         repo: &gix::Repository,
         refs: &PlaneRefs,
     ) -> Result<BTreeSet<(ResourceKey, String)>> {
-        let Some(head) = git::read_ref(repo, &refs.observed)? else {
+        let Some(head) = self.current_head(repo, &refs.observed)? else {
             return Ok(BTreeSet::new());
         };
         let plane = Plane::read(repo, &refs.observed, head)?;
@@ -481,4 +487,70 @@ impl Store {
             })
             .collect())
     }
+}
+
+/// The deletion intent of `key`, whose last desired document was `entry` in `prev`, written as
+/// a blob: (path, blob id).
+pub(crate) fn deletion_intent(
+    repo: &gix::Repository,
+    prev: &DesiredState,
+    key: &ResourceKey,
+    entry: &DesiredEntry,
+    source_revision: ObjectId,
+) -> Result<(String, ObjectId)> {
+    let intent = DeletionIntent {
+        api_version: API_VERSION.to_owned(),
+        kind: "DeletionIntent".to_owned(),
+        metadata: NameOnly {
+            name: key.name.clone(),
+        },
+        spec: DeletionSpec {
+            subject: Subject {
+                kind: key.kind.clone(),
+                name: key.name.clone(),
+                uid: entry.doc.metadata.uid.clone(),
+            },
+            pve_identity: docs::pve_identity(&entry.doc.spec),
+            last_desired: DesiredPin {
+                blob: hex(entry.blob),
+                revision: hex(prev.revision()),
+            },
+            source_revision: hex(source_revision),
+        },
+    };
+    let blob = git::write_blob(repo, &canonical_bytes(&intent)?)?;
+    Ok((docs::deletion_path(key)?, blob))
+}
+
+/// The message of a desired commit published from the source at `source_revision`.
+pub(crate) fn apply_message(cluster: &str, source_revision: ObjectId, changes: &Changes) -> String {
+    let short = &hex(source_revision)[..12];
+    let mut message = format!("Publish desired state of {cluster} from {short}\n\n");
+    message.push_str(&change_lines(changes));
+    message.push_str(&format!(
+        "{SOURCE_TRAILER}: {}\n{VERSION_TRAILER}: {}\n",
+        hex(source_revision),
+        docs::CONTROLLER_VERSION
+    ));
+    message
+}
+
+/// One `Label: names` line per kind of change, then a blank line (nothing if none).
+pub(crate) fn change_lines(changes: &Changes) -> String {
+    let mut out = String::new();
+    for (label, keys) in [
+        ("Created", &changes.created),
+        ("Updated", &changes.updated),
+        ("Deleting", &changes.deleting),
+        ("Restored", &changes.restored),
+        ("Finalized", &changes.finalized),
+    ] {
+        if !keys.is_empty() {
+            out.push_str(&format!("{label}: {}\n", list(keys)));
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }

@@ -4,7 +4,9 @@
 //! - `cluster.yaml`: [`ClusterConfigDoc`], the cluster's resolved non-secret configuration;
 //! - `resources/<kind>/<name>.yaml`: a resolved resource (`apiVersion`, `kind`, `metadata` with
 //!   the UID minted at first publication, `spec`);
-//! - `deletions/<kind>/<name>.yaml`: [`DeletionIntent`]s.
+//! - `deletions/<kind>/<name>.yaml`: [`DeletionIntent`]s;
+//! - `promotion.yaml`: the [`PromotionDoc`] of the promotion the plane descends from, carried
+//!   unchanged by later publications.
 //!
 //! Observed plane (`proxops/observed/<cluster>`):
 //! - `receipts/<kind>/<name>.yaml`: [`Receipt`]s;
@@ -27,6 +29,8 @@ pub const CONTROLLER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Path of the cluster configuration in the desired plane.
 pub const CLUSTER_PATH: &str = "cluster.yaml";
+/// Path of the promotion record in the desired plane.
+pub const PROMOTION_PATH: &str = "promotion.yaml";
 /// Directory of resources in the desired plane.
 pub const RESOURCES_DIR: &str = "resources";
 /// Directory of deletion intents in the desired plane.
@@ -247,6 +251,47 @@ pub struct DeletionSpec {
     pub last_desired: DesiredPin,
     /// The source revision whose publication removed it.
     pub source_revision: String,
+}
+
+/// The record of a promotion (`promotion.yaml` at the desired tree root): which source
+/// revisions the target's desired state was promoted from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Promotion`.
+    pub kind: String,
+    /// The source cluster's name.
+    pub metadata: NameOnly,
+    /// The pinned revisions.
+    pub spec: PromotionSpec,
+}
+
+/// `spec` of a [`PromotionDoc`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionSpec {
+    /// The source cluster's planes at the pinned revisions.
+    pub source: PromotionSource,
+    /// The specification (source repository) commit the target was built from.
+    pub specification_revision: String,
+}
+
+/// `spec.source` of a [`PromotionDoc`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionSource {
+    /// The source cluster.
+    pub cluster: String,
+    /// Its desired branch.
+    pub desired_ref: String,
+    /// Its desired head, pinned.
+    pub desired_revision: String,
+    /// Its observed branch.
+    pub observed_ref: String,
+    /// Its observed head, pinned (`null` when it had none).
+    pub observed_revision: Option<String>,
 }
 
 /// A desired document pinned by blob id and desired commit.

@@ -99,6 +99,44 @@ pub enum StoreError {
         /// Its standard error.
         stderr: String,
     },
+    /// The target cluster does not list the source among its promotion sources.
+    #[error("`{from}` is not an allowed promotion source for `{to}` (allowed: {allowed})")]
+    PromotionNotAllowed {
+        /// The source cluster.
+        from: String,
+        /// The target cluster.
+        to: String,
+        /// Its `promotion.allowed-sources`, joined.
+        allowed: String,
+    },
+    /// A promotion source has resources without a current receipt.
+    #[error("promotion source `{cluster}` is not fully reconciled: {}", offenders.join(", "))]
+    NotReconciled {
+        /// The source cluster.
+        cluster: String,
+        /// `Kind/name (STATE: reason)` of each resource that is not CLEAN.
+        offenders: Vec<String>,
+    },
+    /// A rollback target is not a strict ancestor of the desired head.
+    #[error("revision {revision} is not an ancestor of the desired head {head} of `{cluster}`")]
+    NotAncestor {
+        /// The cluster.
+        cluster: String,
+        /// The revision asked for.
+        revision: ObjectId,
+        /// The desired head.
+        head: ObjectId,
+    },
+    /// No observed snapshot held current receipts for every resource of a rollback target.
+    #[error(
+        "rollback target {revision} of `{cluster}` was never fully clean in one observed snapshot"
+    )]
+    NeverClean {
+        /// The cluster.
+        cluster: String,
+        /// The revision asked for.
+        revision: ObjectId,
+    },
     /// Any other git failure.
     #[error("git: {0}")]
     Git(#[from] Box<gix::Error>),
@@ -108,6 +146,28 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A stable code for the user-facing kind of failure (`proxops::<area>::<name>`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Open { .. } => "proxops::store::open",
+            StoreError::Revision { .. } => "proxops::store::revision",
+            StoreError::RefName { .. } => "proxops::store::ref_name",
+            StoreError::Conflict { .. } => "proxops::store::conflict",
+            StoreError::RefUpdate { .. } => "proxops::store::ref_update",
+            StoreError::Corrupt { .. } => "proxops::store::corrupt",
+            StoreError::Invalid(_) => "proxops::store::invalid",
+            StoreError::Exhausted { .. } => "proxops::store::exhausted",
+            StoreError::GitCli { .. } => "proxops::store::git_cli",
+            StoreError::Leased { .. } => "proxops::store::leased",
+            StoreError::PromotionNotAllowed { .. } => "proxops::promotion::not_allowed",
+            StoreError::NotReconciled { .. } => "proxops::promotion::not_reconciled",
+            StoreError::NotAncestor { .. } => "proxops::rollback::not_ancestor",
+            StoreError::NeverClean { .. } => "proxops::rollback::never_clean",
+            StoreError::Git(_) => "proxops::store::git",
+            StoreError::Io(_) => "proxops::store::io",
+        }
+    }
+
     /// Whether re-reading the plane and trying again may succeed (a lost compare-and-swap or a
     /// contended ref lock).
     pub fn is_retryable(&self) -> bool {

@@ -255,6 +255,21 @@ pub fn compare_and_swap(
     }
 }
 
+/// Moves `full_name` to `new` whatever it pointed at (the local mirror of a remote branch).
+pub fn force_ref(
+    repo: &gix::Repository,
+    full_name: &str,
+    new: ObjectId,
+    log_message: &str,
+) -> Result<()> {
+    repo.reference(full_name, new, PreviousValue::Any, log_message)
+        .map_err(|e| StoreError::RefUpdate {
+            name: full_name.to_owned(),
+            source: Box::new(e),
+        })?;
+    Ok(())
+}
+
 /// Whether `ancestor` is `descendant` or one of its ancestors.
 pub fn is_ancestor(
     repo: &gix::Repository,

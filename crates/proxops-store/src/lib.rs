@@ -20,27 +20,46 @@
 //!
 //! - [`lease`]: a per-cluster [`Lease`] (a ref with holder and expiry) keeps two processes from
 //!   reconciling one cluster at once; [`Store::break_lease`] recovers one whose holder is gone.
+//! - Change gates ([`gate`]): with `pullRequest` a desired publication proposes a candidate
+//!   branch `proxops/candidates/<cluster>/<id>` on the live head instead of moving it.
+//! - [`Store::promote`] ([`promotion`]) builds a target cluster's desired plane from its own
+//!   composition, pinned to a source cluster whose every resource has a current receipt, and
+//!   records a `promotion.yaml`; [`Store::rollback`] ([`rollback`]) publishes a historical
+//!   desired snapshot as a new forward commit, if one observed snapshot saw it all clean.
+//! - A publication's new objects are written as one pack when there are many ([`pack`]).
+//! - With a remote ([`Store::with_remote`], [`remote`]) heads are read from it and
+//!   publications pushed with `git push --atomic --force-with-lease`.
 //!
-//! Everything is built on gix: reading, object writing and local ref transactions.
+//! Everything is built on gix: reading, object writing and local ref transactions; only
+//! pushing and fetching run the git CLI.
 
 pub mod canonical;
 pub mod desired;
 pub mod documents;
 pub mod error;
+pub mod gate;
 pub mod git;
 pub mod lease;
 pub mod observed;
+pub mod pack;
+pub mod promotion;
 pub mod refs;
+pub mod remote;
+pub mod rollback;
 pub mod source;
 pub mod state;
 pub mod store;
 
 pub use desired::{DesiredOptions, DesiredPublication, DesiredState, Publication};
 pub use error::{Result, StoreError};
+pub use gate::Candidate;
 pub use gix::ObjectId;
 pub use lease::{Holder, Lease, LeaseRecord};
 pub use observed::{Observation, ObservationBatch, ObservedState, TeardownRecord};
+pub use promotion::{PromotionOutcome, PromotionRequest};
 pub use refs::PlaneRefs;
+pub use remote::Remote;
+pub use rollback::{RollbackOutcome, RollbackRequest};
 pub use source::GitSource;
 pub use state::{ClusterView, Freshness, ObservationState, ResourceState};
 pub use store::{Plane, Store};

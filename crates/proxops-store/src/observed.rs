@@ -139,7 +139,7 @@ impl Store {
         batch: &ObservationBatch,
         attempts: u32,
     ) -> Result<Publication> {
-        let repo = self.repo();
+        let mut repo = crate::pack::batch(&self.repo());
         let mut edits = Vec::new();
         let mut revisions = BTreeSet::new();
         for obs in &batch.observations {
@@ -236,7 +236,7 @@ impl Store {
             if attempt > 0 {
                 backoff(attempt);
             }
-            let head = git::read_ref(&repo, &refs.observed)?;
+            let head = self.current_head(&repo, &refs.observed)?;
             let (mut files, head_tree) = match head {
                 Some(h) => {
                     let plane = Plane::read(&repo, &refs.observed, h)?;
@@ -275,12 +275,13 @@ impl Store {
                 });
             }
             let commit = git::write_commit(&repo, tree, head, &message)?;
-            match git::compare_and_swap(&repo, &refs.observed, head, commit, &message) {
-                Ok(()) => {
+            crate::pack::flush(&mut repo)?;
+            match self.move_ref(&repo, &refs.observed, head, (commit, tree), &message) {
+                Ok(new) => {
                     return Ok(Publication {
                         refname: refs.observed.clone(),
                         previous: head,
-                        head: commit,
+                        head: new,
                         published: true,
                     });
                 }
@@ -304,7 +305,7 @@ impl Store {
         let repo = self.repo();
         let commit = match at {
             Some(id) => id,
-            None => match git::read_ref(&repo, &refs.observed)? {
+            None => match self.current_head(&repo, &refs.observed)? {
                 Some(id) => id,
                 None => return Ok(None),
             },

@@ -1,12 +1,18 @@
 //! Plane ref names: `proxops/desired/<cluster>` and `proxops/observed/<cluster>` by default,
-//! overridable per cluster, always distinct.
+//! overridable per cluster (`pve.clusters.<c>.planes`), always distinct; and the cluster's
+//! change gate, which decides whether desired publications move the live ref or propose a
+//! candidate `proxops/candidates/<cluster>/<id>`.
 
 use crate::error::{Result, StoreError};
+pub use proxops_model::config::ChangeGate;
+use proxops_model::config::ClusterEntry;
 
 /// The default desired branch prefix.
 pub const DESIRED_PREFIX: &str = "proxops/desired/";
 /// The default observed branch prefix.
 pub const OBSERVED_PREFIX: &str = "proxops/observed/";
+/// The candidate branch prefix (change gate `pullRequest`).
+pub const CANDIDATE_PREFIX: &str = "proxops/candidates/";
 
 /// The branches of one cluster's planes, as full ref names (`refs/heads/...`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +23,8 @@ pub struct PlaneRefs {
     pub desired: String,
     /// The observed plane's full ref name.
     pub observed: String,
+    /// How desired publications are made (`none`: directly; `pullRequest`: as candidates).
+    pub gate: ChangeGate,
 }
 
 impl PlaneRefs {
@@ -44,7 +52,35 @@ impl PlaneRefs {
             cluster: cluster.to_owned(),
             desired,
             observed,
+            gate: ChangeGate::None,
         })
+    }
+
+    /// The branches and gate `entry` (`pve.clusters.<cluster>`) configures, defaults for what
+    /// it leaves out.
+    pub fn from_config(cluster: &str, entry: Option<&ClusterEntry>) -> Result<PlaneRefs> {
+        check_segment(cluster, "cluster name")?;
+        let planes = entry.and_then(|e| e.planes.as_ref());
+        let desired = planes
+            .and_then(|p| p.desired.clone())
+            .unwrap_or_else(|| format!("{DESIRED_PREFIX}{cluster}"));
+        let observed = planes
+            .and_then(|p| p.observed.clone())
+            .unwrap_or_else(|| format!("{OBSERVED_PREFIX}{cluster}"));
+        let mut refs = PlaneRefs::with_names(cluster, &desired, &observed)?;
+        refs.gate = planes.and_then(|p| p.change_gate).unwrap_or_default();
+        Ok(refs)
+    }
+
+    /// The same refs with another gate.
+    pub fn gated(mut self, gate: ChangeGate) -> PlaneRefs {
+        self.gate = gate;
+        self
+    }
+
+    /// The full ref name of candidate `id` of this cluster.
+    pub fn candidate(&self, id: &str) -> String {
+        format!("refs/heads/{CANDIDATE_PREFIX}{}/{id}", self.cluster)
     }
 
     /// The short branch name of the desired plane.

@@ -3,6 +3,7 @@
 use crate::canonical::parse_yaml;
 use crate::error::{Result, StoreError};
 use crate::git::{self, CommitInfo, FileMap};
+use crate::remote::Remote;
 use crate::source::{GitSource, resolve_commit};
 use gix::ObjectId;
 use serde_json::Value;
@@ -13,12 +14,14 @@ use std::path::Path;
 #[derive(Clone)]
 pub struct Store {
     repo: gix::ThreadSafeRepository,
+    remote: Option<Remote>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("git_dir", &self.repo.git_dir())
+            .field("remote", &self.remote)
             .finish()
     }
 }
@@ -33,7 +36,58 @@ impl Store {
         })?;
         Ok(Store {
             repo: repo.into_sync(),
+            remote: None,
         })
+    }
+
+    /// The same repository publishing to the git remote `name` (e.g. `origin`): heads are read
+    /// from the remote and publications pushed to it (see [`crate::remote`]).
+    pub fn with_remote(mut self, name: &str) -> Store {
+        self.remote = Some(Remote::new(name));
+        self
+    }
+
+    /// The same repository with a remote whose git calls may each take at most `timeout`.
+    pub fn with_remote_timeout(mut self, name: &str, timeout: std::time::Duration) -> Store {
+        self.remote = Some(Remote {
+            name: name.to_owned(),
+            timeout,
+        });
+        self
+    }
+
+    /// The remote publications go to, if any.
+    pub fn remote(&self) -> Option<&Remote> {
+        self.remote.as_ref()
+    }
+
+    /// Where `full_ref` points now: the local ref, or with a remote the remote's (mirrored
+    /// locally first).
+    pub(crate) fn current_head(
+        &self,
+        repo: &gix::Repository,
+        full_ref: &str,
+    ) -> Result<Option<ObjectId>> {
+        match &self.remote {
+            Some(remote) => crate::remote::sync(repo, remote, full_ref),
+            None => git::read_ref(repo, full_ref),
+        }
+    }
+
+    /// Moves `full_ref` from `expected` (`None`: must not exist) to the commit `new` of tree
+    /// `tree` by compare-and-swap, locally or on the remote; returns the new head.
+    pub(crate) fn move_ref(
+        &self,
+        repo: &gix::Repository,
+        full_ref: &str,
+        expected: Option<ObjectId>,
+        (new, tree): (ObjectId, ObjectId),
+        message: &str,
+    ) -> Result<ObjectId> {
+        match &self.remote {
+            Some(remote) => crate::remote::push(repo, remote, full_ref, expected, new, tree),
+            None => git::compare_and_swap(repo, full_ref, expected, new, message).map(|()| new),
+        }
     }
 
     /// A thread-local handle on the repository.
@@ -58,7 +112,7 @@ impl Store {
 
     /// Where a full ref name points, if it exists.
     pub fn head(&self, full_ref: &str) -> Result<Option<ObjectId>> {
-        git::read_ref(&self.repo(), full_ref)
+        self.current_head(&self.repo(), full_ref)
     }
 
     /// The plane on `full_ref` at its head (`at: None`) or at a commit of its history; `None`
@@ -67,7 +121,7 @@ impl Store {
         let repo = self.repo();
         let commit = match at {
             Some(id) => id,
-            None => match git::read_ref(&repo, full_ref)? {
+            None => match self.current_head(&repo, full_ref)? {
                 Some(id) => id,
                 None => return Ok(None),
             },
@@ -83,7 +137,7 @@ impl Store {
     /// The commits of `full_ref`, newest first (empty if the ref does not exist).
     pub fn history(&self, full_ref: &str) -> Result<Vec<ObjectId>> {
         let repo = self.repo();
-        match git::read_ref(&repo, full_ref)? {
+        match self.current_head(&repo, full_ref)? {
             Some(head) => git::history(&repo, head),
             None => Ok(Vec::new()),
         }

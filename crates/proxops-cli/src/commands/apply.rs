@@ -6,9 +6,10 @@ use crate::render;
 use crate::session::{BackendArgs, load, load_from, open_store, runtime, store_error};
 use proxops_engine::cycle::plan_options;
 use proxops_engine::execute::{ExecOptions, Progress, execute};
-use proxops_engine::planes::Planes;
+use proxops_engine::planes::{Destination, Planes};
 use proxops_engine::planner::plan_cluster;
 use proxops_store::documents::hex;
+use proxops_store::refs::ChangeGate;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,7 +24,9 @@ use std::sync::Arc;
 /// With `--planes` the repository is read at its `HEAD` commit (not the work tree), each
 /// cluster's desired plane (`proxops/desired/<cluster>`) is published before its plan runs and
 /// receipts of what it reconciled (`proxops/observed/<cluster>`) after; see `proxops get` and
-/// `proxops status`.
+/// `proxops status`. With `planes.change-gate: pullRequest` a change is proposed as a
+/// candidate branch `proxops/candidates/<cluster>/<id>` instead, and the cycle reconciles the
+/// live desired head.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository (default: the git work tree of the current directory).
@@ -92,6 +95,60 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             for w in &conn.warnings {
                 eprintln!("warning: {w}");
             }
+            // A gated cluster proposes its change first and then reconciles its live desired
+            // head, planned from the source revision that head was built from.
+            let mut early = None;
+            let mut reloaded = None;
+            if let (Some(store), Some(revision), false) = (&store, source_revision, args.dry_run)
+                && Planes::from_config(store.clone(), &loaded.repo, &cluster.name)
+                    .is_ok_and(|p| p.refs.gate == ChangeGate::PullRequest)
+            {
+                let published = match publish_desired(store, &loaded.repo, &cluster.name, revision)
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        eprintln!("error: cluster {}: {e}", cluster.name);
+                        failed = true;
+                        continue;
+                    }
+                };
+                if let Some(live) = published.1.state.source_revision
+                    && published.1.candidate().is_some()
+                    && live != revision
+                {
+                    println!(
+                        "cluster {}: reconciling the live desired head, built from source {}",
+                        cluster.name,
+                        &hex(live)[..12]
+                    );
+                    let source = store.source(Some(&hex(live))).map_err(store_error);
+                    match source.and_then(|s| {
+                        load_from(&s, &loaded.dir, std::slice::from_ref(&cluster.name))
+                    }) {
+                        Ok(l) => reloaded = Some(l),
+                        Err(e) => {
+                            eprintln!("error: cluster {}: {e}", cluster.name);
+                            failed = true;
+                            continue;
+                        }
+                    }
+                }
+                early = Some(published);
+            }
+            let graph = match &reloaded {
+                None => graph,
+                Some(l) => match l.clusters().next() {
+                    Some((_, g)) => g,
+                    None => {
+                        eprintln!(
+                            "error: cluster {}: the live desired head's source is invalid",
+                            cluster.name
+                        );
+                        failed = true;
+                        continue;
+                    }
+                },
+            };
             let plan = match plan_cluster(
                 &conn.client,
                 &cluster.name,
@@ -116,8 +173,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 continue;
             }
             let started = std::time::SystemTime::now();
-            let published = match (&store, source_revision) {
-                (Some(store), Some(revision)) => {
+            let published = match (early, &store, source_revision) {
+                (Some(p), _, _) => Some(p),
+                (None, Some(store), Some(revision)) => {
                     match publish_desired(store, &loaded.repo, &cluster.name, revision) {
                         Ok(p) => Some(p),
                         Err(e) => {
@@ -190,20 +248,38 @@ fn publish_desired(
     cluster: &str,
     revision: proxops_store::ObjectId,
 ) -> Result<(Planes, proxops_engine::planes::PublishedDesired), proxops_store::StoreError> {
-    let planes = Planes::for_cluster(store.clone(), cluster)?;
+    let planes = Planes::from_config(store.clone(), repo, cluster)?;
     let desired = planes.publish_desired(repo, revision)?;
     let p = &desired.publication.publication;
-    println!(
-        "cluster {cluster}: {} at {} ({})",
-        planes.refs.desired_branch(),
-        &hex(p.head)[..12],
-        if p.published {
-            "published"
-        } else {
-            "unchanged"
+    let branch = planes.refs.desired_branch();
+    match desired.destination() {
+        Destination::Live => println!(
+            "cluster {cluster}: {branch} at {} (published)",
+            short(p.head)
+        ),
+        Destination::Unchanged => {
+            println!(
+                "cluster {cluster}: {branch} at {} (unchanged)",
+                short(p.head)
+            )
         }
-    );
+        Destination::Candidate(c) => println!(
+            "cluster {cluster}: {branch} at {} (unchanged: change gate pullRequest); candidate {} at {} ({}); this cycle reconciles the live head",
+            short(p.head),
+            c.refname.strip_prefix("refs/heads/").unwrap_or(&c.refname),
+            short(c.commit),
+            if c.created {
+                "proposed"
+            } else {
+                "already proposed"
+            }
+        ),
+    }
     Ok((planes, desired))
+}
+
+fn short(id: proxops_store::ObjectId) -> String {
+    hex(id)[..12].to_owned()
 }
 
 /// Asks on the terminal; refuses without one.

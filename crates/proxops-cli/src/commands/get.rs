@@ -37,6 +37,9 @@ pub struct Args {
 pub enum Output {
     /// One row per resource.
     Table,
+    /// The table with UID, PVE identity, the receipt's pinned desired revision, outcome and
+    /// time.
+    Wide,
     /// The `ResourceList` document as YAML.
     Yaml,
     /// The `ResourceList` document as JSON.
@@ -58,8 +61,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::from(1));
     }
     let text = match args.output {
-        Output::Table if items.is_empty() => "No resources found.\n".to_owned(),
-        Output::Table => render_table(&items),
+        Output::Table | Output::Wide if items.is_empty() => "No resources found.\n".to_owned(),
+        Output::Table => render_table(&items, false),
+        Output::Wide => render_table(&items, true),
         Output::Json => {
             serde_json::to_string_pretty(&ResourceList::new(items))
                 .map_err(|e| CliError::Io(e.to_string()))?
@@ -78,20 +82,19 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn render_table(items: &[ResourceItem]) -> String {
-    let mut rows = vec![
-        [
-            "CLUSTER",
-            "KIND",
-            "NAME",
-            "DESIRED",
-            "OBSERVATION",
-            "STATE",
-            "REASON",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
+/// The table; `wide` adds UID, PVE identity (node, vmid or storage), the receipt's pinned
+/// desired revision, its outcome and when it finished, before the reason.
+pub fn render_table(items: &[ResourceItem], wide: bool) -> String {
+    let mut header: Vec<String> = ["CLUSTER", "KIND", "NAME"].map(str::to_owned).to_vec();
+    if wide {
+        header.extend(["UID", "PVE"].map(str::to_owned));
+    }
+    header.extend(["DESIRED", "OBSERVATION", "STATE"].map(str::to_owned));
+    if wide {
+        header.extend(["RECEIPT-REVISION", "OUTCOME", "OBSERVED-AT"].map(str::to_owned));
+    }
+    header.push("REASON".to_owned());
+    let mut rows = vec![header];
     for i in items {
         let state = serde_json::to_value(i.state)
             .ok()
@@ -102,17 +105,62 @@ fn render_table(items: &[ResourceItem]) -> String {
             None if i.state == proxops_store::ResourceState::Ready => "MISSING".to_owned(),
             None => "N/A".to_owned(),
         };
-        rows.push(vec![
-            i.cluster.clone(),
-            i.kind.clone(),
-            i.name.clone(),
+        let mut row = vec![i.cluster.clone(), i.kind.clone(), i.name.clone()];
+        let spec = i.receipt.as_ref().map(|r| &r.spec);
+        let text = |path: &[&str]| -> String {
+            let mut v = spec;
+            for p in path {
+                v = v.and_then(|x| x.get(*p));
+            }
+            match v {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Null) | None => "-".to_owned(),
+                Some(other) => other.to_string(),
+            }
+        };
+        if wide {
+            row.push(i.uid.clone());
+            row.push(pve_identity(spec));
+        }
+        row.extend([
             i.desired.blob.chars().take(12).collect(),
             observation,
             state,
-            i.reason.clone(),
         ]);
+        if wide {
+            row.push(text(&["desired", "revision"]).chars().take(12).collect());
+            row.push(text(&["result", "outcome"]));
+            row.push(text(&["result", "finishedAt"]));
+        }
+        row.push(i.reason.clone());
+        rows.push(row);
     }
     table(&rows)
+}
+
+/// `node/vmid` of a guest, `storage@node,...` of an artifact, `-` without a receipt.
+fn pve_identity(spec: Option<&serde_json::Value>) -> String {
+    let Some(id) = spec.and_then(|s| s.pointer("/result/pveIdentity")) else {
+        return "-".to_owned();
+    };
+    let text = |k: &str| -> Option<String> {
+        id.get(k).map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        })
+    };
+    match (text("node"), text("vmid"), text("storage"), text("nodes")) {
+        (Some(node), Some(vmid), _, _) => format!("{node}/{vmid}"),
+        (_, _, Some(storage), Some(nodes)) => format!("{storage}@{nodes}"),
+        (Some(node), None, Some(storage), _) => format!("{storage}@{node}"),
+        (_, Some(vmid), _, _) => vmid,
+        _ => "-".to_owned(),
+    }
 }
 
 /// Columns left-justified, two spaces apart, trailing spaces stripped.
@@ -159,9 +207,22 @@ pub fn cluster_refs(store: &Store, clusters: &[String]) -> Result<Vec<PlaneRefs>
     } else {
         clusters.to_vec()
     };
+    // The branches and gate each cluster's config at HEAD names (defaults if it cannot be read).
+    let loaded = store.source(None).ok().and_then(|source| {
+        let options = proxops_model::LoadOptions {
+            clusters: names.clone(),
+        };
+        proxops_model::load_repository(&source, &proxops_model::Registry::builtin(), &options).ok()
+    });
     names
         .iter()
-        .map(|c| PlaneRefs::for_cluster(c).map_err(store_error))
+        .map(|c| {
+            let entry = loaded
+                .as_ref()
+                .and_then(|r| r.cluster(c))
+                .and_then(|c| c.entry.as_ref());
+            PlaneRefs::from_config(c, entry).map_err(store_error)
+        })
         .collect()
 }
 

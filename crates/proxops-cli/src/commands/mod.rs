@@ -9,8 +9,10 @@ pub mod doctor;
 pub mod get;
 pub mod graph;
 pub mod lease;
+pub mod promote;
 pub mod reconcile;
 pub mod resume;
+pub mod rollback;
 pub mod run;
 pub mod schema;
 pub mod sim;
@@ -57,6 +59,10 @@ pub enum Command {
     Resume(resume::Args),
     /// Show or break a cluster's lease.
     Lease(lease::Args),
+    /// Promote one cluster's reconciled state into another (a new desired commit of the target).
+    Promote(promote::Args),
+    /// Publish a historical desired snapshot of a cluster again, as a new forward commit.
+    Rollback(rollback::Args),
 }
 
 /// Runs a subcommand.
@@ -78,6 +84,8 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Suspend(args) => suspend::run(&args),
         Command::Resume(args) => resume::run(&args),
         Command::Lease(args) => lease::run(&args),
+        Command::Promote(args) => promote::run(&args),
+        Command::Rollback(args) => rollback::run(&args),
     }
 }
 

@@ -5,7 +5,7 @@ mod drivers;
 mod lxc;
 mod vm;
 
-pub use artifact::{DesiredArtifact, artifact};
+pub use artifact::{DesiredArtifact, artifact, content_of};
 pub use drivers::{Desired, Driver, DriverClash, Drivers};
 
 use proxops_graph::Graph;

@@ -284,6 +284,32 @@ fn invalid_value_types_enums_and_rules() {
 }
 
 #[test]
+fn plane_branches_in_cluster_config_must_be_valid_and_distinct() {
+    let repo = cluster_of(&[]);
+    let path = format!("clusters/{CLUSTER}/config.yaml");
+    let text = std::fs::read_to_string(repo.path().join(&path)).unwrap();
+    repo.write(
+        &path,
+        &format!("{text}      planes:\n        desired: deploy/x\n        observed: refs/heads/deploy/x\n"),
+    );
+    let loaded = repo.load();
+    let d = only_error(&loaded, Code::InvalidValue, &["both on branch `deploy/x`"]);
+    assert_eq!(covered(&d.labels[0]), "refs/heads/deploy/x");
+
+    repo.write(
+        &path,
+        &format!("{text}      planes:\n        desired: a..b\n"),
+    );
+    let loaded = repo.load();
+    let d = only_error(
+        &loaded,
+        Code::InvalidValue,
+        &["`a..b` is not a usable branch name"],
+    );
+    assert_eq!(covered(&d.labels[0]), "a..b");
+}
+
+#[test]
 fn invalid_name() {
     let text = vm("a", "pve01", 142).replace("name: a", "name: Web_01");
     let repo = cluster_of(&[("vm/dev/a.yaml", text)]);

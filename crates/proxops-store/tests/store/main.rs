@@ -10,5 +10,8 @@ mod canonical;
 mod desired;
 mod lease;
 mod observed;
+mod operations;
+mod processes;
+mod remote;
 mod secrets;
 mod source;

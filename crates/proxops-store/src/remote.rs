@@ -1,0 +1,242 @@
+//! Publishing to a remote: the git CLI (gix has no push), each call with a bounded time.
+//!
+//! With a remote ([`crate::Store::with_remote`]) the remote's branches are the authority and
+//! the local plane branches a mirror of them:
+//!
+//! - reading a head ([`sync`]) asks the remote (`git ls-remote`), fetches the commit when it
+//!   is not here yet and moves the local branch to it;
+//! - publishing ([`push`]) runs `git push --atomic --force-with-lease=<ref>:<expected>
+//!   <remote> <commit>:<ref>`: the remote moves only if it is still where the caller read it.
+//!   An ambiguous outcome (git failed, timed out or said something unclear) counts as done
+//!   only when the remote head now is a commit whose only parent is the expected head and
+//!   whose tree is ours; a remote head elsewhere is a [`StoreError::Conflict`], so observation
+//!   publication rebuilds on it and retries as it does locally, and other publications stop.
+
+use crate::error::{Result, StoreError};
+use crate::git;
+use gix::ObjectId;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long one git command may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A configured remote: its name (`origin`) and the time limit of each git call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// The git remote's name.
+    pub name: String,
+    /// The time limit of one git command.
+    pub timeout: Duration,
+}
+
+/// What a git command did.
+struct Ran {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `git --git-dir <dir> args`, killing it after `timeout`.
+fn run(git_dir: &Path, args: &[&str], timeout: Duration) -> Result<Ran> {
+    let mut child = Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Drain both pipes on their own threads so that a chatty git never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = out.join().unwrap_or_default();
+    let mut stderr = err.join().unwrap_or_default();
+    if status.is_none() {
+        stderr.push_str(&format!("\n(killed after {} s)", timeout.as_secs()));
+    }
+    Ok(Ran {
+        ok: status.is_some_and(|s| s.success()),
+        stdout,
+        stderr,
+    })
+}
+
+fn cli_error(command: &str, ran: &Ran) -> StoreError {
+    StoreError::GitCli {
+        command: command.to_owned(),
+        stderr: ran.stderr.trim().to_owned(),
+    }
+}
+
+impl Remote {
+    /// The remote `name` with the default time limit.
+    pub fn new(name: &str) -> Remote {
+        Remote {
+            name: name.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Where `full_ref` points on the remote (`git ls-remote`).
+    pub fn head(&self, git_dir: &Path, full_ref: &str) -> Result<Option<ObjectId>> {
+        let ran = run(
+            git_dir,
+            &["ls-remote", "--refs", &self.name, full_ref],
+            self.timeout,
+        )?;
+        if !ran.ok {
+            return Err(cli_error("ls-remote", &ran));
+        }
+        for line in ran.stdout.lines() {
+            let mut parts = line.split('\t');
+            if let (Some(id), Some(name)) = (parts.next(), parts.next())
+                && name == full_ref
+            {
+                return crate::documents::parse_id(id).map(Some).ok_or_else(|| {
+                    StoreError::GitCli {
+                        command: "ls-remote".to_owned(),
+                        stderr: format!("unreadable line `{line}`"),
+                    }
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fetches the remote's `full_ref` into the local branch of the same name.
+    fn fetch(&self, git_dir: &Path, full_ref: &str) -> Result<()> {
+        let spec = format!("+{full_ref}:{full_ref}");
+        let ran = run(
+            git_dir,
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                &self.name,
+                &spec,
+            ],
+            self.timeout,
+        )?;
+        if ran.ok {
+            Ok(())
+        } else {
+            Err(cli_error("fetch", &ran))
+        }
+    }
+}
+
+/// The remote head of `full_ref`, mirrored into the local branch (see the module docs).
+pub fn sync(repo: &gix::Repository, remote: &Remote, full_ref: &str) -> Result<Option<ObjectId>> {
+    let git_dir = repo.git_dir();
+    let Some(head) = remote.head(git_dir, full_ref)? else {
+        return Ok(None);
+    };
+    if git::read_ref(repo, full_ref)? == Some(head) {
+        return Ok(Some(head));
+    }
+    if repo.has_object(head) {
+        git::force_ref(repo, full_ref, head, "mirror the remote")?;
+    } else {
+        remote.fetch(git_dir, full_ref)?;
+    }
+    Ok(Some(head))
+}
+
+/// Moves the remote's `full_ref` from `expected` (`None`: must not exist) to `new`, whose tree
+/// is `tree`, and the local mirror with it; returns the remote head (see the module docs).
+pub fn push(
+    repo: &gix::Repository,
+    remote: &Remote,
+    full_ref: &str,
+    expected: Option<ObjectId>,
+    new: ObjectId,
+    tree: ObjectId,
+) -> Result<ObjectId> {
+    let git_dir = repo.git_dir();
+    let lease = format!(
+        "--force-with-lease={full_ref}:{}",
+        expected.map(|e| e.to_string()).unwrap_or_default()
+    );
+    let refspec = format!("{new}:{full_ref}");
+    let ran = run(
+        git_dir,
+        &[
+            "push",
+            "--atomic",
+            "--porcelain",
+            "--quiet",
+            &lease,
+            &remote.name,
+            &refspec,
+        ],
+        remote.timeout,
+    );
+    let clear = matches!(&ran, Ok(r) if r.ok);
+    if !clear {
+        // Ambiguous or failed: the remote head decides.
+        let actual = remote.head(git_dir, full_ref)?;
+        let done = match actual {
+            Some(a) if a == new => true,
+            Some(a) if repo.has_object(a) => {
+                let info = git::commit_info(repo, a)?;
+                expected.is_some_and(|e| info.parents == [e]) && info.tree == tree
+            }
+            _ => false,
+        };
+        if !done {
+            return Err(if actual != expected {
+                StoreError::Conflict {
+                    name: full_ref.to_owned(),
+                    expected,
+                    actual,
+                }
+            } else {
+                match ran {
+                    Ok(r) => cli_error("push", &r),
+                    Err(e) => e,
+                }
+            });
+        }
+        let head = actual.unwrap_or(new);
+        git::force_ref(repo, full_ref, head, "mirror the remote")?;
+        return Ok(head);
+    }
+    git::force_ref(repo, full_ref, new, "published to the remote")?;
+    Ok(new)
+}

@@ -1,0 +1,137 @@
+//! Publishing to a remote with `git push --atomic --force-with-lease` (a local bare repository
+//! stands in for the remote: no network), and the lost-race check.
+
+use crate::support::*;
+use proxops_store::documents::Outcome;
+use proxops_store::remote::{Remote, push};
+use proxops_store::{Observation, ObservationBatch, PlaneRefs, Store, StoreError};
+
+const DESIRED: &str = "refs/heads/proxops/desired/home";
+const OBSERVED: &str = "refs/heads/proxops/observed/home";
+
+/// A bare "remote" and two work repositories of the homelab using it as `origin`.
+fn remote_and_clones() -> (tempfile::TempDir, TestRepo, TestRepo) {
+    let bare = tempfile::tempdir().unwrap();
+    git(bare.path(), &["init", "-q", "--bare", "-b", "main"]);
+    let a = TestRepo::homelab();
+    a.git(&["remote", "add", "origin", bare.path().to_str().unwrap()]);
+    a.git(&["push", "-q", "origin", "main"]);
+    let b = TestRepo::homelab();
+    b.git(&["remote", "add", "origin", bare.path().to_str().unwrap()]);
+    b.git(&["fetch", "-q", "origin"]);
+    b.git(&["reset", "-q", "--hard", "origin/main"]);
+    (bare, a, b)
+}
+
+fn remote_head(bare: &std::path::Path, name: &str) -> Option<String> {
+    let out = git_output(bare, &["rev-parse", "--verify", "-q", name]);
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[test]
+fn remote_push_to_a_local_bare_repository_moves_the_remote_ref_atomically() {
+    let (bare, a, _b) = remote_and_clones();
+    let store = Store::open(a.path()).unwrap().with_remote("origin");
+    let published = publish_head(&store, "home");
+    assert!(published.publication.published);
+    let head = published.publication.head.to_string();
+    assert_eq!(
+        remote_head(bare.path(), DESIRED).as_deref(),
+        Some(head.as_str())
+    );
+    assert_eq!(a.git(&["rev-parse", DESIRED]).trim(), head, "local mirror");
+    assert_fsck_clean(bare.path());
+    cli_documents(bare.path(), "proxops/desired/home");
+    // Unchanged content: nothing pushed.
+    let again = publish_head(&store, "home");
+    assert!(!again.publication.published);
+    assert_eq!(
+        remote_head(bare.path(), DESIRED).as_deref(),
+        Some(head.as_str())
+    );
+}
+
+#[test]
+fn a_lost_race_on_the_remote_is_detected_not_overwritten() {
+    let (bare, a, b) = remote_and_clones();
+    let store_a = Store::open(a.path()).unwrap().with_remote("origin");
+    let first = publish_head(&store_a, "home").publication.head;
+
+    // Behind a's back, b publishes a change.
+    let store_b = Store::open(b.path()).unwrap().with_remote("origin");
+    remove_resource(&b, "home", "vm/home/truenas.yaml");
+    b.commit_all("drop truenas");
+    b.git(&["push", "-q", "origin", "main"]);
+    let theirs = publish_head(&store_b, "home").publication.head;
+    assert_ne!(theirs, first);
+
+    // a pushes a commit authorised against the head it read: refused, remote untouched.
+    let tree = a.git(&["rev-parse", &format!("{first}^{{tree}}")]);
+    let ours = a.git(&[
+        "commit-tree",
+        "-p",
+        &first.to_string(),
+        "-m",
+        "ours",
+        tree.trim(),
+    ]);
+    let ours = store_a.resolve(ours.trim()).unwrap();
+    let repo = store_a.repo();
+    let err = push(
+        &repo,
+        &Remote::new("origin"),
+        DESIRED,
+        Some(first),
+        ours,
+        store_a.resolve(tree.trim()).unwrap_or(first),
+    )
+    .unwrap_err();
+    match err {
+        StoreError::Conflict {
+            expected, actual, ..
+        } => {
+            assert_eq!((expected, actual), (Some(first), Some(theirs)));
+        }
+        other => panic!("expected a conflict, got {other}"),
+    }
+    assert_eq!(remote_head(bare.path(), DESIRED), Some(theirs.to_string()));
+    assert_fsck_clean(bare.path());
+}
+
+#[test]
+fn observations_rebuild_on_the_newer_remote_head_and_keep_both_receipts() {
+    let (bare, a, b) = remote_and_clones();
+    let refs = PlaneRefs::for_cluster("home").unwrap();
+    let store_a = Store::open(a.path()).unwrap().with_remote("origin");
+    publish_head(&store_a, "home");
+    let store_b = Store::open(b.path()).unwrap().with_remote("origin");
+    let desired = store_b.read_desired(&refs, None).unwrap().unwrap();
+    let mut keys = desired.resources.keys();
+    for (store, key) in [
+        (&store_a, keys.next().unwrap()),
+        (&store_b, keys.next().unwrap()),
+    ] {
+        let obs = Observation::of(
+            &desired.resources[key],
+            desired.revision(),
+            Outcome::Created,
+        );
+        let batch = ObservationBatch {
+            observations: vec![obs],
+            teardowns: Vec::new(),
+        };
+        store.publish_observations(&refs, &batch, 8).unwrap();
+    }
+    let receipts = git(
+        bare.path(),
+        &["ls-tree", "-r", "--name-only", OBSERVED, "receipts"],
+    );
+    assert_eq!(receipts.lines().count(), 2, "{receipts}");
+    assert_eq!(
+        git(bare.path(), &["rev-list", "--count", OBSERVED]).trim(),
+        "2"
+    );
+    assert_fsck_clean(bare.path());
+}
