@@ -21,6 +21,8 @@
 //!   ([`proxops_store`]), and reads both for `get` and `status`.
 //! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
 //!   cluster's PVE, or starts a simulator seeded from the cluster.
+//! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
+//!   cloud-init references (`ssh-key-refs`, `ci-password-ref`), which plans show redacted.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
 //!   need (what `proxops doctor` checks a token against).
 //!
@@ -60,3 +62,4 @@ pub mod plan;
 pub mod planes;
 pub mod planner;
 pub mod privileges;
+pub mod secrets;

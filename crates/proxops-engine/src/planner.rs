@@ -5,9 +5,12 @@
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
 
-use crate::desired::{Context, Desired, DesiredGuest, Drivers, OWNER_TAG, identity_tag};
+use crate::desired::{
+    Context, Desired, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
+};
 use crate::diff::diff;
 use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
+use crate::secrets::ClusterSecrets;
 use proxops_graph::{Deferral, Graph, StepId};
 use proxops_model::Registry;
 use proxops_model::kinds::PowerState;
@@ -26,6 +29,9 @@ pub struct PlanOptions {
     pub config_concurrency: usize,
     /// The kind drivers.
     pub drivers: Arc<Drivers>,
+    /// The cluster's SOPS secrets, for cloud-init references (`None`: not loaded; a resource
+    /// with a reference is then skipped with an error naming it).
+    pub secrets: Option<ClusterSecrets>,
 }
 
 impl Default for PlanOptions {
@@ -35,6 +41,7 @@ impl Default for PlanOptions {
             allowed_nodes: Vec::new(),
             config_concurrency: 8,
             drivers: Arc::new(Drivers::builtin()),
+            secrets: None,
         }
     }
 }
@@ -55,7 +62,11 @@ pub async fn plan_cluster(
     options: &PlanOptions,
 ) -> Result<ClusterPlan, PlanError> {
     let inventory = client.inventory().await.map_err(PlanError::Inventory)?;
-    let cx = Context { cluster, graph };
+    let cx = Context {
+        cluster,
+        graph,
+        secrets: options.secrets.as_ref(),
+    };
     let mut planner = Planner {
         cx,
         inventory: &inventory,
@@ -64,6 +75,7 @@ pub async fn plan_cluster(
             actions: Vec::new(),
             anomalies: Vec::new(),
             skipped: Vec::new(),
+            errors: Vec::new(),
             deferred_prunes: Vec::new(),
             warnings: Vec::new(),
         },
@@ -100,6 +112,18 @@ pub async fn plan_cluster(
                     .await;
             }
             Ok(Desired::Guest(d)) => planner.guest_step(step.id, *d, &configs),
+            Err(DesiredError::Secret {
+                reference, reason, ..
+            }) => {
+                let subject = planner.subject(step.id);
+                tracing::debug!(cluster, %subject, %reference, "not planned: a cloud-init secret does not resolve");
+                planner.plan.errors.push(Skipped {
+                    subject,
+                    reason: format!("cloud-init secret `{reference}` cannot be resolved: {reason}"),
+                });
+                planner.blocked.insert(step.id);
+                planner.deferral = None;
+            }
             Err(e) => planner.block(step.id, e.to_string(), false),
         }
     }
@@ -158,6 +182,7 @@ impl Planner<'_> {
 
     fn block(&mut self, step: StepId, reason: String, anomaly: bool) {
         let subject = self.subject(step);
+        tracing::debug!(cluster = %self.plan.cluster, %subject, %reason, anomaly, "not planned");
         if anomaly {
             self.plan.anomalies.push(Anomaly {
                 subject,
@@ -218,6 +243,16 @@ impl Planner<'_> {
             _ => (Vec::new(), Vec::new(), false),
         };
         let id = self.plan.actions.len();
+        // Reasons name keys, never values, so they may be logged.
+        tracing::debug!(
+            cluster = %self.plan.cluster,
+            action = id,
+            verb = ?verb,
+            subject = %format!("{}/{}", graph.kind(s.resource), graph.name(s.resource)),
+            %reason,
+            after = ?after,
+            "planned"
+        );
         self.plan.actions.push(Action {
             id,
             level: Some(s.level),

@@ -32,6 +32,7 @@ pub mod manifest;
 pub mod quantity;
 pub mod report;
 pub mod schema;
+pub mod settings;
 pub mod source;
 pub mod validate;
 pub mod yaml;

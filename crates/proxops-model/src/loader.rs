@@ -53,7 +53,8 @@ pub struct Cluster {
     pub name: String,
     /// The `pve.clusters.<name>` entry, if the config was usable.
     pub entry: Option<ClusterEntry>,
-    /// `pve.auth` of the cluster config, if set.
+    /// The cluster's whole config file, if usable: its `pve` and `reconcile` settings are
+    /// layered over `proxops.yaml` ([`crate::settings::effective`]).
     pub config: Option<ConfigFile>,
     /// The resources of the composition that decoded without error, in path order.
     pub resources: Vec<Arc<Resource>>,
@@ -479,7 +480,8 @@ impl Loader<'_> {
                 help: Some(format!("move `{other}` to clusters/{other}/config.yaml")),
             });
         }
-        for key in ["log", "git", "reconcile", "listen", "data-dir"] {
+        // `reconcile` may be set per cluster (budget, timeouts); these are the process's.
+        for key in ["log", "git", "listen", "data-dir"] {
             if let Some((k, _)) = doc.entry(key) {
                 self.diagnostics.push(
                     Diagnostic::warning(
