@@ -10,9 +10,12 @@ use proxops_engine::backend::{Backend, Connection, connect};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
 use proxops_engine::execute::{ExecOptions, Outcome};
 use proxops_engine::plan::Verb;
+use proxops_engine::planner::PlanOptions;
+use proxops_engine::secrets::ClusterSecrets;
 use proxops_graph::{Graph, check_repository};
 use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
 use proxops_pve_sim::{EndpointClass, FaultConfig};
+use proxops_secrets::{Document, Value};
 use std::path::Path;
 use std::time::Duration;
 
@@ -47,6 +50,36 @@ fn load(dir: &Path) -> Loaded {
         })
         .collect();
     Loaded { repo, graphs }
+}
+
+/// Cloud-init material for the compat example's `sops-cloudinit-01`.
+fn example_secrets(cluster: &str) -> ClusterSecrets {
+    let s = |v: &str| Value::Str(v.into());
+    let map = |entries: Vec<(&str, Value)>| {
+        Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        )
+    };
+    let document = Document::new(map(vec![(
+        "cloud-init",
+        map(vec![
+            (
+                "ssh-keys",
+                map(vec![(
+                    "main",
+                    s("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAexample main@example"),
+                )]),
+            ),
+            (
+                "passwords",
+                map(vec![("default", s("example-ci-password"))]),
+            ),
+        ]),
+    )]));
+    ClusterSecrets::from_document(cluster, "in memory", document)
 }
 
 async fn simulator(cluster: &Cluster) -> Connection {
@@ -86,11 +119,17 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
         for name in names {
             let (cluster, graph) = loaded.cluster(name);
             let conn = simulator(cluster).await;
+            // The example's SOPS file is encrypted to a throw-away key: its cloud-init material
+            // is supplied in memory instead.
+            let options = PlanOptions {
+                secrets: Some(example_secrets(name)),
+                ..plan_options(cluster, None)
+            };
             let cycles = converge(
                 &conn.client,
                 name,
                 graph,
-                &plan_options(cluster, None),
+                &options,
                 &ExecOptions::default(),
                 5,
             )
@@ -117,6 +156,12 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                 // clone-vm is started with the rest (the reference implementation waited a cycle).
                 let state = conn.sim.as_ref().unwrap().state();
                 assert_eq!(state.guests[&901].status, "running");
+                // The cloud-init secrets reached PVE; the plan showed them redacted.
+                let config = &state.guests[&413].config;
+                assert_eq!(config["cipassword"], "example-ci-password");
+                assert!(config["sshkeys"].contains("main%40example"));
+                let plan = serde_json::to_string(&first.plan).unwrap();
+                assert!(!plan.contains("example-ci-password"));
             }
             conn.sim.unwrap().shutdown().await.unwrap();
         }

@@ -2,23 +2,47 @@
 
 mod commands;
 mod error;
+mod logging;
 mod render;
 mod session;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use proxops_model::config::LogLevel;
+use proxops_model::settings::FlagSettings;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Keeps Proxmox VE clusters in the state a git repository describes.
 #[derive(Debug, Parser)]
 #[command(name = "proxops", version, about, propagate_version = true)]
 struct Cli {
+    /// Log level on stderr: debug, info, warn or error (default: `log.level` of proxops.yaml,
+    /// else warn). `PROXOPS_LOG` (a tracing filter such as `proxops_pve=debug`) overrides it.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = parse_level)]
+    log_level: Option<LogLevel>,
+    /// Log line format on stderr.
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: commands::Command,
 }
 
+fn parse_level(text: &str) -> Result<LogLevel, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "debug" => Ok(LogLevel::Debug),
+        "info" => Ok(LogLevel::Info),
+        "warn" | "warning" => Ok(LogLevel::Warn),
+        "error" => Ok(LogLevel::Error),
+        _ => Err("expected debug, info, warn or error".into()),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(x) => x,
         Err(e) => {
             let _ = e.print();
             // Help and version are successes; any other parse failure is a usage error.
@@ -30,6 +54,32 @@ fn main() -> ExitCode {
             };
         }
     };
+    // The default level comes from the repository's proxops.yaml, so find the repository the
+    // subcommand reads (its `--repo`, else the current git work tree).
+    let repo = matches
+        .subcommand()
+        .and_then(|(_, m)| m.try_get_one::<PathBuf>("repo").ok().flatten().cloned());
+    // The agent's own configuration file (`run --config`) comes before the repository's.
+    let agent_config = matches
+        .subcommand()
+        .and_then(|(_, m)| m.try_get_one::<PathBuf>("config").ok().flatten().cloned())
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|text| proxops_model::settings::configured_log_level(&text));
+    // A long-running agent says what it does; one-shot commands only warn.
+    let default = match cli.command {
+        commands::Command::Run(_) => LogLevel::Info,
+        _ => LogLevel::Warn,
+    };
+    let level = cli
+        .log_level
+        .or(agent_config)
+        .or_else(|| session::configured_log_level(repo.as_deref()))
+        .unwrap_or(default);
+    logging::init(level, cli.log_format);
+    session::set_flags(FlagSettings {
+        log_level: cli.log_level,
+        ..FlagSettings::default()
+    });
     match commands::run(cli.command) {
         Ok(code) => code,
         Err(e) => e.report(),

@@ -31,7 +31,14 @@ fn plural(n: usize, word: &str) -> String {
 /// prunes and warnings.
 pub fn plan(p: &ClusterPlan) -> String {
     let mut out = String::new();
-    if p.is_empty() {
+    if p.is_empty() && !p.errors.is_empty() {
+        let _ = writeln!(
+            out,
+            "cluster {}: no actions; {} to fix",
+            p.cluster,
+            plural(p.errors.len(), "error")
+        );
+    } else if p.is_empty() {
         let _ = writeln!(out, "cluster {}: converged, nothing to do", p.cluster);
     } else {
         let _ = writeln!(
@@ -76,6 +83,13 @@ pub fn plan(p: &ClusterPlan) -> String {
     }
     for a in &p.anomalies {
         let _ = writeln!(out, "  anomaly  {}: {}", a.subject, a.message);
+    }
+    for s in &p.errors {
+        let _ = writeln!(
+            out,
+            "  error    {}: {} [proxops::cloud_init_secret]",
+            s.subject, s.reason
+        );
     }
     for s in &p.skipped {
         let _ = writeln!(out, "  skipped  {}: {}", s.subject, s.reason);

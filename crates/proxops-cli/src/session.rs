@@ -2,13 +2,39 @@
 //! cluster's PVE (or a simulator) as the flags say.
 
 use crate::error::CliError;
-use proxops_engine::backend::{Backend, Connection, connect, per_cluster_state_file};
+use proxops_engine::backend::{
+    Backend, Connection, connect_with, per_cluster_state_file, settings_for,
+};
 use proxops_graph::{Graph, check_repository};
+use proxops_model::config::LogLevel;
+use proxops_model::settings::{ClusterSettings, FlagSettings};
 use proxops_model::source::RepoSource;
 use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The global flags that are configuration layers (`--log-level`), set once by `main`.
+static FLAGS: OnceLock<FlagSettings> = OnceLock::new();
+
+/// Records the global flags for [`Loaded::settings`].
+pub fn set_flags(flags: FlagSettings) {
+    let _ = FLAGS.set(flags);
+}
+
+/// The global flags given (none before `main` sets them).
+pub fn flags() -> FlagSettings {
+    FLAGS.get().cloned().unwrap_or_default()
+}
+
+/// `log.level` of the repository's `proxops.yaml`, if it has a readable one (a malformed file is
+/// reported when the repository is loaded).
+pub fn configured_log_level(repo: Option<&Path>) -> Option<LogLevel> {
+    let dir = crate::commands::repo_dir(repo).ok()?;
+    let text = std::fs::read_to_string(dir.join("proxops.yaml")).ok()?;
+    proxops_model::settings::configured_log_level(&text)
+}
 
 /// `--backend` and `--sim-state`.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,7 +51,8 @@ pub struct BackendArgs {
 /// The backends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendKind {
-    /// The real Proxmox VE API (token from `PROXOPS_PVE_TOKEN_<CLUSTER>` or `PROXOPS_PVE_TOKEN`).
+    /// The real Proxmox VE API (credentials from the environment, e.g. `PROXOPS_PVE_TOKEN_<CLUSTER>`
+    /// or `PROXOPS_PVE_TOKEN`, else the cluster's SOPS secrets file).
     Pve,
     /// The embedded simulator, seeded from each cluster's config and manifests.
     Sim,
@@ -45,6 +72,12 @@ impl Loaded {
         self.graphs
             .iter()
             .filter_map(|(name, g)| self.repo.cluster(name).map(|c| (c, g)))
+    }
+
+    /// A cluster's effective settings: defaults, `proxops.yaml`, its config, the global flags
+    /// and the environment.
+    pub fn settings(&self, cluster: &Cluster) -> ClusterSettings {
+        settings_for(self.repo.config.as_ref(), cluster, &flags(), LogLevel::Warn)
     }
 
     /// Whether any selected cluster is invalid.
@@ -115,9 +148,15 @@ impl BackendArgs {
         cluster: &Cluster,
     ) -> Result<Connection, CliError> {
         let backend = self.backend(&loaded.dir, &cluster.name, loaded.graphs.len());
-        connect(&loaded.registry, cluster, &backend)
-            .await
-            .map_err(|e| CliError::Io(e.to_string()))
+        connect_with(
+            &loaded.registry,
+            cluster,
+            &backend,
+            loaded.settings(cluster),
+            Some(&loaded.dir),
+        )
+        .await
+        .map_err(|e| CliError::Io(e.to_string()))
     }
 }
 

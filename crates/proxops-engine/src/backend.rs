@@ -2,24 +2,52 @@
 //! seeded from the cluster (`Backend::Sim`), which is how `proxops demo` and the tests run
 //! without a Proxmox VE.
 
+use crate::cycle::plan_options;
+use crate::execute::ExecOptions;
+use crate::planner::PlanOptions;
+use crate::secrets::ClusterSecrets;
+use proxops_model::config::{AuthMethod, ConfigFile, LogLevel};
+use proxops_model::settings::{
+    ClusterSettings, Credential, FlagSettings, Layers, Origin, Tls, cluster_variable, effective,
+};
 use proxops_model::{Cluster, Registry};
-use proxops_pve::{Credentials, PveClient, PveError, TlsVerification};
-use proxops_pve_sim::{Node, SimConfig, SimError, SimHandle, State, Storage, TaskDurations, start};
+use proxops_pve::{Credentials, PveClient, PveError, TlsVerification, WaitOptions};
+use proxops_pve_sim::{
+    AclEntry, ApiToken, Node, SimConfig, SimError, SimHandle, State, Storage, TaskDurations, User,
+    start,
+};
+use proxops_secrets::{Secret, SecretKeys};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The environment variables that may hold a cluster's API token (`USER@REALM!ID=SECRET`),
 /// which wins over the cluster's SOPS secrets: `PROXOPS_PVE_TOKEN_<CLUSTER>` (upper case, `-` as
-/// `_`), then `PROXOPS_PVE_TOKEN`.
+/// `_`), then `PROXOPS_PVE_TOKEN`. The whole list of variables is in [`proxops_model::settings`].
 pub fn token_variables(cluster: &str) -> [String; 2] {
     [
-        format!(
-            "PROXOPS_PVE_TOKEN_{}",
-            cluster.to_ascii_uppercase().replace('-', "_")
-        ),
+        cluster_variable("PROXOPS_PVE_TOKEN", cluster),
         "PROXOPS_PVE_TOKEN".to_owned(),
     ]
+}
+
+/// A cluster's effective settings from `proxops.yaml` (`repository`), its own config, `flags`
+/// and this process's environment ([`proxops_model::settings::effective`]).
+pub fn settings_for(
+    repository: Option<&ConfigFile>,
+    cluster: &Cluster,
+    flags: &FlagSettings,
+    default_log_level: LogLevel,
+) -> ClusterSettings {
+    let env = |name: &str| std::env::var(name).ok();
+    effective(&Layers {
+        cluster: &cluster.name,
+        repository,
+        cluster_config: cluster.config.as_ref(),
+        flags,
+        env: &env,
+        default_log_level,
+    })
 }
 
 /// Which PVE to talk to.
@@ -32,7 +60,9 @@ pub enum Backend {
         /// environment only).
         repo: Option<PathBuf>,
     },
-    /// A simulator started in this process for each cluster.
+    /// A simulator started in this process for each cluster. When the cluster's credentials
+    /// resolve (environment or SOPS), the simulator accepts exactly them, so the whole
+    /// credential path is exercised; otherwise it makes up a token of its own.
     Sim {
         /// Where each cluster's simulated state is kept between runs (`None`: in memory only).
         state_file: Option<PathBuf>,
@@ -47,20 +77,29 @@ pub enum ConnectError {
     /// The cluster config is missing or unusable.
     #[error("cluster `{0}` has no usable `pve.clusters` entry")]
     NoConfig(String),
-    /// No credentials in the environment or the secrets file.
-    #[error("no API credentials for cluster `{cluster}`: set {} or {}, or give the cluster a `secrets-file` and a `secrets.pve` mapping", vars[0], vars[1])]
+    /// No token in the environment, the secrets file or the config files.
+    #[error("no API token for cluster `{cluster}`: set {} or {}, or give the cluster a `secrets-file` and a `secrets.pve` mapping (token-id, token)", vars[0], vars[1])]
     NoToken {
         /// The cluster.
         cluster: String,
         /// The variables looked at.
         vars: [String; 2],
     },
+    /// Ticket auth without a password.
+    #[error(
+        "no password for cluster `{cluster}` (`pve.auth: ticket`): set {} or PROXOPS_PVE_PASSWORD, or map `secrets.pve.password` to a key of the cluster's SOPS file",
+        cluster_variable("PROXOPS_PVE_PASSWORD", cluster)
+    )]
+    NoPassword {
+        /// The cluster.
+        cluster: String,
+    },
     /// The client could not be built (bad token form, CA file, fingerprint).
     #[error("cannot connect to cluster `{0}`: {1}")]
     Client(String, #[source] PveError),
     /// The secrets file could not be decrypted or lacks a mapped key.
     #[error("cluster `{0}`: {1}")]
-    Secrets(String, #[source] proxops_secrets::Error),
+    Secrets(String, String),
     /// The simulator did not start.
     #[error("cannot start the simulator for cluster `{0}`: {1}")]
     Sim(String, #[source] SimError),
@@ -72,16 +111,65 @@ pub struct Connection {
     pub client: PveClient,
     /// The simulator serving it (dropped with the connection; shut it down for a clean stop).
     pub sim: Option<SimHandle>,
-    /// Warnings about the connection (insecure TLS).
+    /// Warnings about the connection (insecure TLS); repeated on every connection, so on every
+    /// cycle of a loop that connects per cycle.
     pub warnings: Vec<String>,
+    /// The cluster's effective settings.
+    pub settings: ClusterSettings,
+    /// The cluster's decrypted SOPS secrets (for cloud-init references).
+    pub secrets: ClusterSecrets,
 }
 
-/// Connects to one cluster.
+impl Connection {
+    /// Planner options for the cluster: its node allowlist, its effective prune budget and its
+    /// secrets.
+    pub fn plan_options(&self, cluster: &Cluster) -> PlanOptions {
+        PlanOptions {
+            secrets: Some(self.secrets.clone()),
+            ..plan_options(cluster, Some(self.settings.prune_budget.value))
+        }
+    }
+
+    /// Executor options with the cluster's task timeout when a config or flag sets one (else the
+    /// per-task-type defaults of [`proxops_pve::WaitOptions::for_task`]).
+    pub fn exec_options(&self) -> ExecOptions {
+        let timeout = &self.settings.task_timeout;
+        ExecOptions {
+            wait: (timeout.origin != Origin::Default).then(|| WaitOptions {
+                timeout: timeout.value,
+                ..WaitOptions::default()
+            }),
+            ..ExecOptions::default()
+        }
+    }
+}
+
+/// Connects to one cluster with settings from its own config and the environment only (no
+/// `proxops.yaml`, no flags); see [`connect_with`].
 pub async fn connect(
     registry: &Registry,
     cluster: &Cluster,
     backend: &Backend,
 ) -> Result<Connection, ConnectError> {
+    let settings = settings_for(None, cluster, &FlagSettings::default(), LogLevel::Warn);
+    let repo = match backend {
+        Backend::Pve { repo } => repo.clone(),
+        Backend::Sim { .. } => None,
+    };
+    connect_with(registry, cluster, backend, settings, repo.as_deref()).await
+}
+
+/// Connects to one cluster with its effective `settings`; the SOPS secrets file is read under
+/// `repo` (`None`: no secrets).
+pub async fn connect_with(
+    registry: &Registry,
+    cluster: &Cluster,
+    backend: &Backend,
+    settings: ClusterSettings,
+    repo: Option<&Path>,
+) -> Result<Connection, ConnectError> {
+    let name = &cluster.name;
+    let secrets = ClusterSecrets::load(repo, cluster);
     match backend {
         Backend::Sim {
             state_file,
@@ -96,60 +184,107 @@ pub async fn connect(
             if let Some(path) = state_file {
                 config = config
                     .with_state_file(path)
-                    .map_err(|e| ConnectError::Sim(cluster.name.clone(), e))?;
+                    .map_err(|e| ConnectError::Sim(name.clone(), e))?;
+            }
+            // The cluster's own credentials when they resolve, else the simulator's token.
+            let configured = match credentials_from(&settings, &secrets) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::debug!(cluster = %name, reason = %e, "simulator: the cluster's credentials do not resolve; using a generated token");
+                    None
+                }
+            };
+            match &configured {
+                Some(Credentials::Token { id, secret }) => {
+                    config.token = ApiToken {
+                        id: id.clone(),
+                        secret: secret.expose().to_owned(),
+                    };
+                }
+                Some(Credentials::Password { username, password }) => {
+                    config.users.push(User {
+                        userid: username.clone(),
+                        password: password.expose().to_owned(),
+                    });
+                    config.acl.push(AclEntry::admin(username));
+                }
+                None => {}
             }
             let sim = start(config)
                 .await
-                .map_err(|e| ConnectError::Sim(cluster.name.clone(), e))?;
+                .map_err(|e| ConnectError::Sim(name.clone(), e))?;
             let fingerprint = sim
                 .fingerprint
                 .parse()
-                .map_err(|e| ConnectError::Client(cluster.name.clone(), e))?;
-            let credentials = Credentials::parse_token(&sim.token.to_string())
-                .map_err(|e| ConnectError::Client(cluster.name.clone(), e))?;
+                .map_err(|e| ConnectError::Client(name.clone(), e))?;
+            let credentials = match configured {
+                Some(c) => c,
+                None => Credentials::parse_token(&sim.token.to_string())
+                    .map_err(|e| ConnectError::Client(name.clone(), e))?,
+            };
             let client = PveClient::builder(sim.base_url(), credentials)
                 .tls(TlsVerification::Fingerprint(fingerprint))
                 .build()
-                .map_err(|e| ConnectError::Client(cluster.name.clone(), e))?;
+                .map_err(|e| ConnectError::Client(name.clone(), e))?;
             Ok(Connection {
                 client,
                 sim: Some(sim),
                 warnings: Vec::new(),
+                settings,
+                secrets,
             })
         }
-        Backend::Pve { repo } => {
+        Backend::Pve { .. } => {
             let entry = cluster
                 .entry
                 .as_ref()
-                .ok_or_else(|| ConnectError::NoConfig(cluster.name.clone()))?;
-            let credentials = credentials(cluster, repo.as_deref())?;
+                .ok_or_else(|| ConnectError::NoConfig(name.clone()))?;
+            let credentials = credentials_from(&settings, &secrets)?;
             let mut warnings = Vec::new();
-            let tls = if let Some(fp) = &entry.fingerprint {
-                TlsVerification::Fingerprint(
+            let tls = match &settings.tls.value {
+                Tls::Fingerprint(fp) => TlsVerification::Fingerprint(
                     fp.parse()
-                        .map_err(|e| ConnectError::Client(cluster.name.clone(), e))?,
-                )
-            } else if let Some(ca) = &entry.ca_file {
-                TlsVerification::CaFile(PathBuf::from(ca))
-            } else if entry.insecure == Some(true) {
-                warnings.push(format!(
-                    "cluster `{}`: TLS certificate verification is off (`insecure: true`); pin the node certificate with `fingerprint:` instead",
-                    cluster.name
-                ));
-                TlsVerification::Insecure
-            } else {
-                TlsVerification::System
+                        .map_err(|e| ConnectError::Client(name.clone(), e))?,
+                ),
+                Tls::CaFile(ca) => TlsVerification::CaFile(ca_path(repo, cluster, ca, &settings)),
+                Tls::Insecure => {
+                    warnings.push(format!(
+                        "cluster `{name}`: TLS certificate verification is off (`insecure: true`); pin the node certificate with `fingerprint:` instead"
+                    ));
+                    TlsVerification::Insecure
+                }
+                Tls::System => TlsVerification::System,
             };
+            tracing::debug!(cluster = %name, tls = %settings.tls.value, auth = ?settings.credentials.auth.value, "connecting");
             let client = PveClient::builder(entry.base_url.clone(), credentials)
                 .tls(tls)
                 .build()
-                .map_err(|e| ConnectError::Client(cluster.name.clone(), e))?;
+                .map_err(|e| ConnectError::Client(name.clone(), e))?;
             Ok(Connection {
                 client,
                 sim: None,
                 warnings,
+                settings,
+                secrets,
             })
         }
+    }
+}
+
+/// A relative CA file is relative to the config file that names it.
+fn ca_path(
+    repo: Option<&Path>,
+    cluster: &Cluster,
+    ca: &str,
+    settings: &ClusterSettings,
+) -> PathBuf {
+    let path = PathBuf::from(ca);
+    match (repo, &settings.tls.origin) {
+        (Some(repo), Origin::ClusterConfig(_)) if path.is_relative() => {
+            repo.join("clusters").join(&cluster.name).join(path)
+        }
+        (Some(repo), Origin::RepositoryConfig) if path.is_relative() => repo.join(path),
+        _ => path,
     }
 }
 
@@ -221,57 +356,67 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
     }
 }
 
-/// A cluster's credentials: a token from the environment, else the cluster's SOPS secrets file
-/// decrypted in-process through its `secrets.pve` mapping (token, or user and password).
-pub fn credentials(
-    cluster: &Cluster,
-    repo: Option<&std::path::Path>,
+/// A cluster's credentials from the environment alone and its SOPS file under `repo`, with
+/// settings from its own config (see [`credentials_from`]).
+pub fn credentials(cluster: &Cluster, repo: Option<&Path>) -> Result<Credentials, ConnectError> {
+    let settings = settings_for(None, cluster, &FlagSettings::default(), LogLevel::Warn);
+    credentials_from(&settings, &ClusterSecrets::load(repo, cluster))
+}
+
+/// The credentials the effective settings name: each field from the environment, the decrypted
+/// SOPS document or a config file, as [`proxops_model::settings`] layered them.
+pub fn credentials_from(
+    settings: &ClusterSettings,
+    secrets: &ClusterSecrets,
 ) -> Result<Credentials, ConnectError> {
-    let name = &cluster.name;
-    let vars = token_variables(name);
-    if let Some(token) = vars.iter().find_map(|v| std::env::var(v).ok()) {
-        return Credentials::parse_token(&token).map_err(|e| ConnectError::Client(name.clone(), e));
-    }
-    let none = || ConnectError::NoToken {
-        cluster: name.clone(),
-        vars: vars.clone(),
-    };
-    let entry = cluster.entry.as_ref().ok_or_else(none)?;
-    let (Some(repo), Some(file), Some(mapping)) = (
-        repo,
-        entry.secrets_file.as_deref(),
-        entry.secrets.as_ref().and_then(|s| s.pve.as_ref()),
-    ) else {
-        return Err(none());
-    };
-    // The path is relative to the cluster's config file.
-    let path = repo.join("clusters").join(name).join(file);
-    let document =
-        proxops_secrets::decrypt_file(&path, &proxops_secrets::IdentitySource::from_env())
+    let name = &settings.cluster;
+    let c = &settings.credentials;
+    let fetch = |field: &Option<Credential>| -> Result<Option<Secret>, ConnectError> {
+        let Some(field) = field else { return Ok(None) };
+        if let Some(v) = field.value() {
+            return Ok(Some(Secret::new(v)));
+        }
+        let Origin::Sops { key, .. } = &field.origin else {
+            return Ok(None);
+        };
+        let document = secrets
+            .document()
             .map_err(|e| ConnectError::Secrets(name.clone(), e))?;
-    let keys = proxops_secrets::SecretKeys {
-        pve_user: mapping.user.clone(),
-        pve_token_id: mapping.token_id.clone(),
-        pve_token: mapping.token.clone(),
-        pve_password: mapping.password.clone(),
-        git_token: None,
+        // One key at a time through the mapping API: it names the key, never the value.
+        let found = document
+            .credentials(&SecretKeys {
+                pve_token: Some(key.clone()),
+                ..SecretKeys::default()
+            })
+            .map_err(|e| ConnectError::Secrets(name.clone(), e.to_string()))?;
+        Ok(found.pve_token)
     };
-    let found = document
-        .credentials(&keys)
-        .map_err(|e| ConnectError::Secrets(name.clone(), e))?;
-    let user = found
-        .pve_user
-        .as_ref()
+    let user = fetch(&c.user)?
         .map(|u| u.expose().to_owned())
         .unwrap_or_else(|| "root@pam".into());
-    match (&found.pve_token_id, &found.pve_token, &found.pve_password) {
-        // The decrypted secrets pass to the client as they are: one Secret type throughout.
-        (Some(id), Some(token), _) => Ok(Credentials::token(
-            format!("{user}!{}", id.expose()),
-            token.clone(),
-        )),
-        (_, _, Some(password)) => Ok(Credentials::password(user, password.clone())),
-        _ => Err(none()),
+    match c.auth.value {
+        AuthMethod::Ticket => match fetch(&c.password)? {
+            Some(password) => Ok(Credentials::password(user, password)),
+            None => Err(ConnectError::NoPassword {
+                cluster: name.clone(),
+            }),
+        },
+        AuthMethod::Token => {
+            if let Some(token) = fetch(&c.token_value)? {
+                return Credentials::parse_token(token.expose())
+                    .map_err(|e| ConnectError::Client(name.clone(), e));
+            }
+            match (fetch(&c.token_id)?, fetch(&c.token)?) {
+                // The decrypted secret passes to the client as it is: one Secret type throughout.
+                (Some(id), Some(token)) => {
+                    Ok(Credentials::token(format!("{user}!{}", id.expose()), token))
+                }
+                _ => Err(ConnectError::NoToken {
+                    cluster: name.clone(),
+                    vars: token_variables(name),
+                }),
+            }
+        }
     }
 }
 

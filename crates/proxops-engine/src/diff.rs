@@ -3,6 +3,7 @@
 use crate::desired::{Compare, DesiredGuest, IDENTITY_PREFIX, Owned};
 use proxops_pve::GuestType;
 use proxops_pve::props::{PropertyString, canonical_value, parse_size};
+use proxops_secrets::{REDACTED, Secret};
 use std::collections::BTreeMap;
 
 /// A config key to write.
@@ -16,6 +17,18 @@ pub struct Change {
     pub value: String,
     /// Whether it takes effect only after a restart.
     pub restart: bool,
+    /// The value to write when it is secret; then `live` and `value` show
+    /// [`proxops_secrets::REDACTED`].
+    pub secret: Option<Secret>,
+}
+
+impl Change {
+    /// The value sent to PVE: the secret one, else [`Change::value`]. Never print it.
+    pub fn wire(&self) -> &str {
+        self.secret
+            .as_ref()
+            .map_or(self.value.as_str(), Secret::expose)
+    }
 }
 
 /// A disk to grow (`PUT .../resize`).
@@ -67,16 +80,36 @@ pub fn diff(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> GuestDif
     for owned in &desired.owned {
         compare(desired.guest, owned, live.get(&owned.key), &mut out);
     }
+    // PVE reads a cloud-init password back masked, so whether it changed cannot be seen: it is
+    // written when the guest has none, and again when the user it belongs to (`ciuser`) changes.
+    // Rotating only the SOPS value therefore needs `qm set <vmid> --delete cipassword` first.
+    if out.changes.iter().any(|c| c.key == "ciuser") {
+        for owned in desired
+            .owned
+            .iter()
+            .filter(|o| o.compare == Compare::WhenAbsent)
+        {
+            if !out.changes.iter().any(|c| c.key == owned.key) {
+                change(owned, live.get(&owned.key), owned.value.clone(), &mut out);
+            }
+        }
+    }
     out.changes.sort_by(|a, b| a.key.cmp(&b.key));
     out
 }
 
 fn change(owned: &Owned, live: Option<&String>, value: String, out: &mut GuestDiff) {
+    let (live, value) = match &owned.secret {
+        // The live value of a secret key is the secret too (or PVE's mask): never shown.
+        Some(_) => (live.map(|_| REDACTED.to_owned()), REDACTED.to_owned()),
+        None => (live.cloned(), value),
+    };
     out.changes.push(Change {
         key: owned.key.clone(),
-        live: live.cloned(),
+        live,
         value,
         restart: owned.restart,
+        secret: owned.secret.clone(),
     });
 }
 
@@ -138,7 +171,8 @@ fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut Gue
             }
         }
         Compare::SshKeys => {
-            if ssh_key_set(current) != ssh_key_set(&owned.value) {
+            // Compared decoded; a secret set is compared through `wire` and never printed.
+            if ssh_key_set(current) != ssh_key_set(owned.wire()) {
                 change(owned, live, owned.value.clone(), out);
             }
         }
@@ -292,5 +326,82 @@ fn cdrom(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
         && live.get("media").unwrap_or("cdrom") == want.get("media").unwrap_or("cdrom");
     if !same_media {
         change(owned, Some(&current.to_owned()), owned.value.clone(), out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::desired::owned;
+
+    fn secret(key: &str, wire: &str, compare: Compare) -> Owned {
+        Owned {
+            secret: Some(Secret::new(wire)),
+            ..owned(key, REDACTED, compare, false)
+        }
+    }
+
+    fn guest(owned: Vec<Owned>) -> DesiredGuest {
+        DesiredGuest {
+            guest: GuestType::Qemu,
+            template: false,
+            node: "pve1".into(),
+            vmid: 100,
+            power: None,
+            clone: None,
+            owned,
+            create_only: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn live(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn cloud_init_secrets_are_written_redacted_and_do_not_drift() {
+        let d = guest(vec![
+            secret("cipassword", "pw-1", Compare::WhenAbsent),
+            secret("sshkeys", "ssh-ed25519%20AAAA%20a%40b", Compare::SshKeys),
+            owned("ciuser", "debian", Compare::Canonical, false),
+        ]);
+        // Absent: both written, shown redacted, sent in clear.
+        let found = diff(&d, &live(&[("ciuser", "debian")]));
+        assert_eq!(found.changes.len(), 2);
+        for c in &found.changes {
+            assert_eq!(c.value, REDACTED);
+            assert!(!format!("{c:?}").contains("pw-1"));
+        }
+        assert_eq!(found.changes[0].wire(), "pw-1");
+        // PVE's mask and the same keys, encoded differently: converged.
+        let converged = live(&[
+            ("ciuser", "debian"),
+            ("cipassword", "**********"),
+            ("sshkeys", "ssh-ed25519 AAAA a@b"),
+        ]);
+        assert!(diff(&d, &converged).is_converged());
+        // A new user gets the password again.
+        let mut other = converged.clone();
+        other.insert("ciuser".into(), "root".into());
+        let keys: Vec<String> = diff(&d, &other)
+            .changes
+            .into_iter()
+            .map(|c| c.key)
+            .collect();
+        assert_eq!(keys, ["cipassword", "ciuser"]);
+        // A different key: redacted on both sides.
+        let mut drift = converged;
+        drift.insert("sshkeys".into(), "ssh-ed25519%20BBBB".into());
+        let c = &diff(&d, &drift).changes[0];
+        assert_eq!(
+            (c.live.as_deref(), c.value.as_str()),
+            (Some(REDACTED), REDACTED)
+        );
     }
 }

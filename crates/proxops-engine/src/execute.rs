@@ -419,7 +419,7 @@ async fn apply_changes(
         let change = ConfigChange {
             set: changes
                 .iter()
-                .map(|c| (c.key.clone(), c.value.clone()))
+                .map(|c| (c.key.clone(), c.wire().to_owned()))
                 .collect(),
             digest,
             ..ConfigChange::default()

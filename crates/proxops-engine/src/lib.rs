@@ -24,6 +24,8 @@
 //! - [`agent`]: the long-running agent of `proxops run`: a pass over every cluster each
 //!   interval, under a per-cluster lease, with an HTTP endpoint for health, metrics, status and
 //!   control.
+//! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
+//!   cloud-init references (`ssh-key-refs`, `ci-password-ref`), which plans show redacted.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
 //!   need (what `proxops doctor` checks a token against).
 //!
@@ -64,3 +66,4 @@ pub mod plan;
 pub mod planes;
 pub mod planner;
 pub mod privileges;
+pub mod secrets;

@@ -147,6 +147,10 @@ pub struct ClusterPlan {
     pub anomalies: Vec<Anomaly>,
     /// Resources not planned this cycle.
     pub skipped: Vec<Skipped>,
+    /// Resources that cannot be planned until the repository or its secrets are fixed (a
+    /// cloud-init secret reference that does not resolve); a command exits non-zero.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<Skipped>,
     /// Prunes held back (budget, empty-composition guard).
     pub deferred_prunes: Vec<Skipped>,
     /// Manifest settings PVE cannot express.

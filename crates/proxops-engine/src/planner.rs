@@ -5,9 +5,12 @@
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
 
-use crate::desired::{Context, Desired, DesiredGuest, Drivers, OWNER_TAG, identity_tag};
+use crate::desired::{
+    Context, Desired, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
+};
 use crate::diff::diff;
 use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
+use crate::secrets::ClusterSecrets;
 use proxops_graph::{Deferral, Graph, StepId};
 use proxops_model::kinds::PowerState;
 use proxops_model::{Registry, Resource, ResourceKey};
@@ -30,6 +33,9 @@ pub struct PlanOptions {
     /// Resources annotated `proxops/reconcile: disabled` are suspended too. A suspended resource
     /// is neither changed nor pruned; its dependants are planned as usual.
     pub suspended: BTreeMap<ResourceKey, String>,
+    /// The cluster's SOPS secrets, for cloud-init references (`None`: not loaded; a resource
+    /// with a reference is then skipped with an error naming it).
+    pub secrets: Option<ClusterSecrets>,
 }
 
 impl Default for PlanOptions {
@@ -40,6 +46,7 @@ impl Default for PlanOptions {
             config_concurrency: 8,
             drivers: Arc::new(Drivers::builtin()),
             suspended: BTreeMap::new(),
+            secrets: None,
         }
     }
 }
@@ -60,7 +67,11 @@ pub async fn plan_cluster(
     options: &PlanOptions,
 ) -> Result<ClusterPlan, PlanError> {
     let inventory = client.inventory().await.map_err(PlanError::Inventory)?;
-    let cx = Context { cluster, graph };
+    let cx = Context {
+        cluster,
+        graph,
+        secrets: options.secrets.as_ref(),
+    };
     let mut planner = Planner {
         cx,
         inventory: &inventory,
@@ -69,6 +80,7 @@ pub async fn plan_cluster(
             actions: Vec::new(),
             anomalies: Vec::new(),
             skipped: Vec::new(),
+            errors: Vec::new(),
             deferred_prunes: Vec::new(),
             warnings: Vec::new(),
         },
@@ -116,6 +128,18 @@ pub async fn plan_cluster(
                     .await;
             }
             Ok(Desired::Guest(d)) => planner.guest_step(step.id, *d, &configs),
+            Err(DesiredError::Secret {
+                reference, reason, ..
+            }) => {
+                let subject = planner.subject(step.id);
+                tracing::debug!(cluster, %subject, %reference, "not planned: a cloud-init secret does not resolve");
+                planner.plan.errors.push(Skipped {
+                    subject,
+                    reason: format!("cloud-init secret `{reference}` cannot be resolved: {reason}"),
+                });
+                planner.blocked.insert(step.id);
+                planner.deferral = None;
+            }
             Err(e) => planner.block(step.id, e.to_string(), false),
         }
     }
@@ -185,6 +209,7 @@ impl Planner<'_> {
 
     fn block(&mut self, step: StepId, reason: String, anomaly: bool) {
         let subject = self.subject(step);
+        tracing::debug!(cluster = %self.plan.cluster, %subject, %reason, anomaly, "not planned");
         if anomaly {
             self.plan.anomalies.push(Anomaly {
                 subject,
@@ -245,6 +270,16 @@ impl Planner<'_> {
             _ => (Vec::new(), Vec::new(), false),
         };
         let id = self.plan.actions.len();
+        // Reasons name keys, never values, so they may be logged.
+        tracing::debug!(
+            cluster = %self.plan.cluster,
+            action = id,
+            verb = ?verb,
+            subject = %format!("{}/{}", graph.kind(s.resource), graph.name(s.resource)),
+            %reason,
+            after = ?after,
+            "planned"
+        );
         self.plan.actions.push(Action {
             id,
             level: Some(s.level),

@@ -452,7 +452,7 @@ pub fn action_needs(action: &Action) -> Vec<Need> {
 /// (`Datastore.Audit` or `Datastore.AllocateSpace`), and every guest for prunes (`VM.Audit` on
 /// `/vms`, optional).
 pub fn planning_needs(cluster: &str, graph: &Graph, drivers: &Drivers) -> Vec<Need> {
-    let cx = Context { cluster, graph };
+    let cx = Context::new(cluster, graph);
     let mut out = Vec::new();
     let mut storages = BTreeSet::new();
     for id in graph.resources() {

@@ -1,6 +1,6 @@
 //! Configuration shapes: the optional `proxops.yaml`, `clusters/<c>/config.yaml` and the
 //! composition `clusters/<c>/resources.yaml` (SPEC.md sections 2-4). Only shapes and their
-//! checks live here; decrypting secrets and layering flags and environment come later.
+//! checks live here; [`crate::settings`] layers them with flags and the environment.
 
 use crate::kinds::common::is_valid_node;
 use crate::yaml::PathSeg;
@@ -384,6 +384,15 @@ impl ClusterEntry {
                     help: None,
                 });
             }
+        }
+        if self.secrets.is_some() && self.secrets_file.is_none() {
+            out.push(ConfigProblem {
+                path: at(&["secrets"]),
+                message:
+                    "`secrets` names SOPS keys, but there is no `secrets-file` to read them from"
+                        .into(),
+                help: Some("add `secrets-file: secrets.sops.yaml` (relative to this file)".into()),
+            });
         }
         if let Some(fp) = &self.fingerprint {
             let ok = fp.split(':').count() == 32

@@ -32,12 +32,13 @@ pub mod manifest;
 pub mod quantity;
 pub mod report;
 pub mod schema;
+pub mod settings;
 pub mod source;
 pub mod validate;
 pub mod yaml;
 
 pub use diagnostic::{Code, Diagnostic, Severity};
 pub use kind::{KindDef, Registry};
-pub use loader::{Cluster, LoadError, LoadOptions, Repository, load_repository};
+pub use loader::{Cluster, LoadError, LoadOptions, Repository, load_repository, read_config_file};
 pub use manifest::{Resource, ResourceKey, Spec};
 pub use source::{FsSource, RepoSource};

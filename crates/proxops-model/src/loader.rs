@@ -53,7 +53,8 @@ pub struct Cluster {
     pub name: String,
     /// The `pve.clusters.<name>` entry, if the config was usable.
     pub entry: Option<ClusterEntry>,
-    /// `pve.auth` of the cluster config, if set.
+    /// The cluster's whole config file, if usable: its `pve` and `reconcile` settings are
+    /// layered over `proxops.yaml` ([`crate::settings::effective`]).
     pub config: Option<ConfigFile>,
     /// The resources of the composition that decoded without error, in path order.
     pub resources: Vec<Arc<Resource>>,
@@ -93,6 +94,42 @@ struct Loader<'a> {
     files: BTreeMap<String, Listed>,
     /// How many threads may read and decode manifests.
     threads: usize,
+}
+
+/// Reads one configuration file of the `proxops.yaml` shape on its own, such as an agent's
+/// `--config FILE`: the configuration when it has no error, and every finding, pinned to its
+/// YAML node like the repository's own files.
+pub fn read_config_file(
+    source: &dyn RepoSource,
+    path: &str,
+) -> (Option<ConfigFile>, Vec<Diagnostic>) {
+    let registry = Registry::builtin();
+    let mut loader = Loader {
+        source,
+        registry: &registry,
+        diagnostics: Vec::new(),
+        files: BTreeMap::new(),
+        threads: 1,
+    };
+    let (file, doc) = match read_yaml(source, path) {
+        Ok(Some(x)) => x,
+        Ok(None) => {
+            let d = Diagnostic::error(Code::Io, format!("{path} does not exist")).in_file(path);
+            return (None, vec![d]);
+        }
+        Err(d) => return (None, vec![*d]),
+    };
+    let sink = Sink::default();
+    let config = decode::<ConfigFile>(&doc, &sink, registry.required());
+    if let Some(c) = &config {
+        for p in c.check() {
+            sink.push(config_problem(&doc, &p.path, p.message, p.help));
+        }
+    }
+    loader.push_problems(&file, &sink, None);
+    let diagnostics = loader.diagnostics;
+    let config = config.filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
+    (config, diagnostics)
 }
 
 /// A file read and parsed as YAML, or the diagnostic saying why not.
@@ -479,7 +516,8 @@ impl Loader<'_> {
                 help: Some(format!("move `{other}` to clusters/{other}/config.yaml")),
             });
         }
-        for key in ["log", "git", "reconcile", "listen", "data-dir"] {
+        // `reconcile` may be set per cluster (budget, timeouts); these are the process's.
+        for key in ["log", "git", "listen", "data-dir"] {
             if let Some((k, _)) = doc.entry(key) {
                 self.diagnostics.push(
                     Diagnostic::warning(

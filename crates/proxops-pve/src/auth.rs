@@ -115,6 +115,8 @@ impl TicketSession {
             obtained: Instant::now(),
         };
         *current = Some(t.clone());
+        // The user only: ticket, CSRF token and password never reach a log line.
+        tracing::debug!(user = %self.username, "logged in at /access/ticket");
         Ok(t)
     }
 }

@@ -303,19 +303,24 @@ impl PveClient {
             let started = Instant::now();
             let result = self.send(method, template, path, params, &headers).await;
             let span = record;
-            span.record("duration_ms", started.elapsed().as_millis() as u64);
+            let duration_ms = started.elapsed().as_millis() as u64;
+            span.record("duration_ms", duration_ms);
+            // One event per exchange, so a plain `fmt` subscriber shows requests at debug level.
+            // Only method, path, status and UPID: never parameters, headers or bodies.
             match &result {
                 Ok(data) => {
                     span.record("status", 200u16);
-                    if let Some(upid) = data.as_str().filter(|s| s.starts_with("UPID:")) {
+                    let upid = data.as_str().filter(|s| s.starts_with("UPID:"));
+                    if let Some(upid) = upid {
                         span.record("upid", upid);
                     }
+                    tracing::debug!(%method, path, status = 200u16, duration_ms, upid, "PVE request");
                 }
                 Err(e) => {
                     if let Some(s) = e.status() {
                         span.record("status", s);
                     }
-                    tracing::debug!(error = %e, "request failed");
+                    tracing::debug!(%method, path, status = e.status(), duration_ms, error = %e, "PVE request failed");
                 }
             }
             result

@@ -131,6 +131,7 @@ impl PveClient {
             polls += 1;
             if status.stopped() {
                 let exit = status.exitstatus.clone().unwrap_or_default();
+                tracing::debug!(%upid, exitstatus = %exit, polls, waited_ms = started.elapsed().as_millis() as u64, "task ended");
                 if exit_ok(&exit) {
                     let warnings = exit
                         .strip_prefix("WARNINGS: ")

@@ -79,6 +79,11 @@ pub struct Document {
 }
 
 impl Document {
+    /// A document built in memory (tests, or an embedder that keeps its secrets elsewhere).
+    pub fn new(root: Value) -> Document {
+        Document { root }
+    }
+
     /// The root mapping.
     pub fn root(&self) -> &Value {
         &self.root

@@ -4,7 +4,6 @@ use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
 use crate::session::{BackendArgs, load, load_from, open_store, runtime, store_error};
-use proxops_engine::cycle::plan_options;
 use proxops_engine::execute::{ExecOptions, Progress, execute};
 use proxops_engine::planes::{Destination, Planes};
 use proxops_engine::planner::plan_cluster;
@@ -67,12 +66,6 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         }
         None => (load(&dir, &args.clusters)?, None),
     };
-    let budget = loaded
-        .repo
-        .config
-        .as_ref()
-        .and_then(|c| c.reconcile.as_ref())
-        .and_then(|r| r.prune_budget);
     let mut failed = loaded.any_invalid();
     let runtime = runtime()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -153,7 +146,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 &conn.client,
                 &cluster.name,
                 graph,
-                &plan_options(cluster, budget),
+                &conn.plan_options(cluster),
             )
             .await
             {
@@ -165,6 +158,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 }
             };
             print!("{}", render::plan(&plan));
+            failed |= !plan.errors.is_empty();
             if args.dry_run || (plan.is_empty() && store.is_none()) {
                 continue;
             }
@@ -193,7 +187,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 let options = ExecOptions {
                     stop: Some(stop_rx.clone()),
                     progress: Some(progress(&cluster.name)),
-                    ..ExecOptions::default()
+                    ..conn.exec_options()
                 };
                 let report = execute(&conn.client, &plan, &options).await;
                 println!("{}", render::summary(&report));

@@ -4,8 +4,7 @@ use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
 use crate::session::{BackendArgs, load, runtime};
-use proxops_engine::cycle::{plan_options, reconcile};
-use proxops_engine::execute::ExecOptions;
+use proxops_engine::cycle::reconcile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,12 +31,6 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
     let loaded = load(&dir, &args.clusters)?;
-    let budget = loaded
-        .repo
-        .config
-        .as_ref()
-        .and_then(|c| c.reconcile.as_ref())
-        .and_then(|r| r.prune_budget);
     let mut failed = loaded.any_invalid();
     runtime()?.block_on(async {
         for (cluster, graph) in loaded.clusters() {
@@ -49,19 +42,11 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                     continue;
                 }
             };
-            let options = plan_options(cluster, budget);
+            let options = conn.plan_options(cluster);
+            let exec = conn.exec_options();
             let mut converged = false;
             for cycle in 1..=args.max_cycles.max(1) {
-                match reconcile(
-                    &conn.client,
-                    &cluster.name,
-                    graph,
-                    &options,
-                    &ExecOptions::default(),
-                    false,
-                )
-                .await
-                {
+                match reconcile(&conn.client, &cluster.name, graph, &options, &exec, false).await {
                     Ok(c) => {
                         println!("-- cycle {cycle}");
                         print!("{}", render::plan(&c.plan));

@@ -3,8 +3,7 @@
 use crate::error::CliError;
 use crate::render;
 use crate::session::{BackendArgs, BackendKind, load, runtime};
-use proxops_engine::cycle::{plan_options, reconcile};
-use proxops_engine::execute::ExecOptions;
+use proxops_engine::cycle::reconcile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,8 +42,8 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 .map(|e| e.nodes.join(", "))
                 .unwrap_or_default();
             println!("== cluster {} (simulated nodes: {nodes})", cluster.name);
-            let options = plan_options(cluster, None);
-            let exec = ExecOptions::default();
+            let options = conn.plan_options(cluster);
+            let exec = conn.exec_options();
             let first = reconcile(&conn.client, &cluster.name, graph, &options, &exec, false)
                 .await
                 .map_err(|e| CliError::Io(e.to_string()))?;

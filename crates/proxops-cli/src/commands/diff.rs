@@ -4,7 +4,6 @@ use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
 use crate::session::{BackendArgs, load, runtime};
-use proxops_engine::cycle::plan_options;
 use proxops_engine::plan::Plan;
 use proxops_engine::planner::plan_cluster;
 use std::io::Write;
@@ -46,12 +45,6 @@ pub enum Output {
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
     let loaded = load(&dir, &args.clusters)?;
-    let budget = loaded
-        .repo
-        .config
-        .as_ref()
-        .and_then(|c| c.reconcile.as_ref())
-        .and_then(|r| r.prune_budget);
     let mut failed = loaded.any_invalid();
     let plans = runtime()?.block_on(async {
         let mut plans = Vec::new();
@@ -71,11 +64,14 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 &conn.client,
                 &cluster.name,
                 graph,
-                &plan_options(cluster, budget),
+                &conn.plan_options(cluster),
             )
             .await
             {
-                Ok(p) => plans.push(p),
+                Ok(p) => {
+                    failed |= !p.errors.is_empty();
+                    plans.push(p);
+                }
                 Err(e) => {
                     eprintln!("error: cluster {}: {e}", cluster.name);
                     failed = true;

@@ -3,11 +3,13 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::session::{BackendArgs, BackendKind, Loaded, load, runtime};
-use proxops_engine::backend::{credentials, token_variables};
-use proxops_engine::cycle::plan_options;
+use proxops_engine::backend::credentials_from;
 use proxops_engine::planner::plan_cluster;
 use proxops_engine::privileges;
+use proxops_engine::secrets::ClusterSecrets;
 use proxops_model::Cluster;
+use proxops_model::config::AuthMethod;
+use proxops_model::settings::{ClusterSettings, Tls};
 use proxops_pve::{Credentials, ErrorKind};
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,7 +18,8 @@ use std::process::ExitCode;
 /// Check that ProxOps can do its work on each cluster, and say what is wrong.
 ///
 /// Per cluster, in order (a failure skips the checks after it): the repository validates for
-/// the cluster (`config`); its credentials resolve from the environment or its SOPS secrets file
+/// the cluster (`config`); its effective settings, one line each with the layer it comes from
+/// (`setting`; secrets show only where they are set); its credentials resolve from the environment or its SOPS secrets file
 /// (`credentials`); the endpoint answers `GET /version` with the expected certificate, the pinned
 /// fingerprint or the CA file's, warning when verification is off (`endpoint`); the credentials
 /// authenticate (`auth`); the token holds every privilege, on its ACL path, that the planner's
@@ -40,6 +43,7 @@ pub struct Args {
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
+    Info,
     Ok,
     Warn,
     Fail,
@@ -54,6 +58,7 @@ struct Report {
 impl Report {
     fn line(&mut self, status: Status, check: &str, reason: &str) {
         let word = match status {
+            Status::Info => "info",
             Status::Ok => "ok",
             Status::Warn => "warn",
             Status::Fail => {
@@ -100,20 +105,14 @@ fn identity(c: &Credentials) -> String {
     }
 }
 
-/// Where a cluster's credentials come from, as `credentials` resolves them.
-fn credentials_source(cluster: &Cluster) -> String {
-    if let Some(var) = token_variables(&cluster.name)
-        .into_iter()
-        .find(|v| std::env::var_os(v).is_some())
-    {
-        return format!("from ${var}");
-    }
-    let file = cluster
-        .entry
-        .as_ref()
-        .and_then(|e| e.secrets_file.as_deref())
-        .unwrap_or("secrets.sops.yaml");
-    format!("from clusters/{}/{file} (SOPS, decrypted)", cluster.name)
+/// Where a cluster's secret credential comes from.
+fn credentials_source(settings: &ClusterSettings) -> String {
+    let c = &settings.credentials;
+    let secret = match c.auth.value {
+        AuthMethod::Ticket => c.password.as_ref(),
+        AuthMethod::Token => c.token_value.as_ref().or(c.token.as_ref()),
+    };
+    secret.map_or_else(String::new, |s| format!("from {}", s.origin))
 }
 
 async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: &mut Report) {
@@ -149,30 +148,36 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
         &format!("{} resources validate", cluster.resources.len()),
     );
 
+    // The effective settings, each with its layer.
+    let settings = loaded.settings(cluster);
+    for (name, value) in settings.lines() {
+        report.line(Status::Info, "setting", &format!("{name} = {value}"));
+    }
+
     // 2. Credentials.
-    let who = if pve {
-        match credentials(cluster, Some(&loaded.dir)) {
-            Ok(c) => {
-                let who = identity(&c);
-                report.line(
-                    Status::Ok,
-                    "credentials",
-                    &format!("{who} {}", credentials_source(cluster)),
-                );
-                who
-            }
-            Err(e) => {
-                report.line(Status::Fail, "credentials", &e.to_string());
-                return;
-            }
+    let secrets = ClusterSecrets::load(Some(&loaded.dir), cluster);
+    let who = match credentials_from(&settings, &secrets) {
+        Ok(c) => {
+            let who = identity(&c);
+            report.line(
+                Status::Ok,
+                "credentials",
+                &format!("{who} {}", credentials_source(&settings)),
+            );
+            who
         }
-    } else {
-        report.line(
-            Status::Ok,
-            "credentials",
-            "the embedded simulator's own token",
-        );
-        "the simulator's token".to_owned()
+        Err(e) if pve => {
+            report.line(Status::Fail, "credentials", &e.to_string());
+            return;
+        }
+        Err(_) => {
+            report.line(
+                Status::Ok,
+                "credentials",
+                "the embedded simulator's own token (the cluster's credentials do not resolve)",
+            );
+            "the simulator's token".to_owned()
+        }
     };
 
     // 3. The endpoint and its certificate; 4. authentication.
@@ -183,17 +188,12 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
             return;
         }
     };
-    let entry = cluster.entry.as_ref();
-    let trust = if !pve {
-        "certificate pinned".to_owned()
-    } else if let Some(fp) = entry.and_then(|e| e.fingerprint.as_deref()) {
-        format!("certificate matches the pinned fingerprint {fp}")
-    } else if let Some(ca) = entry.and_then(|e| e.ca_file.as_deref()) {
-        format!("certificate verified with the CA file {ca}")
-    } else if conn.client.is_insecure() {
-        "certificate NOT verified".to_owned()
-    } else {
-        "certificate verified with the system's trusted roots".to_owned()
+    let trust = match &settings.tls.value {
+        _ if !pve => "certificate pinned".to_owned(),
+        Tls::Fingerprint(fp) => format!("certificate matches the pinned fingerprint {fp}"),
+        Tls::CaFile(ca) => format!("certificate verified with the CA file {ca}"),
+        Tls::Insecure => "certificate NOT verified".to_owned(),
+        Tls::System => "certificate verified with the system's trusted roots".to_owned(),
     };
     let url = conn.client.base_url().to_owned();
     let answered = match conn.client.version().await {
@@ -240,13 +240,7 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
     report.line(Status::Ok, "auth", &format!("authenticated as {who}"));
 
     // 5. Privileges: the planner's reads and every planned action.
-    let budget = loaded
-        .repo
-        .config
-        .as_ref()
-        .and_then(|c| c.reconcile.as_ref())
-        .and_then(|r| r.prune_budget);
-    let options = plan_options(cluster, budget);
+    let options = conn.plan_options(cluster);
     let plan = match plan_cluster(&conn.client, &cluster.name, graph, &options).await {
         Ok(p) => p,
         Err(e) => {

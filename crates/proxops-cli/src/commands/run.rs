@@ -4,9 +4,10 @@ use super::repo_dir;
 use crate::error::CliError;
 use crate::session::{BackendArgs, BackendKind, runtime};
 use proxops_engine::agent::{Agent, AgentBackend, AgentOptions, SourceLocation};
-use proxops_model::config::parse_duration;
+use proxops_model::config::{ConfigFile, parse_duration};
+use proxops_model::{FsSource, read_config_file};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -18,30 +19,41 @@ use std::time::Duration;
 /// git planes. An HTTP endpoint serves /healthz, /readyz, /metrics (Prometheus) and /status,
 /// and the control API of `proxops reconcile`, `suspend` and `resume`. On SIGTERM or SIGINT no
 /// new action starts; actions in flight get --shutdown-timeout to end; leases are given back.
+///
+/// Settings come from, lowest first: built-in defaults, the repository's `proxops.yaml` (local
+/// repositories), the agent configuration file (`--config`: `git.url`, `git.branch`,
+/// `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository, a local git work tree (default: the one holding the current directory).
+    /// An agent configuration file (the `proxops.yaml` shape; see examples/agent).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The repository, a local git work tree (default: `git.path`, else the one holding the
+    /// current directory).
     #[arg(long, value_name = "DIR", conflicts_with = "url")]
     pub repo: Option<PathBuf>,
-    /// Follow a remote repository instead: cloned into the data directory, fetched each pass.
+    /// Follow a remote repository instead (default: `git.url`): cloned into the data
+    /// directory, fetched each pass.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
-    /// The branch of --url to follow.
-    #[arg(long, value_name = "BRANCH", default_value = "main", requires = "url")]
-    pub branch: String,
+    /// The branch of the remote repository to follow (default: `git.branch`, else main).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
     /// Only this cluster (repeatable).
     #[arg(long = "cluster", value_name = "C")]
     pub clusters: Vec<String>,
-    /// Time between passes, e.g. `30s`, `5m` (jittered by ±10%).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = duration)]
-    pub interval: Duration,
-    /// Address of the HTTP endpoint.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9494")]
-    pub listen: SocketAddr,
+    /// Time between passes, e.g. `30s`, `5m`, jittered by ±10% (default:
+    /// `reconcile.poll-interval`, else 30s).
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub interval: Option<Duration>,
+    /// Address of the HTTP endpoint (default: `listen`, else 127.0.0.1:9494).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Where the agent keeps its clone of --url and its suspensions (default: `proxops` in the
-    /// repository's git directory; with --url, `proxops-agent` under the current directory).
+    /// Where the agent keeps its clone of a remote repository and its suspensions (default:
+    /// `data-dir`, else `proxops` in a local repository's git directory, else `proxops-agent`
+    /// under the current directory).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// This agent's name in cluster leases.
@@ -68,32 +80,118 @@ fn duration(text: &str) -> Result<Duration, String> {
     parse_duration(text).ok_or_else(|| format!("`{text}` is not a duration such as 30s, 5m or 1h"))
 }
 
+/// The agent configuration file, or the repository's `proxops.yaml`, read with diagnostics.
+fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, CliError> {
+    if !dir.join(file).is_file() {
+        return Ok(None);
+    }
+    let source = FsSource::new(dir).map_err(|e| CliError::Io(e.to_string()))?;
+    let (config, diagnostics) = read_config_file(&source, file);
+    for d in &diagnostics {
+        eprintln!("{:?}", miette::Report::new(d.to_miette()));
+    }
+    config.map(Some).ok_or_else(|| {
+        CliError::usage(
+            format!("{} is not a usable configuration", dir.join(file).display()),
+            Some("fix the problems above".into()),
+        )
+    })
+}
+
 /// Runs `proxops run`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let (source, data_dir) = match &args.url {
+    let (file, file_dir) = match &args.config {
+        Some(path) => {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let config = read_config(&dir, &name)?.ok_or_else(|| {
+                CliError::usage(format!("no configuration file {}", path.display()), None)
+            })?;
+            (Some(config), dir)
+        }
+        None => (None, PathBuf::from(".")),
+    };
+    let git = file
+        .as_ref()
+        .and_then(|c| c.git.clone())
+        .unwrap_or_default();
+    let url = args.url.clone().or(git.url.clone());
+    let (source, repo_config, default_data_dir) = match url {
         Some(url) => (
             SourceLocation::Remote {
-                url: url.clone(),
-                branch: args.branch.clone(),
+                url,
+                branch: args
+                    .branch
+                    .clone()
+                    .or(git.branch.clone())
+                    .unwrap_or_else(|| "main".to_owned()),
             },
-            args.data_dir
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("proxops-agent")),
+            None,
+            PathBuf::from("proxops-agent"),
         ),
         None => {
-            let dir = repo_dir(args.repo.as_deref())?;
-            let store = crate::session::open_store(&dir)?;
-            let data_dir = args
-                .data_dir
+            let repo = args
+                .repo
                 .clone()
-                .unwrap_or_else(|| store.git_dir().join("proxops"));
-            (SourceLocation::Local(dir), data_dir)
+                .or_else(|| git.path.as_ref().map(|p| file_dir.join(p)));
+            let dir = repo_dir(repo.as_deref())?;
+            let store = crate::session::open_store(&dir)?;
+            let repo_config = read_config(&dir, "proxops.yaml")?;
+            let data_dir = store.git_dir().join("proxops");
+            (SourceLocation::Local(dir), repo_config, data_dir)
         }
     };
+    // Flags, then the agent configuration file, then the repository's proxops.yaml.
+    let layered = |pick: &dyn Fn(&ConfigFile) -> Option<String>| {
+        file.as_ref()
+            .and_then(pick)
+            .or_else(|| repo_config.as_ref().and_then(pick))
+    };
+    let interval = match args.interval {
+        Some(i) => i,
+        None => match layered(&|c| c.reconcile.as_ref()?.poll_interval.clone()) {
+            Some(text) => duration(&text).map_err(|e| CliError::usage(e, None))?,
+            None => Duration::from_secs(30),
+        },
+    };
+    let listen = match args.listen {
+        Some(l) => l,
+        None => match layered(&|c| c.listen.clone()) {
+            Some(text) => text.parse().map_err(|_| {
+                CliError::usage(
+                    format!("`listen: {text}` is not an address such as 127.0.0.1:9494"),
+                    None,
+                )
+            })?,
+            None => SocketAddr::from(([127, 0, 0, 1], 9494)),
+        },
+    };
+    let data_dir = args
+        .data_dir
+        .clone()
+        .or_else(|| {
+            file.as_ref()
+                .and_then(|c| c.data_dir.as_ref())
+                .map(|d| file_dir.join(d))
+        })
+        .or_else(|| {
+            repo_config
+                .as_ref()
+                .and_then(|c| c.data_dir.clone())
+                .map(PathBuf::from)
+        })
+        .unwrap_or(default_data_dir);
     let mut options = AgentOptions::new(source, data_dir);
     options.clusters = args.clusters.clone();
-    options.interval = args.interval;
-    options.listen = args.listen;
+    options.interval = interval;
+    options.listen = listen;
     options.backend = match args.backend.backend {
         BackendKind::Pve => AgentBackend::Pve,
         BackendKind::Sim => AgentBackend::Sim {

@@ -3,13 +3,13 @@
 
 use super::status::{CycleRecord, CycleResult, ResourceRow};
 use super::{AgentBackend, Pass};
-use crate::backend::{Backend, connect, per_cluster_state_file};
-use crate::cycle::plan_options;
+use crate::backend::{Backend, connect_with, per_cluster_state_file, settings_for};
 use crate::execute::{CycleReport, ExecOptions, Outcome, Progress, execute};
 use crate::plan::ClusterPlan;
 use crate::planes::{Planes, cluster_status};
 use crate::planner::plan_cluster;
-use proxops_model::config::DriftMode;
+use proxops_model::config::{DriftMode, LogLevel};
+use proxops_model::settings::FlagSettings;
 use proxops_model::{Cluster, ResourceKey};
 use proxops_pve::Latency;
 use proxops_store::documents::{hex, utc_timestamp};
@@ -242,7 +242,22 @@ async fn leased_cycle(
             task_time: *task_time,
         },
     };
-    let conn = match connect(&pass.registry, cluster, &backend).await {
+    // The work tree at the fetched commit holds the SOPS files, for either backend.
+    let settings = settings_for(
+        pass.repo.config.as_ref(),
+        cluster,
+        &FlagSettings::default(),
+        LogLevel::Info,
+    );
+    let conn = match connect_with(
+        &pass.registry,
+        cluster,
+        &backend,
+        settings,
+        Some(&pass.fetched.dir),
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => {
             out.record.errors.push(e.to_string());
@@ -252,7 +267,7 @@ async fn leased_cycle(
     for w in &conn.warnings {
         tracing::warn!(cluster = %name, "{w}");
     }
-    let mut options = plan_options(cluster, pass.prune_budget());
+    let mut options = conn.plan_options(cluster);
     options.suspended = pass
         .suspensions
         .resources_of(name)
@@ -289,7 +304,7 @@ async fn leased_cycle(
                 let exec = ExecOptions {
                     stop: Some(stop),
                     progress: Some(log_progress(name)),
-                    ..ExecOptions::default()
+                    ..conn.exec_options()
                 };
                 Some(execute(&conn.client, &plan, &exec).await)
             };

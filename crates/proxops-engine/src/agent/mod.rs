@@ -242,14 +242,6 @@ impl Pass {
             })
             .collect()
     }
-
-    fn prune_budget(&self) -> Option<u32> {
-        self.repo
-            .config
-            .as_ref()
-            .and_then(|c| c.reconcile.as_ref())
-            .and_then(|r| r.prune_budget)
-    }
 }
 
 /// A bound, not yet running agent.

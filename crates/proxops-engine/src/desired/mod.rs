@@ -8,10 +8,12 @@ mod vm;
 pub use artifact::{DesiredArtifact, artifact, content_of};
 pub use drivers::{Desired, Driver, DriverClash, Drivers};
 
+use crate::secrets::ClusterSecrets;
 use proxops_graph::Graph;
 use proxops_model::kinds::PowerState;
 use proxops_model::{Resource, Spec};
 use proxops_pve::GuestType;
+use proxops_secrets::Secret;
 use std::collections::BTreeMap;
 
 /// The PVE tag every guest ProxOps creates carries.
@@ -43,7 +45,8 @@ pub enum Compare {
     Volume,
     /// Written when the guest is created, never compared afterwards (PVE masks or forgets it).
     CreateOnly,
-    /// Written only when the live config lacks the key (a cloud-init password PVE masks).
+    /// Written only when the live config lacks the key (a cloud-init password PVE masks), or
+    /// with another change of the same guest that says so ([`crate::diff`]).
     WhenAbsent,
     /// A set of tags (`;`, `,` or spaces between them, case-insensitive): the live set must hold
     /// the desired tags (other tags are the operator's).
@@ -66,12 +69,24 @@ pub enum Compare {
 pub struct Owned {
     /// The PVE config key (`memory`, `scsi0`, `net0`, ...).
     pub key: String,
-    /// The value to write.
+    /// The value to write; [`proxops_secrets::REDACTED`] when the value is secret.
     pub value: String,
     /// How to compare it with the live value.
     pub compare: Compare,
     /// Whether a change takes effect only after the guest restarts.
     pub restart: bool,
+    /// The value to write when it is secret (cloud-init password and keys from SOPS): it never
+    /// shows in a plan, a log line or `Debug`.
+    pub secret: Option<Secret>,
+}
+
+impl Owned {
+    /// The value sent to PVE: the secret one, else [`Owned::value`]. Never print it.
+    pub fn wire(&self) -> &str {
+        self.secret
+            .as_ref()
+            .map_or(self.value.as_str(), Secret::expose)
+    }
 }
 
 /// Where a cloned guest comes from.
@@ -108,12 +123,12 @@ pub struct DesiredGuest {
 
 impl DesiredGuest {
     /// The config of the create call (`POST /nodes/{node}/qemu` or `/lxc`, besides `vmid` and
-    /// `start`): every owned key and the create-only ones.
+    /// `start`): every owned key and the create-only ones. Holds secret values: never print it.
     pub fn create_config(&self) -> BTreeMap<String, String> {
         let mut config: BTreeMap<String, String> = self
             .owned
             .iter()
-            .map(|o| (o.key.clone(), o.value.clone()))
+            .map(|o| (o.key.clone(), o.wire().to_owned()))
             .collect();
         config.extend(self.create_only.iter().cloned());
         config
@@ -143,19 +158,64 @@ pub enum DesiredError {
     /// No driver is registered for the kind.
     #[error("no driver for kind `{0}`: register one with Drivers::register")]
     NoDriver(String),
+    /// A cloud-init secret reference does not resolve from the cluster's SOPS secrets.
+    #[error("{resource}: cloud-init secret `{reference}` cannot be resolved: {reason}")]
+    Secret {
+        /// The referencing resource.
+        resource: String,
+        /// The reference (`cloud-init.passwords.<name>`), never its value.
+        reference: String,
+        /// Why, and what to do.
+        reason: String,
+    },
 }
 
 /// What the drivers need besides the manifest: the cluster's name and graph, to resolve names to
-/// PVE volumes and vmids.
+/// PVE volumes and vmids, and its secrets, to resolve cloud-init references.
 #[derive(Clone, Copy)]
 pub struct Context<'a> {
     /// The cluster's name.
     pub cluster: &'a str,
     /// The cluster's graph.
     pub graph: &'a Graph,
+    /// The cluster's decrypted SOPS secrets (`None`: not loaded; references then fail).
+    pub secrets: Option<&'a ClusterSecrets>,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    /// A context without secrets.
+    pub fn new(cluster: &'a str, graph: &'a Graph) -> Context<'a> {
+        Context {
+            cluster,
+            graph,
+            secrets: None,
+        }
+    }
+
+    /// Resolves cloud-init secret references of `from` with `resolve`; `reference` names them
+    /// in the error.
+    pub(crate) fn secret(
+        &self,
+        from: &Resource,
+        reference: &str,
+        resolve: impl FnOnce(&ClusterSecrets) -> Result<Vec<Secret>, String>,
+    ) -> Result<Vec<Secret>, DesiredError> {
+        let fail = |reason: String| DesiredError::Secret {
+            resource: from.key().to_string(),
+            reference: reference.to_owned(),
+            reason,
+        };
+        match self.secrets {
+            Some(s) => resolve(s).map_err(fail),
+            None => Err(fail(
+                ClusterSecrets::not_loaded(self.cluster)
+                    .document()
+                    .err()
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+
     /// The resource `kind`/`name` of the cluster.
     pub(crate) fn lookup(
         &self,
@@ -220,6 +280,7 @@ pub(crate) fn tags(cx: &Context<'_>, resource: &Resource, user: &[String]) -> Ow
         value: all.join(";"),
         compare: Compare::Tags,
         restart: false,
+        secret: None,
     }
 }
 
@@ -234,6 +295,7 @@ pub(crate) fn owned(
         value: value.into(),
         compare,
         restart,
+        secret: None,
     }
 }
 

@@ -2,11 +2,12 @@
 //! implementation's known bugs fixed (tags joined with `;`, `tpmstate0`, `hidden` inside `cpu`,
 //! explicit `false` options owned as `0`, the name compared so renames converge).
 
-use super::{CloneSource, Compare, Context, DesiredError, DesiredGuest, flag, owned, tags};
+use super::{CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, owned, tags};
 use proxops_model::Resource;
 use proxops_model::kinds::vm::{Aio, Bios, Discard, Machine, Media, SecureBoot, TpmVersion};
 use proxops_model::kinds::{PowerState, VmSpec};
 use proxops_pve::GuestType;
+use proxops_secrets::{REDACTED, Secret};
 
 pub(super) fn desired(
     cx: &Context<'_>,
@@ -287,10 +288,35 @@ pub(super) fn desired(
                 false,
             ));
         }
-        if !ci.ssh_key_refs.is_empty() || ci.ci_password_ref.is_some() {
-            out.warnings.push(
-                "cloud-init secret references (ssh-key-refs, ci-password-ref) need the cluster's SOPS secrets, which this engine does not read yet; not written".into(),
-            );
+        if !ci.ssh_key_refs.is_empty() {
+            let refs = ci.ssh_key_refs.join(", ");
+            let keys = cx.secret(resource, &refs, |s| s.resolve_ssh_keys(&ci.ssh_key_refs))?;
+            let lines: Vec<String> = keys.iter().map(|k| k.expose().to_owned()).collect();
+            if lines.is_empty() {
+                return Err(DesiredError::Secret {
+                    resource: resource.key().to_string(),
+                    reference: refs,
+                    reason: "the references resolve to no key".into(),
+                });
+            }
+            o.push(secret_owned(
+                "sshkeys",
+                encode_ssh_keys(&lines),
+                Compare::SshKeys,
+            ));
+        }
+        if let Some(reference) = &ci.ci_password_ref {
+            let password = cx.secret(resource, reference, |s| {
+                s.resolve(reference).map(|p| vec![p])
+            })?;
+            if let Some(p) = password.into_iter().next() {
+                // Write-only: PVE reads it back masked (`**********`), see `Compare::WhenAbsent`.
+                o.push(secret_owned(
+                    "cipassword",
+                    p.expose().to_owned(),
+                    Compare::WhenAbsent,
+                ));
+            }
         }
         if !ci.nameservers.is_empty() {
             o.push(owned(
@@ -334,6 +360,14 @@ pub(super) fn desired(
         }
     }
     Ok(out)
+}
+
+/// An owned key whose value is secret: plans show [`REDACTED`].
+fn secret_owned(key: &str, wire: String, compare: Compare) -> Owned {
+    Owned {
+        secret: Some(Secret::new(wire)),
+        ..owned(key, REDACTED, compare, false)
+    }
 }
 
 /// PVE's `sshkeys` form: the keys (trimmed, deduplicated, in order) joined by newlines, then every

@@ -119,7 +119,7 @@ async fn live(client: &PveClient, d: &DesiredGuest) -> BTreeMap<String, String> 
 async fn every_homelab_guest_reads_back_converged() {
     let (_, graphs) = homelab();
     for (cluster, graph) in &graphs {
-        let cx = Context { cluster, graph };
+        let cx = Context::new(cluster, graph);
         let nodes: Vec<&str> = if cluster == "home" {
             vec!["pve1", "pve2"]
         } else {
@@ -153,7 +153,7 @@ async fn every_homelab_guest_reads_back_converged() {
 async fn live_drift_becomes_exactly_the_expected_changes() {
     let (_, graphs) = homelab();
     let (cluster, graph) = graphs.iter().find(|(c, _)| c == "home").unwrap();
-    let cx = Context { cluster, graph };
+    let cx = Context::new(cluster, graph);
     let (sim, client) = simulator(seeded(graph, &["pve1", "pve2"])).await;
     // A VM with a sized disk (32GiB) and a container.
     let vm = guest(&cx, graph.resource(graph.find("VM", "jumpbox").unwrap())).unwrap();

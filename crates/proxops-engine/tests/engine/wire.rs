@@ -14,7 +14,7 @@ fn render(pairs: impl IntoIterator<Item = (String, String)>) -> String {
 fn homelab_create_parameters() {
     let (_, graphs) = homelab();
     let (cluster, graph) = graphs.iter().find(|(c, _)| c == "home").unwrap();
-    let cx = Context { cluster, graph };
+    let cx = Context::new(cluster, graph);
     let of = |kind: &str, name: &str| graph.resource(graph.find(kind, name).unwrap());
     let jumpbox = guest(&cx, of("VM", "jumpbox")).unwrap();
     insta::assert_snapshot!(render(jumpbox.create_config()), @r"
@@ -95,7 +95,7 @@ fn ownership_tags_and_templates() {
     );
     let (_, graphs) = homelab();
     let (cluster, graph) = graphs.iter().find(|(c, _)| c == "home").unwrap();
-    let cx = Context { cluster, graph };
+    let cx = Context::new(cluster, graph);
     let tpl = guest(
         &cx,
         graph.resource(graph.find("TemplateVM", "debian-13-cloud-tpl").unwrap()),

@@ -106,10 +106,19 @@ fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     }
     let mut out = serde_json::Map::new();
     for (k, v) in &conf {
-        out.insert(k.clone(), typed(kind, k, v));
+        out.insert(k.clone(), typed(kind, k, masked(k, v)));
     }
     out.insert("digest".into(), digest(&g.config).into());
     Ok(Value::Object(out))
+}
+
+/// PVE never reads a cloud-init password back: it shows a fixed mask of ten asterisks.
+fn masked<'a>(key: &str, value: &'a str) -> &'a str {
+    if key == "cipassword" {
+        "**********"
+    } else {
+        value
+    }
 }
 
 fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
@@ -131,10 +140,10 @@ fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             let mut row = json!({ "key": k });
             // The schema types pending values as strings, unlike config GET.
             if let Some(v) = g.config.get(k) {
-                row["value"] = v.clone().into();
+                row["value"] = masked(k, v).into();
             }
             if let Some(v) = g.pending.get(k) {
-                row["pending"] = v.clone().into();
+                row["pending"] = masked(k, v).into();
             }
             if g.pending_delete.contains(k) {
                 row["delete"] = 1.into();

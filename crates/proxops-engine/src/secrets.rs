@@ -1,0 +1,135 @@
+//! A cluster's SOPS secrets, decrypted once per connection: PVE credentials and the cloud-init
+//! material that manifests reference (`ssh-key-refs`, `ci-password-ref`).
+//!
+//! A file that cannot be read is not an error until something needs it: the reason is kept and
+//! reported by whoever asks (the credentials, or the resource whose reference cannot resolve).
+
+use proxops_model::Cluster;
+use proxops_secrets::{Document, IdentitySource, Secret, decrypt_file};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A cluster's decrypted secrets document, or why there is none.
+#[derive(Clone)]
+pub struct ClusterSecrets {
+    cluster: String,
+    state: State,
+}
+
+#[derive(Clone)]
+enum State {
+    /// The cluster names no `secrets-file`.
+    NotConfigured,
+    /// The secrets were not loaded (an embedder planning without a connection).
+    NotLoaded,
+    /// Decrypted.
+    Loaded {
+        file: String,
+        document: Arc<Document>,
+    },
+    /// Configured but unusable: the file, and why (never a value).
+    Failed { file: String, reason: String },
+}
+
+impl fmt::Debug for ClusterSecrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::NotConfigured => "not configured".to_owned(),
+            State::NotLoaded => "not loaded".to_owned(),
+            State::Loaded { file, .. } => format!("loaded from {file}"),
+            State::Failed { file, .. } => format!("{file} unusable"),
+        };
+        f.debug_struct("ClusterSecrets")
+            .field("cluster", &self.cluster)
+            .field("state", &state)
+            .finish()
+    }
+}
+
+impl ClusterSecrets {
+    /// Decrypts the cluster's `secrets-file` (relative to `clusters/<c>/` under `repo`) with the
+    /// age identities the environment names; keeps the reason if that fails.
+    pub fn load(repo: Option<&Path>, cluster: &Cluster) -> ClusterSecrets {
+        let file = cluster
+            .entry
+            .as_ref()
+            .and_then(|e| e.secrets_file.as_deref());
+        let state = match (repo, file) {
+            (_, None) => State::NotConfigured,
+            (None, Some(_)) => State::NotLoaded,
+            (Some(repo), Some(file)) => {
+                let shown = format!(
+                    "clusters/{}/{}",
+                    cluster.name,
+                    file.trim_start_matches("./")
+                );
+                let path = repo.join("clusters").join(&cluster.name).join(file);
+                match decrypt_file(&path, &IdentitySource::from_env())
+                    .and_then(|d| d.check_layout().map(|()| d))
+                {
+                    Ok(document) => State::Loaded {
+                        file: shown,
+                        document: Arc::new(document),
+                    },
+                    Err(e) => State::Failed {
+                        file: shown,
+                        reason: e.to_string(),
+                    },
+                }
+            }
+        };
+        ClusterSecrets {
+            cluster: cluster.name.clone(),
+            state,
+        }
+    }
+
+    /// No secrets: for planning without a connection (references then fail, saying so).
+    pub fn not_loaded(cluster: &str) -> ClusterSecrets {
+        ClusterSecrets {
+            cluster: cluster.to_owned(),
+            state: State::NotLoaded,
+        }
+    }
+
+    /// A decrypted document, for tests and embedders that decrypt themselves.
+    pub fn from_document(cluster: &str, file: &str, document: Document) -> ClusterSecrets {
+        ClusterSecrets {
+            cluster: cluster.to_owned(),
+            state: State::Loaded {
+                file: file.to_owned(),
+                document: Arc::new(document),
+            },
+        }
+    }
+
+    /// The decrypted document, or why there is none (a sentence naming the file and what to do).
+    pub fn document(&self) -> Result<&Document, String> {
+        let cluster = &self.cluster;
+        match &self.state {
+            State::Loaded { document, .. } => Ok(document),
+            State::Failed { file, reason } => Err(format!("{file}: {reason}")),
+            State::NotConfigured => Err(format!(
+                "cluster `{cluster}` has no SOPS secrets: add `secrets-file: secrets.sops.yaml` to its entry in clusters/{cluster}/config.yaml and create the file with `sops`"
+            )),
+            State::NotLoaded => Err(format!(
+                "the SOPS secrets of cluster `{cluster}` were not loaded (plan through a connection from proxops_engine::backend::connect)"
+            )),
+        }
+    }
+
+    /// Resolves one `cloud-init.passwords.<name>` or `cloud-init.ssh-keys.<name>` reference.
+    pub fn resolve(&self, reference: &str) -> Result<Secret, String> {
+        let document = self.document()?;
+        document.resolve(reference).map_err(|e| e.to_string())
+    }
+
+    /// Resolves `cloud-init.ssh-keys.<name>` references, in order, without repeated values.
+    pub fn resolve_ssh_keys(&self, references: &[String]) -> Result<Vec<Secret>, String> {
+        let document = self.document()?;
+        document
+            .resolve_ssh_keys(references)
+            .map_err(|e| e.to_string())
+    }
+}
