@@ -560,3 +560,48 @@ fn drift_mode_report_plans_but_changes_nothing() {
         &["rev-parse", "--verify", "proxops/desired/lab"],
     );
 }
+
+#[test]
+fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() {
+    let dir = example("agent");
+    let source = proxops_model::FsSource::new(&dir).unwrap();
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "proxops-agent.yaml");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let config = config.unwrap();
+    assert!(config.git.and_then(|g| g.url).is_some());
+    assert!(config.data_dir.is_some());
+
+    let unit = std::fs::read_to_string(dir.join("proxops-agent.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    let words: Vec<&str> = exec.split_whitespace().collect();
+    assert!(
+        words[0].ends_with("/proxops") && words[1] == "run",
+        "{exec}"
+    );
+    let help = Command::new(proxops_bin())
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in words.iter().filter(|w| w.starts_with("--")) {
+        assert!(help.contains(flag), "`proxops run` has no {flag}");
+    }
+    // A broken agent configuration is refused with its diagnostics, not ignored.
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(
+        bad.path().join("agent.yaml"),
+        "listen: [not, an, address]\nlisen: x\n",
+    )
+    .unwrap();
+    let out = Command::new(proxops_bin())
+        .args(["run", "--once", "--config"])
+        .arg(bad.path().join("agent.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("lisen"), "{stderr}");
+}
