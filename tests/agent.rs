@@ -605,3 +605,128 @@ fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("lisen"), "{stderr}");
 }
+
+#[test]
+fn apply_with_planes_refuses_a_cluster_whose_lease_another_process_holds() {
+    let repo = Repo::new();
+    let store = proxops_store::Store::open(repo.path()).unwrap();
+    let elsewhere = proxops_store::Holder {
+        name: "agent-x".to_owned(),
+        host: "another-host".to_owned(),
+        pid: 1,
+    };
+    // Held by a live agent on another machine (never released here).
+    std::mem::forget(
+        store
+            .acquire_lease("lab", &elsewhere, Duration::from_secs(3600))
+            .unwrap(),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let apply = || {
+        Command::new(proxops_bin())
+            .args([
+                "apply",
+                "--planes",
+                "--yes",
+                "--cluster",
+                "lab",
+                "--backend",
+                "sim",
+            ])
+            .arg("--sim-state")
+            .arg(state.path().join("sim.json"))
+            .arg("--repo")
+            .arg(repo.path())
+            .output()
+            .unwrap()
+    };
+    let out = apply();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is being reconciled by agent-x (pid 1 on another-host)"),
+        "{stderr}"
+    );
+    assert!(guests(&state.path().join("sim.json")).is_empty());
+
+    let lease = |args: &[&str]| {
+        let out = Command::new(proxops_bin())
+            .args(["lease", "--cluster", "lab"])
+            .args(args)
+            .arg("--repo")
+            .arg(repo.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(lease(&[]).starts_with("cluster lab: held by agent-x"));
+    assert!(lease(&["--break"]).starts_with("cluster lab: broke the lease of agent-x"));
+    let out = apply();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        guests(&state.path().join("sim.json")),
+        BTreeSet::from([100, 200])
+    );
+    // Given back when the run ended.
+    assert_eq!(lease(&[]).trim(), "cluster lab: no lease");
+}
+
+#[test]
+fn a_gated_cluster_is_reconciled_from_its_live_desired_head_until_the_candidate_is_merged() {
+    let repo = Repo::new();
+    let config = repo.read("clusters/lab/config.yaml");
+    repo.write(
+        "clusters/lab/config.yaml",
+        &config.replace(
+            "      nodes:\n",
+            "      planes:\n        change-gate: pullRequest\n      nodes:\n",
+        ),
+    );
+    repo.commit("lab: changes go through review");
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim-state.json");
+    let sim_state = state.to_string_lossy().into_owned();
+    let backend = ["--backend", "sim", "--sim-state", &sim_state];
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    // The first publication has no live head to propose on: it becomes the live head.
+    wait_for(Duration::from_secs(120), "the first convergence", || {
+        clean_at(&agent.lab()?, None)
+    });
+    assert_eq!(memory_of(&state, 100), "2048");
+
+    let sandbox = repo.read("vm/lab/sandbox-01.yaml");
+    repo.write(
+        "vm/lab/sandbox-01.yaml",
+        &sandbox.replace("memory: 2GiB", "memory: 3GiB"),
+    );
+    repo.commit("lab: grow sandbox-01");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab", "-o", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let lab: Value = serde_json::from_str(&out).unwrap();
+    let candidate = lab["lastCycle"]["candidate"].as_str().unwrap().to_owned();
+    assert!(
+        candidate.starts_with("refs/heads/proxops/candidates/lab/"),
+        "{candidate}"
+    );
+    assert_eq!(lab["lastCycle"]["planned"], 0, "{lab}");
+    assert_eq!(
+        memory_of(&state, 100),
+        "2048",
+        "an unmerged candidate was applied"
+    );
+
+    // A forge merges the candidate: a fast-forward of the live desired branch.
+    git(
+        repo.path(),
+        &["update-ref", "refs/heads/proxops/desired/lab", &candidate],
+    );
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("cluster lab: applied: 1 planned"), "{out}");
+    assert_eq!(memory_of(&state, 100), "3072");
+}

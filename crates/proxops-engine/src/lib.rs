@@ -21,6 +21,7 @@
 //!   ([`proxops_store`]), and reads both for `get` and `status`.
 //! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
 //!   cluster's PVE, or starts a simulator seeded from the cluster.
+//! - [`lease`]: a cluster's lease held for a cycle (renewed while it runs).
 //! - [`agent`]: the long-running agent of `proxops run`: a pass over every cluster each
 //!   interval, under a per-cluster lease, with an HTTP endpoint for health, metrics, status and
 //!   control.
@@ -62,6 +63,7 @@ pub mod cycle;
 pub mod desired;
 pub mod diff;
 pub mod execute;
+pub mod lease;
 pub mod plan;
 pub mod planes;
 pub mod planner;

@@ -91,13 +91,15 @@ impl LeaseRecord {
 }
 
 /// A lease this process holds. Renew it before it expires; release it when done. Dropping it
-/// without releasing leaves it to expire.
+/// releases it too (a lease taken over in between is left alone); only a process that dies
+/// leaves its lease behind.
 #[derive(Debug)]
 pub struct Lease {
     store: Store,
     refname: String,
     commit: ObjectId,
     record: LeaseRecord,
+    released: bool,
 }
 
 impl Lease {
@@ -127,9 +129,19 @@ impl Lease {
         Ok(())
     }
 
-    /// Gives it up. A lease that was taken over in between is left alone.
-    pub fn release(self) -> Result<()> {
+    /// Gives it up. A lease that was taken over in between is left alone (and reported as a
+    /// [`StoreError::Conflict`]).
+    pub fn release(mut self) -> Result<()> {
+        self.released = true;
         delete_ref(&self.store.repo(), &self.refname, self.commit)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = delete_ref(&self.store.repo(), &self.refname, self.commit);
+        }
     }
 }
 
@@ -190,6 +202,7 @@ impl Store {
             refname,
             commit,
             record,
+            released: false,
         })
     }
 

@@ -5,8 +5,10 @@ use crate::error::CliError;
 use crate::render;
 use crate::session::{BackendArgs, load, load_from, open_store, runtime, store_error};
 use proxops_engine::execute::{ExecOptions, Progress, execute};
+use proxops_engine::lease::hold;
 use proxops_engine::planes::{Destination, Planes};
 use proxops_engine::planner::plan_cluster;
+use proxops_store::Holder;
 use proxops_store::documents::hex;
 use proxops_store::refs::ChangeGate;
 use std::io::{IsTerminal, Write};
@@ -25,7 +27,8 @@ use std::sync::Arc;
 /// receipts of what it reconciled (`proxops/observed/<cluster>`) after; see `proxops get` and
 /// `proxops status`. With `planes.change-gate: pullRequest` a change is proposed as a
 /// candidate branch `proxops/candidates/<cluster>/<id>` instead, and the cycle reconciles the
-/// live desired head.
+/// live desired head. Each cluster's lease is held while it is applied (see `proxops lease`):
+/// a cluster an agent or another apply is reconciling is refused.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository (default: the git work tree of the current directory).
@@ -47,6 +50,9 @@ pub struct Args {
     #[arg(long)]
     pub planes: bool,
 }
+
+/// How long apply's lease lasts between renewals (renewed every third of it while it runs).
+const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Runs `proxops apply`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
@@ -88,6 +94,30 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             for w in &conn.warnings {
                 eprintln!("warning: {w}");
             }
+            // With planes, the cluster's lease keeps an agent (or another apply) off it until
+            // this run ends; it is given back when `lease` goes out of scope.
+            let lease = match (&store, args.dry_run) {
+                (Some(store), false) => {
+                    let holder = Holder::this_process("apply");
+                    match hold(
+                        store,
+                        &cluster.name,
+                        &holder,
+                        LEASE_TTL,
+                        Some(stop_rx.clone()),
+                    )
+                    .await
+                    {
+                        Ok(l) => Some(l),
+                        Err(e) => {
+                            eprintln!("error: cluster {}: {e}", cluster.name);
+                            failed = true;
+                            continue;
+                        }
+                    }
+                }
+                _ => None,
+            };
             // A gated cluster proposes its change first and then reconciles its live desired
             // head, planned from the source revision that head was built from.
             let mut early = None;
@@ -185,7 +215,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 None
             } else {
                 let options = ExecOptions {
-                    stop: Some(stop_rx.clone()),
+                    stop: Some(lease.as_ref().map_or_else(|| stop_rx.clone(), |l| l.stop())),
                     progress: Some(progress(&cluster.name)),
                     ..conn.exec_options()
                 };
@@ -223,6 +253,14 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             }
             if let Some(sim) = conn.sim {
                 let _ = sim.shutdown().await;
+            }
+            if let Some(lease) = lease
+                && !lease.release().await
+            {
+                eprintln!(
+                    "warning: cluster {}: the lease was taken over before this run ended",
+                    cluster.name
+                );
             }
         }
         Ok(())

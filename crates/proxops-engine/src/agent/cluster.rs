@@ -5,6 +5,7 @@ use super::status::{CycleRecord, CycleResult, ResourceRow};
 use super::{AgentBackend, Pass};
 use crate::backend::{Backend, connect_with, per_cluster_state_file, settings_for};
 use crate::execute::{CycleReport, ExecOptions, Outcome, Progress, execute};
+use crate::lease::hold;
 use crate::plan::ClusterPlan;
 use crate::planes::{Planes, cluster_status};
 use crate::planner::plan_cluster;
@@ -13,9 +14,9 @@ use proxops_model::settings::FlagSettings;
 use proxops_model::{Cluster, ResourceKey};
 use proxops_pve::Latency;
 use proxops_store::documents::{hex, utc_timestamp};
-use proxops_store::{Holder, Lease, StoreError};
+use proxops_store::{Holder, StoreError};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 use tokio::sync::watch;
 
@@ -49,6 +50,7 @@ pub async fn run_cycle(pass: Arc<Pass>, cluster: String) -> CycleOutcome {
             duration_seconds: 0.0,
             result: CycleResult::Failed,
             source_revision: Some(hex(pass.fetched.commit)),
+            candidate: None,
             planned: 0,
             succeeded: 0,
             failed: 0,
@@ -102,7 +104,16 @@ async fn cycle(
     if pass.suspensions.clusters.contains(name) {
         return CycleResult::Suspended;
     }
-    let lease = match acquire(pass, name).await {
+    let holder = Holder::this_process(&pass.options.holder);
+    let lease = match hold(
+        &pass.fetched.store,
+        name,
+        &holder,
+        pass.options.lease_ttl,
+        Some(pass.stop.clone()),
+    )
+    .await
+    {
         Ok(lease) => lease,
         Err(StoreError::Leased {
             holder,
@@ -123,71 +134,11 @@ async fn cycle(
             return CycleResult::Failed;
         }
     };
-    let lease = Arc::new(Mutex::new(Some(lease)));
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let keeper = tokio::spawn(keep(
-        Arc::clone(&lease),
-        pass.options.lease_ttl,
-        pass.stop.clone(),
-        stop_tx,
-    ));
-    let result = leased_cycle(pass, cluster, graph, started_at, stop_rx, out).await;
-    keeper.abort();
-    let held = lease.lock().ok().and_then(|mut l| l.take());
-    if let Some(lease) = held {
-        let token = lease.record().token.clone();
-        let released = tokio::task::spawn_blocking(move || lease.release()).await;
-        if !matches!(released, Ok(Ok(()))) {
-            tracing::warn!(cluster = %name, token = %token, "could not release the lease; it expires by itself");
-        }
+    let result = leased_cycle(pass, cluster, graph, started_at, lease.stop(), out).await;
+    if !lease.release().await {
+        tracing::warn!(cluster = %name, "the lease was lost before the cycle ended");
     }
     result
-}
-
-/// Takes the cluster's lease (git I/O, off the async threads).
-async fn acquire(pass: &Arc<Pass>, cluster: &str) -> Result<Lease, StoreError> {
-    let store = pass.fetched.store.clone();
-    let holder = Holder::this_process(&pass.options.holder);
-    let ttl = pass.options.lease_ttl;
-    let cluster = cluster.to_owned();
-    tokio::task::spawn_blocking(move || store.acquire_lease(&cluster, &holder, ttl))
-        .await
-        .map_err(|e| StoreError::Invalid(format!("lease task failed: {e}")))?
-}
-
-/// Renews the lease every third of its lifetime; on losing it, or on shutdown, tells the
-/// executor to start nothing new.
-async fn keep(
-    lease: Arc<Mutex<Option<Lease>>>,
-    ttl: std::time::Duration,
-    mut shutdown: watch::Receiver<bool>,
-    stop: watch::Sender<bool>,
-) {
-    let every = (ttl / 3).max(std::time::Duration::from_millis(100));
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(every) => {}
-            changed = shutdown.changed() => {
-                if changed.is_err() || *shutdown.borrow() {
-                    let _ = stop.send(true);
-                    return;
-                }
-                continue;
-            }
-        }
-        let renewed = match lease.lock() {
-            Ok(mut guard) => match guard.as_mut() {
-                Some(l) => l.renew(ttl).map_err(|e| e.to_string()),
-                None => return,
-            },
-            Err(_) => Err("lease lock poisoned".to_owned()),
-        };
-        if let Err(e) = renewed {
-            tracing::error!(error = %e, "lost the cluster lease: starting no new action");
-            let _ = stop.send(true);
-            return;
-        }
-    }
 }
 
 async fn leased_cycle(
@@ -199,7 +150,7 @@ async fn leased_cycle(
     out: &mut CycleOutcome,
 ) -> CycleResult {
     let name = cluster.name.as_str();
-    let planes = match Planes::for_cluster(pass.fetched.store.clone(), name) {
+    let planes = match Planes::from_config(pass.fetched.store.clone(), &pass.repo, name) {
         Ok(p) => p,
         Err(e) => {
             out.record.errors.push(e.to_string());
@@ -227,6 +178,36 @@ async fn leased_cycle(
                 .push(format!("publishing the desired plane: {e}"));
             return CycleResult::Failed;
         }
+    };
+    // A gated cluster proposed its change as a candidate: only the live desired head is
+    // reconciled, as loaded from the source revision it pins.
+    let mut reloaded = None;
+    if let Some(candidate) = desired.candidate() {
+        out.record.candidate = Some(candidate.refname.clone());
+        if let Some(live) = desired.state.source_revision
+            && live != pass.fetched.commit
+        {
+            out.record.source_revision = Some(hex(live));
+            match load_cluster_at(pass, name, live).await {
+                Ok(loaded) => reloaded = Some(loaded),
+                Err(e) => {
+                    out.record.errors.push(e);
+                    return CycleResult::Failed;
+                }
+            }
+        }
+    }
+    let (cluster, graph) = match &reloaded {
+        None => (cluster, graph),
+        Some((repo, graph)) => match repo.cluster(name) {
+            Some(c) => (c, graph),
+            None => {
+                out.record
+                    .errors
+                    .push("the live desired head's source lacks the cluster".to_owned());
+                return CycleResult::Failed;
+            }
+        },
     };
     let backend = match &pass.options.backend {
         AgentBackend::Pve => Backend::Pve {
@@ -364,6 +345,40 @@ async fn leased_cycle(
         );
     }
     result
+}
+
+/// The cluster as the source at `revision` has it, with its graph (for a gated cluster whose
+/// live desired head lags behind the source).
+async fn load_cluster_at(
+    pass: &Arc<Pass>,
+    name: &str,
+    revision: proxops_store::ObjectId,
+) -> Result<(proxops_model::Repository, proxops_graph::Graph), String> {
+    let (store, registry, name) = (
+        pass.fetched.store.clone(),
+        Arc::clone(&pass.registry),
+        name.to_owned(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let source = store
+            .source(Some(&hex(revision)))
+            .map_err(|e| e.to_string())?;
+        let options = proxops_model::LoadOptions {
+            clusters: vec![name.clone()],
+        };
+        let mut repo = proxops_model::load_repository(&source, &registry, &options)
+            .map_err(|e| e.to_string())?;
+        let graph = proxops_graph::check_repository(&registry, &mut repo)
+            .into_iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.graph)
+            .ok_or_else(|| {
+                format!("cluster `{name}` is invalid at the live desired head's source")
+            })?;
+        Ok((repo, graph))
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// The cycle's result from its plan and what executing it did; fills the counts.

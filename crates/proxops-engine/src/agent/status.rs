@@ -65,8 +65,11 @@ pub struct CycleRecord {
     pub duration_seconds: f64,
     /// How it ended.
     pub result: CycleResult,
-    /// The source commit it reconciled.
+    /// The source commit it reconciled (for a gated cluster: the one the live desired head
+    /// pins).
     pub source_revision: Option<String>,
+    /// The candidate branch a gated cluster's change was proposed on, if any.
+    pub candidate: Option<String>,
     /// Actions planned.
     pub planned: usize,
     /// Actions that succeeded.

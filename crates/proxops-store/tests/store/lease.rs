@@ -73,9 +73,12 @@ fn a_lease_of_a_dead_process_on_this_host_is_taken_over_at_once() {
     child.wait().unwrap();
     let mut gone = Holder::this_process("crashed-agent");
     gone.pid = dead;
-    let _ = store
-        .acquire_lease("lab", &gone, Duration::from_secs(3600))
-        .unwrap();
+    // The dead process never released it.
+    std::mem::forget(
+        store
+            .acquire_lease("lab", &gone, Duration::from_secs(3600))
+            .unwrap(),
+    );
     let now = store
         .acquire_lease(
             "lab",
@@ -148,4 +151,16 @@ fn of_many_threads_racing_for_a_free_lease_exactly_one_wins_and_the_others_see_i
     for r in results.iter().filter_map(|r| r.as_ref().err()) {
         assert!(matches!(r, StoreError::Leased { .. }), "{r}");
     }
+}
+
+#[test]
+fn dropping_a_lease_gives_it_back() {
+    let repo = TestRepo::homelab();
+    let store = Store::open(repo.path()).unwrap();
+    drop(
+        store
+            .acquire_lease("lab", &holder("agent-1", 1), Duration::from_secs(3600))
+            .unwrap(),
+    );
+    assert!(store.read_lease("lab").unwrap().is_none());
 }
