@@ -24,44 +24,28 @@ use crate::error::CliError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The subcommands.
+/// The subcommands. Each one's help is its `Args` struct's doc comment (first line: the
+/// summary in `proxops --help`), so variants carry no doc of their own.
+#[allow(missing_docs)]
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Check a GitOps repository and report every problem at once.
     Validate(validate::Args),
-    /// Write the JSON Schemas of the manifest kinds (for editors).
     Schema(schema::Args),
-    /// Show each cluster's dependency graph: create order by level.
     Graph(graph::Args),
-    /// Run the Proxmox VE API simulator as an HTTPS server.
     Sim(sim::Args),
-    /// Show what apply would do, against live PVE state.
     Diff(diff::Args),
-    /// Make each cluster match the repository.
     Apply(apply::Args),
-    /// Apply cycles until nothing is left to do.
     Converge(converge::Args),
-    /// Show desired resources joined with their receipts (from the git planes).
     Get(get::Args),
-    /// Show each cluster's planes: desired and observed heads, resources by state.
     Status(status::Args),
-    /// Plan and apply the example repository on embedded simulators (no PVE needed).
     Demo(demo::Args),
-    /// Check config, credentials, TLS, authentication and the token's privileges per cluster.
     Doctor(doctor::Args),
-    /// Run the agent: keep every cluster converged, with health, metrics and status over HTTP.
     Run(run::Args),
-    /// Ask the running agent to reconcile a cluster now.
     Reconcile(reconcile::Args),
-    /// Tell the running agent to leave a cluster or resource alone.
     Suspend(suspend::Args),
-    /// Tell the running agent to reconcile a suspended cluster or resource again.
     Resume(resume::Args),
-    /// Show or break a cluster's lease.
     Lease(lease::Args),
-    /// Promote one cluster's reconciled state into another (a new desired commit of the target).
     Promote(promote::Args),
-    /// Publish a historical desired snapshot of a cluster again, as a new forward commit.
     Rollback(rollback::Args),
 }
 
