@@ -130,15 +130,21 @@ struct Agent {
 
 impl Agent {
     fn start(repo: &Repo, data: &Path, holder: &str, interval: &str, backend: &[&str]) -> Agent {
+        let repo_arg = repo.path().to_string_lossy().into_owned();
+        let mut args = vec!["--repo", repo_arg.as_str()];
+        args.extend_from_slice(backend);
+        Agent::start_at(data, holder, interval, &args)
+    }
+
+    /// An agent with `args` naming its repository (`--repo` or `--url`) and backend.
+    fn start_at(data: &Path, holder: &str, interval: &str, args: &[&str]) -> Agent {
         let port = free_port().unwrap();
         let child = Command::new(proxops_bin())
             .args(["run", "--cluster", "lab", "--interval", interval])
             .args(["--listen", &format!("127.0.0.1:{port}"), "--holder", holder])
-            .arg("--repo")
-            .arg(repo.path())
             .arg("--data-dir")
             .arg(data)
-            .args(backend)
+            .args(args)
             .env("PROXOPS_PVE_TOKEN_LAB", TOKEN)
             .env_remove("PROXOPS_PVE_TOKEN")
             .stdout(Stdio::null())
@@ -729,4 +735,67 @@ fn a_gated_cluster_is_reconciled_from_its_live_desired_head_until_the_candidate_
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("cluster lab: applied: 1 planned"), "{out}");
     assert_eq!(memory_of(&state, 100), "3072");
+}
+
+#[test]
+fn two_agents_with_their_own_clones_of_a_remote_share_its_leases_and_planes() {
+    let repo = Repo::new();
+    let sim = SimServer::start(&repo, "700ms");
+    repo.point_lab_at(&sim);
+    // The shared remote: a bare repository (no network).
+    let remote = tempfile::tempdir().unwrap();
+    git(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+    let url = remote.path().to_string_lossy().into_owned();
+    git(repo.path(), &["push", "-q", &url, "main"]);
+    let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let from_remote = ["--backend", "pve", "--url", url.as_str()];
+    let a = Agent::start_at(data_a.path(), "agent-a", "500ms", &from_remote);
+    let b = Agent::start_at(data_b.path(), "agent-b", "500ms", &from_remote);
+    wait_for(Duration::from_secs(120), "convergence", || {
+        let done = |agent: &Agent| agent.lab().and_then(|l| clean_at(&l, None));
+        (done(&a).is_some() || done(&b).is_some()).then_some(())
+    });
+    let passes = |agent: &Agent| agent.status().and_then(|s| s["passes"].as_u64());
+    let (pa, pb) = (passes(&a).unwrap_or(0), passes(&b).unwrap_or(0));
+    wait_for(Duration::from_secs(60), "more passes", || {
+        (passes(&a)? >= pa + 3 && passes(&b)? >= pb + 3).then_some(())
+    });
+    let metrics = [a.metrics(), b.metrics()];
+    let sum = |pattern: &str| -> u64 {
+        metrics
+            .iter()
+            .flat_map(|m| m.lines())
+            .filter(|l| l.starts_with(pattern))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
+            .sum()
+    };
+    assert_eq!(
+        sum(
+            "proxops_actions_total{cluster=\"lab\",kind=\"VM\",action=\"create\",result=\"succeeded\"}"
+        ),
+        1
+    );
+    assert_eq!(
+        sum(
+            "proxops_actions_total{cluster=\"lab\",kind=\"LXC\",action=\"create\",result=\"succeeded\"}"
+        ),
+        1
+    );
+    assert!(
+        !metrics.iter().any(|m| m.contains("result=\"failed\"")),
+        "{metrics:?}"
+    );
+    assert_eq!(guests(&sim.state), BTreeSet::from([100, 200]));
+    // The planes were published to the remote, where both agents read them.
+    let receipts = git(
+        remote.path(),
+        &[
+            "ls-tree",
+            "-r",
+            "--name-only",
+            "proxops/observed/lab",
+            "receipts/",
+        ],
+    );
+    assert_eq!(receipts.lines().count(), LAB.len(), "{receipts}");
 }

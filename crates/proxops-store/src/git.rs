@@ -292,3 +292,33 @@ pub fn history(repo: &gix::Repository, head: ObjectId) -> Result<Vec<ObjectId>> 
     }
     Ok(out)
 }
+
+/// Deletes `full_name` whatever it points at (a local mirror of a remote ref); a missing ref is
+/// no error.
+pub fn delete_ref_any(repo: &gix::Repository, full_name: &str) -> Result<()> {
+    if read_ref(repo, full_name)?.is_none() {
+        return Ok(());
+    }
+    let name = full_name
+        .try_into()
+        .map_err(
+            |e: gix::validate::reference::name::Error| StoreError::RefName {
+                name: full_name.to_owned(),
+                reason: e.to_string(),
+            },
+        )?;
+    let edit = RefEdit {
+        change: Change::Delete {
+            expected: PreviousValue::Any,
+            log: RefLog::AndReference,
+        },
+        name,
+        deref: false,
+    };
+    repo.edit_references(Some(edit))
+        .map(|_| ())
+        .map_err(|e| StoreError::RefUpdate {
+            name: full_name.to_owned(),
+            source: Box::new(e),
+        })
+}

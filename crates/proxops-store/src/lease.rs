@@ -8,7 +8,9 @@
 //! A holder that dies leaves its lease behind. It is taken over when it expired (holders renew
 //! well before expiry), or at once when it names this host and a process id that no longer
 //! runs (a crashed or killed agent restarted on the same machine). [`Store::break_lease`] removes
-//! any lease, for an operator who knows its holder is gone.
+//! any lease, for an operator who knows its holder is gone. With a remote
+//! ([`Store::with_remote`]) the remote's lease ref is the one that counts, moved by
+//! `git push --force-with-lease`, so agents on different machines exclude each other too.
 
 use crate::documents::utc_timestamp;
 use crate::error::{Result, StoreError};
@@ -116,12 +118,12 @@ impl Lease {
         record.renewed = utc_timestamp(now);
         record.expires = utc_timestamp(now + ttl);
         let repo = self.store.repo();
-        let commit = write_record(&repo, &record, "Renew")?;
-        git::compare_and_swap(
+        let (commit, tree) = write_record(&repo, &record, "Renew")?;
+        self.store.move_ref(
             &repo,
             &self.refname,
             Some(self.commit),
-            commit,
+            (commit, tree),
             "proxops: renew lease",
         )?;
         self.commit = commit;
@@ -133,14 +135,14 @@ impl Lease {
     /// [`StoreError::Conflict`]).
     pub fn release(mut self) -> Result<()> {
         self.released = true;
-        delete_ref(&self.store.repo(), &self.refname, self.commit)
+        delete_lease_ref(&self.store, &self.refname, self.commit)
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.released {
-            let _ = delete_ref(&self.store.repo(), &self.refname, self.commit);
+            let _ = delete_lease_ref(&self.store, &self.refname, self.commit);
         }
     }
 }
@@ -163,7 +165,7 @@ impl Store {
         let refname = lease_ref(cluster)?;
         let repo = self.repo();
         let now = SystemTime::now();
-        let current = git::read_ref(&repo, &refname)?;
+        let current = self.current_head(&repo, &refname)?;
         if let Some(commit) = current {
             match read_record(&repo, &refname, commit) {
                 Ok(existing) => {
@@ -195,8 +197,14 @@ impl Store {
             renewed: utc_timestamp(now),
             expires: utc_timestamp(now + ttl),
         };
-        let commit = write_record(&repo, &record, "Acquire")?;
-        git::compare_and_swap(&repo, &refname, current, commit, "proxops: acquire lease")?;
+        let (commit, tree) = write_record(&repo, &record, "Acquire")?;
+        self.move_ref(
+            &repo,
+            &refname,
+            current,
+            (commit, tree),
+            "proxops: acquire lease",
+        )?;
         Ok(Lease {
             store: self.clone(),
             refname,
@@ -210,7 +218,7 @@ impl Store {
     pub fn read_lease(&self, cluster: &str) -> Result<Option<LeaseRecord>> {
         let refname = lease_ref(cluster)?;
         let repo = self.repo();
-        match git::read_ref(&repo, &refname)? {
+        match self.current_head(&repo, &refname)? {
             Some(commit) => read_record(&repo, &refname, commit).map(Some),
             None => Ok(None),
         }
@@ -221,7 +229,7 @@ impl Store {
     pub fn break_lease(&self, cluster: &str, token: Option<&str>) -> Result<Option<LeaseRecord>> {
         let refname = lease_ref(cluster)?;
         let repo = self.repo();
-        let Some(commit) = git::read_ref(&repo, &refname)? else {
+        let Some(commit) = self.current_head(&repo, &refname)? else {
             return Ok(None);
         };
         let record = read_record(&repo, &refname, commit).ok();
@@ -233,12 +241,16 @@ impl Store {
                 r.token
             )));
         }
-        delete_ref(&repo, &refname, commit)?;
+        delete_lease_ref(self, &refname, commit)?;
         Ok(record)
     }
 }
 
-fn write_record(repo: &gix::Repository, record: &LeaseRecord, verb: &str) -> Result<ObjectId> {
+fn write_record(
+    repo: &gix::Repository,
+    record: &LeaseRecord,
+    verb: &str,
+) -> Result<(ObjectId, ObjectId)> {
     let bytes = crate::documents::canonical_bytes(record)?;
     let blob = git::write_blob(repo, &bytes)?;
     let tree = git::write_tree(repo, &[(LEASE_FILE.to_owned(), blob)].into_iter().collect())?;
@@ -246,7 +258,17 @@ fn write_record(repo: &gix::Repository, record: &LeaseRecord, verb: &str) -> Res
         "{verb} lease of cluster {} for {}\n\nLease-Token: {}\nLease-Expires: {}\n",
         record.cluster, record.holder, record.token, record.expires
     );
-    git::write_commit(repo, tree, None, &message)
+    Ok((git::write_commit(repo, tree, None, &message)?, tree))
+}
+
+/// Deletes the lease ref if it still points at `expected`: on the remote when the store has
+/// one, else locally.
+fn delete_lease_ref(store: &Store, refname: &str, expected: ObjectId) -> Result<()> {
+    let repo = store.repo();
+    match store.remote() {
+        Some(remote) => crate::remote::delete(&repo, remote, refname, expected),
+        None => delete_ref(&repo, refname, expected),
+    }
 }
 
 fn read_record(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<LeaseRecord> {

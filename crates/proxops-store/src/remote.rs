@@ -240,3 +240,47 @@ pub fn push(
     git::force_ref(repo, full_ref, new, "published to the remote")?;
     Ok(new)
 }
+
+/// Deletes the remote's `full_ref` if it still points at `expected`, and the local mirror with
+/// it. An ambiguous outcome counts as done only when the remote no longer has the ref.
+pub fn delete(
+    repo: &gix::Repository,
+    remote: &Remote,
+    full_ref: &str,
+    expected: ObjectId,
+) -> Result<()> {
+    let git_dir = repo.git_dir();
+    let lease = format!("--force-with-lease={full_ref}:{expected}");
+    let refspec = format!(":{full_ref}");
+    let ran = run(
+        git_dir,
+        &[
+            "push",
+            "--atomic",
+            "--porcelain",
+            "--quiet",
+            &lease,
+            &remote.name,
+            &refspec,
+        ],
+        remote.timeout,
+    );
+    if !matches!(&ran, Ok(r) if r.ok) {
+        let actual = remote.head(git_dir, full_ref)?;
+        if actual.is_some() {
+            return Err(if actual != Some(expected) {
+                StoreError::Conflict {
+                    name: full_ref.to_owned(),
+                    expected: Some(expected),
+                    actual,
+                }
+            } else {
+                match ran {
+                    Ok(r) => cli_error("push", &r),
+                    Err(e) => e,
+                }
+            });
+        }
+    }
+    git::delete_ref_any(repo, full_ref)
+}

@@ -508,6 +508,10 @@ async fn release_own_leases(shared: &Arc<Shared>) {
         let Ok(store) = proxops_store::Store::open(&dir) else {
             return;
         };
+        let store = match &options.source {
+            SourceLocation::Local(_) => store,
+            SourceLocation::Remote { .. } => store.with_remote("origin"),
+        };
         let me = proxops_store::Holder::this_process(&options.holder);
         for cluster in clusters {
             if let Ok(Some(lease)) = store.read_lease(&cluster)

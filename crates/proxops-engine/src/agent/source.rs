@@ -1,6 +1,9 @@
 //! Where the agent reads the repository: a local git work tree (its `HEAD` commit), or a remote
 //! URL cloned into the data directory and fetched before every pass.
 //!
+//! With a remote repository the planes and the cluster leases live on the remote too (the
+//! clone's branches mirror them), so agents on different machines see each other's leases.
+//!
 //! Remote clones and fetches run the git CLI, as publishing to a remote already must (gix has
 //! no push): one transport for both directions, with the user's credential helpers and ssh
 //! configuration, and no second HTTP stack in the binary.
@@ -81,6 +84,12 @@ pub async fn refresh(location: &SourceLocation, data_dir: &Path) -> Result<Fetch
         }
     };
     let store = Store::open(&dir).map_err(|e| AgentError::Source(e.to_string()))?;
+    // A clone publishes its planes and takes its leases on the remote, where other agents see
+    // them.
+    let store = match location {
+        SourceLocation::Local(_) => store,
+        SourceLocation::Remote { .. } => store.with_remote("origin"),
+    };
     let commit = store
         .resolve("HEAD")
         .map_err(|e| AgentError::Source(e.to_string()))?;

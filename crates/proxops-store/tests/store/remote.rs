@@ -135,3 +135,42 @@ fn observations_rebuild_on_the_newer_remote_head_and_keep_both_receipts() {
     );
     assert_fsck_clean(bare.path());
 }
+
+#[test]
+fn a_lease_on_the_remote_keeps_a_process_with_another_clone_out_until_released() {
+    use proxops_store::Holder;
+    use std::time::Duration;
+    let (bare, a, b) = remote_and_clones();
+    let store_a = Store::open(a.path()).unwrap().with_remote("origin");
+    let store_b = Store::open(b.path()).unwrap().with_remote("origin");
+    let holder = |name: &str, pid: u32| Holder {
+        name: name.to_owned(),
+        host: format!("{name}-host"),
+        pid,
+    };
+    let mut lease = store_a
+        .acquire_lease("home", &holder("agent-a", 1), Duration::from_secs(60))
+        .unwrap();
+    assert!(remote_head(bare.path(), "refs/proxops/leases/home").is_some());
+    let err = store_b
+        .acquire_lease("home", &holder("agent-b", 2), Duration::from_secs(60))
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Leased { ref holder, .. } if holder == "agent-a"),
+        "{err}"
+    );
+    assert_eq!(
+        store_b.read_lease("home").unwrap().unwrap().token,
+        lease.record().token
+    );
+    lease.renew(Duration::from_secs(120)).unwrap();
+    lease.release().unwrap();
+    assert!(remote_head(bare.path(), "refs/proxops/leases/home").is_none());
+    let taken = store_b
+        .acquire_lease("home", &holder("agent-b", 2), Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(taken.record().holder, "agent-b");
+    drop(taken);
+    assert!(remote_head(bare.path(), "refs/proxops/leases/home").is_none());
+    assert_fsck_clean(bare.path());
+}
