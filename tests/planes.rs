@@ -652,3 +652,65 @@ fn rollback_via_the_cli_publishes_a_forward_commit_with_the_historical_content()
     assert!(message.contains("Reason: too big"), "{message}");
     fsck_is_clean(&lab);
 }
+
+#[test]
+fn diff_reads_the_committed_head_unless_asked_for_the_work_tree_or_another_revision() {
+    let lab = Lab::new();
+    let first = lab.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let composition = lab.path().join("clusters/lab/resources.yaml");
+    let text = std::fs::read_to_string(&composition).unwrap();
+    let without_runner = text.replace("  - ../../lxc/lab/ci-runner-01.yaml\n", "");
+    std::fs::write(&composition, &without_runner).unwrap();
+    lab.commit("lab: no CI runner");
+    let head = lab.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    // Not committed: the sandbox goes too.
+    std::fs::write(
+        &composition,
+        without_runner.replace("  - ../../vm/lab/sandbox-01.yaml\n", ""),
+    )
+    .unwrap();
+    let actions = |extra: &[&str]| {
+        let mut args = vec![
+            "diff",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = lab.proxops(&args);
+        assert!(out.status.code() == Some(0), "{out:?}");
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            plan["clusters"][0]["actions"].as_array().unwrap().len(),
+            stderr,
+        )
+    };
+    let (n, stderr) = actions(&[]);
+    assert_eq!(n, 4, "three downloads and the sandbox, as committed");
+    assert!(
+        stderr.contains(&format!(
+            "reading commit {} (HEAD); uncommitted changes are not read",
+            &head[..12]
+        )),
+        "{stderr}"
+    );
+    let (n, stderr) = actions(&["--worktree"]);
+    assert_eq!(n, 3, "the work tree has no guest left");
+    assert!(stderr.contains("reading the work tree, uncommitted changes included"));
+    let (n, stderr) = actions(&["--revision", &first]);
+    assert_eq!(n, 5, "the first commit has both guests");
+    assert!(stderr.contains(&format!("reading commit {} ({first})", &first[..12])));
+    let out = lab.proxops(&[
+        "apply",
+        "--planes",
+        "--worktree",
+        "--yes",
+        "--backend",
+        "sim",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

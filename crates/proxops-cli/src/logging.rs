@@ -56,6 +56,19 @@ pub fn filter(level: LogLevel) -> String {
     directives.join(",")
 }
 
+/// Whether logs are JSON lines (then stderr must carry nothing else).
+static JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A note for the person at the terminal (which commit is read, ...): a plain stderr line, or
+/// with `--log-format json` an info event, so that stderr stays one JSON object per line.
+pub fn note(message: &str) {
+    if JSON.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!("{message}");
+    } else {
+        eprintln!("{message}");
+    }
+}
+
 /// Installs the process's subscriber: `level` (unless `PROXOPS_LOG` is set) in `format`, on
 /// stderr. Returns the filter in effect. Calling it again does nothing (the first one stays).
 pub fn init(level: LogLevel, format: LogFormat) -> String {
@@ -76,6 +89,10 @@ pub fn init(level: LogLevel, format: LogFormat) -> String {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_target(true);
+    JSON.store(
+        format == LogFormat::Json,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     // An error means a subscriber is already installed (a second call): keep it.
     let _ = match format {
         LogFormat::Text => builder.try_init(),

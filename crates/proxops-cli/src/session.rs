@@ -97,6 +97,60 @@ pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
     load_from(&source, dir, clusters)
 }
 
+/// `--revision` and `--worktree`: which state of the repository a command reads.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SourceArgs {
+    /// Read the repository at this commit (a branch, tag or commit id) [default: HEAD when the
+    /// repository is a git work tree, else the directory as it is].
+    #[arg(long, value_name = "REV", conflicts_with = "worktree")]
+    pub revision: Option<String>,
+    /// Read the work tree as it is, uncommitted changes included.
+    #[arg(long)]
+    pub worktree: bool,
+}
+
+impl SourceArgs {
+    /// Loads the repository at `dir` as the flags say; the commit read, if one was.
+    ///
+    /// What changes PVE is what was committed: without flags, a directory that is the root of
+    /// a git work tree is read at `HEAD` (and uncommitted changes are ignored, which stderr
+    /// says); any other directory is read as it is. `commit_needed` (the planes pin what they
+    /// record) refuses `--worktree` and reads `HEAD` of any git repository.
+    pub fn load(
+        &self,
+        dir: &Path,
+        clusters: &[String],
+        commit_needed: bool,
+    ) -> Result<(Loaded, Option<proxops_store::ObjectId>), CliError> {
+        if commit_needed && self.worktree {
+            return Err(CliError::usage(
+                "--planes records the commit it reconciled; --worktree has none",
+                Some("commit your changes, or drop --planes".into()),
+            ));
+        }
+        let git_root = dir.join(".git").exists() || commit_needed;
+        if self.worktree || (self.revision.is_none() && !git_root) {
+            if self.worktree {
+                crate::logging::note("reading the work tree, uncommitted changes included");
+            }
+            return Ok((load(dir, clusters)?, None));
+        }
+        let store = open_store(dir)?;
+        let source = store
+            .source(self.revision.as_deref())
+            .map_err(store_error)?;
+        let commit = source.commit();
+        let short = &commit.to_string()[..12];
+        match &self.revision {
+            Some(rev) => crate::logging::note(&format!("reading commit {short} ({rev})")),
+            None => crate::logging::note(&format!(
+                "reading commit {short} (HEAD); uncommitted changes are not read (--worktree reads them)"
+            )),
+        }
+        Ok((load_from(&source, dir, clusters)?, Some(commit)))
+    }
+}
+
 /// [`load`] from any source: the work tree, or a commit ([`proxops_store::GitSource`]).
 pub fn load_from(
     source: &dyn RepoSource,

@@ -3,7 +3,7 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, load, load_from, open_store, runtime, store_error};
+use crate::session::{BackendArgs, SourceArgs, load_from, open_store, runtime, store_error};
 use proxops_engine::execute::{ExecOptions, Progress, execute};
 use proxops_engine::lease::hold;
 use proxops_engine::planes::{Destination, Planes};
@@ -45,8 +45,10 @@ pub struct Args {
     /// Do not ask for confirmation (needed when stdin is not a terminal).
     #[arg(long)]
     pub yes: bool,
-    /// Read the repository at HEAD and record the cycle in its git planes: the desired plane
-    /// before executing, receipts after (the repository must be a git repository).
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Record the cycle in the repository's git planes: the desired plane before executing,
+    /// receipts after (the repository must be a git repository; its commit is read).
     #[arg(long)]
     pub planes: bool,
 }
@@ -58,20 +60,7 @@ const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(120);
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
     let store = args.planes.then(|| open_store(&dir)).transpose()?;
-    let (loaded, source_revision) = match &store {
-        Some(store) => {
-            let source = store.source(None).map_err(store_error)?;
-            eprintln!(
-                "reading commit {} (HEAD); uncommitted changes are not applied",
-                &hex(source.commit())[..12]
-            );
-            (
-                load_from(&source, &dir, &args.clusters)?,
-                Some(source.commit()),
-            )
-        }
-        None => (load(&dir, &args.clusters)?, None),
-    };
+    let (loaded, source_revision) = args.source.load(&dir, &args.clusters, args.planes)?;
     let mut failed = loaded.any_invalid();
     let runtime = runtime()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
