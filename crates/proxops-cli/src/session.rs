@@ -64,6 +64,8 @@ pub struct Loaded {
     pub registry: Registry,
     pub repo: Repository,
     pub graphs: Vec<(String, Graph)>,
+    /// The flags layer of the settings: the global flags, plus the command's own.
+    pub flags: FlagSettings,
 }
 
 impl Loaded {
@@ -77,7 +79,12 @@ impl Loaded {
     /// A cluster's effective settings: defaults, `proxops.yaml`, its config, the global flags
     /// and the environment.
     pub fn settings(&self, cluster: &Cluster) -> ClusterSettings {
-        settings_for(self.repo.config.as_ref(), cluster, &flags(), LogLevel::Warn)
+        settings_for(
+            self.repo.config.as_ref(),
+            cluster,
+            &self.flags,
+            LogLevel::Warn,
+        )
     }
 
     /// Whether any selected cluster is invalid.
@@ -95,6 +102,36 @@ pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
         )
     })?;
     load_from(&source, dir, clusters)
+}
+
+/// `--prune-budget` and `--task-timeout`: the settings a command line may override.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TuningArgs {
+    /// Most guests deleted per cycle and cluster; 0: no limit [default:
+    /// `reconcile.prune-budget` of the cluster's config, else of proxops.yaml, else 3].
+    #[arg(long, value_name = "N")]
+    pub prune_budget: Option<u32>,
+    /// Longest wait for one PVE task, e.g. `30m` [default: `reconcile.task-timeout`, else per
+    /// task type].
+    #[arg(long, value_name = "DURATION", value_parser = task_timeout)]
+    pub task_timeout: Option<Duration>,
+}
+
+fn task_timeout(text: &str) -> Result<Duration, String> {
+    proxops_model::config::parse_duration(text)
+        .ok_or_else(|| format!("`{text}` is not a duration such as 30m or 90s"))
+}
+
+impl TuningArgs {
+    /// Adds these flags to `loaded`'s flags layer.
+    pub fn apply_to(&self, loaded: &mut Loaded) {
+        if self.prune_budget.is_some() {
+            loaded.flags.prune_budget = self.prune_budget;
+        }
+        if self.task_timeout.is_some() {
+            loaded.flags.task_timeout = self.task_timeout;
+        }
+    }
 }
 
 /// `--revision` and `--worktree`: which state of the repository a command reads.
@@ -175,6 +212,7 @@ pub fn load_from(
         registry,
         repo,
         graphs,
+        flags: flags(),
     })
 }
 

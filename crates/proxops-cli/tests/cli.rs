@@ -646,6 +646,53 @@ fn apply_then_diff_on_a_persistent_simulator_shows_drift() {
 }
 
 #[test]
+fn the_prune_budget_flag_overrides_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&homelab(), dir.path());
+    let state = dir.path().join("home.json");
+    let sim_args = |cmd: &mut Command| {
+        cmd.args(["--cluster", "home", "--backend", "sim", "--sim-state"])
+            .arg(&state)
+            .arg("--repo")
+            .arg(dir.path());
+    };
+    let mut apply = proxops();
+    apply.args(["apply", "--yes"]);
+    sim_args(&mut apply);
+    apply.assert().success();
+    // Three VMs leave the composition: three prunes.
+    let composition = dir.path().join("clusters/home/resources.yaml");
+    let text = std::fs::read_to_string(&composition).unwrap();
+    let fewer = ["docker-host", "jumpbox", "k3s-agent-01"]
+        .iter()
+        .fold(text, |t, vm| {
+            t.replace(&format!("  - ../../vm/home/{vm}.yaml\n"), "")
+        });
+    std::fs::write(&composition, fewer).unwrap();
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut diff = proxops();
+        diff.args(["diff", "--output", "json"]).args(extra);
+        sim_args(&mut diff);
+        let out = diff.assert().success();
+        serde_json::from_slice(&out.get_output().stdout).unwrap()
+    };
+    let deletes = |plan: &serde_json::Value| {
+        let cluster = &plan["clusters"][0];
+        let n = cluster["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["verb"] == "delete")
+            .count();
+        (n, cluster["deferredPrunes"].as_array().unwrap().len())
+    };
+    // proxops.yaml says 2; the flag wins over it.
+    assert_eq!(deletes(&plan(&[])), (2, 1));
+    assert_eq!(deletes(&plan(&["--prune-budget", "1"])), (1, 2));
+    assert_eq!(deletes(&plan(&["--prune-budget", "0"])), (3, 0));
+}
+
+#[test]
 fn diff_against_pve_needs_credentials() {
     let out = proxops()
         .env_remove("PROXOPS_PVE_TOKEN")

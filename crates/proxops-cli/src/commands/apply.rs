@@ -3,7 +3,9 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, SourceArgs, load_from, open_store, runtime, store_error};
+use crate::session::{
+    BackendArgs, SourceArgs, TuningArgs, load_from, open_store, runtime, store_error,
+};
 use proxops_engine::execute::{ExecOptions, Progress, execute};
 use proxops_engine::lease::hold;
 use proxops_engine::planes::{Destination, Planes};
@@ -47,6 +49,8 @@ pub struct Args {
     pub yes: bool,
     #[command(flatten)]
     pub source: SourceArgs,
+    #[command(flatten)]
+    pub tuning: TuningArgs,
     /// Record the cycle in the repository's git planes: the desired plane before executing,
     /// receipts after (the repository must be a git repository; its commit is read).
     #[arg(long)]
@@ -60,7 +64,8 @@ const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(120);
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
     let store = args.planes.then(|| open_store(&dir)).transpose()?;
-    let (loaded, source_revision) = args.source.load(&dir, &args.clusters, args.planes)?;
+    let (mut loaded, source_revision) = args.source.load(&dir, &args.clusters, args.planes)?;
+    args.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
     let runtime = runtime()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -3,7 +3,7 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, SourceArgs, runtime};
+use crate::session::{BackendArgs, SourceArgs, TuningArgs, runtime};
 use proxops_engine::cycle::reconcile;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +24,8 @@ pub struct Args {
     pub backend: BackendArgs,
     #[command(flatten)]
     pub source: SourceArgs,
+    #[command(flatten)]
+    pub tuning: TuningArgs,
     /// Most cycles per cluster.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_cycles: usize,
@@ -32,7 +34,8 @@ pub struct Args {
 /// Runs `proxops converge`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let (loaded, _) = args.source.load(&dir, &args.clusters, false)?;
+    let (mut loaded, _) = args.source.load(&dir, &args.clusters, false)?;
+    args.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
     runtime()?.block_on(async {
         for (cluster, graph) in loaded.clusters() {

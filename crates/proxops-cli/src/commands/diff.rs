@@ -3,7 +3,7 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, SourceArgs, runtime};
+use crate::session::{BackendArgs, SourceArgs, TuningArgs, runtime};
 use proxops_engine::plan::Plan;
 use proxops_engine::planner::plan_cluster;
 use std::io::Write;
@@ -26,6 +26,8 @@ pub struct Args {
     pub backend: BackendArgs,
     #[command(flatten)]
     pub source: SourceArgs,
+    #[command(flatten)]
+    pub tuning: TuningArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
@@ -46,7 +48,8 @@ pub enum Output {
 /// Runs `proxops diff`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let (loaded, _) = args.source.load(&dir, &args.clusters, false)?;
+    let (mut loaded, _) = args.source.load(&dir, &args.clusters, false)?;
+    args.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
     let plans = runtime()?.block_on(async {
         let mut plans = Vec::new();
