@@ -799,3 +799,119 @@ fn two_agents_with_their_own_clones_of_a_remote_share_its_leases_and_planes() {
     );
     assert_eq!(receipts.lines().count(), LAB.len(), "{receipts}");
 }
+
+#[test]
+fn sigterm_starts_no_new_action_waits_for_those_in_flight_and_gives_the_lease_back() {
+    let repo = Repo::new();
+    let sim = SimServer::start(&repo, "1500ms");
+    repo.point_lab_at(&sim);
+    let data = tempfile::tempdir().unwrap();
+    let mut agent = Agent::start(&repo, data.path(), "agent-a", "1h", &["--backend", "pve"]);
+    // The three downloads run (no guest yet): stop now.
+    wait_for(Duration::from_secs(60), "the downloads to start", || {
+        let text = std::fs::read_to_string(&sim.state).ok()?;
+        let json: Value = serde_json::from_str(&text).ok()?;
+        let running = json["tasks"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["status"] == "running")
+            .count();
+        (running > 0).then_some(())
+    });
+    let pid = agent.child.0.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = agent.child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the agent did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    // The downloads in flight finished and were recorded; the guests after them never started.
+    assert!(
+        guests(&sim.state).is_empty(),
+        "a new action started after SIGTERM"
+    );
+    let receipts = git(
+        repo.path(),
+        &[
+            "ls-tree",
+            "-r",
+            "--name-only",
+            "proxops/observed/lab",
+            "receipts/",
+        ],
+    );
+    assert_eq!(receipts.lines().count(), 3, "{receipts}");
+    let refs = git(repo.path(), &["show-ref"]);
+    assert!(!refs.contains("refs/proxops/leases/lab"), "{refs}");
+}
+
+#[test]
+fn an_invalid_cluster_never_stops_the_others() {
+    let repo = Repo::new();
+    // Cluster home lists a manifest that does not exist.
+    let composition = repo.read("clusters/home/resources.yaml");
+    repo.write(
+        "clusters/home/resources.yaml",
+        &format!("{composition}  - ../../vm/home/missing.yaml\n"),
+    );
+    repo.commit("home: a broken composition");
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim.json");
+    let port = free_port().unwrap();
+    let child = Command::new(proxops_bin())
+        .args(["run", "--interval", "1h", "--backend", "sim", "--sim-state"])
+        .arg(&state)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--repo"])
+        .arg(repo.path())
+        .arg("--data-dir")
+        .arg(data.path().join("agent"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let agent = Agent {
+        child: ChildGuard(child),
+        port,
+    };
+    let status = wait_for(
+        Duration::from_secs(120),
+        "a pass over both clusters",
+        || {
+            let status = agent.status()?;
+            let clusters = status["clusters"].as_array()?;
+            clusters
+                .iter()
+                .all(|c| !c["lastCycle"].is_null())
+                .then(|| status.clone())
+        },
+    );
+    let cluster = |name: &str| {
+        status["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let home = cluster("home");
+    assert_eq!(home["lastCycle"]["result"], "invalid", "{home}");
+    assert!(
+        home["lastCycle"]["errors"]
+            .to_string()
+            .contains("missing.yaml"),
+        "{home}"
+    );
+    assert!(clean_at(&cluster("lab"), None).is_some(), "{status}");
+    // The simulators of both clusters: only lab's has guests.
+    assert_eq!(
+        guests(&data.path().join("sim.lab.json")),
+        BTreeSet::from([100, 200])
+    );
+    assert!(guests(&data.path().join("sim.home.json")).is_empty());
+}
