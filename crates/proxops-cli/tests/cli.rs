@@ -693,6 +693,65 @@ fn the_prune_budget_flag_overrides_the_configuration() {
 }
 
 #[test]
+fn a_resource_annotated_reconcile_disabled_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&homelab(), dir.path());
+    let manifest = dir.path().join("vm/lab/sandbox-01.yaml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace(
+            "  labels:\n",
+            "  annotations:\n    proxops/reconcile: disabled\n  labels:\n",
+        ),
+    )
+    .unwrap();
+    let out = proxops()
+        .args([
+            "diff",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+            "--output",
+            "json",
+        ])
+        .arg("--repo")
+        .arg(dir.path())
+        .assert()
+        .success();
+    let plan: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let cluster = &plan["clusters"][0];
+    let subjects: Vec<String> = cluster["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{}/{}",
+                a["kind"].as_str().unwrap(),
+                a["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        !subjects.contains(&"VM/sandbox-01".to_owned()),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects.contains(&"LXC/ci-runner-01".to_owned()),
+        "{subjects:?}"
+    );
+    assert_eq!(
+        cluster["skipped"],
+        serde_json::json!([{
+            "subject": "VM/sandbox-01",
+            "reason": "suspended: annotated proxops/reconcile: disabled"
+        }])
+    );
+}
+
+#[test]
 fn diff_against_pve_needs_credentials() {
     let out = proxops()
         .env_remove("PROXOPS_PVE_TOKEN")
