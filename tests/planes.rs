@@ -714,3 +714,45 @@ fn diff_reads_the_committed_head_unless_asked_for_the_work_tree_or_another_revis
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// planes-spec.md 9.6 (verify): ProxOps's verify is `diff --detailed-exitcode`: it reads the
+/// live state against the desired head, reports drift per resource, and never writes a ref.
+#[test]
+fn verify_with_diff_reports_drift_per_resource_and_writes_no_ref() {
+    let lab = Lab::new();
+    lab.apply();
+    let refs_before = lab.git(&["show-ref"]);
+    let state = lab.state.path().join("lab.json");
+    let diff = || {
+        lab.proxops(&[
+            "diff",
+            "--detailed-exitcode",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+            "--sim-state",
+            state.to_str().unwrap(),
+        ])
+    };
+    let clean = diff();
+    assert_eq!(clean.status.code(), Some(0), "{clean:?}");
+    // Drift: someone changes the VM in PVE.
+    let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    saved["guests"]["100"]["config"]["memory"] = "8192".into();
+    std::fs::write(&state, saved.to_string()).unwrap();
+    let drift = diff();
+    assert_eq!(drift.status.code(), Some(2), "{drift:?}");
+    let stdout = String::from_utf8_lossy(&drift.stdout);
+    assert!(
+        stdout.contains("update") && stdout.contains("VM/sandbox-01"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("LXC/ci-runner-01"),
+        "only the drifted resource: {stdout}"
+    );
+    assert_eq!(lab.git(&["show-ref"]), refs_before, "diff wrote a ref");
+    // Receipts stay current: verifying does not touch them.
+    receipts_are_current(&lab);
+}
