@@ -1,0 +1,221 @@
+//! Control: suspend, resume, reconcile now, drift mode report, the change gate, and the
+//! example agent configuration.
+
+use crate::support::*;
+use proxops_e2e::{example, git, proxops_bin};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn suspended_resources_and_clusters_are_left_alone_until_resumed_even_across_restarts() {
+    let repo = Repo::new();
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim-state.json");
+    let sim_state = state.to_string_lossy().into_owned();
+    let backend = ["--backend", "sim", "--sim-state", &sim_state];
+    // A long interval: after the first pass, only `proxops reconcile` runs cycles.
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    wait_for(Duration::from_secs(120), "the first convergence", || {
+        clean_at(&agent.lab()?, None)
+    });
+    assert_eq!(memory_of(&state, 100), "2048");
+
+    let (code, out) = control(&agent, &["suspend", "--cluster", "lab", "VM/sandbox-01"]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, "VM/sandbox-01 of cluster lab: suspended")
+    );
+    let sandbox = repo.read("vm/lab/sandbox-01.yaml");
+    repo.write(
+        "vm/lab/sandbox-01.yaml",
+        &sandbox.replace("memory: 2GiB", "memory: 3GiB"),
+    );
+    repo.commit("lab: grow sandbox-01");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("cluster lab: converged: 0 planned"),
+        "{out}"
+    );
+    assert_eq!(memory_of(&state, 100), "2048", "a suspended VM was changed");
+    let lab = agent.lab().unwrap();
+    assert_eq!(
+        lab["suspendedResources"],
+        serde_json::json!(["VM/sandbox-01"])
+    );
+    assert!(
+        lab["lastCycle"]["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["subject"] == "VM/sandbox-01"
+                && s["reason"].as_str().unwrap().starts_with("suspended")),
+        "{lab}"
+    );
+
+    let (code, _) = control(&agent, &["resume", "--cluster", "lab", "VM/sandbox-01"]);
+    assert_eq!(code, 0);
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("cluster lab: applied: 1 planned, 1 succeeded"),
+        "{out}"
+    );
+    assert_eq!(memory_of(&state, 100), "3072");
+
+    // A whole cluster, and the suspension survives a restart.
+    let (code, _) = control(&agent, &["suspend", "--cluster", "lab"]);
+    assert_eq!(code, 0);
+    agent.kill();
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    wait_for(Duration::from_secs(60), "the restarted agent", || {
+        (agent.lab()?["lastCycle"]["result"] == "suspended").then_some(())
+    });
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 1, "a suspended cluster's cycle is no success: {out}");
+    assert!(out.starts_with("cluster lab: suspended"), "{out}");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "nowhere"]);
+    assert_eq!(code, 2, "{out}");
+}
+
+#[test]
+fn drift_mode_report_plans_but_changes_nothing() {
+    let repo = Repo::new();
+    let config = repo.read("clusters/lab/config.yaml");
+    repo.write(
+        "clusters/lab/config.yaml",
+        &config.replace("      nodes:\n", "      drift: report\n      nodes:\n"),
+    );
+    repo.commit("lab: report drift only");
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim-state.json");
+    let out = Command::new(proxops_bin())
+        .args([
+            "run",
+            "--once",
+            "--cluster",
+            "lab",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--backend", "sim", "--sim-state"])
+        .arg(&state)
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("--data-dir")
+        .arg(data.path().join("agent"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(guests(&state).is_empty(), "report mode created guests");
+    // The desired plane was still published: drift is reported against it.
+    git(
+        repo.path(),
+        &["rev-parse", "--verify", "proxops/desired/lab"],
+    );
+}
+
+#[test]
+fn a_gated_cluster_is_reconciled_from_its_live_desired_head_until_the_candidate_is_merged() {
+    let repo = Repo::new();
+    let config = repo.read("clusters/lab/config.yaml");
+    repo.write(
+        "clusters/lab/config.yaml",
+        &config.replace(
+            "      nodes:\n",
+            "      planes:\n        change-gate: pullRequest\n      nodes:\n",
+        ),
+    );
+    repo.commit("lab: changes go through review");
+    let data = tempfile::tempdir().unwrap();
+    let state = data.path().join("sim-state.json");
+    let sim_state = state.to_string_lossy().into_owned();
+    let backend = ["--backend", "sim", "--sim-state", &sim_state];
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    // The first publication has no live head to propose on: it becomes the live head.
+    wait_for(Duration::from_secs(120), "the first convergence", || {
+        clean_at(&agent.lab()?, None)
+    });
+    assert_eq!(memory_of(&state, 100), "2048");
+
+    let sandbox = repo.read("vm/lab/sandbox-01.yaml");
+    repo.write(
+        "vm/lab/sandbox-01.yaml",
+        &sandbox.replace("memory: 2GiB", "memory: 3GiB"),
+    );
+    repo.commit("lab: grow sandbox-01");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab", "-o", "json"]);
+    assert_eq!(code, 0, "{out}");
+    let lab: Value = serde_json::from_str(&out).unwrap();
+    let candidate = lab["lastCycle"]["candidate"].as_str().unwrap().to_owned();
+    assert!(
+        candidate.starts_with("refs/heads/proxops/candidates/lab/"),
+        "{candidate}"
+    );
+    assert_eq!(lab["lastCycle"]["planned"], 0, "{lab}");
+    assert_eq!(
+        memory_of(&state, 100),
+        "2048",
+        "an unmerged candidate was applied"
+    );
+
+    // A forge merges the candidate: a fast-forward of the live desired branch.
+    git(
+        repo.path(),
+        &["update-ref", "refs/heads/proxops/desired/lab", &candidate],
+    );
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("cluster lab: applied: 1 planned"), "{out}");
+    assert_eq!(memory_of(&state, 100), "3072");
+}
+
+#[test]
+fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() {
+    let dir = example("agent");
+    let source = proxops_model::FsSource::new(&dir).unwrap();
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "proxops-agent.yaml");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let config = config.unwrap();
+    assert!(config.git.and_then(|g| g.url).is_some());
+    assert!(config.data_dir.is_some());
+
+    let unit = std::fs::read_to_string(dir.join("proxops-agent.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    let words: Vec<&str> = exec.split_whitespace().collect();
+    assert!(
+        words[0].ends_with("/proxops") && words[1] == "run",
+        "{exec}"
+    );
+    let help = Command::new(proxops_bin())
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in words.iter().filter(|w| w.starts_with("--")) {
+        assert!(help.contains(flag), "`proxops run` has no {flag}");
+    }
+    // A broken agent configuration is refused with its diagnostics, not ignored.
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(
+        bad.path().join("agent.yaml"),
+        "listen: [not, an, address]\nlisen: x\n",
+    )
+    .unwrap();
+    let out = Command::new(proxops_bin())
+        .args(["run", "--once", "--config"])
+        .arg(bad.path().join("agent.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("lisen"), "{stderr}");
+}

@@ -1,0 +1,12 @@
+//! `proxops run` end to end: the agent against a simulator and a git repository in a
+//! temporary directory, observed through its HTTP endpoint, the simulator's state and the git
+//! planes.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod control;
+mod convergence;
+mod leases;

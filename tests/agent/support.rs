@@ -1,0 +1,253 @@
+//! What the agent tests share: a git copy of the example, a simulator server, a running agent
+//! and ways to read their state.
+
+use proxops_e2e::{ChildGuard, copy_tree, example, free_port, git, http_get, proxops_bin};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The homelab example committed in a temporary git repository.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    pub fn new() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&example("homelab"), dir.path()).unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        Repo::commit_in(dir.path(), "homelab");
+        Repo { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn commit_in(dir: &Path, message: &str) -> String {
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", message]);
+        git(dir, &["rev-parse", "HEAD"]).trim().to_owned()
+    }
+
+    pub fn commit(&self, message: &str) -> String {
+        Repo::commit_in(self.path(), message)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.path().join(rel), text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap()
+    }
+
+    /// Points cluster lab at a simulator server.
+    pub fn point_lab_at(&self, sim: &SimServer) {
+        self.write(
+            "clusters/lab/config.yaml",
+            &format!(
+                "pve:\n  clusters:\n    lab:\n      base-url: {}\n      fingerprint: {}\n      nodes: [pve1]\n",
+                sim.url, sim.fingerprint
+            ),
+        );
+        self.commit("lab: the simulator");
+    }
+}
+
+pub const TOKEN: &str = "root@pam!agent=agent-test-secret";
+
+/// `proxops sim` serving cluster lab, its state in a file.
+pub struct SimServer {
+    pub _child: ChildGuard,
+    pub url: String,
+    pub fingerprint: String,
+    pub state: PathBuf,
+    pub _dir: tempfile::TempDir,
+}
+
+impl SimServer {
+    pub fn start(repo: &Repo, task_time: &str) -> SimServer {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        let mut child = Command::new(proxops_bin())
+            .args(["sim", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .args(["--offline-downloads", "--task-time", task_time])
+            .args(["--cluster", "lab", "--seed-repo"])
+            .arg(repo.path())
+            .arg("--state")
+            .arg(&state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
+        // Keep the pipe open while the server runs: it must be able to print.
+        std::mem::forget(stdout);
+        let url = lines[0]
+            .strip_prefix("url: ")
+            .and_then(|u| u.strip_suffix("/api2/json"))
+            .unwrap()
+            .to_owned();
+        let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+        SimServer {
+            _child: ChildGuard(child),
+            url,
+            fingerprint,
+            state,
+            _dir: dir,
+        }
+    }
+}
+
+/// The vmids of the guests in a simulator state file.
+pub fn guests(state: &Path) -> BTreeSet<u64> {
+    let Ok(text) = std::fs::read_to_string(state) else {
+        return BTreeSet::new();
+    };
+    let Ok(json) = serde_json::from_str::<Value>(&text) else {
+        return BTreeSet::new();
+    };
+    json["guests"]
+        .as_object()
+        .map(|g| g.values().filter_map(|v| v["vmid"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
+/// A running agent.
+pub struct Agent {
+    pub child: ChildGuard,
+    pub port: u16,
+}
+
+impl Agent {
+    pub fn start(
+        repo: &Repo,
+        data: &Path,
+        holder: &str,
+        interval: &str,
+        backend: &[&str],
+    ) -> Agent {
+        let repo_arg = repo.path().to_string_lossy().into_owned();
+        let mut args = vec!["--repo", repo_arg.as_str()];
+        args.extend_from_slice(backend);
+        Agent::start_at(data, holder, interval, &args)
+    }
+
+    /// An agent with `args` naming its repository (`--repo` or `--url`) and backend.
+    pub fn start_at(data: &Path, holder: &str, interval: &str, args: &[&str]) -> Agent {
+        let port = free_port().unwrap();
+        let child = Command::new(proxops_bin())
+            .args(["run", "--cluster", "lab", "--interval", interval])
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--holder", holder])
+            .arg("--data-dir")
+            .arg(data)
+            .args(args)
+            .env("PROXOPS_PVE_TOKEN_LAB", TOKEN)
+            .env_remove("PROXOPS_PVE_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Agent {
+            child: ChildGuard(child),
+            port,
+        }
+    }
+
+    pub fn status(&self) -> Option<Value> {
+        let (code, body) = http_get(self.port, "/status")?;
+        (code == 200).then(|| serde_json::from_str(&body).ok())?
+    }
+
+    pub fn metrics(&self) -> String {
+        http_get(self.port, "/metrics")
+            .map(|(_, b)| b)
+            .unwrap_or_default()
+    }
+
+    /// Cluster lab in `/status`.
+    pub fn lab(&self) -> Option<Value> {
+        let status = self.status()?;
+        status["clusters"]
+            .as_array()?
+            .iter()
+            .find(|c| c["name"] == "lab")
+            .cloned()
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+    }
+}
+
+/// Polls `probe` every 50 ms until it answers, for at most `limit`.
+pub fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `(kind/name, state)` of lab's resources when its last cycle reconciled `revision` and
+/// succeeded, and every resource is CLEAN.
+pub fn clean_at(lab: &Value, revision: Option<&str>) -> Option<BTreeSet<String>> {
+    let cycle = &lab["lastCycle"];
+    let ok = matches!(cycle["result"].as_str(), Some("converged" | "applied"));
+    let at = revision.is_none_or(|r| cycle["sourceRevision"] == r);
+    let rows = lab["resources"].as_array()?;
+    let all_clean = !rows.is_empty() && rows.iter().all(|r| r["state"] == "CLEAN");
+    (ok && at && all_clean).then(|| {
+        rows.iter()
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    r["kind"].as_str().unwrap(),
+                    r["name"].as_str().unwrap()
+                )
+            })
+            .collect()
+    })
+}
+
+pub fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+pub const LAB: &[&str] = &[
+    "CTTemplate/debian-13-standard",
+    "DiskImage/debian-13-genericcloud",
+    "ISO/debian-13-netinst",
+    "LXC/ci-runner-01",
+    "VM/sandbox-01",
+];
+
+/// `proxops ARGS` against a running agent; exit code and standard output.
+pub fn control(agent: &Agent, args: &[&str]) -> (i32, String) {
+    let out = Command::new(proxops_bin())
+        .args(args)
+        .args(["--agent", &format!("http://127.0.0.1:{}", agent.port)])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+pub fn memory_of(state: &Path, vmid: u32) -> String {
+    let sim: Value = serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
+    sim["guests"][vmid.to_string()]["config"]["memory"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
