@@ -756,3 +756,38 @@ fn verify_with_diff_reports_drift_per_resource_and_writes_no_ref() {
     // Receipts stay current: verifying does not touch them.
     receipts_are_current(&lab);
 }
+
+#[test]
+fn apply_with_a_remote_publishes_the_planes_there_and_gives_the_remote_lease_back() {
+    let lab = Lab::new();
+    let remote = tempfile::tempdir().unwrap();
+    git(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+    lab.git(&["remote", "add", "origin", remote.path().to_str().unwrap()]);
+    lab.git(&["push", "-q", "origin", "main"]);
+    let state = lab.state.path().join("lab.json");
+    let out = lab.proxops(&[
+        "apply",
+        "--planes",
+        "--remote",
+        "origin",
+        "--yes",
+        "--cluster",
+        "lab",
+        "--backend",
+        "sim",
+        "--sim-state",
+        state.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let on_remote = git(remote.path(), &["show-ref"]);
+    for branch in [DESIRED, OBSERVED] {
+        let local = lab.git(&["rev-parse", branch]);
+        assert!(
+            on_remote.contains(&format!("{} refs/heads/{branch}", local.trim())),
+            "{branch} not on the remote: {on_remote}"
+        );
+    }
+    assert!(!on_remote.contains("refs/proxops/leases/"), "{on_remote}");
+    let fsck = git(remote.path(), &["fsck", "--no-progress"]);
+    assert!(!fsck.contains("error"), "{fsck}");
+}

@@ -272,6 +272,26 @@ pub fn open_store(dir: &Path) -> Result<proxops_store::Store, CliError> {
     })
 }
 
+/// `--remote`: where the planes are published besides this repository.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RemoteArgs {
+    /// Publish the planes (and take leases) on this git remote, e.g. `origin`, with
+    /// `git push --atomic --force-with-lease`; its branches are then the ones that count.
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
+}
+
+impl RemoteArgs {
+    /// The planes of the repository at or above `dir`, with the remote when one is given.
+    pub fn store(&self, dir: &Path) -> Result<proxops_store::Store, CliError> {
+        let store = open_store(dir)?;
+        Ok(match &self.remote {
+            Some(name) => store.with_remote(name),
+            None => store,
+        })
+    }
+}
+
 /// A planes error as a command error.
 pub fn store_error(e: proxops_store::StoreError) -> CliError {
     CliError::Io(e.to_string())

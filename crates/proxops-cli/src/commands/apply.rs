@@ -4,7 +4,7 @@ use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
 use crate::session::{
-    BackendArgs, SourceArgs, TuningArgs, load_from, open_store, runtime, store_error,
+    BackendArgs, RemoteArgs, SourceArgs, TuningArgs, load_from, runtime, store_error,
 };
 use proxops_engine::execute::{ExecOptions, Progress, execute};
 use proxops_engine::lease::hold;
@@ -55,6 +55,8 @@ pub struct Args {
     /// receipts after (the repository must be a git repository; its commit is read).
     #[arg(long)]
     pub planes: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// How long apply's lease lasts between renewals (renewed every third of it while it runs).
@@ -63,7 +65,7 @@ const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(120);
 /// Runs `proxops apply`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let store = args.planes.then(|| open_store(&dir)).transpose()?;
+    let store = args.planes.then(|| args.remote.store(&dir)).transpose()?;
     let (mut loaded, source_revision) = args.source.load(&dir, &args.clusters, args.planes)?;
     args.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();

@@ -2,7 +2,7 @@
 
 use super::repo_dir;
 use crate::error::CliError;
-use crate::session::{open_store, store_error};
+use crate::session::{RemoteArgs, store_error};
 use proxops_engine::planes::{ResourceItem, ResourceList, Selector, resource_items};
 use proxops_model::RepoSource;
 use proxops_store::{PlaneRefs, Store};
@@ -30,6 +30,8 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Output formats of `get`.
@@ -49,7 +51,7 @@ pub enum Output {
 /// Runs `proxops get`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let store = open_store(&dir)?;
+    let store = args.remote.store(&dir)?;
     let selector = Selector::parse(args.selector.as_deref());
     let mut items = Vec::new();
     for refs in cluster_refs(&store, &args.clusters)? {

@@ -2,7 +2,7 @@
 
 use super::repo_dir;
 use crate::error::CliError;
-use crate::session::{open_store, store_error};
+use crate::session::{RemoteArgs, store_error};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -27,12 +27,14 @@ pub struct Args {
     /// With --break: only if the lease still has this token (as shown without --break).
     #[arg(long, value_name = "TOKEN", requires = "break_it")]
     pub token: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Runs `proxops lease`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let store = open_store(&dir)?;
+    let store = args.remote.store(&dir)?;
     if args.break_it {
         return match store
             .break_lease(&args.cluster, args.token.as_deref())

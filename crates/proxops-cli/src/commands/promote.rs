@@ -2,7 +2,7 @@
 
 use super::repo_dir;
 use crate::error::CliError;
-use crate::session::{load_from, open_store, store_error};
+use crate::session::{RemoteArgs, load_from, store_error};
 use proxops_store::documents::hex;
 use proxops_store::promotion::PromotionRequest;
 use std::path::PathBuf;
@@ -32,12 +32,14 @@ pub struct Args {
     /// The repository (default: the git work tree of the current directory).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Runs `proxops promote`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let store = open_store(&dir)?;
+    let store = args.remote.store(&dir)?;
     let source = store.source(None).map_err(store_error)?;
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;
     let outcome = store

@@ -2,7 +2,7 @@
 
 use super::repo_dir;
 use crate::error::CliError;
-use crate::session::open_store;
+use crate::session::RemoteArgs;
 use proxops_store::documents::hex;
 use proxops_store::rollback::RollbackRequest;
 use std::path::PathBuf;
@@ -33,12 +33,14 @@ pub struct Args {
     /// The repository (default: the git work tree of the current directory).
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Runs `proxops rollback`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let store = open_store(&dir)?;
+    let store = args.remote.store(&dir)?;
     let refs = super::get::cluster_refs(&store, std::slice::from_ref(&args.cluster))?
         .into_iter()
         .next()

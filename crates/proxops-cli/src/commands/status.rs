@@ -3,7 +3,7 @@
 use super::get::{cluster_refs, table};
 use super::repo_dir;
 use crate::error::CliError;
-use crate::session::{open_store, store_error};
+use crate::session::{RemoteArgs, store_error};
 use proxops_engine::planes::{ClusterStatus, Head, StatusList, cluster_status};
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,6 +22,8 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Output formats of `status`.
@@ -36,7 +38,7 @@ pub enum Output {
 /// Runs `proxops status`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let store = open_store(&dir)?;
+    let store = args.remote.store(&dir)?;
     let mut clusters = Vec::new();
     for refs in cluster_refs(&store, &args.clusters)? {
         clusters.push(cluster_status(&store, &refs).map_err(store_error)?);
