@@ -8,6 +8,46 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// Waits until one of two agents converged lab and both ran three more passes, then checks
+/// that lab was reconciled once between them: had both worked on it at once, each would have
+/// created and downloaded everything. Returns a sum over both agents' metrics lines.
+fn reconciled_once_between<'a>(
+    a: &'a Agent,
+    b: &'a Agent,
+    sim: &SimServer,
+) -> impl Fn(&str) -> u64 + 'a {
+    wait_for(Duration::from_secs(120), "convergence", || {
+        let done = |agent: &Agent| agent.lab().and_then(|l| clean_at(&l, None));
+        (done(a).is_some() || done(b).is_some()).then_some(())
+    });
+    let passes = |agent: &Agent| agent.status().and_then(|s| s["passes"].as_u64());
+    let (pa, pb) = (passes(a).unwrap_or(0), passes(b).unwrap_or(0));
+    wait_for(Duration::from_secs(60), "more passes", || {
+        (passes(a)? >= pa + 3 && passes(b)? >= pb + 3).then_some(())
+    });
+    let metrics = [a.metrics(), b.metrics()];
+    assert!(
+        !metrics.iter().any(|m| m.contains("result=\"failed\"")),
+        "{metrics:?}"
+    );
+    let sum = move |pattern: &str| -> u64 {
+        metrics
+            .iter()
+            .flat_map(|m| m.lines())
+            .filter(|l| l.starts_with(pattern))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
+            .sum()
+    };
+    for (kind, action) in [("VM", "create"), ("LXC", "create"), ("ISO", "download")] {
+        let line = format!(
+            "proxops_actions_total{{cluster=\"lab\",kind=\"{kind}\",action=\"{action}\",result=\"succeeded\"}}"
+        );
+        assert_eq!(sum(&line), 1, "{line}");
+    }
+    assert_eq!(guests(&sim.state), BTreeSet::from([100, 200]));
+    sum
+}
+
 #[test]
 fn two_agents_on_one_repository_never_reconcile_the_same_cluster_at_once() {
     let repo = Repo::new();
@@ -28,52 +68,9 @@ fn two_agents_on_one_repository_never_reconcile_the_same_cluster_at_once() {
         "500ms",
         &["--backend", "pve"],
     );
-    wait_for(Duration::from_secs(120), "convergence", || {
-        let done = |agent: &Agent| agent.lab().and_then(|l| clean_at(&l, None));
-        (done(&a).is_some() || done(&b).is_some()).then_some(())
-    });
-    // Let both run a few more passes against the converged cluster.
-    let passes = |agent: &Agent| agent.status().and_then(|s| s["passes"].as_u64());
-    let (pa, pb) = (passes(&a).unwrap_or(0), passes(&b).unwrap_or(0));
-    wait_for(Duration::from_secs(60), "more passes", || {
-        (passes(&a)? >= pa + 3 && passes(&b)? >= pb + 3).then_some(())
-    });
-    let sum = |pattern: &str| -> u64 {
-        [a.metrics(), b.metrics()]
-            .iter()
-            .flat_map(|m| m.lines().map(str::to_owned).collect::<Vec<_>>())
-            .filter(|l| l.starts_with(pattern))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
-            .sum()
-    };
-    // Had both reconciled at once, each would have created and downloaded everything.
-    assert_eq!(
-        sum(
-            "proxops_actions_total{cluster=\"lab\",kind=\"VM\",action=\"create\",result=\"succeeded\"}"
-        ),
-        1
-    );
-    assert_eq!(
-        sum(
-            "proxops_actions_total{cluster=\"lab\",kind=\"LXC\",action=\"create\",result=\"succeeded\"}"
-        ),
-        1
-    );
-    assert_eq!(
-        sum(
-            "proxops_actions_total{cluster=\"lab\",kind=\"ISO\",action=\"download\",result=\"succeeded\"}"
-        ),
-        1
-    );
-    let failed: Vec<String> = [a.metrics(), b.metrics()]
-        .iter()
-        .flat_map(|m| m.lines().map(str::to_owned).collect::<Vec<_>>())
-        .filter(|l| l.contains("result=\"failed\""))
-        .collect();
-    assert!(failed.is_empty(), "{failed:?}");
+    let sum = reconciled_once_between(&a, &b, &sim);
     // The loser of the first race waited for the lease instead of reconciling.
     assert!(sum("proxops_cycles_total{cluster=\"lab\",result=\"leased\"}") >= 1);
-    assert_eq!(guests(&sim.state), BTreeSet::from([100, 200]));
 }
 
 #[test]
@@ -160,41 +157,7 @@ fn two_agents_with_their_own_clones_of_a_remote_share_its_leases_and_planes() {
     let from_remote = ["--backend", "pve", "--url", url.as_str()];
     let a = Agent::start_at(data_a.path(), "agent-a", "500ms", &from_remote);
     let b = Agent::start_at(data_b.path(), "agent-b", "500ms", &from_remote);
-    wait_for(Duration::from_secs(120), "convergence", || {
-        let done = |agent: &Agent| agent.lab().and_then(|l| clean_at(&l, None));
-        (done(&a).is_some() || done(&b).is_some()).then_some(())
-    });
-    let passes = |agent: &Agent| agent.status().and_then(|s| s["passes"].as_u64());
-    let (pa, pb) = (passes(&a).unwrap_or(0), passes(&b).unwrap_or(0));
-    wait_for(Duration::from_secs(60), "more passes", || {
-        (passes(&a)? >= pa + 3 && passes(&b)? >= pb + 3).then_some(())
-    });
-    let metrics = [a.metrics(), b.metrics()];
-    let sum = |pattern: &str| -> u64 {
-        metrics
-            .iter()
-            .flat_map(|m| m.lines())
-            .filter(|l| l.starts_with(pattern))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()))
-            .sum()
-    };
-    assert_eq!(
-        sum(
-            "proxops_actions_total{cluster=\"lab\",kind=\"VM\",action=\"create\",result=\"succeeded\"}"
-        ),
-        1
-    );
-    assert_eq!(
-        sum(
-            "proxops_actions_total{cluster=\"lab\",kind=\"LXC\",action=\"create\",result=\"succeeded\"}"
-        ),
-        1
-    );
-    assert!(
-        !metrics.iter().any(|m| m.contains("result=\"failed\"")),
-        "{metrics:?}"
-    );
-    assert_eq!(guests(&sim.state), BTreeSet::from([100, 200]));
+    let _ = reconciled_once_between(&a, &b, &sim);
     // The planes were published to the remote, where both agents read them.
     let receipts = git(
         remote.path(),

@@ -203,14 +203,7 @@ pub fn compare_and_swap(
     new: ObjectId,
     log_message: &str,
 ) -> Result<()> {
-    let name = full_name
-        .try_into()
-        .map_err(
-            |e: gix::validate::reference::name::Error| StoreError::RefName {
-                name: full_name.to_owned(),
-                reason: e.to_string(),
-            },
-        )?;
+    let name = ref_name(full_name)?;
     let expected_value = match expected {
         Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
         None => PreviousValue::MustNotExist,
@@ -293,32 +286,54 @@ pub fn history(repo: &gix::Repository, head: ObjectId) -> Result<Vec<ObjectId>> 
     Ok(out)
 }
 
-/// Deletes `full_name` whatever it points at (a local mirror of a remote ref); a missing ref is
-/// no error.
-pub fn delete_ref_any(repo: &gix::Repository, full_name: &str) -> Result<()> {
-    if read_ref(repo, full_name)?.is_none() {
+/// `full_name` as a ref name git accepts.
+pub fn ref_name(full_name: &str) -> Result<gix::refs::FullName> {
+    full_name.try_into().map_err(
+        |e: gix::validate::reference::name::Error| StoreError::RefName {
+            name: full_name.to_owned(),
+            reason: e.to_string(),
+        },
+    )
+}
+
+/// Deletes `full_name` if it still points at `expected`, or whatever it points at (`None`: a
+/// local mirror of a remote ref; a missing ref is then no error). A ref that moved is
+/// [`StoreError::Conflict`].
+pub fn delete_ref(
+    repo: &gix::Repository,
+    full_name: &str,
+    expected: Option<ObjectId>,
+) -> Result<()> {
+    if expected.is_none() && read_ref(repo, full_name)?.is_none() {
         return Ok(());
     }
-    let name = full_name
-        .try_into()
-        .map_err(
-            |e: gix::validate::reference::name::Error| StoreError::RefName {
-                name: full_name.to_owned(),
-                reason: e.to_string(),
-            },
-        )?;
     let edit = RefEdit {
         change: Change::Delete {
-            expected: PreviousValue::Any,
+            expected: match expected {
+                Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
+                None => PreviousValue::Any,
+            },
             log: RefLog::AndReference,
         },
-        name,
+        name: ref_name(full_name)?,
         deref: false,
     };
-    repo.edit_references(Some(edit))
-        .map(|_| ())
-        .map_err(|e| StoreError::RefUpdate {
-            name: full_name.to_owned(),
-            source: Box::new(e),
-        })
+    match repo.edit_references(Some(edit)) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let actual = read_ref(repo, full_name)?;
+            if expected.is_none() || actual == expected {
+                Err(StoreError::RefUpdate {
+                    name: full_name.to_owned(),
+                    source: Box::new(e),
+                })
+            } else {
+                Err(StoreError::Conflict {
+                    name: full_name.to_owned(),
+                    expected,
+                    actual,
+                })
+            }
+        }
+    }
 }

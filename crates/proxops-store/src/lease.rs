@@ -17,7 +17,6 @@ use crate::error::{Result, StoreError};
 use crate::git;
 use crate::store::Store;
 use gix::ObjectId;
-use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -267,7 +266,7 @@ fn delete_lease_ref(store: &Store, refname: &str, expected: ObjectId) -> Result<
     let repo = store.repo();
     match store.remote() {
         Some(remote) => crate::remote::delete(&repo, remote, refname, expected),
-        None => delete_ref(&repo, refname, expected),
+        None => git::delete_ref(&repo, refname, Some(expected)),
     }
 }
 
@@ -285,44 +284,6 @@ fn read_record(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Resul
         path: LEASE_FILE.to_owned(),
         reason: e.to_string(),
     })
-}
-
-/// Deletes `refname` if it still points at `expected`.
-fn delete_ref(repo: &gix::Repository, refname: &str, expected: ObjectId) -> Result<()> {
-    let name = refname
-        .try_into()
-        .map_err(
-            |e: gix::validate::reference::name::Error| StoreError::RefName {
-                name: refname.to_owned(),
-                reason: e.to_string(),
-            },
-        )?;
-    let edit = RefEdit {
-        change: Change::Delete {
-            expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(expected)),
-            log: RefLog::AndReference,
-        },
-        name,
-        deref: false,
-    };
-    match repo.edit_references(Some(edit)) {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            let actual = git::read_ref(repo, refname)?;
-            if actual == Some(expected) {
-                Err(StoreError::RefUpdate {
-                    name: refname.to_owned(),
-                    source: Box::new(e),
-                })
-            } else {
-                Err(StoreError::Conflict {
-                    name: refname.to_owned(),
-                    expected: Some(expected),
-                    actual,
-                })
-            }
-        }
-    }
 }
 
 /// A token no other acquisition shares: time, host, pid and a process-wide counter, hashed.

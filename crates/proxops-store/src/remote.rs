@@ -193,20 +193,7 @@ pub fn push(
         "--force-with-lease={full_ref}:{}",
         expected.map(|e| e.to_string()).unwrap_or_default()
     );
-    let refspec = format!("{new}:{full_ref}");
-    let ran = run(
-        git_dir,
-        &[
-            "push",
-            "--atomic",
-            "--porcelain",
-            "--quiet",
-            &lease,
-            &remote.name,
-            &refspec,
-        ],
-        remote.timeout,
-    );
+    let ran = push_with_lease(git_dir, remote, &lease, &format!("{new}:{full_ref}"));
     let clear = matches!(&ran, Ok(r) if r.ok);
     if !clear {
         // Ambiguous or failed: the remote head decides.
@@ -241,6 +228,23 @@ pub fn push(
     Ok(new)
 }
 
+/// `git push --atomic --force-with-lease=... <remote> <refspec>`.
+fn push_with_lease(git_dir: &Path, remote: &Remote, lease: &str, refspec: &str) -> Result<Ran> {
+    run(
+        git_dir,
+        &[
+            "push",
+            "--atomic",
+            "--porcelain",
+            "--quiet",
+            lease,
+            &remote.name,
+            refspec,
+        ],
+        remote.timeout,
+    )
+}
+
 /// Deletes the remote's `full_ref` if it still points at `expected`, and the local mirror with
 /// it. An ambiguous outcome counts as done only when the remote no longer has the ref.
 pub fn delete(
@@ -251,20 +255,7 @@ pub fn delete(
 ) -> Result<()> {
     let git_dir = repo.git_dir();
     let lease = format!("--force-with-lease={full_ref}:{expected}");
-    let refspec = format!(":{full_ref}");
-    let ran = run(
-        git_dir,
-        &[
-            "push",
-            "--atomic",
-            "--porcelain",
-            "--quiet",
-            &lease,
-            &remote.name,
-            &refspec,
-        ],
-        remote.timeout,
-    );
+    let ran = push_with_lease(git_dir, remote, &lease, &format!(":{full_ref}"));
     if !matches!(&ran, Ok(r) if r.ok) {
         let actual = remote.head(git_dir, full_ref)?;
         if actual.is_some() {
@@ -282,5 +273,5 @@ pub fn delete(
             });
         }
     }
-    git::delete_ref_any(repo, full_ref)
+    git::delete_ref(repo, full_ref, None)
 }

@@ -1,8 +1,7 @@
 //! `proxops suspend`.
 
-use super::agent_url::{AgentArgs, agent_error};
+use super::agent_url::{AgentArgs, set_suspension};
 use crate::error::CliError;
-use crate::session::runtime;
 use std::process::ExitCode;
 
 /// Tell the running agent to leave a cluster, or one of its resources, alone until resumed.
@@ -24,17 +23,5 @@ pub struct Args {
 
 /// Runs `proxops suspend`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let client = args.agent.client()?;
-    let s = runtime()?
-        .block_on(client.suspend(&args.cluster, args.resource.as_deref()))
-        .map_err(agent_error)?;
-    let what = match &s.resource {
-        Some(r) => format!("{r} of cluster {}", s.cluster),
-        None => format!("cluster {}", s.cluster),
-    };
-    println!(
-        "{what}: suspended{}",
-        if s.changed { "" } else { " (already)" }
-    );
-    Ok(ExitCode::SUCCESS)
+    set_suspension(&args.agent, &args.cluster, args.resource.as_deref(), true)
 }
