@@ -219,3 +219,43 @@ fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("lisen"), "{stderr}");
 }
+
+#[test]
+fn healthz_and_readyz_say_why_while_the_first_pass_runs_too_long() {
+    let repo = Repo::new();
+    let sim = SimServer::start(&repo, "1500ms");
+    repo.point_lab_at(&sim);
+    let data = tempfile::tempdir().unwrap();
+    let agent = Agent::start(
+        &repo,
+        data.path(),
+        "agent-a",
+        "1h",
+        &["--backend", "pve", "--stall-timeout", "1s"],
+    );
+    let (health, ready) = wait_for(Duration::from_secs(60), "a stalled pass", || {
+        let health = proxops_e2e::http_get(agent.port, "/healthz")?;
+        let ready = proxops_e2e::http_get(agent.port, "/readyz")?;
+        (health.0 == 503).then_some((health.1, ready))
+    });
+    assert!(
+        health.starts_with("unhealthy: a pass has been running for"),
+        "{health}"
+    );
+    assert_eq!(
+        ready,
+        (503, "not ready: no pass has completed yet\n".to_owned())
+    );
+    // Once the pass ends the agent is ready and healthy again.
+    wait_for(Duration::from_secs(120), "the pass to end", || {
+        clean_at(&agent.lab()?, None)
+    });
+    assert_eq!(
+        proxops_e2e::http_get(agent.port, "/healthz"),
+        Some((200, "ok\n".to_owned()))
+    );
+    assert_eq!(
+        proxops_e2e::http_get(agent.port, "/readyz"),
+        Some((200, "ready\n".to_owned()))
+    );
+}

@@ -3,7 +3,7 @@
 //! | route | answers |
 //! | --- | --- |
 //! | `GET /healthz` | 200 `ok` while passes complete in time; 503 with the reason when not |
-//! | `GET /readyz` | 200 once the repository was loaded; 503 before and while stopping |
+//! | `GET /readyz` | 200 once a first pass loaded the repository and ran; 503 before and while stopping |
 //! | `GET /metrics` | Prometheus text format |
 //! | `GET /status` | [`AgentStatus`](super::AgentStatus) as JSON |
 //! | `POST /v1/clusters/{cluster}/reconcile` | runs the cluster's cycle now; its [`ClusterState`](super::ClusterState) |
@@ -114,7 +114,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     } else {
         text(
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the repository has not been loaded yet\n".to_owned(),
+            "not ready: no pass has completed yet\n".to_owned(),
         )
     }
 }
