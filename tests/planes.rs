@@ -791,3 +791,38 @@ fn apply_with_a_remote_publishes_the_planes_there_and_gives_the_remote_lease_bac
     let fsck = git(remote.path(), &["fsck", "--no-progress"]);
     assert!(!fsck.contains("error"), "{fsck}");
 }
+
+#[test]
+fn receipts_carry_what_pve_says_file_sizes_and_mac_addresses() {
+    let lab = Lab::new();
+    lab.apply();
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(lab.state.path().join("lab.json")).unwrap())
+            .unwrap();
+    let doc = |path: &str| -> Value {
+        let text = lab.git(&["show", &format!("{OBSERVED}:{path}")]);
+        plane_yaml(&text)
+    };
+    // The VM's MAC address as PVE assigned it.
+    let net0 = state["guests"]["100"]["config"]["net0"].as_str().unwrap();
+    let mac = net0.split(',').next().unwrap().split('=').nth(1).unwrap();
+    let macs = doc("artifacts/VM/sandbox-01/mac-addresses.yaml");
+    assert_eq!(macs["kind"], "MacAddresses");
+    assert_eq!(macs["spec"]["net0"], mac.to_uppercase());
+    // The ISO's size as PVE lists it.
+    let iso = state["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["content"] == "iso")
+        .unwrap();
+    let file = doc("artifacts/ISO/debian-13-netinst/file.yaml");
+    assert_eq!(file["kind"], "DownloadedFile");
+    assert_eq!(file["spec"]["nodes"]["pve1"]["size"], iso["size"]);
+    assert_eq!(file["spec"]["nodes"]["pve1"]["volid"], iso["volid"]);
+}
+
+/// A plane document (canonical YAML) read by the store's own parser.
+fn plane_yaml(text: &str) -> Value {
+    proxops_store::canonical::parse_yaml(text).unwrap()
+}

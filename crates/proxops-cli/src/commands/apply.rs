@@ -221,7 +221,16 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 Some(report)
             };
             if let Some((planes, desired)) = &published {
-                match planes.publish_receipts(&desired.state, &plan, report.as_ref(), started) {
+                match planes
+                    .record_cycle(
+                        &conn.client,
+                        &desired.state,
+                        &plan,
+                        report.as_ref(),
+                        started,
+                    )
+                    .await
+                {
                     Ok(r) => {
                         let refname = planes.refs.observed_branch();
                         match &r.publication {

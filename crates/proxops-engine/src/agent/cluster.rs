@@ -290,23 +290,19 @@ async fn leased_cycle(
                 Some(execute(&conn.client, &plan, &exec).await)
             };
             let result = classify(&plan, report.as_ref(), drift, out);
-            let recorded = {
-                let planes = planes.clone();
-                let (plan, report) = (plan.clone(), report.clone());
-                let desired = desired.state.clone();
-                tokio::task::spawn_blocking(move || {
-                    planes.publish_receipts(&desired, &plan, report.as_ref(), started_at)
-                })
-                .await
-            };
+            let recorded = planes
+                .record_cycle(
+                    &conn.client,
+                    &desired.state,
+                    &plan,
+                    report.as_ref(),
+                    started_at,
+                )
+                .await;
             out.plan = Some(plan);
             out.report = report;
             match recorded {
-                Ok(Ok(_)) => result,
-                Ok(Err(e)) => {
-                    out.record.errors.push(format!("publishing receipts: {e}"));
-                    CycleResult::Failed
-                }
+                Ok(_) => result,
                 Err(e) => {
                     out.record.errors.push(format!("publishing receipts: {e}"));
                     CycleResult::Failed

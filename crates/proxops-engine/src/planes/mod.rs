@@ -30,7 +30,9 @@
 use crate::execute::{CycleReport, Outcome as ActionOutcome};
 use crate::plan::{ClusterPlan, Verb};
 
+mod facts;
 mod list;
+pub use facts::enrich;
 pub use list::*;
 
 use proxops_model::{Repository, ResourceKey};
@@ -158,15 +160,31 @@ impl Planes {
         report: Option<&CycleReport>,
         started: SystemTime,
     ) -> Result<PublishedReceipts, StoreError> {
+        let built = self.prepare_receipts(desired, plan, report, started)?;
+        self.publish_batch(built)
+    }
+
+    /// The receipts and teardowns a cycle earns, against the observed plane as it is now.
+    pub fn prepare_receipts(
+        &self,
+        desired: &DesiredState,
+        plan: &ClusterPlan,
+        report: Option<&CycleReport>,
+        started: SystemTime,
+    ) -> Result<BuiltBatch, StoreError> {
         let observed = self.store.read_observed(&self.refs, None)?;
-        let built = observation_batch(
+        Ok(observation_batch(
             desired,
             observed.as_ref(),
             plan,
             report,
             started,
             SystemTime::now(),
-        );
+        ))
+    }
+
+    /// Publishes a prepared batch (nothing when it is empty).
+    pub fn publish_batch(&self, built: BuiltBatch) -> Result<PublishedReceipts, StoreError> {
         let receipts = built.batch.observations.len();
         let teardowns = built.batch.teardowns.len();
         let publication = if receipts + teardowns == 0 {
@@ -183,6 +201,32 @@ impl Planes {
             teardowns,
             withheld: built.withheld,
         })
+    }
+
+    /// Records a cycle: prepares its receipts, adds what PVE says about the resources
+    /// ([`enrich`]: file sizes, MAC addresses), and publishes them; the git work runs off the
+    /// async threads.
+    pub async fn record_cycle(
+        &self,
+        client: &proxops_pve::PveClient,
+        desired: &DesiredState,
+        plan: &ClusterPlan,
+        report: Option<&CycleReport>,
+        started: SystemTime,
+    ) -> Result<PublishedReceipts, StoreError> {
+        let joined = |e: tokio::task::JoinError| StoreError::Invalid(format!("task failed: {e}"));
+        let (planes, desired2, plan2, report2) =
+            (self.clone(), desired.clone(), plan.clone(), report.cloned());
+        let mut built = tokio::task::spawn_blocking(move || {
+            planes.prepare_receipts(&desired2, &plan2, report2.as_ref(), started)
+        })
+        .await
+        .map_err(joined)??;
+        enrich(client, &mut built.batch).await;
+        let planes = self.clone();
+        tokio::task::spawn_blocking(move || planes.publish_batch(built))
+            .await
+            .map_err(joined)?
     }
 }
 
@@ -352,11 +396,12 @@ pub fn downloaded_file(kind: &str, spec: &Value) -> Option<(String, String, Valu
         .into_iter()
         .map(|n| (n.to_owned(), serde_json::json!({ "volid": volid })))
         .collect();
-    Some((
-        "file".to_owned(),
-        "DownloadedFile".to_owned(),
-        serde_json::json!({ "volid": volid, "nodes": per_node }),
-    ))
+    let mut payload = serde_json::json!({ "volid": volid, "nodes": per_node });
+    // The checksum PVE verified the download against, when the manifest gave one.
+    if let Some(sum) = spec.get("checksum").filter(|c| c.is_object()) {
+        payload["checksum"] = sum.clone();
+    }
+    Some(("file".to_owned(), "DownloadedFile".to_owned(), payload))
 }
 
 fn is_current(receipt: &Stored<Receipt>, blob: ObjectId, uid: &str) -> bool {

@@ -1,0 +1,146 @@
+//! What PVE says about the resources a cycle records receipts for, kept as their artifacts: a
+//! downloaded file's volume id, size and format on each node (and the checksum PVE verified),
+//! and a guest's MAC addresses. Read after executing, with one content listing per (node,
+//! storage) and one config read per guest; what cannot be read is left out and the receipt is
+//! written all the same.
+
+use proxops_pve::{GuestRef, GuestType, PveClient, StorageVolume};
+use proxops_store::ObservationBatch;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Adds the facts PVE gives to the observations of `batch`, replacing artifacts of the same name.
+pub async fn enrich(client: &PveClient, batch: &mut ObservationBatch) {
+    let mut listings: BTreeMap<(String, String), Option<Vec<StorageVolume>>> = BTreeMap::new();
+    for obs in &mut batch.observations {
+        let kind = obs.subject.kind.as_str();
+        let identity = Value::Object(obs.pve_identity.clone().into_iter().collect());
+        let fact = match kind {
+            "ISO" | "CTTemplate" | "DiskImage" => {
+                let file = obs.artifacts.iter().find(|(n, _, _)| n == "file").cloned();
+                match file {
+                    Some(file) => file_fact(client, file, &identity, &mut listings).await,
+                    None => None,
+                }
+            }
+            "VM" | "TemplateVM" => guest_fact(client, GuestType::Qemu, &identity).await,
+            "LXC" | "TemplateCT" => guest_fact(client, GuestType::Lxc, &identity).await,
+            _ => None,
+        };
+        if let Some((name, kind, payload)) = fact {
+            obs.artifacts.retain(|(n, _, _)| *n != name);
+            obs.artifacts.push((name, kind, payload));
+        }
+    }
+}
+
+/// The `file` artifact ([`super::downloaded_file`]) with, per node, the volume's size and format as PVE
+/// lists them.
+async fn file_fact(
+    client: &PveClient,
+    (name, artifact_kind, mut payload): (String, String, Value),
+    identity: &Value,
+    listings: &mut BTreeMap<(String, String), Option<Vec<StorageVolume>>>,
+) -> Option<(String, String, Value)> {
+    let volid = payload.get("volid")?.as_str()?.to_owned();
+    let storage = identity.get("storage")?.as_str()?.to_owned();
+    let nodes: Vec<String> = payload.get("nodes")?.as_object()?.keys().cloned().collect();
+    let mut per_node = Map::new();
+    for node in nodes {
+        let key = (node.clone(), storage.clone());
+        if !listings.contains_key(&key) {
+            let listed = client.storage_content(&node, &storage, None).await.ok();
+            listings.insert(key.clone(), listed);
+        }
+        let mut entry = json!({ "volid": volid });
+        if let Some(vol) = listings
+            .get(&key)
+            .and_then(Option::as_ref)
+            .and_then(|l| l.iter().find(|v| v.volid == volid))
+        {
+            if let Some(size) = vol.size {
+                entry["size"] = json!(size);
+            }
+            if let Some(format) = &vol.format {
+                entry["format"] = json!(format);
+            }
+        }
+        per_node.insert(node, entry);
+    }
+    payload["nodes"] = Value::Object(per_node);
+    Some((name, artifact_kind, payload))
+}
+
+/// The `mac-addresses` artifact: each network device's MAC, from the guest's config.
+async fn guest_fact(
+    client: &PveClient,
+    kind: GuestType,
+    identity: &Value,
+) -> Option<(String, String, Value)> {
+    let guest = GuestRef {
+        node: identity.get("node")?.as_str()?.to_owned(),
+        kind,
+        vmid: u32::try_from(identity.get("vmid")?.as_u64()?).ok()?,
+    };
+    let config = client.guest_config(&guest).await.ok()?;
+    let macs = mac_addresses(&config.values);
+    (!macs.is_empty()).then(|| {
+        (
+            "mac-addresses".to_owned(),
+            "MacAddresses".to_owned(),
+            Value::Object(macs),
+        )
+    })
+}
+
+/// `netN` -> MAC: QEMU writes `virtio=BC:24:11:..,bridge=..`, LXC `name=eth0,hwaddr=BC:..`.
+fn mac_addresses(config: &BTreeMap<String, String>) -> Map<String, Value> {
+    config
+        .iter()
+        .filter(|(k, _)| {
+            k.strip_prefix("net")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|(k, v)| {
+            v.split(',')
+                .filter_map(|part| part.split_once('='))
+                .map(|(_, value)| value)
+                .find(|value| is_mac(value))
+                .map(|mac| (k.clone(), json!(mac.to_ascii_uppercase())))
+        })
+        .collect()
+}
+
+fn is_mac(text: &str) -> bool {
+    let parts: Vec<&str> = text.split(':').collect();
+    parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_come_from_qemu_and_lxc_network_devices_only() {
+        let config: BTreeMap<String, String> = [
+            ("net0", "virtio=bc:24:11:32:34:0a,bridge=vmbr0,tag=50"),
+            (
+                "net1",
+                "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp",
+            ),
+            ("net2", "virtio,bridge=vmbr1"),
+            ("netmask", "virtio=BC:24:11:00:00:02"),
+            ("ipconfig0", "ip=10.0.0.2/24,gw=10.0.0.1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(
+            Value::Object(mac_addresses(&config)),
+            json!({"net0": "BC:24:11:32:34:0A", "net1": "BC:24:11:00:00:01"})
+        );
+    }
+}
