@@ -3,7 +3,10 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use assert_cmd::Command;
+use common::{copy_tree, tool, write};
 use std::path::{Path, PathBuf};
 
 /// A path under `<workspace>/../shared`, or `None` (with a message) when absent; under
@@ -28,12 +31,6 @@ fn proxops() -> Command {
     let mut cmd = Command::cargo_bin("proxops").expect("binary");
     cmd.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
     cmd
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
 }
 
 /// A small repository with one cluster and one broken manifest.
@@ -804,35 +801,6 @@ fn apply_reaches_a_separate_simulator_server_like_a_real_pve() {
         stderr.contains("fingerprint") || stderr.contains("certificate"),
         "{stderr}"
     );
-}
-
-/// Copies a directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-/// A tool the test setup installs (`scripts/pyenv` for sops, Debian's age); `None` with a message
-/// when absent, a failure under `CI=true`.
-fn tool(path: PathBuf) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{} is missing (scripts/pyenv and .ci/run install it)",
-        path.display()
-    );
-    eprintln!("skipping: {} is absent", path.display());
-    None
 }
 
 #[test]

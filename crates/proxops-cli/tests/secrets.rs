@@ -5,7 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use assert_cmd::Command;
+use common::{copy_tree, tool, write};
 use std::path::{Path, PathBuf};
 
 const TOKEN_SECRET: &str = "tok-5e1f0c2a-sops-only";
@@ -32,39 +35,6 @@ fn proxops() -> Command {
         .env_remove("PROXOPS_LOG")
         .env_remove("SOPS_AGE_KEY");
     cmd
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-/// A tool the test setup installs; `None` with a message when absent, a failure under CI.
-fn tool(path: PathBuf) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{} is missing (scripts/pyenv and .ci/run install it)",
-        path.display()
-    );
-    eprintln!("skipping: {} is absent", path.display());
-    None
 }
 
 fn git(repo: &Path, args: &[&str]) -> Vec<u8> {
