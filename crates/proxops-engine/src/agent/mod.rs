@@ -349,8 +349,8 @@ impl Agent {
                 break;
             }
         }
+        // Leases of cycles a shutdown cut short were given back when those cycles were dropped.
         lock(&shared.health).stopping = true;
-        release_own_leases(&shared).await;
         server.abort();
         let _ = server.await;
         tracing::info!("agent stopped");
@@ -489,41 +489,6 @@ async fn load(options: &Arc<AgentOptions>, registry: &Arc<Registry>) -> Result<L
     .await
     .map_err(|e| AgentError::Source(format!("loading failed: {e}")))??;
     Ok((fetched, loaded.0, loaded.1))
-}
-
-/// Gives back every cluster lease this process still holds (after a shutdown that dropped a
-/// cycle in flight).
-async fn release_own_leases(shared: &Arc<Shared>) {
-    let options = Arc::clone(&shared.options);
-    let clusters: Vec<String> = lock(&shared.status)
-        .clusters
-        .iter()
-        .map(|c| c.name.clone())
-        .collect();
-    let _ = tokio::task::spawn_blocking(move || {
-        let dir = match &options.source {
-            SourceLocation::Local(dir) => dir.clone(),
-            SourceLocation::Remote { .. } => options.data_dir.join("source"),
-        };
-        let Ok(store) = proxops_store::Store::open(&dir) else {
-            return;
-        };
-        let store = match &options.source {
-            SourceLocation::Local(_) => store,
-            SourceLocation::Remote { .. } => store.with_remote("origin"),
-        };
-        let me = proxops_store::Holder::this_process(&options.holder);
-        for cluster in clusters {
-            if let Ok(Some(lease)) = store.read_lease(&cluster)
-                && lease.host == me.host
-                && lease.pid == me.pid
-            {
-                let _ = store.break_lease(&cluster, Some(&lease.token));
-                tracing::info!(cluster = %cluster, "released the lease left by a stopped cycle");
-            }
-        }
-    })
-    .await;
 }
 
 /// ±10% jitter from a small xorshift generator seeded by the clock and pid (no need for a
