@@ -6,7 +6,7 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{copy_tree, tool, write};
+use common::{Running, copy_tree, homelab, lab_sim, tool, write};
 use std::path::{Path, PathBuf};
 
 /// A path under `<workspace>/../shared`, or `None` (with a message) when absent; under
@@ -250,10 +250,6 @@ fn schema_writes_one_file_per_kind_and_a_combined_one() {
     assert_eq!(printed, combined);
 }
 
-fn homelab() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab")
-}
-
 /// A repository with cluster `lab` whose two VMs depend on each other.
 fn cyclic_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -417,16 +413,6 @@ fn graph_and_validate_report_a_cycle() {
         .map(|d| d["code"].as_str().unwrap())
         .collect();
     assert_eq!(codes, ["proxops::dependency_cycle"]);
-}
-
-/// Kills the child when dropped.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -768,7 +754,7 @@ fn diff_against_pve_needs_credentials() {
 #[test]
 fn apply_reaches_a_separate_simulator_server_like_a_real_pve() {
     let token = "root@pam!ci=separate-process";
-    let (_server, url, fingerprint) = lab_sim(token, &["--offline-downloads"]);
+    let (_server, url, fingerprint) = lab_sim(&["--token", token, "--offline-downloads"]);
     // The lab cluster of the example, pointed at the server and pinned to its certificate.
     let dir = lab_repo_at(&url, &fingerprint);
     let run = |args: &[&str]| {
@@ -817,7 +803,7 @@ fn apply_takes_credentials_from_the_clusters_sops_file() {
     };
     let secret = "sops-held-token-4b1d";
     let token = format!("root@pam!ci={secret}");
-    let (_server, url, fingerprint) = lab_sim(&token, &["--offline-downloads"]);
+    let (_server, url, fingerprint) = lab_sim(&["--token", &token, "--offline-downloads"]);
 
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
@@ -904,33 +890,6 @@ fn apply_takes_credentials_from_the_clusters_sops_file() {
     assert!(!stderr.contains(secret));
 }
 
-/// A `proxops sim` server seeded from the example's lab cluster, with `extra` arguments: the
-/// running process, its URL without the API path, and its certificate's fingerprint.
-fn lab_sim(token: &str, extra: &[&str]) -> (Running, String, String) {
-    use std::io::BufRead;
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
-        .args(["sim", "--listen", "127.0.0.1:0", "--token", token])
-        .args(extra)
-        .args(["--cluster", "lab", "--seed-repo"])
-        .arg(homelab())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Running(child);
-    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
-    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
-    // Keep the pipe open while the server runs: it must be able to print.
-    std::mem::forget(stdout);
-    let url = lines[0]
-        .strip_prefix("url: ")
-        .and_then(|u| u.strip_suffix("/api2/json"))
-        .unwrap()
-        .to_owned();
-    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
-    (server, url, fingerprint)
-}
-
 /// A copy of the example with its lab cluster pointed at `url`, pinned to `fingerprint`.
 fn lab_repo_at(url: &str, fingerprint: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -962,16 +921,15 @@ fn doctor_passes_with_a_privileged_token_and_names_what_a_limited_one_lacks() {
     let admin = "root@pam!ci=doctor-admin";
     let limited = "ops@pve!doctor=doctor-limited";
     let acl = format!("ops@pve!doctor:/:{ALL_BUT_VM_ALLOCATE}");
-    let (_server, url, fingerprint) = lab_sim(
+    let (_server, url, fingerprint) = lab_sim(&[
+        "--token",
         admin,
-        &[
-            "--extra-token",
-            limited,
-            "--acl",
-            &acl,
-            "--offline-downloads",
-        ],
-    );
+        "--extra-token",
+        limited,
+        "--acl",
+        &acl,
+        "--offline-downloads",
+    ]);
     let repo = lab_repo_at(&url, &fingerprint);
 
     // The principal token holds everything: every check passes.

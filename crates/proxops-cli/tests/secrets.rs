@@ -8,7 +8,7 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{copy_tree, tool, write};
+use common::{copy_tree, homelab, lab_sim, tool, write};
 use std::path::{Path, PathBuf};
 
 const TOKEN_SECRET: &str = "tok-5e1f0c2a-sops-only";
@@ -20,10 +20,6 @@ const SSH_KEY_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIHsopsOnlyKeyMaterialXyZ0123
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn homelab() -> PathBuf {
-    workspace().join("examples/homelab")
 }
 
 fn proxops() -> Command {
@@ -255,46 +251,10 @@ fn an_unresolvable_reference_is_an_error_for_its_resource() {
     assert!(stdout.contains("create    LXC/ci-runner-01"), "{stdout}");
 }
 
-/// Kills the child when dropped.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A `proxops sim` server for the example's lab cluster: the process, its URL and fingerprint.
-fn lab_sim(extra: &[&str]) -> (Running, String, String) {
-    use std::io::BufRead;
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
-        .args(["sim", "--listen", "127.0.0.1:0", "--offline-downloads"])
-        .args(extra)
-        .args(["--cluster", "lab", "--seed-repo"])
-        .arg(homelab())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Running(child);
-    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
-    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
-    // Keep the pipe open while the server runs.
-    std::mem::forget(stdout);
-    let url = lines[0]
-        .strip_prefix("url: ")
-        .and_then(|u| u.strip_suffix("/api2/json"))
-        .unwrap()
-        .to_owned();
-    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
-    (server, url, fingerprint)
-}
-
 #[test]
 fn ticket_auth_from_the_environment_and_an_insecure_warning_per_run() {
     let password = "ticket-pw-env-only";
-    let (_server, url, fingerprint) = lab_sim(&["--password", password]);
+    let (_server, url, fingerprint) = lab_sim(&["--offline-downloads", "--password", password]);
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&homelab(), dir.path());
     let config = |tls: &str| {

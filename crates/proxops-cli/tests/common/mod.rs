@@ -37,3 +37,45 @@ pub fn tool(path: PathBuf) -> Option<PathBuf> {
     eprintln!("skipping: {} is absent", path.display());
     None
 }
+
+/// The example repository.
+pub fn homelab() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab")
+}
+
+/// Kills the child when dropped.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `proxops sim` server seeded from the example's lab cluster, with `extra` arguments: the
+/// running process, its URL without the API path, and its certificate's fingerprint.
+pub fn lab_sim(extra: &[&str]) -> (Running, String, String) {
+    use std::io::BufRead;
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
+        .args(["sim", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .args(["--cluster", "lab", "--seed-repo"])
+        .arg(homelab())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Running(child);
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
+    // Keep the pipe open while the server runs: it must be able to print.
+    std::mem::forget(stdout);
+    let url = lines[0]
+        .strip_prefix("url: ")
+        .and_then(|u| u.strip_suffix("/api2/json"))
+        .unwrap()
+        .to_owned();
+    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+    (server, url, fingerprint)
+}
