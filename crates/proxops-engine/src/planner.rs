@@ -36,6 +36,13 @@ pub struct PlanOptions {
     /// The cluster's SOPS secrets, for cloud-init references (`None`: not loaded; a resource
     /// with a reference is then skipped with an error naming it).
     pub secrets: Option<ClusterSecrets>,
+    /// The desired plane's previous document of each resource: what ProxOps last reconciled
+    /// (the document its latest receipt pins, else the one the desired head held before this
+    /// cycle published). It proves which keys ProxOps owned, so a key removed from a manifest is
+    /// removed from the guest, and it shows an artifact whose source changed under the same file
+    /// name. `None`: the planes are not recorded; removed keys cannot be proven ours and are
+    /// reported, never removed. A resource missing from the map is new to the planes.
+    pub previous: Option<BTreeMap<ResourceKey, Arc<Resource>>>,
 }
 
 impl Default for PlanOptions {
@@ -47,6 +54,7 @@ impl Default for PlanOptions {
             drivers: Arc::new(Drivers::builtin()),
             suspended: BTreeMap::new(),
             secrets: None,
+            previous: None,
         }
     }
 }
