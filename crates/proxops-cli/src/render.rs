@@ -9,6 +9,7 @@ fn verb(v: Verb) -> &'static str {
         Verb::Download => "download",
         Verb::Create => "create",
         Verb::Update => "update",
+        Verb::Retag => "retag",
         Verb::Start => "start",
         Verb::Stop => "stop",
         Verb::MarkTemplate => "template",

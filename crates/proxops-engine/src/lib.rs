@@ -63,6 +63,7 @@ pub mod cycle;
 pub mod desired;
 pub mod diff;
 pub mod execute;
+pub mod identity;
 pub mod lease;
 pub mod plan;
 pub mod planes;

@@ -16,6 +16,9 @@ pub enum Verb {
     Create,
     /// Write changed config keys and grow disks; restart when a change needs it.
     Update,
+    /// Move a guest's identity tags to the resource now declared at its vmid (a rename, or a
+    /// kind change PVE can follow), writing any other changed keys with them.
+    Retag,
     /// Start a guest.
     Start,
     /// Shut a guest down.
@@ -158,11 +161,73 @@ pub struct ClusterPlan {
 }
 
 impl ClusterPlan {
-    /// Whether the cluster is converged: nothing to do.
+    /// Whether the plan has no action. An empty plan is not a converged cluster: see
+    /// [`ClusterPlan::state`].
     pub fn is_empty(&self) -> bool {
         self.actions.is_empty()
     }
+
+    /// Whether the cluster matches the repository, has changes planned, or is stuck.
+    pub fn state(&self) -> PlanState {
+        if !self.actions.is_empty() {
+            return PlanState::Changes;
+        }
+        if self.anomalies.is_empty()
+            && self.errors.is_empty()
+            && self.deferred_prunes.is_empty()
+            && self.skipped.iter().all(Skipped::is_suspension)
+        {
+            PlanState::InSync
+        } else {
+            PlanState::Stuck
+        }
+    }
+
+    /// What keeps a stuck cluster from matching, counted (`2 anomalies, 1 kept prune`).
+    pub fn stuck_summary(&self) -> String {
+        let blocked = self.skipped.iter().filter(|s| !s.is_suspension()).count();
+        let parts = [
+            (self.anomalies.len(), "anomaly", "anomalies"),
+            (self.errors.len(), "error", "errors"),
+            (blocked, "resource not planned", "resources not planned"),
+            (
+                self.deferred_prunes.len(),
+                "prune held back",
+                "prunes held back",
+            ),
+        ];
+        parts
+            .iter()
+            .filter(|(n, _, _)| *n > 0)
+            .map(|(n, one, many)| format!("{n} {}", if *n == 1 { one } else { many }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
+
+/// How a cluster stands after planning: what `diff --detailed-exitcode` tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PlanState {
+    /// Nothing to do and nothing in the way: the cluster matches the repository (suspended
+    /// resources aside, which are left alone on purpose).
+    InSync,
+    /// Actions are planned.
+    Changes,
+    /// Nothing can be planned, yet the cluster does not match: anomalies, locked or blocked
+    /// resources, unresolved secrets or prunes held back need an operator.
+    Stuck,
+}
+
+impl Skipped {
+    /// Whether the resource was skipped because it is suspended (on purpose, not stuck).
+    pub fn is_suspension(&self) -> bool {
+        self.reason.starts_with(SUSPENDED_PREFIX)
+    }
+}
+
+/// How the reason of a suspended resource's skip starts.
+pub const SUSPENDED_PREFIX: &str = "suspended: ";
 
 /// `{"apiVersion":"proxops/v1alpha1","kind":"Plan","clusters":[...]}`.
 #[derive(Debug, Clone, Serialize)]

@@ -9,20 +9,26 @@ use crate::desired::{
     Context, Desired, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
 use crate::diff::diff;
-use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
+use crate::identity::{Guests, identities, owned_by_proxops};
+use crate::plan::{
+    Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, SUSPENDED_PREFIX, Skipped, Verb,
+};
 use crate::secrets::ClusterSecrets;
 use proxops_graph::{Deferral, Graph, StepId};
 use proxops_model::kinds::PowerState;
-use proxops_model::{Registry, Resource, ResourceKey};
-use proxops_pve::{GuestConfig, GuestInfo, Inventory, PveClient, PveError};
+use proxops_model::{Resource, ResourceKey};
+use proxops_pve::{GuestConfig, GuestInfo, GuestType, Inventory, PveClient, PveError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Knobs of the planner.
 #[derive(Debug, Clone)]
 pub struct PlanOptions {
-    /// Most guests deleted per cycle; `0` means no limit (default 3).
+    /// Most guests deleted per command (an `apply`, a whole `converge`, one agent pass);
+    /// `0` means no limit (default 3).
     pub prune_budget: u32,
+    /// Guests this command already deleted in earlier cycles: they count against the budget.
+    pub prunes_used: u32,
     /// The cluster's node allowlist: guests elsewhere are never deleted (empty: no check).
     pub allowed_nodes: Vec<String>,
     /// Config reads in flight at once.
@@ -49,6 +55,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             prune_budget: 3,
+            prunes_used: 0,
             allowed_nodes: Vec::new(),
             config_concurrency: 8,
             drivers: Arc::new(Drivers::builtin()),
@@ -80,9 +87,17 @@ pub async fn plan_cluster(
         graph,
         secrets: options.secrets.as_ref(),
     };
+    let guests = Guests::new(cluster, graph, &inventory, |key| {
+        let id = graph.find(&key.kind, &key.name)?;
+        match options.drivers.desired(&cx, graph.resource(id)) {
+            Ok(Desired::Guest(d)) => d.clone.map(|c| c.vmid),
+            _ => None,
+        }
+    });
     let mut planner = Planner {
         cx,
         inventory: &inventory,
+        guests,
         plan: ClusterPlan {
             cluster: cluster.to_owned(),
             actions: Vec::new(),
@@ -96,16 +111,16 @@ pub async fn plan_cluster(
         blocked: BTreeSet::new(),
         deferral: None,
     };
-    // Configs of the guests of ours that the repository declares, read in one bounded batch.
+    // Configs of the guests of ours at vmids the repository declares (whichever identity they
+    // carry: a renamed resource's or a template's), read in one bounded batch.
     let mut wanted = Vec::new();
-    for id in graph.resources() {
-        let resource = graph.resource(id);
-        if let Ok(Desired::Guest(d)) = options.drivers.desired(&cx, resource)
-            && let Some(live) = inventory.guest(d.vmid)
-            && live
-                .tags
+    for step in graph.steps() {
+        if let Some(live) = step.vmid.and_then(|v| inventory.guest(v))
+            && owned_by_proxops(live)
+            && !identities(cluster, graph, &live.tags).is_empty()
+            && !wanted
                 .iter()
-                .any(|t| *t == identity_tag(cluster, resource.kind, resource.name()))
+                .any(|g: &proxops_pve::GuestRef| g.vmid == live.vmid)
         {
             wanted.push(live.guest_ref());
         }
@@ -158,17 +173,21 @@ pub async fn plan_cluster(
 /// Why `resource` is suspended, if it is.
 fn suspension(resource: &Resource, options: &PlanOptions) -> Option<String> {
     if resource.reconcile_disabled() {
-        return Some("suspended: annotated proxops/reconcile: disabled".to_owned());
+        return Some(format!(
+            "{SUSPENDED_PREFIX}annotated proxops/reconcile: disabled"
+        ));
     }
     options
         .suspended
         .get(&resource.key())
-        .map(|why| format!("suspended: {why}"))
+        .map(|why| format!("{SUSPENDED_PREFIX}{why}"))
 }
 
 struct Planner<'a> {
     cx: Context<'a>,
     inventory: &'a Inventory,
+    /// Declared vmids and the carriers of each identity.
+    guests: Guests,
     plan: ClusterPlan,
     /// The action of each planned step.
     step_actions: BTreeMap<StepId, usize>,
@@ -355,10 +374,17 @@ impl Planner<'_> {
     ) {
         let graph = self.cx.graph;
         let resource = graph.resource(graph.step(step).resource);
+        let key = resource.key();
         for w in &d.warnings {
-            self.plan.warnings.push(format!("{}: {w}", resource.key()));
+            self.plan.warnings.push(format!("{key}: {w}"));
         }
         let Some(live) = self.inventory.guest(d.vmid) else {
+            // One identity, one guest: never create a second carrier of it.
+            let others = self.guests.other_carriers(&key, d.vmid);
+            if !others.is_empty() {
+                let reason = moved_vmid(&key, d.vmid, &others, self.cx.cluster);
+                return self.block(step, reason, true);
+            }
             let reason = match &d.clone {
                 Some(c) => format!("absent; clone of vmid {}", c.vmid),
                 None => "absent".to_owned(),
@@ -376,33 +402,34 @@ impl Planner<'_> {
             );
             return;
         };
-        if let Some(problem) = self.not_ours(&d, live, resource.kind, resource.name()) {
-            return self.block(step, problem, true);
-        }
+        let claim = match self.claim(&d, live, &key) {
+            Ok(claim) => claim,
+            Err(problem) => return self.block(step, problem, true),
+        };
         if let Some(lock) = &live.lock {
-            return self.block(
-                step,
-                format!("vmid {} is locked ({lock}); retried next cycle", d.vmid),
-                false,
+            return self.block(step, locked(live, lock), false);
+        }
+        let others = self.guests.other_carriers(&key, d.vmid);
+        if !others.is_empty() {
+            let mut all = vec![d.vmid];
+            all.extend(&others);
+            let listed: Vec<String> = all.iter().map(u32::to_string).collect();
+            let reason = format!(
+                "its identity (tag `{}`) is on {} guests, vmids {}: one resource is one guest; remove the tag from the guests that are not {key} (they are then left alone), or delete them by hand",
+                identity_tag(self.cx.cluster, resource.kind, resource.name()),
+                all.len(),
+                listed.join(", ")
             );
+            return self.block(step, reason, true);
         }
         let running = live.status == "running";
-        if d.template && !live.template {
-            let (node, vmid, guest) = (d.node.clone(), d.vmid, live.guest_ref());
-            self.push(
-                step,
-                (&node, Some(vmid)),
-                Verb::MarkTemplate,
-                "declared a template".into(),
-                Op::MarkTemplate { guest, running },
-                &[],
-            );
-            return;
-        }
         if !d.template && live.template {
             let reason = format!(
-                "vmid {} is a template, the manifest declares a {}: a template cannot become a guest again; recreate it",
-                d.vmid, resource.kind
+                "vmid {} is a template, the manifest declares a {}: PVE cannot turn a template back into a guest; declare it a {} again, or give the {} another vmid",
+                d.vmid,
+                resource.kind,
+                template_kind(d.guest),
+                resource.kind
             );
             return self.block(step, reason, true);
         }
@@ -423,19 +450,39 @@ impl Planner<'_> {
                 );
             }
         };
+        let to_template = d.template && !live.template;
+        if to_template && let Some(why) = cannot_template(live, config) {
+            return self.block(step, why, true);
+        }
         let found = diff(&d, &config.values);
         for a in &found.anomalies {
             self.plan.anomalies.push(Anomaly {
-                subject: resource.key().to_string(),
+                subject: key.to_string(),
                 message: a.message.clone(),
             });
         }
         let mut update = None;
         if !found.is_converged() {
-            let restart = found.needs_restart() && running && d.power == Some(PowerState::Started);
+            let restart = found.needs_restart()
+                && running
+                && d.power == Some(PowerState::Started)
+                && !to_template;
             let mut keys: Vec<&str> = found.changes.iter().map(|c| c.key.as_str()).collect();
             keys.extend(found.resizes.iter().map(|r| r.disk.as_str()));
-            let reason = format!("changed: {}", keys.join(", "));
+            let changed = format!("changed: {}", keys.join(", "));
+            let (verb, reason) = match &claim {
+                Claim::Own => (Verb::Update, changed),
+                Claim::Renamed(from) => (
+                    Verb::Retag,
+                    format!("was {from} at this vmid: identity tags move to {key}; {changed}"),
+                ),
+                Claim::Clone { template } => (
+                    Verb::Retag,
+                    format!(
+                        "a clone of vmid {template} left unconfigured (it carries the template's identity): repairing; {changed}"
+                    ),
+                ),
+            };
             let (node, vmid) = (d.node.clone(), d.vmid);
             let op = Op::Update {
                 desired: Box::new(d.clone()),
@@ -444,10 +491,28 @@ impl Planner<'_> {
                 digest: config.digest.clone(),
                 restart,
             };
-            update = Some(self.push(step, (&node, Some(vmid)), Verb::Update, reason, op, &[]));
+            update = Some(self.push(step, (&node, Some(vmid)), verb, reason, op, &[]));
         }
         let after: Vec<usize> = update.into_iter().collect();
         let guest = live.guest_ref();
+        if to_template {
+            let (node, vmid) = (d.node.clone(), d.vmid);
+            self.push(
+                step,
+                (&node, Some(vmid)),
+                Verb::MarkTemplate,
+                "declared a template".into(),
+                Op::MarkTemplate {
+                    guest,
+                    running: false,
+                },
+                &after,
+            );
+            return;
+        }
+        if d.template {
+            return;
+        }
         match d.power {
             Some(PowerState::Started) if !running => {
                 self.push(
@@ -473,62 +538,80 @@ impl Planner<'_> {
         }
     }
 
-    /// Why the live guest at a declared vmid must not be touched, if it must not.
-    fn not_ours(
+    /// Whether the live guest at a declared vmid is this resource's to manage, and how; why
+    /// not when it is not (an anomaly: nothing is changed or deleted).
+    fn claim(
         &self,
         d: &DesiredGuest,
         live: &GuestInfo,
-        kind: &str,
-        name: &str,
-    ) -> Option<String> {
-        let tag = identity_tag(self.cx.cluster, kind, name);
-        if !live.tags.contains(&tag) {
-            return Some(format!(
+        key: &ResourceKey,
+    ) -> Result<Claim, String> {
+        let cluster = self.cx.cluster;
+        let tag = identity_tag(cluster, &key.kind, &key.name);
+        let carried = identities(cluster, self.graph(), &live.tags);
+        if !owned_by_proxops(live) || carried.is_empty() {
+            return Err(format!(
                 "vmid {} is taken by `{}`, which ProxOps did not create (no tag `{tag}`): choose another vmid, or add the tags `{OWNER_TAG};{tag}` to adopt it",
                 d.vmid,
                 live.name.as_deref().unwrap_or("?")
             ));
         }
         if live.node != d.node {
-            return Some(format!(
+            return Err(format!(
                 "vmid {} runs on `{}`, the manifest says `{}`: migrating is not automatic (migrate it, or change the manifest)",
                 d.vmid, live.node, d.node
             ));
         }
         if live.kind != d.guest {
-            return Some(format!(
-                "vmid {} is a {}, the manifest declares a {kind}",
+            return Err(format!(
+                "vmid {} is a {}, the manifest declares a {}",
                 d.vmid,
-                live.kind.as_str()
+                live.kind.as_str(),
+                key.kind
             ));
         }
-        None
+        if carried.contains(key) {
+            return Ok(Claim::Own);
+        }
+        // Another identity of this cluster: the first one decides.
+        let from = &carried[0];
+        match self.guests.vmid_of(from) {
+            // Renamed, or a kind changed at the same vmid: the old resource is gone from the
+            // composition, so the guest is this one's.
+            None => Ok(Claim::Renamed(from.clone())),
+            Some(template)
+                if d.clone.as_ref().is_some_and(|c| c.vmid == template) && !live.template =>
+            {
+                Ok(Claim::Clone { template })
+            }
+            Some(other) => Err(format!(
+                "vmid {} carries the identity of {from} (tag `{}`), which is declared at vmid {other}: one of the two manifests has the wrong vmid; fix it (nothing is changed until then)",
+                d.vmid,
+                identity_tag(cluster, &from.kind, &from.name)
+            )),
+        }
     }
 
     /// Guests tagged as this cluster's resources that the repository no longer declares.
     async fn prunes(&mut self, client: &PveClient, options: &PlanOptions) {
         let drivers = &options.drivers;
-        let registry = Registry::builtin();
-        let prefix = format!("{}.{}.", OWNER_TAG, self.cx.cluster);
         let mut candidates: Vec<(&GuestInfo, String)> = Vec::new();
         for live in self.inventory.guests.values() {
-            if !live.tags.iter().any(|t| t == OWNER_TAG) {
+            // A guest at a vmid the composition declares belongs to that resource's step
+            // (updated, retagged or reported), whatever its tags say: never pruned.
+            if !owned_by_proxops(live) || self.guests.is_declared(live.vmid) {
                 continue;
             }
-            let Some((kind, name)) = live
-                .tags
-                .iter()
-                .find_map(|t| t.strip_prefix(&prefix))
-                .and_then(|rest| rest.split_once('.'))
-            else {
+            let carried = identities(self.cx.cluster, self.graph(), &live.tags);
+            // Only a guest whose every identity is undeclared is gone from the repository.
+            if carried.is_empty()
+                || carried
+                    .iter()
+                    .any(|k| self.graph().find(&k.kind, &k.name).is_some())
+            {
                 continue;
-            };
-            let Some(kind) = registry.guess(kind).map(|k| k.name()) else {
-                continue;
-            };
-            if self.graph().find(kind, name).is_none() {
-                candidates.push((live, format!("{kind}/{name}")));
             }
+            candidates.push((live, carried[0].to_string()));
         }
         // Clones before their templates; then by vmid, newest first.
         candidates.sort_by(|(a, _), (b, _)| {
@@ -540,10 +623,11 @@ impl Planner<'_> {
                 Ok(Desired::Guest(_))
             )
         });
+        // The budget bounds a command: deletions earlier cycles of it made count.
         let mut budget = if options.prune_budget == 0 {
             usize::MAX
         } else {
-            options.prune_budget as usize
+            options.prune_budget.saturating_sub(options.prunes_used) as usize
         };
         for (live, subject) in candidates {
             let defer = |reason: String| Skipped {
@@ -566,7 +650,7 @@ impl Planner<'_> {
                 )));
             } else if budget == 0 {
                 self.plan.deferred_prunes.push(defer(format!(
-                    "prune budget of {} per cycle used",
+                    "prune budget of {} per run used (raise --prune-budget or reconcile.prune-budget, or run again)",
                     options.prune_budget
                 )));
             } else if let Some(why) = protected(client, live).await {
@@ -597,6 +681,77 @@ impl Planner<'_> {
             }
         }
     }
+}
+
+/// How a resource holds the live guest at its vmid.
+enum Claim {
+    /// The guest carries the resource's identity.
+    Own,
+    /// The guest carries the identity of a resource no longer declared (a rename or a kind
+    /// change at the same vmid): its tags move.
+    Renamed(ResourceKey),
+    /// A clone of the template at this vmid whose configuration never happened: it carries the
+    /// template's identity.
+    Clone { template: u32 },
+}
+
+/// The anomaly of a resource whose vmid changed while its old guest still carries it.
+fn moved_vmid(key: &ResourceKey, vmid: u32, others: &[u32], cluster: &str) -> String {
+    let old: Vec<String> = others.iter().map(u32::to_string).collect();
+    let old = old.join(", ");
+    format!(
+        "{key} is declared at vmid {vmid}, but vmid {old} carries its identity (tag `{}`): PVE cannot renumber a guest, and ProxOps never makes a second one. Set vmid back to {old}, or retire the old guest first (delete it, or remove its tag to keep it unmanaged); then vmid {vmid} is created",
+        identity_tag(cluster, &key.kind, &key.name)
+    )
+}
+
+/// The skip of a locked guest, with the remedy when the lock is left from a crash.
+fn locked(live: &GuestInfo, lock: &str) -> String {
+    let tool = match live.kind {
+        GuestType::Qemu => "qm",
+        GuestType::Lxc => "pct",
+    };
+    match lock {
+        "create" | "clone" => format!(
+            "vmid {} is locked ({lock}): a create or clone that never finished leaves this lock; when no PVE task runs for vmid {} any more, clear it with `{tool} unlock {}` and the next cycle repairs the guest",
+            live.vmid, live.vmid, live.vmid
+        ),
+        _ => format!(
+            "vmid {} is locked ({lock}); retried next cycle (if no task holds it, `{tool} unlock {}`)",
+            live.vmid, live.vmid
+        ),
+    }
+}
+
+/// The kind a template of `guest` is declared with.
+fn template_kind(guest: GuestType) -> &'static str {
+    match guest {
+        GuestType::Qemu => "TemplateVM",
+        GuestType::Lxc => "TemplateCT",
+    }
+}
+
+/// Why PVE would refuse to make the guest a template, if it would (qemu-server
+/// `API2/Qemu.pm` `template`, pve-container `API2/LXC.pm` `template`: not while running, not
+/// with snapshots). ProxOps does not stop a guest to make it a template: that is a decision.
+fn cannot_template(live: &GuestInfo, config: &GuestConfig) -> Option<String> {
+    let tool = match live.kind {
+        GuestType::Qemu => "qm",
+        GuestType::Lxc => "pct",
+    };
+    if live.status == "running" {
+        return Some(format!(
+            "vmid {} is declared a template but is running: PVE makes only a stopped guest a template; shut it down (`{tool} shutdown {}`) and the next cycle converts it",
+            live.vmid, live.vmid
+        ));
+    }
+    if let Some(snapshot) = config.values.get("parent") {
+        return Some(format!(
+            "vmid {} is declared a template but has snapshots (current: `{snapshot}`): PVE refuses to make it a template; delete its snapshots first",
+            live.vmid
+        ));
+    }
+    None
 }
 
 /// Why a guest must not be deleted, if PVE's `protection` flag (or an unreadable config) says so.

@@ -108,6 +108,14 @@ fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     for (k, v) in &conf {
         out.insert(k.clone(), typed(kind, k, masked(k, v)));
     }
+    // A guest with snapshots names the newest as the current state's `parent` (qemu-server
+    // `PVE::AbstractConfig::snapshot_prepare` sets `$conf->{parent}` when a snapshot is taken;
+    // `GET .../config` returns the current section, so `parent` shows there).
+    if let Some(last) = g.snapshots.last()
+        && !out.contains_key("parent")
+    {
+        out.insert("parent".into(), last.clone().into());
+    }
     out.insert("digest".into(), digest(&g.config).into());
     Ok(Value::Object(out))
 }

@@ -1,0 +1,126 @@
+//! Which resource a live guest is, read back from its identity tags, and which vmids the
+//! cluster declares: what the planner needs so that no declared guest is ever pruned and no
+//! identity is ever carried by two guests.
+//!
+//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`]). The tags
+//! can lag behind the repository: a resource renamed at the same vmid, a kind changed, a clone
+//! whose follow-up config write never happened (it still carries its template's identity). The
+//! vmid is what both sides share, so [`Guests`] indexes the cluster by it.
+
+use crate::desired::{IDENTITY_PREFIX, OWNER_TAG};
+use proxops_graph::Graph;
+use proxops_model::{Registry, ResourceKey};
+use proxops_pve::{GuestInfo, Inventory};
+use std::collections::BTreeMap;
+
+/// The resources of `cluster` whose identity tags `tags` holds, in tag order. A kind is read
+/// back through the graph's kinds, then the built-in registry's names and aliases; a tag whose
+/// kind is unknown names no resource.
+pub fn identities(cluster: &str, graph: &Graph, tags: &[String]) -> Vec<ResourceKey> {
+    let prefix = format!("{IDENTITY_PREFIX}{cluster}.");
+    let builtin = Registry::builtin();
+    tags.iter()
+        .filter_map(|t| t.strip_prefix(&prefix))
+        .filter_map(|rest| rest.split_once('.'))
+        .filter_map(|(kind, name)| {
+            let known = graph
+                .resources()
+                .map(|r| graph.kind(r))
+                .find(|k| k.eq_ignore_ascii_case(kind))
+                .or_else(|| builtin.guess(kind).map(|k| k.name()))?;
+            Some(ResourceKey {
+                kind: known.to_owned(),
+                name: name.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Whether a guest carries the ownership tag.
+pub fn owned_by_proxops(live: &GuestInfo) -> bool {
+    live.tags.iter().any(|t| t == OWNER_TAG)
+}
+
+/// A guest resource of the cluster, as its vmid declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// `Kind/name`.
+    pub key: ResourceKey,
+    /// The vmid of the template it clones, if it clones one.
+    pub clone_of: Option<u32>,
+}
+
+/// The cluster's declared vmids and the live guests carrying each identity.
+#[derive(Debug, Default)]
+pub struct Guests {
+    declared: BTreeMap<u32, Declared>,
+    vmid_of: BTreeMap<ResourceKey, u32>,
+    carriers: BTreeMap<ResourceKey, Vec<u32>>,
+}
+
+impl Guests {
+    /// Indexes `graph`'s guest steps and `inventory`'s tagged guests. `clone_of` gives a
+    /// resource's clone source vmid (from its driver; `None` when it clones nothing or cannot
+    /// be mapped).
+    pub fn new(
+        cluster: &str,
+        graph: &Graph,
+        inventory: &Inventory,
+        clone_of: impl Fn(&ResourceKey) -> Option<u32>,
+    ) -> Guests {
+        let mut guests = Guests::default();
+        for step in graph.steps() {
+            let Some(vmid) = step.vmid else { continue };
+            let key = graph.key(step.resource);
+            guests.vmid_of.insert(key.clone(), vmid);
+            let clone_of = clone_of(&key);
+            guests.declared.insert(vmid, Declared { key, clone_of });
+        }
+        for live in inventory.guests.values() {
+            if !owned_by_proxops(live) {
+                continue;
+            }
+            for key in identities(cluster, graph, &live.tags) {
+                guests.carriers.entry(key).or_default().push(live.vmid);
+            }
+        }
+        for vmids in guests.carriers.values_mut() {
+            vmids.sort_unstable();
+            vmids.dedup();
+        }
+        guests
+    }
+
+    /// Whether any resource of the cluster declares `vmid`: such a guest is never pruned.
+    pub fn is_declared(&self, vmid: u32) -> bool {
+        self.declared.contains_key(&vmid)
+    }
+
+    /// The resource declared at `vmid`.
+    pub fn declared_at(&self, vmid: u32) -> Option<&Declared> {
+        self.declared.get(&vmid)
+    }
+
+    /// The vmid `key` declares.
+    pub fn vmid_of(&self, key: &ResourceKey) -> Option<u32> {
+        self.vmid_of.get(key).copied()
+    }
+
+    /// The guests other than vmid `own` that carry `key`'s identity, except clones of `key`
+    /// (a template) at vmids their own resources declare: those are half-configured clones
+    /// that their own step repairs.
+    pub fn other_carriers(&self, key: &ResourceKey, own: u32) -> Vec<u32> {
+        self.carriers
+            .get(key)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|v| *v != own)
+            .filter(|v| {
+                self.declared
+                    .get(v)
+                    .is_none_or(|d| d.clone_of.is_none_or(|t| t != own))
+            })
+            .collect()
+    }
+}
