@@ -398,6 +398,7 @@ fn resources_applied_before_planes_get_in_sync_receipts() {
     let state = lab.state.path().join("lab.json");
     let out = lab.proxops(&[
         "apply",
+        "--no-planes",
         "--yes",
         "--cluster",
         "lab",
@@ -408,7 +409,7 @@ fn resources_applied_before_planes_get_in_sync_receipts() {
     ]);
     assert!(out.status.success(), "{out:?}");
     let plain = lab.git(&["branch", "--list", "proxops/*"]);
-    assert_eq!(plain, "", "apply without --planes writes no plane");
+    assert_eq!(plain, "", "apply --no-planes writes no plane");
     let stdout = lab.apply();
     assert!(stdout.contains("converged, nothing to do"), "{stdout}");
     assert!(stdout.contains(": 5 receipt(s), 0 teardown(s)"), "{stdout}");
@@ -738,9 +739,11 @@ fn verify_with_diff_reports_drift_per_resource_and_writes_no_ref() {
     let clean = diff();
     assert_eq!(clean.status.code(), Some(0), "{clean:?}");
     // Drift: someone changes the VM in PVE.
-    let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let saved_file = lab.state.path().join("lab.lab.json");
+    let mut saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved_file).unwrap()).unwrap();
     saved["guests"]["100"]["config"]["memory"] = "8192".into();
-    std::fs::write(&state, saved.to_string()).unwrap();
+    std::fs::write(&saved_file, saved.to_string()).unwrap();
     let drift = diff();
     assert_eq!(drift.status.code(), Some(2), "{drift:?}");
     let stdout = String::from_utf8_lossy(&drift.stdout);
@@ -796,9 +799,10 @@ fn apply_with_a_remote_publishes_the_planes_there_and_gives_the_remote_lease_bac
 fn receipts_carry_what_pve_says_file_sizes_and_mac_addresses() {
     let lab = Lab::new();
     lab.apply();
-    let state: Value =
-        serde_json::from_str(&std::fs::read_to_string(lab.state.path().join("lab.json")).unwrap())
-            .unwrap();
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.state.path().join("lab.lab.json")).unwrap(),
+    )
+    .unwrap();
     let doc = |path: &str| -> Value {
         let text = lab.git(&["show", &format!("{OBSERVED}:{path}")]);
         plane_yaml(&text)

@@ -11,8 +11,13 @@ use std::time::Duration;
 fn suspended_resources_and_clusters_are_left_alone_until_resumed_even_across_restarts() {
     let repo = Repo::new();
     let data = tempfile::tempdir().unwrap();
-    let state = data.path().join("sim-state.json");
-    let sim_state = state.to_string_lossy().into_owned();
+    // `--sim-state` names one file per cluster: `sim-state.json` keeps lab in `sim-state.lab.json`.
+    let sim_state = data
+        .path()
+        .join("sim-state.json")
+        .to_string_lossy()
+        .into_owned();
+    let state = data.path().join("sim-state.lab.json");
     let backend = ["--backend", "sim", "--sim-state", &sim_state];
     // A long interval: after the first pass, only `proxops reconcile` runs cycles.
     let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
@@ -89,7 +94,7 @@ fn drift_mode_report_plans_but_changes_nothing() {
     );
     repo.commit("lab: report drift only");
     let data = tempfile::tempdir().unwrap();
-    let state = data.path().join("sim-state.json");
+    let state = data.path().join("sim-state.lab.json");
     let out = Command::new(proxops_bin())
         .args([
             "run",
@@ -100,7 +105,7 @@ fn drift_mode_report_plans_but_changes_nothing() {
             "127.0.0.1:0",
         ])
         .args(["--backend", "sim", "--sim-state"])
-        .arg(&state)
+        .arg(data.path().join("sim-state.json"))
         .arg("--repo")
         .arg(repo.path())
         .arg("--data-dir")
@@ -133,8 +138,13 @@ fn a_gated_cluster_is_reconciled_from_its_live_desired_head_until_the_candidate_
     );
     repo.commit("lab: changes go through review");
     let data = tempfile::tempdir().unwrap();
-    let state = data.path().join("sim-state.json");
-    let sim_state = state.to_string_lossy().into_owned();
+    // `--sim-state` names one file per cluster: `sim-state.json` keeps lab in `sim-state.lab.json`.
+    let sim_state = data
+        .path()
+        .join("sim-state.json")
+        .to_string_lossy()
+        .into_owned();
+    let state = data.path().join("sim-state.lab.json");
     let backend = ["--backend", "sim", "--sim-state", &sim_state];
     let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
     // The first publication has no live head to propose on: it becomes the live head.

@@ -11,8 +11,12 @@ use std::time::Duration;
 fn commits_that_add_change_and_remove_manifests_are_converged_within_two_passes() {
     let repo = Repo::new();
     let data = tempfile::tempdir().unwrap();
-    let state = data.path().join("sim-state.json");
-    let sim_state = state.to_string_lossy().into_owned();
+    let sim_state = data
+        .path()
+        .join("sim-state.json")
+        .to_string_lossy()
+        .into_owned();
+    let state = data.path().join("sim-state.lab.json");
     let agent = Agent::start(
         &repo,
         &data.path().join("agent"),

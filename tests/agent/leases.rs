@@ -114,7 +114,7 @@ fn apply_with_planes_refuses_a_cluster_whose_lease_another_process_holds() {
         stderr.contains("is being reconciled by agent-x (pid 1 on another-host)"),
         "{stderr}"
     );
-    assert!(guests(&state.path().join("sim.json")).is_empty());
+    assert!(guests(&state.path().join("sim.lab.json")).is_empty());
 
     let lease = |args: &[&str]| {
         let out = Command::new(proxops_bin())
@@ -136,7 +136,7 @@ fn apply_with_planes_refuses_a_cluster_whose_lease_another_process_holds() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        guests(&state.path().join("sim.json")),
+        guests(&state.path().join("sim.lab.json")),
         BTreeSet::from([100, 200])
     );
     // Given back when the run ended.

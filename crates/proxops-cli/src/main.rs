@@ -5,6 +5,7 @@ mod error;
 mod logging;
 mod render;
 mod session;
+mod writer;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use proxops_model::config::LogLevel;

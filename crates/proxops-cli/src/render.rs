@@ -1,7 +1,7 @@
 //! Human renderings of plans and cycle reports.
 
 use proxops_engine::execute::{ActionResult, CycleReport, Outcome};
-use proxops_engine::plan::{Action, ClusterPlan, Verb};
+use proxops_engine::plan::{Action, ClusterPlan, PlanState, Verb};
 use std::fmt::Write;
 
 fn verb(v: Verb) -> &'static str {
@@ -38,6 +38,13 @@ pub fn plan(p: &ClusterPlan) -> String {
             "cluster {}: no actions; {} to fix",
             p.cluster,
             plural(p.errors.len(), "error")
+        );
+    } else if p.state() == PlanState::Stuck {
+        let _ = writeln!(
+            out,
+            "cluster {}: no actions, but not in sync: {}",
+            p.cluster,
+            p.stuck_summary()
         );
     } else if p.is_empty() {
         let _ = writeln!(out, "cluster {}: converged, nothing to do", p.cluster);

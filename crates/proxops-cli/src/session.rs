@@ -42,8 +42,9 @@ pub struct BackendArgs {
     /// Where the clusters' PVE API is: the cluster's `base-url`, or a simulator started here.
     #[arg(long, value_enum, default_value_t = BackendKind::Pve)]
     pub backend: BackendKind,
-    /// With `--backend sim`: keep each cluster's simulated state in FILE between runs (several
-    /// clusters: FILE with `.<cluster>` before its extension).
+    /// With `--backend sim`: keep the simulated state between runs under FILE's name, one file
+    /// per cluster with `.<cluster>` before the extension (`sim.json` → `sim.home.json`),
+    /// whichever clusters a run selects.
     #[arg(long, value_name = "FILE")]
     pub sim_state: Option<PathBuf>,
 }
@@ -217,8 +218,8 @@ pub fn load_from(
 }
 
 impl BackendArgs {
-    /// The engine's backend for one of `count` clusters.
-    pub fn backend(&self, repo: &Path, cluster: &str, count: usize) -> Backend {
+    /// The engine's backend for a cluster.
+    pub fn backend(&self, repo: &Path, cluster: &str) -> Backend {
         match self.backend {
             BackendKind::Pve => Backend::Pve {
                 repo: Some(repo.to_path_buf()),
@@ -227,7 +228,7 @@ impl BackendArgs {
                 state_file: self
                     .sim_state
                     .as_ref()
-                    .map(|f| per_cluster_state_file(f, cluster, count)),
+                    .map(|f| per_cluster_state_file(f, cluster)),
                 task_time: Duration::from_millis(50),
             },
         }
@@ -239,7 +240,7 @@ impl BackendArgs {
         loaded: &Loaded,
         cluster: &Cluster,
     ) -> Result<Connection, CliError> {
-        let backend = self.backend(&loaded.dir, &cluster.name, loaded.graphs.len());
+        let backend = self.backend(&loaded.dir, &cluster.name);
         connect_with(
             &loaded.registry,
             cluster,

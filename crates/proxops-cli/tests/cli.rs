@@ -603,10 +603,12 @@ fn apply_then_diff_on_a_persistent_simulator_shows_drift() {
         .code(0)
         .stdout("cluster lab: converged, nothing to do\n");
     // Someone changes the VM's memory in PVE.
+    // One file per cluster, named after `--sim-state`'s: `lab.json` keeps lab in `lab.lab.json`.
+    let lab_state = dir.path().join("lab.lab.json");
     let mut saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(&lab_state).unwrap()).unwrap();
     saved["guests"]["100"]["config"]["memory"] = "8192".into();
-    std::fs::write(&state, saved.to_string()).unwrap();
+    std::fs::write(&lab_state, saved.to_string()).unwrap();
     let mut diff = proxops();
     diff.args(["diff", "--detailed-exitcode", "--output", "json"]);
     sim_args(&mut diff);

@@ -164,8 +164,10 @@ fn secrets_from_sops_reach_pve_and_nothing_else() {
     assert_clean("apply stderr", stderr);
 
     // PVE got the password and the key.
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("lab-state.lab.json")).unwrap(),
+    )
+    .unwrap();
     let config = &saved["guests"]["100"]["config"];
     assert_eq!(config["cipassword"], CI_PASSWORD);
     let sshkeys = config["sshkeys"].as_str().unwrap();

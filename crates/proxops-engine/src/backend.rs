@@ -420,12 +420,9 @@ pub fn credentials_from(
     }
 }
 
-/// The simulator state file of `cluster` when one file name serves `count` clusters: the file
-/// itself for one cluster, `name.<cluster>.ext` for several.
-pub fn per_cluster_state_file(file: &Path, cluster: &str, count: usize) -> PathBuf {
-    if count <= 1 {
-        return file.to_path_buf();
-    }
+/// The simulator state file of `cluster` for the file name `file`: `name.<cluster>.ext`,
+/// always, so a cluster's state is found under the same name whichever clusters a run selects.
+pub fn per_cluster_state_file(file: &Path, cluster: &str) -> PathBuf {
     let stem = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -69,4 +69,12 @@ pub mod plan;
 pub mod planes;
 pub mod planner;
 pub mod privileges;
+pub mod reconcile;
 pub mod secrets;
+
+pub use backend::{Backend, Connection};
+pub use desired::{Driver, Drivers};
+pub use execute::CycleReport;
+pub use plan::{ClusterPlan, PlanState};
+pub use planner::PlanOptions;
+pub use reconcile::{ClusterRun, Event, ReconcileOptions, Reconciler, RunError, RunResult, Source};

@@ -134,6 +134,44 @@ impl Store {
         git::is_ancestor(&self.repo(), ancestor, descendant)
     }
 
+    /// The resource document stored as blob `blob` (a desired document a receipt pins).
+    pub fn read_resource_doc(&self, blob: ObjectId) -> Result<crate::documents::ResourceDoc> {
+        let repo = self.repo();
+        let corrupt = |reason: String| StoreError::Corrupt {
+            plane: "desired".to_owned(),
+            path: format!("blob {blob}"),
+            reason,
+        };
+        let bytes = git::read_blob(&repo, blob)?;
+        let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".to_owned()))?;
+        let value = parse_yaml(&text).map_err(corrupt)?;
+        crate::documents::from_value(value, "desired", &format!("blob {blob}"))
+    }
+
+    /// The local branches whose names start with `prefix` (`proxops/desired/`), as short names
+    /// in name order.
+    pub fn branches_under(&self, prefix: &str) -> Result<Vec<String>> {
+        let repo = self.repo();
+        let full = format!("refs/heads/{prefix}");
+        let failed = |e: String| StoreError::Invalid(format!("cannot list {full}*: {e}"));
+        let platform = repo.references().map_err(|e| failed(e.to_string()))?;
+        let iter = platform
+            .prefixed(full.as_str())
+            .map_err(|e| failed(e.to_string()))?;
+        let mut names: Vec<String> = iter
+            .filter_map(Result::ok)
+            .filter_map(|r| {
+                r.name()
+                    .as_bstr()
+                    .to_string()
+                    .strip_prefix("refs/heads/")
+                    .map(str::to_owned)
+            })
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// The commits of `full_ref`, newest first (empty if the ref does not exist).
     pub fn history(&self, full_ref: &str) -> Result<Vec<ObjectId>> {
         let repo = self.repo();

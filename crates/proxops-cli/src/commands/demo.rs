@@ -59,7 +59,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 .await
                 .map_err(|e| CliError::Io(e.to_string()))?;
             print!("{}", render::plan(&again.plan));
-            ok &= again.plan.is_empty();
+            ok &= again.plan.state() == proxops_engine::PlanState::InSync;
             if let Some(sim) = conn.sim {
                 let _ = sim.shutdown().await;
             }

@@ -3,17 +3,23 @@
 use super::repo_dir;
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, SourceArgs, TuningArgs, runtime};
+use crate::session::{BackendArgs, SourceArgs, TuningArgs, open_store, runtime};
 use proxops_engine::plan::Plan;
-use proxops_engine::planner::plan_cluster;
+use proxops_engine::{Event, PlanState, ReconcileOptions, Reconciler, Source};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Show what `apply` would do: each cluster's plan against live PVE state. Changes nothing.
 ///
-/// Exit status: 0 (with `--detailed-exitcode`: 0 nothing to do, 2 changes planned), 1 when a
-/// cluster is invalid or cannot be planned, 2 for usage or I/O problems.
+/// In a git work tree the plan uses the desired plane's previous documents, as `apply` does, so
+/// keys removed from a manifest show as removals (`--no-planes`: reported, not planned).
+///
+/// Exit status: 0 (with `--detailed-exitcode`: 0 every cluster in sync, 2 changes planned, 3
+/// nothing can be planned but a cluster does not match: anomalies, blocked or locked
+/// resources, prunes held back), 1 when a cluster is invalid or cannot be planned, 2 for usage
+/// or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository (default: the git work tree of the current directory).
@@ -28,10 +34,14 @@ pub struct Args {
     pub source: SourceArgs,
     #[command(flatten)]
     pub tuning: TuningArgs,
+    /// Do not read the planes' previous documents (removed keys are then only reported).
+    #[arg(long)]
+    pub no_planes: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
-    /// Exit 2 when changes are planned, 0 when there are none.
+    /// Exit 2 when changes are planned, 3 when a cluster is stuck, 0 when every cluster is in
+    /// sync.
     #[arg(long)]
     pub detailed_exitcode: bool,
 }
@@ -48,47 +58,54 @@ pub enum Output {
 /// Runs `proxops diff`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let dir = repo_dir(args.repo.as_deref())?;
-    let (mut loaded, _) = args.source.load(&dir, &args.clusters, false)?;
+    let (mut loaded, revision) = args.source.load(&dir, &args.clusters, false)?;
     args.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
+    // Read-only: the planes' previous documents, never a lease or a publication.
+    let store = (!args.no_planes && dir.join(".git").exists())
+        .then(|| open_store(&dir))
+        .transpose()?;
+    let registry = Arc::new(loaded.registry.clone());
+    let options = ReconcileOptions::default()
+        .with_dry_run(true)
+        .with_flags(loaded.flags.clone())
+        .with_events(Arc::new(|e: &Event<'_>| {
+            if let Event::Warning { cluster, message } = e {
+                eprintln!("warning: cluster `{cluster}`: {message}");
+            }
+        }));
     let plans = runtime()?.block_on(async {
         let mut plans = Vec::new();
         for (cluster, graph) in loaded.clusters() {
-            let conn = match args.backend.connect(&loaded, cluster).await {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    failed = true;
-                    continue;
-                }
-            };
-            for w in &conn.warnings {
-                eprintln!("warning: {w}");
-            }
-            match plan_cluster(
-                &conn.client,
-                &cluster.name,
-                graph,
-                &conn.plan_options(cluster),
+            let mut builder = Reconciler::builder(
+                Arc::clone(&registry),
+                args.backend.backend(&loaded.dir, &cluster.name),
             )
-            .await
-            {
-                Ok(p) => {
-                    failed |= !p.errors.is_empty();
-                    plans.push(p);
-                }
-                Err(e) => {
-                    eprintln!("error: cluster {}: {e}", cluster.name);
-                    failed = true;
-                }
+            .options(options.clone());
+            if let Some(store) = &store {
+                builder = builder.store(store.clone()).record_planes(true);
             }
-            if let Some(sim) = conn.sim {
-                let _ = sim.shutdown().await;
+            let source = Source {
+                repository: &loaded.repo,
+                graph: Some(graph),
+                revision,
+                dir: &loaded.dir,
+            };
+            let (_, stop) = tokio::sync::watch::channel(false);
+            let mut run = builder.build().cycle(source, &cluster.name, stop).await;
+            for e in &run.errors {
+                eprintln!("error[{}]: cluster {}: {e}", e.code(), cluster.name);
+                failed = true;
+            }
+            if let Some(cycle) = run.cycles.pop() {
+                failed |= !cycle.plan.errors.is_empty();
+                plans.push(cycle.plan);
             }
         }
         plans
     });
-    let changes = plans.iter().any(|p| !p.is_empty());
+    let changes = plans.iter().any(|p| p.state() == PlanState::Changes);
+    let stuck = plans.iter().any(|p| p.state() == PlanState::Stuck);
     let mut out = std::io::stdout().lock();
     let text = match args.output {
         Output::Json => {
@@ -104,6 +121,8 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         ExitCode::from(1)
     } else if args.detailed_exitcode && changes {
         ExitCode::from(2)
+    } else if args.detailed_exitcode && stuck {
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     })

@@ -1,24 +1,24 @@
-//! One agent cycle of one cluster: lease, desired plane, plan, execute (or only report drift),
-//! receipts, release. Every failure ends this cluster's cycle only; the pass goes on.
+//! One agent cycle of one cluster: the engine's [`Reconciler`] (lease, desired plane, plan,
+//! execute or only report drift, receipts, release), recorded for `/status` and the metrics.
+//! Every failure ends this cluster's cycle only; the pass goes on.
 
 use super::status::{CycleRecord, CycleResult, ResourceRow};
 use super::{AgentBackend, Pass};
-use crate::backend::{Backend, connect_with, per_cluster_state_file, settings_for};
-use crate::execute::{CycleReport, ExecOptions, Outcome, Progress, execute};
-use crate::lease::hold;
+use crate::backend::{Backend, per_cluster_state_file};
+use crate::execute::{CycleReport, Outcome, Progress};
 use crate::plan::ClusterPlan;
 use crate::planes::{Planes, cluster_status};
-use crate::planner::plan_cluster;
-use proxops_model::config::{DriftMode, LogLevel};
-use proxops_model::settings::FlagSettings;
-use proxops_model::{Cluster, ResourceKey};
+use crate::reconcile::{
+    ClusterRun, Event, ReconcileOptions, Reconciler, RunError, RunResult, Source,
+};
+use proxops_model::ResourceKey;
+use proxops_model::config::LogLevel;
 use proxops_pve::Latency;
+use proxops_store::StoreError;
 use proxops_store::documents::{hex, utc_timestamp};
-use proxops_store::{Holder, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
-use tokio::sync::watch;
 
 /// What one cycle of one cluster did, for the status and the metrics.
 pub struct CycleOutcome {
@@ -87,128 +87,16 @@ pub async fn run_cycle(pass: Arc<Pass>, cluster: String) -> CycleOutcome {
 async fn cycle(
     pass: &Arc<Pass>,
     name: &str,
-    started_at: SystemTime,
+    _started_at: SystemTime,
     out: &mut CycleOutcome,
 ) -> CycleResult {
-    let Some(cluster) = pass.repo.cluster(name) else {
-        out.record.errors.push(format!(
-            "cluster `{name}` is not in the repository at {}",
-            hex(pass.fetched.commit)
-        ));
-        return CycleResult::Invalid;
-    };
-    let Some(graph) = pass.graphs.get(name) else {
+    if pass.repo.cluster(name).is_some() && !pass.graphs.contains_key(name) {
         out.record.errors = pass.errors_of(name);
         return CycleResult::Invalid;
-    };
+    }
     if pass.suspensions.clusters.contains(name) {
         return CycleResult::Suspended;
     }
-    let holder = Holder::this_process(&pass.options.holder);
-    let lease = match hold(
-        &pass.fetched.store,
-        name,
-        &holder,
-        pass.options.lease_ttl,
-        Some(pass.stop.clone()),
-    )
-    .await
-    {
-        Ok(lease) => lease,
-        Err(StoreError::Leased {
-            holder,
-            host,
-            pid,
-            expires,
-            ..
-        }) => {
-            out.record.errors.push(format!(
-                "held by {holder} (pid {pid} on {host}) until {expires}"
-            ));
-            return CycleResult::Leased;
-        }
-        Err(e) => {
-            out.record
-                .errors
-                .push(format!("cannot take the lease: {e}"));
-            return CycleResult::Failed;
-        }
-    };
-    let result = leased_cycle(pass, cluster, graph, started_at, lease.stop(), out).await;
-    if !lease.release().await {
-        tracing::warn!(cluster = %name, "the lease was lost before the cycle ended");
-    }
-    result
-}
-
-async fn leased_cycle(
-    pass: &Arc<Pass>,
-    cluster: &Cluster,
-    graph: &proxops_graph::Graph,
-    started_at: SystemTime,
-    stop: watch::Receiver<bool>,
-    out: &mut CycleOutcome,
-) -> CycleResult {
-    let name = cluster.name.as_str();
-    let planes = match Planes::from_config(pass.fetched.store.clone(), &pass.repo, name) {
-        Ok(p) => p,
-        Err(e) => {
-            out.record.errors.push(e.to_string());
-            return CycleResult::Failed;
-        }
-    };
-    let desired = {
-        let (planes, pass2) = (planes.clone(), Arc::clone(pass));
-        tokio::task::spawn_blocking(move || {
-            planes.publish_desired(&pass2.repo, pass2.fetched.commit)
-        })
-        .await
-    };
-    let desired = match desired {
-        Ok(Ok(d)) => d,
-        Ok(Err(e)) => {
-            out.record
-                .errors
-                .push(format!("publishing the desired plane: {e}"));
-            return CycleResult::Failed;
-        }
-        Err(e) => {
-            out.record
-                .errors
-                .push(format!("publishing the desired plane: {e}"));
-            return CycleResult::Failed;
-        }
-    };
-    // A gated cluster proposed its change as a candidate: only the live desired head is
-    // reconciled, as loaded from the source revision it pins.
-    let mut reloaded = None;
-    if let Some(candidate) = desired.candidate() {
-        out.record.candidate = Some(candidate.refname.clone());
-        if let Some(live) = desired.state.source_revision
-            && live != pass.fetched.commit
-        {
-            out.record.source_revision = Some(hex(live));
-            match load_cluster_at(pass, name, live).await {
-                Ok(loaded) => reloaded = Some(loaded),
-                Err(e) => {
-                    out.record.errors.push(e);
-                    return CycleResult::Failed;
-                }
-            }
-        }
-    }
-    let (cluster, graph) = match &reloaded {
-        None => (cluster, graph),
-        Some((repo, graph)) => match repo.cluster(name) {
-            Some(c) => (c, graph),
-            None => {
-                out.record
-                    .errors
-                    .push("the live desired head's source lacks the cluster".to_owned());
-                return CycleResult::Failed;
-            }
-        },
-    };
     let backend = match &pass.options.backend {
         AgentBackend::Pve => Backend::Pve {
             repo: Some(pass.fetched.dir.clone()),
@@ -217,39 +105,11 @@ async fn leased_cycle(
             state_file,
             task_time,
         } => Backend::Sim {
-            state_file: state_file
-                .as_ref()
-                .map(|f| per_cluster_state_file(f, name, pass.repo.clusters.len())),
+            state_file: state_file.as_ref().map(|f| per_cluster_state_file(f, name)),
             task_time: *task_time,
         },
     };
-    // The work tree at the fetched commit holds the SOPS files, for either backend.
-    let settings = settings_for(
-        pass.repo.config.as_ref(),
-        cluster,
-        &FlagSettings::default(),
-        LogLevel::Info,
-    );
-    let conn = match connect_with(
-        &pass.registry,
-        cluster,
-        &backend,
-        settings,
-        Some(&pass.fetched.dir),
-    )
-    .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            out.record.errors.push(e.to_string());
-            return CycleResult::Failed;
-        }
-    };
-    for w in &conn.warnings {
-        tracing::warn!(cluster = %name, "{w}");
-    }
-    let mut options = conn.plan_options(cluster);
-    options.suspended = pass
+    let suspended = pass
         .suspensions
         .resources_of(name)
         .iter()
@@ -264,57 +124,50 @@ async fn leased_cycle(
             )
         })
         .collect();
-    let drift = cluster
-        .entry
-        .as_ref()
-        .and_then(|e| e.drift)
-        .unwrap_or_default();
-    let result = match plan_cluster(&conn.client, name, graph, &options).await {
-        Err(e) => {
-            out.record.errors.push(e.to_string());
-            CycleResult::Failed
-        }
-        Ok(plan) => {
-            out.record.planned = plan.actions.len();
-            out.record.anomalies = plan.anomalies.clone();
-            out.record.skipped = plan.skipped.clone();
-            out.record.deferred_prunes = plan.deferred_prunes.clone();
-            let report = if plan.is_empty() || drift == DriftMode::Report {
-                None
-            } else {
-                let exec = ExecOptions {
-                    stop: Some(stop),
-                    progress: Some(log_progress(name)),
-                    ..conn.exec_options()
-                };
-                Some(execute(&conn.client, &plan, &exec).await)
-            };
-            let result = classify(&plan, report.as_ref(), drift, out);
-            let recorded = planes
-                .record_cycle(
-                    &conn.client,
-                    &desired.state,
-                    &plan,
-                    report.as_ref(),
-                    started_at,
-                )
-                .await;
-            out.plan = Some(plan);
-            out.report = report;
-            match recorded {
-                Ok(_) => result,
-                Err(e) => {
-                    out.record.errors.push(format!("publishing receipts: {e}"));
-                    CycleResult::Failed
-                }
-            }
-        }
+    let options = ReconcileOptions::default()
+        .with_holder(pass.options.holder.clone())
+        .with_lease_ttl(pass.options.lease_ttl)
+        .with_default_log_level(LogLevel::Info)
+        .with_suspended(suspended)
+        .with_progress(log_progress(name))
+        .with_events(Arc::new(log_event));
+    let reconciler = Reconciler::builder(Arc::clone(&pass.registry), backend)
+        .store(pass.fetched.store.clone())
+        .record_planes(true)
+        .options(options)
+        .build();
+    // The work tree at the fetched commit holds the SOPS files, for either backend.
+    let source = Source {
+        repository: &pass.repo,
+        graph: pass.graphs.get(name),
+        revision: Some(pass.fetched.commit),
+        dir: &pass.fetched.dir,
     };
-    out.requests = conn.client.counters().snapshot();
-    out.latencies = conn.client.counters().latencies();
-    if let Some(sim) = conn.sim {
-        let _ = sim.shutdown().await;
+    let run = reconciler.cycle(source, name, pass.stop.clone()).await;
+    out.record.candidate = run.candidate.clone();
+    out.record.source_revision = run.source_revision.map(hex);
+    for e in &run.errors {
+        out.record.errors.push(match e {
+            RunError::Leased { .. } => e.to_string(),
+            _ => format!("{e} [{}]", e.code()),
+        });
     }
+    out.requests = run.requests.clone();
+    out.latencies = run.latencies.clone();
+    let result = classify(&run, out);
+    if let Some(last) = run.cycles.into_iter().last() {
+        out.plan = Some(last.plan);
+        out.report = last.report;
+    }
+    read_view(pass, name, out).await;
+    result
+}
+
+/// Fills the desired and observed heads and the resources' states from the planes.
+async fn read_view(pass: &Arc<Pass>, name: &str, out: &mut CycleOutcome) {
+    let Ok(planes) = Planes::from_config(pass.fetched.store.clone(), &pass.repo, name) else {
+        return;
+    };
     let (store, refs) = (planes.store.clone(), planes.refs.clone());
     let read = tokio::task::spawn_blocking(move || {
         let status = cluster_status(&store, &refs)?;
@@ -340,75 +193,46 @@ async fn leased_cycle(
                 .collect(),
         );
     }
-    result
 }
 
-/// The cluster as the source at `revision` has it, with its graph (for a gated cluster whose
-/// live desired head lags behind the source).
-async fn load_cluster_at(
-    pass: &Arc<Pass>,
-    name: &str,
-    revision: proxops_store::ObjectId,
-) -> Result<(proxops_model::Repository, proxops_graph::Graph), String> {
-    let (store, registry, name) = (
-        pass.fetched.store.clone(),
-        Arc::clone(&pass.registry),
-        name.to_owned(),
-    );
-    tokio::task::spawn_blocking(move || {
-        let source = store
-            .source(Some(&hex(revision)))
-            .map_err(|e| e.to_string())?;
-        let options = proxops_model::LoadOptions {
-            clusters: vec![name.clone()],
-        };
-        let mut repo = proxops_model::load_repository(&source, &registry, &options)
-            .map_err(|e| e.to_string())?;
-        let graph = proxops_graph::check_repository(&registry, &mut repo)
-            .into_iter()
-            .find(|c| c.name == name)
-            .and_then(|c| c.graph)
-            .ok_or_else(|| {
-                format!("cluster `{name}` is invalid at the live desired head's source")
-            })?;
-        Ok((repo, graph))
-    })
-    .await
-    .map_err(|e| e.to_string())?
+/// Warnings of a run as log lines.
+fn log_event(event: &Event<'_>) {
+    if let Event::Warning { cluster, message } = event {
+        tracing::warn!(cluster = %cluster, "{message}");
+    }
 }
 
-/// The cycle's result from its plan and what executing it did; fills the counts.
-fn classify(
-    plan: &ClusterPlan,
-    report: Option<&CycleReport>,
-    drift: DriftMode,
-    out: &mut CycleOutcome,
-) -> CycleResult {
-    let Some(report) = report else {
-        return if plan.is_empty() {
-            CycleResult::Converged
-        } else {
-            debug_assert_eq!(drift, DriftMode::Report);
-            CycleResult::Drifted
-        };
-    };
-    let r = &mut out.record;
-    r.succeeded = report.count(|o| *o == Outcome::Succeeded);
-    r.failed = report.count(|o| matches!(o, Outcome::Failed { .. }));
-    r.deferred = report.count(|o| matches!(o, Outcome::Deferred { .. }));
-    r.not_started = report.count(|o| *o == Outcome::NotStarted);
-    for res in &report.results {
-        if let Outcome::Failed { error } = &res.outcome {
-            r.errors
-                .push(format!("{} {}: {error}", res.subject, verb_word(res)));
+/// The cycle's result from the run; fills the counts.
+fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
+    if let Some(last) = run.cycles.last() {
+        let plan = &last.plan;
+        out.record.planned = plan.actions.len();
+        out.record.anomalies = plan.anomalies.clone();
+        out.record.skipped = plan.skipped.clone();
+        out.record.deferred_prunes = plan.deferred_prunes.clone();
+        if let Some(report) = &last.report {
+            let r = &mut out.record;
+            r.succeeded = report.count(|o| *o == Outcome::Succeeded);
+            r.failed = report.count(|o| matches!(o, Outcome::Failed { .. }));
+            r.deferred = report.count(|o| matches!(o, Outcome::Deferred { .. }));
+            r.not_started = report.count(|o| *o == Outcome::NotStarted);
+            for res in &report.results {
+                if let Outcome::Failed { error } = &res.outcome {
+                    r.errors
+                        .push(format!("{} {}: {error}", res.subject, verb_word(res)));
+                }
+            }
         }
     }
-    if r.failed > 0 || r.deferred > 0 {
-        CycleResult::Failed
-    } else if r.not_started > 0 {
-        CycleResult::Stopped
-    } else {
-        CycleResult::Applied
+    match run.result {
+        RunResult::InSync => CycleResult::Converged,
+        RunResult::Applied => CycleResult::Applied,
+        RunResult::Changes => CycleResult::Drifted,
+        RunResult::Stuck => CycleResult::Stuck,
+        RunResult::Stopped => CycleResult::Stopped,
+        RunResult::Leased => CycleResult::Leased,
+        RunResult::Invalid => CycleResult::Invalid,
+        _ => CycleResult::Failed,
     }
 }
 

@@ -27,6 +27,9 @@ pub enum CycleResult {
     Suspended,
     /// A shutdown stopped the cycle before every action started.
     Stopped,
+    /// Nothing could be planned, yet the cluster does not match (anomalies, locked or blocked
+    /// resources, prunes held back): an operator must act.
+    Stuck,
 }
 
 impl CycleResult {
@@ -41,6 +44,7 @@ impl CycleResult {
             CycleResult::Leased => "leased",
             CycleResult::Suspended => "suspended",
             CycleResult::Stopped => "stopped",
+            CycleResult::Stuck => "stuck",
         }
     }
 

@@ -1,0 +1,113 @@
+//! What the planes remember for the planner: the previous desired document of each resource
+//! (which keys ProxOps owned), and clusters whose desired plane outlived their directory.
+
+use proxops_model::diagnostic::SourceFile;
+use proxops_model::manifest::load_manifest;
+use proxops_model::{Registry, Repository, Resource, ResourceKey};
+use proxops_store::desired::DesiredState;
+use proxops_store::documents::{ResourceDoc, parse_id};
+use proxops_store::{PlaneRefs, Store, StoreError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The previous desired document of each resource of `refs`' cluster: the one its latest
+/// receipt pins (what ProxOps last reconciled), else the one `prior` (the desired head before
+/// this cycle published) holds. A document that no longer loads is left out: its keys are then
+/// not proven ours, which only ever keeps a key, never removes one.
+pub fn previous_documents(
+    store: &Store,
+    refs: &PlaneRefs,
+    prior: Option<&DesiredState>,
+    registry: &Registry,
+) -> Result<BTreeMap<ResourceKey, Arc<Resource>>, StoreError> {
+    let mut docs: BTreeMap<ResourceKey, ResourceDoc> = BTreeMap::new();
+    if let Some(prior) = prior {
+        for (key, entry) in &prior.resources {
+            docs.insert(key.clone(), entry.doc.clone());
+        }
+    }
+    if let Some(observed) = store.read_observed(refs, None)? {
+        for (key, receipt) in &observed.receipts {
+            let Some(blob) = parse_id(&receipt.doc.spec.desired.blob) else {
+                continue;
+            };
+            match store.read_resource_doc(blob) {
+                Ok(doc) => {
+                    docs.insert(key.clone(), doc);
+                }
+                Err(e) => {
+                    tracing::debug!(resource = %key, error = %e, "the document a receipt pins cannot be read");
+                }
+            }
+        }
+    }
+    Ok(docs
+        .into_iter()
+        .filter_map(|(key, doc)| {
+            let resource = resource_of(&doc, registry)?;
+            (resource.key() == key).then_some((key, resource))
+        })
+        .collect())
+}
+
+/// A desired document as a resource, through the manifest loader (the document is the model's
+/// own serialisation, so it loads as a manifest does).
+fn resource_of(doc: &ResourceDoc, registry: &Registry) -> Option<Arc<Resource>> {
+    let manifest = serde_json::json!({
+        "apiVersion": doc.api_version,
+        "kind": doc.kind,
+        "metadata": {
+            "name": doc.metadata.name,
+            "labels": doc.metadata.labels,
+            "annotations": doc.metadata.annotations,
+        },
+        "spec": doc.spec,
+    });
+    let text = serde_json::to_string(&manifest).ok()?;
+    let file = SourceFile::new(format!("desired/{}/{}", doc.kind, doc.metadata.name), text);
+    let loaded = load_manifest(&file, registry, None);
+    if loaded.diagnostics.iter().any(|d| d.is_error()) {
+        tracing::debug!(kind = %doc.kind, name = %doc.metadata.name, "a previous desired document does not load as a manifest");
+        return None;
+    }
+    loaded.resource
+}
+
+/// A cluster whose desired plane exists while the repository has no such cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vanished {
+    /// The cluster.
+    pub cluster: String,
+    /// Its desired branch.
+    pub branch: String,
+}
+
+impl std::fmt::Display for Vanished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cluster `{}` is gone from the repository (no clusters/{}/), but its desired plane `{}` exists: its guests are left alone. Restore the directory to manage them again, or delete the branch once they are dealt with",
+            self.cluster, self.cluster, self.branch
+        )
+    }
+}
+
+/// The default-named desired branches (`proxops/desired/<c>`) of clusters `repository` lacks.
+pub fn vanished_clusters(store: &Store, repository: &Repository) -> Vec<Vanished> {
+    let prefix = "proxops/desired/";
+    let branches = match store.branches_under(prefix) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot list desired branches");
+            return Vec::new();
+        }
+    };
+    branches
+        .into_iter()
+        .filter_map(|branch| {
+            let cluster = branch.strip_prefix(prefix)?.to_owned();
+            (!cluster.contains('/') && repository.cluster(&cluster).is_none())
+                .then_some(Vanished { cluster, branch })
+        })
+        .collect()
+}

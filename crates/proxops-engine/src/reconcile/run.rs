@@ -1,0 +1,453 @@
+//! The body of [`Reconciler::cycle`]: lease, desired plane and gate, connection, cycles.
+
+use super::{
+    ClusterRun, CycleRun, Event, Reconciler, RunError, RunResult, Source, previous_documents,
+};
+use crate::backend::{Connection, connect_with, settings_for};
+use crate::execute::{ExecOptions, Outcome, execute};
+use crate::lease::{HeldLease, hold};
+use crate::plan::{ClusterPlan, PlanState, Verb};
+use crate::planes::Planes;
+use crate::planner::plan_cluster;
+use proxops_graph::Graph;
+use proxops_model::config::DriftMode;
+use proxops_model::{Cluster, Repository, Resource, ResourceKey};
+use proxops_store::desired::DesiredState;
+use proxops_store::documents::hex;
+use proxops_store::{Holder, ObjectId, StoreError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::watch;
+
+fn joined(e: tokio::task::JoinError) -> StoreError {
+    StoreError::Invalid(format!("task failed: {e}"))
+}
+
+impl Reconciler {
+    /// Runs `cluster` from `source`: lease, desired plane, plan and execute (up to
+    /// [`super::ReconcileOptions::max_cycles`] times), receipts. When `stop` turns true no new
+    /// action starts. Every failure ends this cluster's run only and is in the result.
+    pub async fn cycle(
+        &self,
+        source: Source<'_>,
+        cluster: &str,
+        stop: watch::Receiver<bool>,
+    ) -> ClusterRun {
+        let mut run = ClusterRun::new(cluster, source.revision);
+        let Some(found) = source.repository.cluster(cluster) else {
+            run.result = RunResult::Invalid;
+            run.errors.push(RunError::Invalid(format!(
+                "cluster `{cluster}` is not in the repository"
+            )));
+            return run;
+        };
+        let Some(graph) = source.graph.filter(|_| found.valid) else {
+            run.result = RunResult::Invalid;
+            run.errors.push(RunError::Invalid(format!(
+                "cluster `{cluster}` has errors; nothing is done until they are fixed"
+            )));
+            return run;
+        };
+        let lease = match self.take_lease(cluster, &stop).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                run.result = if matches!(e, RunError::Leased { .. }) {
+                    RunResult::Leased
+                } else {
+                    RunResult::Failed
+                };
+                run.errors.push(e);
+                return run;
+            }
+        };
+        let stop = lease.as_ref().map_or(stop, HeldLease::stop);
+        run.result = match self.leased(source, found, graph, stop, &mut run).await {
+            Ok(result) => result,
+            Err(e) => {
+                run.errors.push(e);
+                RunResult::Failed
+            }
+        };
+        if let Some(lease) = lease
+            && !lease.release().await
+        {
+            self.emit(&Event::Warning {
+                cluster,
+                message: "the lease was taken over before this run ended".to_owned(),
+            });
+        }
+        run
+    }
+
+    /// The cluster's lease, unless this is a dry run or there is no store to hold it in.
+    async fn take_lease(
+        &self,
+        cluster: &str,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<Option<HeldLease>, RunError> {
+        if self.options.dry_run {
+            return Ok(None);
+        }
+        let Some(store) = &self.store else {
+            self.emit(&Event::Warning {
+                cluster,
+                message: "not a git repository: no lease is taken, so nothing keeps another writer off this cluster".to_owned(),
+            });
+            return Ok(None);
+        };
+        let holder = Holder::this_process(&self.options.holder);
+        match hold(
+            store,
+            cluster,
+            &holder,
+            self.options.lease_ttl,
+            Some(stop.clone()),
+        )
+        .await
+        {
+            Ok(lease) => Ok(Some(lease)),
+            Err(StoreError::Leased {
+                holder,
+                host,
+                pid,
+                expires,
+                ..
+            }) => Err(RunError::Leased {
+                holder,
+                host,
+                pid,
+                expires,
+            }),
+            Err(e) => Err(RunError::Lease(e)),
+        }
+    }
+
+    async fn leased(
+        &self,
+        source: Source<'_>,
+        cluster: &Cluster,
+        graph: &Graph,
+        stop: watch::Receiver<bool>,
+        run: &mut ClusterRun,
+    ) -> Result<RunResult, RunError> {
+        let name = cluster.name.as_str();
+        let planes = match &self.store {
+            Some(store) if self.record_planes => Some(
+                Planes::from_config(store.clone(), source.repository, name)
+                    .map_err(RunError::Desired)?,
+            ),
+            _ => None,
+        };
+        let mut prior = None;
+        let mut reloaded = None;
+        if let Some(planes) = &planes {
+            prior = read_prior(planes).await?;
+            if !self.options.dry_run {
+                let revision = source.revision.ok_or(RunError::NoCommit)?;
+                let published = publish(planes, source.repository, revision).await?;
+                self.emit(&Event::Desired {
+                    cluster: name,
+                    refs: &planes.refs,
+                    published: &published,
+                });
+                if let Some(candidate) = published.candidate() {
+                    run.candidate = Some(candidate.refname.clone());
+                    // Only the live desired head may run; it says which source it was built
+                    // from, or nothing runs.
+                    let live = published.state.source_revision.ok_or_else(|| {
+                        RunError::UnknownLiveSource {
+                            branch: planes.refs.desired_branch().to_owned(),
+                        }
+                    })?;
+                    if live != revision {
+                        self.emit(&Event::LiveHead {
+                            cluster: name,
+                            source_revision: live,
+                        });
+                        run.source_revision = Some(live);
+                        reloaded = Some(self.load_at(planes, name, live).await?);
+                    }
+                }
+                run.desired = Some(published);
+            }
+        }
+        let (cluster, graph) = match &reloaded {
+            None => (cluster, graph),
+            Some((repo, graph)) => match repo.cluster(name) {
+                Some(c) => (c, graph),
+                None => {
+                    return Err(RunError::LiveSource {
+                        revision: run.source_revision.map(hex).unwrap_or_default(),
+                        reason: format!("it has no cluster `{name}`"),
+                    });
+                }
+            },
+        };
+        let repository = reloaded.as_ref().map_or(source.repository, |(r, _)| r);
+        let settings = settings_for(
+            repository.config.as_ref(),
+            cluster,
+            &self.options.flags,
+            self.options.default_log_level,
+        );
+        let conn = connect_with(
+            &self.registry,
+            cluster,
+            &self.backend,
+            settings,
+            Some(source.dir),
+        )
+        .await?;
+        for w in &conn.warnings {
+            let prefix = format!("cluster `{name}`: ");
+            self.emit(&Event::Warning {
+                cluster: name,
+                message: w.strip_prefix(&prefix).unwrap_or(w).to_owned(),
+            });
+        }
+        let result = self
+            .cycles(
+                &conn,
+                cluster,
+                graph,
+                planes.as_ref(),
+                prior.as_ref(),
+                stop,
+                run,
+            )
+            .await;
+        run.requests = conn.client.counters().snapshot();
+        run.latencies = conn.client.counters().latencies();
+        if let Some(sim) = conn.sim {
+            let _ = sim.shutdown().await;
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn cycles(
+        &self,
+        conn: &Connection,
+        cluster: &Cluster,
+        graph: &Graph,
+        planes: Option<&Planes>,
+        prior: Option<&DesiredState>,
+        stop: watch::Receiver<bool>,
+        run: &mut ClusterRun,
+    ) -> Result<RunResult, RunError> {
+        let name = cluster.name.as_str();
+        let drift = self
+            .options
+            .drift
+            .or_else(|| cluster.entry.as_ref().and_then(|e| e.drift))
+            .unwrap_or_default();
+        let max = self.options.max_cycles.max(1);
+        for n in 1..=max {
+            let started = SystemTime::now();
+            let previous = match planes {
+                Some(p) => Some(self.previous(p, prior).await?),
+                None => None,
+            };
+            let mut options = conn.plan_options(cluster);
+            options.drivers = Arc::clone(&self.drivers);
+            options.suspended = self.options.suspended.clone();
+            options.prunes_used = run.deleted;
+            options.previous = previous;
+            let plan = plan_cluster(&conn.client, name, graph, &options).await?;
+            self.emit(&Event::Planned {
+                cycle: n,
+                plan: &plan,
+            });
+            let state = plan.state();
+            if self.options.dry_run {
+                run.cycles.push(cycle_run(plan, None, None));
+                return Ok(settled(state));
+            }
+            if state != PlanState::Changes || drift == DriftMode::Report {
+                let receipts = self.record(conn, planes, run, &plan, None, started).await?;
+                run.cycles.push(cycle_run(plan, None, receipts));
+                return Ok(settled(state));
+            }
+            if n == 1
+                && let Some(confirm) = &self.options.confirm
+                && !confirm(&plan)
+            {
+                run.cycles.push(cycle_run(plan, None, None));
+                return Ok(RunResult::Declined);
+            }
+            let exec = ExecOptions {
+                stop: Some(stop.clone()),
+                progress: self.options.progress.clone(),
+                ..conn.exec_options()
+            };
+            let report = execute(&conn.client, &plan, &exec).await;
+            self.emit(&Event::Executed {
+                cycle: n,
+                report: &report,
+            });
+            run.deleted += u32::try_from(
+                report
+                    .results
+                    .iter()
+                    .filter(|r| r.verb == Verb::Delete && r.outcome == Outcome::Succeeded)
+                    .count(),
+            )
+            .unwrap_or(u32::MAX);
+            let receipts = self
+                .record(conn, planes, run, &plan, Some(&report), started)
+                .await?;
+            let failed =
+                report.count(|o| matches!(o, Outcome::Failed { .. } | Outcome::Deferred { .. }));
+            let not_started = report.count(|o| *o == Outcome::NotStarted);
+            let blockers = !plan.stuck_summary().is_empty();
+            run.cycles.push(cycle_run(plan, Some(report), receipts));
+            if not_started > 0 {
+                return Ok(RunResult::Stopped);
+            }
+            if max == 1 {
+                return Ok(match (failed > 0, blockers) {
+                    (true, _) => RunResult::Failed,
+                    (false, true) => RunResult::Stuck,
+                    (false, false) => RunResult::Applied,
+                });
+            }
+            if *stop.borrow() {
+                return Ok(RunResult::Stopped);
+            }
+        }
+        // Cycles ran out, the last one still acting: whether it converged is unknown.
+        let last_failed = run
+            .cycles
+            .last()
+            .and_then(|c| c.report.as_ref())
+            .is_some_and(|r| !r.all_succeeded());
+        Ok(if last_failed {
+            RunResult::Failed
+        } else {
+            RunResult::NotConverged
+        })
+    }
+
+    /// Publishes the receipts of one cycle, when the planes are recorded.
+    async fn record(
+        &self,
+        conn: &Connection,
+        planes: Option<&Planes>,
+        run: &ClusterRun,
+        plan: &ClusterPlan,
+        report: Option<&crate::execute::CycleReport>,
+        started: SystemTime,
+    ) -> Result<Option<crate::planes::PublishedReceipts>, RunError> {
+        let (Some(planes), Some(desired)) = (planes, &run.desired) else {
+            return Ok(None);
+        };
+        let published = planes
+            .record_cycle(&conn.client, &desired.state, plan, report, started)
+            .await
+            .map_err(RunError::Receipts)?;
+        self.emit(&Event::Receipts {
+            cluster: &run.cluster,
+            refs: &planes.refs,
+            published: &published,
+        });
+        Ok(Some(published))
+    }
+
+    /// The previous desired documents (off the async threads: git reads).
+    async fn previous(
+        &self,
+        planes: &Planes,
+        prior: Option<&DesiredState>,
+    ) -> Result<BTreeMap<ResourceKey, Arc<Resource>>, RunError> {
+        let (planes, prior, registry) =
+            (planes.clone(), prior.cloned(), Arc::clone(&self.registry));
+        tokio::task::spawn_blocking(move || {
+            previous_documents(&planes.store, &planes.refs, prior.as_ref(), &registry)
+        })
+        .await
+        .map_err(joined)
+        .and_then(|r| r)
+        .map_err(RunError::Desired)
+    }
+
+    /// The cluster as the source at `revision` has it, with its graph.
+    async fn load_at(
+        &self,
+        planes: &Planes,
+        name: &str,
+        revision: ObjectId,
+    ) -> Result<(Repository, Graph), RunError> {
+        let (store, registry, name) = (
+            planes.store.clone(),
+            Arc::clone(&self.registry),
+            name.to_owned(),
+        );
+        let fail = |reason: String| RunError::LiveSource {
+            revision: hex(revision),
+            reason,
+        };
+        let loaded = tokio::task::spawn_blocking(move || {
+            let source = store
+                .source(Some(&hex(revision)))
+                .map_err(|e| e.to_string())?;
+            let options = proxops_model::LoadOptions {
+                clusters: vec![name.clone()],
+            };
+            let mut repo = proxops_model::load_repository(&source, &registry, &options)
+                .map_err(|e| e.to_string())?;
+            let graph = proxops_graph::check_repository(&registry, &mut repo)
+                .into_iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.graph)
+                .ok_or_else(|| format!("cluster `{name}` is invalid there"))?;
+            Ok::<_, String>((repo, graph))
+        })
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+        loaded.map_err(fail)
+    }
+}
+
+/// How a run ends on a plan it does not execute.
+fn settled(state: PlanState) -> RunResult {
+    match state {
+        PlanState::InSync => RunResult::InSync,
+        PlanState::Changes => RunResult::Changes,
+        PlanState::Stuck => RunResult::Stuck,
+    }
+}
+
+fn cycle_run(
+    plan: ClusterPlan,
+    report: Option<crate::execute::CycleReport>,
+    receipts: Option<crate::planes::PublishedReceipts>,
+) -> CycleRun {
+    CycleRun {
+        plan,
+        report,
+        receipts,
+    }
+}
+
+async fn read_prior(planes: &Planes) -> Result<Option<DesiredState>, RunError> {
+    let planes = planes.clone();
+    tokio::task::spawn_blocking(move || planes.store.read_desired(&planes.refs, None))
+        .await
+        .map_err(joined)
+        .and_then(|r| r)
+        .map_err(RunError::Desired)
+}
+
+async fn publish(
+    planes: &Planes,
+    repository: &Repository,
+    revision: ObjectId,
+) -> Result<crate::planes::PublishedDesired, RunError> {
+    let (planes, repository) = (planes.clone(), repository.clone());
+    tokio::task::spawn_blocking(move || planes.publish_desired(&repository, revision))
+        .await
+        .map_err(joined)
+        .and_then(|r| r)
+        .map_err(RunError::Desired)
+}
