@@ -1,0 +1,396 @@
+//! The safety contract end to end: each story tries to make ProxOps delete, duplicate or
+//! strand something it must not, through the `proxops` command on a real git repository and a
+//! persistent simulator.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proxops_e2e::{git, proxops_bin};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A git repository with one cluster `lab` (node pve1) and a simulator state file.
+struct Site {
+    dir: tempfile::TempDir,
+    state: tempfile::TempDir,
+}
+
+const CONFIG: &str = "pve:\n  clusters:\n    lab:\n      base-url: https://pve-lab.lan:8006\n      nodes: [pve1]\n";
+
+/// A VM, TemplateVM or LXC manifest at `vmid`, with `extra` lines appended to its spec.
+fn guest(kind: &str, name: &str, vmid: u32, extra: &str) -> String {
+    let body = match kind {
+        "LXC" | "TemplateCT" => format!(
+            "  node: pve1\n  vmid: {vmid}\n  template: debian-ct\n  memory: 512MiB\n  root:\n    storage: local-lvm\n    size: 4GiB\n"
+        ),
+        _ => format!(
+            "  node: pve1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu:\n    cores: 1\n    type: host\n  disks:\n    - storage: local-lvm\n      size: 4GiB\n  networks:\n    - model: virtio\n      bridge: vmbr0\n"
+        ),
+    };
+    format!("apiVersion: proxops/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{body}{extra}")
+}
+
+impl Site {
+    /// The repository with these manifests (path, text), all listed in lab's composition.
+    fn new(manifests: &[(&str, String)]) -> Site {
+        let site = Site {
+            dir: tempfile::tempdir().unwrap(),
+            state: tempfile::tempdir().unwrap(),
+        };
+        site.write("clusters/lab/config.yaml", CONFIG);
+        site.compose(manifests);
+        git(site.path(), &["init", "-q", "-b", "main"]);
+        site.commit("lab");
+        site
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let path = self.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Writes the manifests and a composition listing exactly them (removing other files).
+    fn compose(&self, manifests: &[(&str, String)]) {
+        for kind in ["vm", "templatevm", "lxc", "templatect", "ctt", "iso"] {
+            let _ = std::fs::remove_dir_all(self.path().join(kind));
+        }
+        let mut list = String::from("resources:\n");
+        for (rel, text) in manifests {
+            self.write(rel, text);
+            list.push_str(&format!("  - ../../{rel}\n"));
+        }
+        self.write("clusters/lab/resources.yaml", &list);
+    }
+
+    fn commit(&self, message: &str) {
+        git(self.path(), &["add", "-A"]);
+        git(self.path(), &["commit", "-q", "--allow-empty", "-m", message]);
+    }
+
+    fn sim_file(&self) -> PathBuf {
+        self.state.path().join("sim.json")
+    }
+
+    /// Where lab's simulated state is kept (one file per cluster, after `--sim-state`).
+    fn lab_state(&self) -> PathBuf {
+        self.state.path().join("sim.lab.json")
+    }
+
+    /// `proxops ARGS --repo <repo>` with lab's simulator.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(proxops_bin())
+            .args(args)
+            .args(["--cluster", "lab", "--backend", "sim", "--sim-state"])
+            .arg(self.sim_file())
+            .arg("--repo")
+            .arg(self.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    fn apply(&self) -> (Option<i32>, String) {
+        let out = self.run(&["apply", "--yes"]);
+        (out.status.code(), text(&out))
+    }
+
+    fn state(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.lab_state()).unwrap()).unwrap()
+    }
+
+    /// Changes the simulated state in place (what an operator or a crash did in PVE).
+    fn stage(&self, change: impl FnOnce(&mut Value)) {
+        let mut state = self.state();
+        change(&mut state);
+        std::fs::write(self.lab_state(), state.to_string()).unwrap();
+    }
+
+    /// vmid → (tags, template flag) of every guest.
+    fn guests(&self) -> BTreeMap<u64, (String, bool)> {
+        let state = self.state();
+        state["guests"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, g)| {
+                let config = &g["config"];
+                (
+                    g["vmid"].as_u64().unwrap(),
+                    (
+                        config["tags"].as_str().unwrap_or_default().to_owned(),
+                        config["template"].as_str() == Some("1"),
+                    ),
+                )
+            })
+            .collect()
+    }
+}
+
+/// stdout and stderr of a run, for messages.
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+const WEB: &str = "vm/lab/web.yaml";
+
+#[test]
+fn a_rename_at_the_same_vmid_retags_the_guest_and_recreates_nothing() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, "  tags: [frontend]\n"))]);
+    assert_eq!(site.apply().0, Some(0));
+    let before = site.state()["guests"]["120"]["config"].clone();
+    site.compose(&[("vm/lab/www.yaml", guest("VM", "www", 120, "  tags: [frontend]\n"))]);
+    site.commit("rename web to www");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("retag    VM/www (120)"), "{out}");
+    assert!(!out.contains("delete") && !out.contains("create"), "{out}");
+    let guests = site.guests();
+    assert_eq!(guests.len(), 1, "{guests:?}");
+    let tags = &guests[&120].0;
+    assert!(tags.contains("proxops.lab.vm.www") && !tags.contains("proxops.lab.vm.web"), "{tags}");
+    assert!(tags.contains("frontend"), "{tags}");
+    // The same disk, not a new guest.
+    let after = &site.state()["guests"]["120"]["config"];
+    assert_eq!(after["scsi0"], before["scsi0"]);
+    // And then it is in sync.
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+}
+
+#[test]
+fn a_vm_declared_a_template_at_its_vmid_is_converted_when_stopped_and_reported_when_running() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, "  state: started\n"))]);
+    assert_eq!(site.apply().0, Some(0));
+    site.compose(&[("templatevm/lab/web.yaml", guest("TemplateVM", "web", 120, ""))]);
+    site.commit("web becomes a template");
+    // Running: PVE refuses to make it a template; ProxOps says what to do and deletes nothing.
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("anomaly") && out.contains("is running"), "{out}");
+    assert!(out.contains("qm shutdown 120"), "{out}");
+    assert!(!out.contains("delete"), "{out}");
+    assert_eq!(site.guests().len(), 1);
+    // Stopped by the operator: retagged, then made a template, in one apply.
+    site.stage(|s| s["guests"]["120"]["status"] = "stopped".into());
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("retag") && out.contains("template"), "{out}");
+    let guests = site.guests();
+    assert_eq!(guests.len(), 1);
+    assert!(guests[&120].1, "not a template: {guests:?}");
+    assert!(guests[&120].0.contains("proxops.lab.templatevm.web"), "{guests:?}");
+}
+
+#[test]
+fn a_template_declared_a_vm_again_or_a_container_kind_change_is_an_anomaly_and_nothing_is_deleted()
+{
+    let site = Site::new(&[("templatevm/lab/tpl.yaml", guest("TemplateVM", "tpl", 9000, ""))]);
+    assert_eq!(site.apply().0, Some(0));
+    site.compose(&[(WEB, guest("VM", "tpl", 9000, ""))]);
+    site.commit("tpl declared a VM");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("PVE cannot turn a template back into a guest"), "{out}");
+    assert!(!out.contains("delete"), "{out}");
+    assert!(site.guests()[&9000].1);
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(3), "stuck: {}", text(&diff));
+}
+
+#[test]
+fn a_changed_vmid_while_the_old_guest_carries_the_identity_creates_no_second_guest() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, "  networks:\n    - model: virtio\n      bridge: vmbr0\n      mac: \"BC:24:11:00:01:20\"\n"))]);
+    assert_eq!(site.apply().0, Some(0));
+    site.compose(&[(WEB, guest("VM", "web", 121, "  networks:\n    - model: virtio\n      bridge: vmbr0\n      mac: \"BC:24:11:00:01:20\"\n"))]);
+    site.commit("web moves to 121");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("declared at vmid 121, but vmid 120 carries its identity"),
+        "{out}"
+    );
+    assert_eq!(site.guests().keys().copied().collect::<Vec<_>>(), [120]);
+}
+
+#[test]
+fn a_clone_left_with_its_templates_identity_is_repaired_and_never_pruned_when_the_template_retires()
+{
+    let tpl = ("templatevm/lab/tpl.yaml", guest("TemplateVM", "tpl", 9000, "  tags: [golden, do-not-start]\n  pve-description: golden image\n"));
+    let clone = (
+        WEB,
+        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 120\n  clone: tpl\n  memory: 2GiB\n  state: stopped\n".to_owned(),
+    );
+    let site = Site::new(&[tpl.clone()]);
+    assert_eq!(site.apply().0, Some(0));
+    // A clone whose follow-up config write never happened (a 403, a crash, a task timeout):
+    // PVE copied the template's config, tags and all, to vmid 120.
+    site.stage(|s| {
+        let mut copy = s["guests"]["9000"].clone();
+        copy["vmid"] = 120.into();
+        copy["config"].as_object_mut().unwrap().remove("template");
+        copy["config"]["name"] = "web".into();
+        s["guests"]["120"] = copy;
+    });
+    site.compose(&[tpl.clone(), clone.clone()]);
+    site.commit("web, cloned from tpl");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("a clone of vmid 9000 left unconfigured"), "{out}");
+    let tags = site.guests()[&120].0.clone();
+    assert!(tags.contains("proxops.lab.vm.web") && !tags.contains("templatevm"), "{tags}");
+    // The template retires: its guest goes, the clone at a declared vmid never does.
+    site.compose(&[clone]);
+    site.commit("retire tpl");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("delete    TemplateVM/tpl (9000)"), "{out}");
+    assert_eq!(site.guests().keys().copied().collect::<Vec<_>>(), [120]);
+}
+
+#[test]
+fn a_guest_locked_by_a_crashed_create_is_reported_with_the_remedy_never_as_converged() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    assert_eq!(site.apply().0, Some(0));
+    site.stage(|s| s["guests"]["120"]["config"]["lock"] = "create".into());
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("qm unlock 120"), "{out}");
+    assert!(!out.contains("converged, nothing to do"), "{out}");
+    assert!(out.contains("NOT converged"), "{out}");
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(3), "{}", text(&diff));
+    // Unlocked, it is in sync again.
+    site.stage(|s| {
+        s["guests"]["120"]["config"]
+            .as_object_mut()
+            .unwrap()
+            .remove("lock");
+    });
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+}
+
+#[test]
+fn converge_keeps_to_the_prune_budget_over_all_its_cycles() {
+    let many: Vec<(String, String)> = (0..5)
+        .map(|i| (format!("vm/lab/old-{i}.yaml"), guest("VM", &format!("old-{i}"), 130 + i, "")))
+        .collect();
+    let keep = (WEB, guest("VM", "web", 120, ""));
+    let mut all: Vec<(&str, String)> = many.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
+    all.push(keep.clone());
+    let site = Site::new(&all);
+    assert_eq!(site.apply().0, Some(0));
+    site.compose(&[keep]);
+    site.commit("remove five guests");
+    let out = site.run(&["converge", "--prune-budget", "2"]);
+    let log = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert_eq!(site.guests().len(), 4, "two deleted, three kept: {log}");
+    assert!(log.contains("prune budget of 2 per run used"), "{log}");
+    assert!(log.contains("NOT converged"), "{log}");
+}
+
+#[test]
+fn apply_records_the_planes_by_default_and_no_planes_opts_out() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    let out = site.run(&["apply", "--yes", "--no-planes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(git(site.path(), &["branch", "--list", "proxops/*"]), "");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    let branches = git(site.path(), &["branch", "--list", "proxops/*"]);
+    assert!(
+        branches.contains("proxops/desired/lab") && branches.contains("proxops/observed/lab"),
+        "{branches}"
+    );
+}
+
+#[test]
+fn a_second_writer_is_refused_while_the_lease_is_held() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    // Another process holds lab's lease (an agent, say).
+    let lease = proxops_store::Store::open(site.path())
+        .unwrap()
+        .acquire_lease(
+            "lab",
+            &proxops_store::Holder {
+                name: "agent-x".into(),
+                host: "another-host".into(),
+                pid: 1,
+            },
+            std::time::Duration::from_secs(600),
+        )
+        .unwrap();
+    for args in [vec!["apply", "--yes", "--no-planes"], vec!["converge"]] {
+        let out = site.run(&args);
+        let log = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {log}");
+        assert!(log.contains("being reconciled by agent-x (pid 1 on another-host)"), "{log}");
+    }
+    assert!(!site.lab_state().exists() || site.guests().is_empty());
+    drop(lease);
+}
+
+#[test]
+fn a_gated_cluster_whose_live_head_names_no_source_is_refused() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    assert_eq!(site.apply().0, Some(0));
+    // The live desired head loses its trailer (a rewritten message).
+    let head = git(site.path(), &["rev-parse", "proxops/desired/lab"]).trim().to_owned();
+    let tree = git(site.path(), &["rev-parse", &format!("{head}^{{tree}}")]).trim().to_owned();
+    let rewritten = git(site.path(), &["commit-tree", &tree, "-p", &head, "-m", "hand-made"])
+        .trim()
+        .to_owned();
+    git(site.path(), &["update-ref", "refs/heads/proxops/desired/lab", &rewritten]);
+    site.write(
+        "clusters/lab/config.yaml",
+        &format!("{CONFIG}      planes:\n        change-gate: pullRequest\n"),
+    );
+    site.compose(&[(WEB, guest("VM", "web", 120, "  memory: 2GiB\n"))]);
+    site.commit("gate, and a change");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("proxops::gate::unknown_source"), "{out}");
+    assert_eq!(site.state()["guests"]["120"]["config"]["memory"], "1024", "{out}");
+}
+
+#[test]
+fn a_cluster_whose_directory_vanished_is_reported_and_its_guests_left_alone() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    assert_eq!(site.apply().0, Some(0));
+    // A second cluster appears and lab's directory goes.
+    std::fs::remove_dir_all(site.path().join("clusters/lab")).unwrap();
+    site.write(
+        "clusters/other/config.yaml",
+        "pve:\n  clusters:\n    other:\n      base-url: https://other.lan:8006\n      nodes: [pve1]\n",
+    );
+    site.write("clusters/other/resources.yaml", "resources: []\n");
+    site.commit("lab is gone");
+    let out = Command::new(proxops_bin())
+        .args(["apply", "--yes", "--backend", "sim", "--sim-state"])
+        .arg(site.sim_file())
+        .arg("--repo")
+        .arg(site.path())
+        .output()
+        .unwrap();
+    let log = text(&out);
+    assert!(log.contains("proxops::planes::vanished") && log.contains("cluster `lab` is gone"), "{log}");
+    assert_eq!(site.guests().len(), 1);
+    let status = Command::new(proxops_bin())
+        .args(["status", "--repo"])
+        .arg(site.path())
+        .output()
+        .unwrap();
+    assert!(text(&status).contains("cluster `lab` is gone"), "{}", text(&status));
+}
