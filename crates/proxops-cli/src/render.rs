@@ -7,6 +7,7 @@ use std::fmt::Write;
 fn verb(v: Verb) -> &'static str {
     match v {
         Verb::Download => "download",
+        Verb::Replace => "replace",
         Verb::Create => "create",
         Verb::Update => "update",
         Verb::Start => "start",
@@ -75,7 +76,20 @@ pub fn plan(p: &ClusterPlan) -> String {
         );
         for c in &a.changes {
             let from = c.from.as_deref().unwrap_or("(unset)");
-            let _ = writeln!(out, "{:14}{}: {from} -> {}", "", c.key, c.to);
+            match &c.to {
+                // A removal reads unlike a set: `- net1 (was virtio=...)`.
+                Some(to) if !c.delete => {
+                    let removed = if c.removed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (removed {})", c.removed.join(", "))
+                    };
+                    let _ = writeln!(out, "{:14}{}: {from} -> {to}{removed}", "", c.key);
+                }
+                _ => {
+                    let _ = writeln!(out, "{:14}- {} (was {from})", "", c.key);
+                }
+            }
         }
         for r in &a.resizes {
             let _ = writeln!(out, "{:14}{}: {} -> {} bytes", "", r.disk, r.from, r.to);

@@ -6,8 +6,8 @@
 //! action defers every action that depends on it (reported; planned again next cycle). A stop
 //! request lets running actions finish and starts no new one.
 
-use crate::desired::DesiredGuest;
-use crate::diff::{Change, Resize, diff};
+use crate::desired::{DesiredArtifact, DesiredGuest};
+use crate::diff::{Change, Removal, Resize, after_clone};
 use crate::plan::{Action, ClusterPlan, Op, Verb};
 use proxops_pve::props::format_size;
 use proxops_pve::{
@@ -312,30 +312,24 @@ async fn run(
         .await;
     match &action.op {
         Op::Download { artifact } => {
-            let get = |k: &str| {
-                artifact
-                    .download
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
-            let request = DownloadUrl {
-                url: get("url").unwrap_or_default(),
-                content: artifact.content.to_owned(),
-                filename: artifact.filename.clone(),
-                checksum: get("checksum"),
-                checksum_algorithm: get("checksum-algorithm"),
-                ..DownloadUrl::default()
-            };
-            let upid = client
-                .download_url(&action.node, &artifact.storage, &request)
-                .await?;
-            wait(client, options, upid, upids).await
+            download(client, &action.node, artifact, options, upids).await
+        }
+        Op::Replace { artifact } => {
+            // download-url refuses to overwrite a file, so the old one goes first. If the
+            // download then fails, the next cycle finds the file absent and downloads it.
+            if let Some(upid) = client
+                .delete_volume(&action.node, &artifact.storage, &artifact.volid)
+                .await?
+            {
+                wait(client, options, upid, upids).await?;
+            }
+            download(client, &action.node, artifact, options, upids).await
         }
         Op::Create { desired } => create(client, desired, options, upids).await,
         Op::Update {
             desired,
             changes,
+            removals,
             resizes,
             digest,
             restart,
@@ -345,6 +339,7 @@ async fn run(
                 client,
                 &target,
                 changes,
+                removals,
                 resizes,
                 digest.clone(),
                 options,
@@ -399,6 +394,34 @@ async fn run(
     }
 }
 
+async fn download(
+    client: &PveClient,
+    node: &str,
+    artifact: &DesiredArtifact,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let get = |k: &str| {
+        artifact
+            .download
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let request = DownloadUrl {
+        url: get("url").unwrap_or_default(),
+        content: artifact.content.to_owned(),
+        filename: artifact.filename.clone(),
+        checksum: get("checksum"),
+        checksum_algorithm: get("checksum-algorithm"),
+        ..DownloadUrl::default()
+    };
+    let upid = client
+        .download_url(node, &artifact.storage, &request)
+        .await?;
+    wait(client, options, upid, upids).await
+}
+
 fn guest_ref(d: &DesiredGuest) -> GuestRef {
     match d.guest {
         GuestType::Qemu => GuestRef::qemu(&d.node, d.vmid),
@@ -410,19 +433,21 @@ async fn apply_changes(
     client: &PveClient,
     target: &GuestRef,
     changes: &[Change],
+    removals: &[Removal],
     resizes: &[Resize],
     digest: Option<String>,
     options: &ExecOptions,
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
-    if !changes.is_empty() {
+    if !changes.is_empty() || !removals.is_empty() {
+        // One write, so the digest guards the deletions too.
         let change = ConfigChange {
             set: changes
                 .iter()
                 .map(|c| (c.key.clone(), c.wire().to_owned()))
                 .collect(),
+            delete: removals.iter().map(|r| r.key.clone()).collect(),
             digest,
-            ..ConfigChange::default()
         };
         client.set_config(target, &change).await?;
     }
@@ -459,11 +484,14 @@ async fn create(
             .await?;
         wait(client, options, upid, upids).await?;
         let live = client.guest_config(&target).await?;
-        let found = diff(d, &live.values);
+        // The clone carries the template's tags and description: the write sets exactly the
+        // clone's own tags and drops the description unless the manifest declares one.
+        let found = after_clone(d, &live.values);
         apply_changes(
             client,
             &target,
             &found.changes,
+            &found.removals,
             &found.resizes,
             live.digest,
             options,
