@@ -26,9 +26,19 @@ pub fn homelab() -> (Repository, Vec<(String, Graph)>) {
 
 /// A simulator with `state`, quick tasks, and a client pinned to its certificate.
 pub async fn simulator(state: State) -> (SimHandle, PveClient) {
+    started(state, false).await
+}
+
+/// [`simulator`], with downloads made up instead of fetched (no network in tests).
+pub async fn offline_simulator(state: State) -> (SimHandle, PveClient) {
+    started(state, true).await
+}
+
+async fn started(state: State, offline_downloads: bool) -> (SimHandle, PveClient) {
     let config = SimConfig {
         state,
         task_durations: TaskDurations::uniform(Duration::from_millis(20)),
+        offline_downloads,
         ..SimConfig::default()
     };
     let sim = start(config).await.unwrap();
@@ -79,26 +89,4 @@ pub fn one_node() -> State {
         }],
         ..State::default()
     }
-}
-
-/// [`simulator`], with downloads made up instead of fetched (no network in tests).
-pub async fn offline_simulator(state: State) -> (SimHandle, PveClient) {
-    let config = SimConfig {
-        state,
-        task_durations: TaskDurations::uniform(Duration::from_millis(20)),
-        offline_downloads: true,
-        ..SimConfig::default()
-    };
-    let sim = start(config).await.unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::parse_token(&sim.token.to_string()).unwrap(),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .timeout(Duration::from_secs(20))
-    .build()
-    .unwrap();
-    (sim, client)
 }
