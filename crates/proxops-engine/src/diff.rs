@@ -586,6 +586,119 @@ mod tests {
     }
 
     #[test]
+    fn sub_keys_written_before_are_taken_out_but_never_a_mac_or_the_operators() {
+        let before = guest(vec![
+            owned(
+                "net0",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=10",
+                Compare::SubKeys,
+                false,
+            ),
+            owned("scsi0", "local-lvm:4,iothread=1,ssd=1", Compare::Disk, true),
+        ]);
+        let now = guest(vec![
+            owned("net0", "virtio,bridge=vmbr0", Compare::SubKeys, false),
+            owned("scsi0", "local-lvm:4", Compare::Disk, true),
+        ]);
+        let state = live(&[
+            (
+                "net0",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,queues=4,tag=10",
+            ),
+            (
+                "scsi0",
+                "local-lvm:vm-100-disk-0,iothread=1,size=4G,ssd=1",
+            ),
+        ]);
+        let found = diff_since(&now, Some(&before), &state);
+        let got: Vec<(&str, &str, Vec<String>)> = found
+            .changes
+            .iter()
+            .map(|c| (c.key.as_str(), c.value.as_str(), c.removed.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "net0",
+                    "virtio=BC:24:11:00:00:01,bridge=vmbr0,queues=4",
+                    vec!["firewall".to_owned(), "tag".to_owned()]
+                ),
+                (
+                    "scsi0",
+                    "local-lvm:vm-100-disk-0,size=4G",
+                    vec!["iothread".to_owned(), "ssd".to_owned()]
+                ),
+            ]
+        );
+        assert!(found.removals.is_empty() && found.anomalies.is_empty());
+        // Not knowing what was written before, nothing is taken out.
+        assert!(diff(&now, &state).is_converged());
+    }
+
+    #[test]
+    fn keys_owned_before_are_deleted_except_volumes_and_create_only_ones() {
+        let before = guest(vec![
+            owned("efidisk0", "local-lvm:1,efitype=4m", Compare::Volume, true),
+            owned("unprivileged", "1", Compare::CreateOnly, false),
+            secret("cipassword", "pw-1", Compare::WhenAbsent),
+            owned("onboot", "1", Compare::Canonical, false),
+            owned("numa", "1", Compare::Canonical, true),
+            owned("startup", "order=2", Compare::SubKeys, false),
+        ]);
+        let now = guest(vec![owned("numa", "1", Compare::Canonical, true)]);
+        let state = live(&[
+            ("efidisk0", "local-lvm:vm-100-disk-1,efitype=4m,size=4M"),
+            ("unprivileged", "1"),
+            ("cipassword", "**********"),
+            ("onboot", "1"),
+            ("numa", "1"),
+            ("hookscript", "local:snippets/x.pl"),
+        ]);
+        let found = diff_since(&now, Some(&before), &state);
+        // `startup` is not on the guest; `hookscript` was never ProxOps's.
+        assert_eq!(
+            found.removals,
+            [
+                Removal {
+                    key: "cipassword".into(),
+                    live: REDACTED.into(),
+                    restart: false
+                },
+                Removal {
+                    key: "onboot".into(),
+                    live: "1".into(),
+                    restart: false
+                },
+            ]
+        );
+        assert!(found.changes.is_empty() && !found.needs_restart());
+        let keys: Vec<&str> = found.anomalies.iter().map(|a| a.key.as_str()).collect();
+        assert_eq!(keys, ["efidisk0"]);
+    }
+
+    #[test]
+    fn without_a_previous_document_only_managed_families_are_reported() {
+        let now = guest(vec![
+            owned("net0", "virtio,bridge=vmbr0", Compare::SubKeys, false),
+            owned("ipconfig0", "ip=dhcp", Compare::SubKeys, false),
+            owned("onboot", "1", Compare::Canonical, false),
+        ]);
+        let state = live(&[
+            ("net0", "virtio=BC:24:11:00:00:01,bridge=vmbr0"),
+            ("ipconfig0", "ip=dhcp"),
+            ("onboot", "1"),
+            ("net3", "e1000=BC:24:11:00:00:02,bridge=vmbr1"),
+            ("ipconfig3", "ip=dhcp"),
+            ("serial0", "socket"),
+            ("protection", "1"),
+        ]);
+        let found = diff(&now, &state);
+        assert!(found.is_converged() && found.removals.is_empty());
+        assert_eq!(found.unproven, ["ipconfig3", "net3"]);
+    }
+
+    #[test]
     fn cloud_init_secrets_are_written_redacted_and_do_not_drift() {
         let d = guest(vec![
             secret("cipassword", "pw-1", Compare::WhenAbsent),
