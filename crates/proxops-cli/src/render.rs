@@ -269,7 +269,10 @@ mod tests {
             net1.starts_with("- net1 (was virtio=") && net1.ends_with(",bridge=vmbr1)"),
             "{text}"
         );
-        assert!(line("net0: ").ends_with(",bridge=vmbr0 (removed firewall)"), "{text}");
+        assert!(
+            line("net0: ").ends_with(",bridge=vmbr0 (removed firewall)"),
+            "{text}"
+        );
         assert!(line("tags: ").ends_with(" (removed blue)"), "{text}");
         sim.shutdown().await.unwrap();
     }

@@ -331,7 +331,8 @@ fn compare(
                         .filter(|t| !want.contains(t) && !foreign(t))
                         .cloned(),
                 );
-                let mut removed: Vec<String> = have.iter().filter(|t| foreign(t)).cloned().collect();
+                let mut removed: Vec<String> =
+                    have.iter().filter(|t| foreign(t)).cloned().collect();
                 removed.sort();
                 removed.dedup();
                 change_removing(owned, current, all.join(";"), removed, out);
@@ -425,7 +426,8 @@ fn overlay(
     }
     let mut removed = Vec::new();
     // A previous value that does not parse proves nothing about its sub-keys.
-    if let Some(previous) = before.and_then(|b| PropertyString::parse_key(guest, key, &b.value).ok())
+    if let Some(previous) =
+        before.and_then(|b| PropertyString::parse_key(guest, key, &b.value).ok())
     {
         let default_key = want.format().default_key;
         for k in previous.entries().keys() {
@@ -605,10 +607,7 @@ mod tests {
                 "net0",
                 "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,queues=4,tag=10",
             ),
-            (
-                "scsi0",
-                "local-lvm:vm-100-disk-0,iothread=1,size=4G,ssd=1",
-            ),
+            ("scsi0", "local-lvm:vm-100-disk-0,iothread=1,size=4G,ssd=1"),
         ]);
         let found = diff_since(&now, Some(&before), &state);
         let got: Vec<(&str, &str, Vec<String>)> = found

@@ -311,9 +311,7 @@ async fn run(
         .mutation_permit(&action.node, action.vmid.unwrap_or(0))
         .await;
     match &action.op {
-        Op::Download { artifact } => {
-            download(client, &action.node, artifact, options, upids).await
-        }
+        Op::Download { artifact } => download(client, &action.node, artifact, options, upids).await,
         Op::Replace { artifact } => {
             // download-url refuses to overwrite a file, so the old one goes first. If the
             // download then fails, the next cycle finds the file absent and downloads it.
@@ -335,17 +333,13 @@ async fn run(
             restart,
         } => {
             let target = guest_ref(desired);
-            apply_changes(
-                client,
-                &target,
+            let edit = Edit {
                 changes,
                 removals,
                 resizes,
-                digest.clone(),
-                options,
-                upids,
-            )
-            .await?;
+                digest: digest.clone(),
+            };
+            apply_changes(client, &target, edit, options, upids).await?;
             if *restart {
                 let upid = client
                     .shutdown(&target, Some(options.shutdown_timeout), Some(true))
@@ -429,16 +423,28 @@ fn guest_ref(d: &DesiredGuest) -> GuestRef {
     }
 }
 
+/// What one update writes to a guest.
+struct Edit<'a> {
+    changes: &'a [Change],
+    removals: &'a [Removal],
+    resizes: &'a [Resize],
+    /// The digest of the config read the edit was computed from.
+    digest: Option<String>,
+}
+
 async fn apply_changes(
     client: &PveClient,
     target: &GuestRef,
-    changes: &[Change],
-    removals: &[Removal],
-    resizes: &[Resize],
-    digest: Option<String>,
+    edit: Edit<'_>,
     options: &ExecOptions,
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
+    let Edit {
+        changes,
+        removals,
+        resizes,
+        digest,
+    } = edit;
     if !changes.is_empty() || !removals.is_empty() {
         // One write, so the digest guards the deletions too.
         let change = ConfigChange {
@@ -487,17 +493,13 @@ async fn create(
         // The clone carries the template's tags and description: the write sets exactly the
         // clone's own tags and drops the description unless the manifest declares one.
         let found = after_clone(d, &live.values);
-        apply_changes(
-            client,
-            &target,
-            &found.changes,
-            &found.removals,
-            &found.resizes,
-            live.digest,
-            options,
-            upids,
-        )
-        .await?;
+        let edit = Edit {
+            changes: &found.changes,
+            removals: &found.removals,
+            resizes: &found.resizes,
+            digest: live.digest,
+        };
+        apply_changes(client, &target, edit, options, upids).await?;
         if start {
             let upid = client.start(&target).await?;
             wait(client, options, upid, upids).await?;

@@ -6,8 +6,7 @@
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
 
 use crate::desired::{
-    Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG,
-    identity_tag,
+    Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
 use crate::diff::diff_since;
 use crate::plan::{Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, Skipped, Verb};
@@ -714,7 +713,10 @@ impl Planner<'_> {
 }
 
 /// The displayed changes of an update: keys written and keys deleted, by key.
-fn key_changes(changes: &[crate::diff::Change], removals: &[crate::diff::Removal]) -> Vec<KeyChange> {
+fn key_changes(
+    changes: &[crate::diff::Change],
+    removals: &[crate::diff::Removal],
+) -> Vec<KeyChange> {
     let mut out: Vec<KeyChange> = changes
         .iter()
         .map(|c| KeyChange {
@@ -758,9 +760,8 @@ fn references<'a>(config: &'a BTreeMap<String, String>, volid: &str) -> Vec<&'a 
     config
         .iter()
         .filter(|(_, v)| {
-            v.split(',').any(|part| {
-                part == volid || part.split_once('=').is_some_and(|(_, x)| x == volid)
-            })
+            v.split(',')
+                .any(|part| part == volid || part.split_once('=').is_some_and(|(_, x)| x == volid))
         })
         .map(|(k, _)| k.as_str())
         .collect()

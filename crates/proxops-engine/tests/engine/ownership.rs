@@ -166,7 +166,11 @@ async fn a_nic_removed_from_the_manifest_is_deleted_from_the_guest() {
     assert!(!live.contains_key("net1"), "{live:#?}");
     assert_eq!(live["net0"], net0);
     // Converged, whether the planes now hold the new document or nothing.
-    assert!(plan(&client, &[&v2], Some(previous(&[&v2]))).await.is_empty());
+    assert!(
+        plan(&client, &[&v2], Some(previous(&[&v2])))
+            .await
+            .is_empty()
+    );
     let none = plan(&client, &[&v2], None).await;
     assert!(none.is_empty() && none.warnings.is_empty(), "{none:#?}");
     sim.shutdown().await.unwrap();
@@ -204,7 +208,11 @@ async fn a_removed_user_tag_goes_and_the_operators_own_tag_stays() {
         .collect();
     tags.sort();
     assert_eq!(tags, ["handmade", "proxops", "proxops.t.vm.web", "web"]);
-    assert!(plan(&client, &[&v2], Some(previous(&[&v2]))).await.is_empty());
+    assert!(
+        plan(&client, &[&v2], Some(previous(&[&v2])))
+            .await
+            .is_empty()
+    );
     sim.shutdown().await.unwrap();
 }
 
@@ -244,7 +252,11 @@ async fn removed_options_and_description_are_deleted_back_to_pves_defaults() {
     for key in ["protection", "onboot", "description"] {
         assert!(!live.contains_key(key), "{key}: {live:#?}");
     }
-    assert!(plan(&client, &[&v2], Some(previous(&[&v2]))).await.is_empty());
+    assert!(
+        plan(&client, &[&v2], Some(previous(&[&v2])))
+            .await
+            .is_empty()
+    );
     sim.shutdown().await.unwrap();
 }
 
@@ -265,13 +277,20 @@ async fn a_removed_firewall_sub_key_is_taken_out_of_the_nic() {
     let a = update(&p);
     assert_eq!(a.changes.len(), 1, "{p:#?}");
     let c = &a.changes[0];
-    assert_eq!((c.key.as_str(), c.removed.as_slice()), ("net0", &["firewall".to_owned()][..]));
+    assert_eq!(
+        (c.key.as_str(), c.removed.as_slice()),
+        ("net0", &["firewall".to_owned()][..])
+    );
     let want = before.replace(",firewall=1", "");
     assert_eq!(c.to.as_deref(), Some(want.as_str()));
     run(&client, &p).await;
     // The MAC address PVE made up stays: only the sub-key goes.
     assert_eq!(config(&client).await["net0"], want);
-    assert!(plan(&client, &[&v2], Some(previous(&[&v2]))).await.is_empty());
+    assert!(
+        plan(&client, &[&v2], Some(previous(&[&v2])))
+            .await
+            .is_empty()
+    );
     sim.shutdown().await.unwrap();
 }
 
@@ -290,7 +309,9 @@ async fn a_disk_removed_from_the_manifest_is_an_anomaly_and_is_kept() {
     assert_eq!(p.anomalies.len(), 1, "{p:#?}");
     assert_eq!(p.anomalies[0].subject, "VM/web");
     assert!(
-        p.anomalies[0].message.starts_with("scsi1 is no longer in the manifest")
+        p.anomalies[0]
+            .message
+            .starts_with("scsi1 is no longer in the manifest")
             && p.anomalies[0].message.contains("never removes a disk"),
         "{p:#?}"
     );
