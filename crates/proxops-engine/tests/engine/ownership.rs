@@ -389,3 +389,77 @@ async fn a_clone_keeps_only_its_own_tags_and_no_template_description() {
     assert!(plan(&client, &[template, clone], None).await.is_empty());
     sim.shutdown().await.unwrap();
 }
+
+/// A container `ct` (vmid 200) from a downloaded template: two NICs and `features: nesting=1,
+/// keyctl=1`, or one NIC and only `keyctl`.
+fn ct(before: bool) -> String {
+    let mut t = String::from(
+        "apiVersion: proxops/v1alpha1\nkind: LXC\nmetadata:\n  name: ct\nspec:\n  node: pve1\n  vmid: 200\n  template: debian\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n  networks:\n    - bridge: vmbr0\n",
+    );
+    if before {
+        t.push_str("    - bridge: vmbr1\n");
+    }
+    t.push_str("  options:\n    keyctl: true\n");
+    if before {
+        t.push_str("    nesting: true\n");
+    }
+    t
+}
+
+const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_containers_removed_nic_and_feature_are_removed_too() {
+    let mut state = one_node();
+    state.volumes.push(proxops_pve_sim::Volume {
+        node: "pve1".into(),
+        storage: "local".into(),
+        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
+        content: "vztmpl".into(),
+        format: "tzst".into(),
+        size: 120 << 20,
+        ..proxops_pve_sim::Volume::default()
+    });
+    let (sim, client) = simulator(state).await;
+    let (v1, v2) = (ct(true), ct(false));
+    let p = plan(&client, &[CT_TEMPLATE, &v1], None).await;
+    assert_eq!(p.actions.len(), 1, "{p:#?}");
+    run(&client, &p).await;
+    let target = GuestRef::lxc("pve1", 200);
+    let live = client.guest_config(&target).await.unwrap().values;
+    assert!(live.contains_key("net1"), "{live:#?}");
+    let p = plan(
+        &client,
+        &[CT_TEMPLATE, &v2],
+        Some(previous(&[CT_TEMPLATE, &v1])),
+    )
+    .await;
+    let a = &p.actions[0];
+    assert_eq!((p.actions.len(), a.verb), (1, Verb::Update), "{p:#?}");
+    let got: Vec<(&str, bool, &[String])> = a
+        .changes
+        .iter()
+        .map(|c| (c.key.as_str(), c.delete, c.removed.as_slice()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("features", false, &["nesting".to_owned()][..]),
+            ("net1", true, &[][..])
+        ]
+    );
+    // `features` applies at the next start: the running container is restarted for it.
+    assert!(a.restart, "{p:#?}");
+    run(&client, &p).await;
+    let live = client.guest_config(&target).await.unwrap().values;
+    assert!(!live.contains_key("net1"), "{live:#?}");
+    assert_eq!(live["features"], "keyctl=1");
+    let again = plan(
+        &client,
+        &[CT_TEMPLATE, &v2],
+        Some(previous(&[CT_TEMPLATE, &v2])),
+    )
+    .await;
+    assert!(again.is_empty(), "{again:#?}");
+    sim.shutdown().await.unwrap();
+}
