@@ -7,6 +7,7 @@ use std::fmt::Write;
 fn verb(v: Verb) -> &'static str {
     match v {
         Verb::Download => "download",
+        Verb::Replace => "replace",
         Verb::Create => "create",
         Verb::Update => "update",
         Verb::Retag => "retag",
@@ -83,7 +84,20 @@ pub fn plan(p: &ClusterPlan) -> String {
         );
         for c in &a.changes {
             let from = c.from.as_deref().unwrap_or("(unset)");
-            let _ = writeln!(out, "{:14}{}: {from} -> {}", "", c.key, c.to);
+            match &c.to {
+                // A removal reads unlike a set: `- net1 (was virtio=...)`.
+                Some(to) if !c.delete => {
+                    let removed = if c.removed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (removed {})", c.removed.join(", "))
+                    };
+                    let _ = writeln!(out, "{:14}{}: {from} -> {to}{removed}", "", c.key);
+                }
+                _ => {
+                    let _ = writeln!(out, "{:14}- {} (was {from})", "", c.key);
+                }
+            }
         }
         for r in &a.resizes {
             let _ = writeln!(out, "{:14}{}: {} -> {} bytes", "", r.disk, r.from, r.to);
@@ -158,4 +172,116 @@ pub fn summary(report: &CycleReport) -> String {
         count(|o| matches!(o, Outcome::Deferred { .. })),
         count(|o| *o == Outcome::NotStarted),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use proxops_engine::execute::{ExecOptions, execute};
+    use proxops_engine::planner::{PlanOptions, plan_cluster};
+    use proxops_graph::Graph;
+    use proxops_model::Registry;
+    use proxops_model::diagnostic::SourceFile;
+    use proxops_model::manifest::load_manifest;
+    use proxops_pve::{Credentials, PveClient, TlsVerification};
+    use proxops_pve_sim::{Node, SimConfig, State, Storage};
+    use std::sync::Arc;
+
+    fn vm(second_nic: bool, firewall: bool, tags: &str) -> Arc<proxops_model::Resource> {
+        let mut text = String::from(
+            "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 120\n  memory: 1GiB\n  cpu:\n    type: host\n    cores: 1\n  disks:\n    - storage: local-lvm\n      size: 1GiB\n  networks:\n    - model: virtio\n      bridge: vmbr0\n",
+        );
+        if firewall {
+            text.push_str("      firewall: true\n");
+        }
+        if second_nic {
+            text.push_str("    - model: virtio\n      bridge: vmbr1\n");
+        }
+        text.push_str(&format!("  tags: [{tags}]\n"));
+        let loaded = load_manifest(
+            &SourceFile::new("web.yaml", text),
+            &Registry::builtin(),
+            None,
+        );
+        loaded
+            .resource
+            .unwrap_or_else(|| panic!("{:#?}", loaded.diagnostics))
+    }
+
+    /// Removals read unlike sets: a deleted key as `- key (was …)`, sub-keys and tags taken out
+    /// of a value named after it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn removed_keys_sub_keys_and_tags_render_as_removals() {
+        let state = State {
+            nodes: vec![Node {
+                node: "pve1".into(),
+                storages: vec![Storage {
+                    storage: "local-lvm".into(),
+                    kind: "lvmthin".into(),
+                    content: vec!["images".into()],
+                    ..Storage::default()
+                }],
+                ..Node::default()
+            }],
+            ..State::default()
+        };
+        let sim = proxops_pve_sim::start(SimConfig {
+            state,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let client = PveClient::builder(
+            sim.base_url(),
+            Credentials::parse_token(&sim.token.to_string()).unwrap(),
+        )
+        .tls(TlsVerification::Fingerprint(
+            sim.fingerprint.parse().unwrap(),
+        ))
+        .build()
+        .unwrap();
+        let registry = Registry::builtin();
+        let (v1, v2) = (vm(true, true, "web, blue"), vm(false, false, "web"));
+        let graph = Graph::build(&registry, std::slice::from_ref(&v1)).unwrap();
+        let created = plan_cluster(&client, "t", &graph, &PlanOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            execute(&client, &created, &ExecOptions::default())
+                .await
+                .all_succeeded()
+        );
+        let options = PlanOptions {
+            previous: Some([(v1.key(), v1.clone())].into()),
+            ..PlanOptions::default()
+        };
+        let graph = Graph::build(&registry, std::slice::from_ref(&v2)).unwrap();
+        let p = plan_cluster(&client, "t", &graph, &options).await.unwrap();
+        let text = plan(&p);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        assert!(
+            lines.contains(&"update    VM/web (120)  pve1  changed: net0, tags; removed: net1"),
+            "{text}"
+        );
+        let line = |key: &str| {
+            lines
+                .iter()
+                .find(|l| l.starts_with(key))
+                .copied()
+                .unwrap_or_else(|| panic!("no {key} in {text}"))
+        };
+        let net1 = line("- net1 ");
+        assert!(
+            net1.starts_with("- net1 (was virtio=") && net1.ends_with(",bridge=vmbr1)"),
+            "{text}"
+        );
+        assert!(
+            line("net0: ").ends_with(",bridge=vmbr0 (removed firewall)"),
+            "{text}"
+        );
+        assert!(line("tags: ").ends_with(" (removed blue)"), "{text}");
+        sim.shutdown().await.unwrap();
+    }
 }

@@ -20,6 +20,10 @@ pub struct Change {
     /// The value to write when it is secret; then `live` and `value` show
     /// [`proxops_secrets::REDACTED`].
     pub secret: Option<Secret>,
+    /// Parts of the live value taken out: sub-keys of a property string or tags that the
+    /// previous desired document wrote and the current one does not (for tags, also another
+    /// resource's identity tag). Sorted.
+    pub removed: Vec<String>,
 }
 
 impl Change {
@@ -29,6 +33,18 @@ impl Change {
             .as_ref()
             .map_or(self.value.as_str(), Secret::expose)
     }
+}
+
+/// A config key the previous desired document owned and the current one does not: deleted
+/// (`delete=<key>`), which resets it to PVE's default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removal {
+    /// The config key.
+    pub key: String,
+    /// Its live value ([`REDACTED`] when it was secret).
+    pub live: String,
+    /// Whether the deletion takes effect only after a restart.
+    pub restart: bool,
 }
 
 /// A disk to grow (`PUT .../resize`).
@@ -56,29 +72,53 @@ pub struct Anomaly {
 pub struct GuestDiff {
     /// Keys to write, sorted by key.
     pub changes: Vec<Change>,
+    /// Keys to delete, sorted by key.
+    pub removals: Vec<Removal>,
     /// Disks to grow.
     pub resizes: Vec<Resize>,
     /// Differences left alone and reported.
     pub anomalies: Vec<Anomaly>,
+    /// Live keys of a family the manifest manages (`net1` beside a declared `net0`) that it does
+    /// not declare, when no previous desired document tells whether ProxOps wrote them: left
+    /// alone, reported. Sorted.
+    pub unproven: Vec<String>,
 }
 
 impl GuestDiff {
     /// Whether nothing needs doing (anomalies aside).
     pub fn is_converged(&self) -> bool {
-        self.changes.is_empty() && self.resizes.is_empty()
+        self.changes.is_empty() && self.removals.is_empty() && self.resizes.is_empty()
     }
 
     /// Whether a change takes effect only after a restart.
     pub fn needs_restart(&self) -> bool {
-        self.changes.iter().any(|c| c.restart)
+        self.changes.iter().any(|c| c.restart) || self.removals.iter().any(|r| r.restart)
     }
 }
 
-/// Compares a desired guest with its live config (`GET .../config`, values as strings).
+/// Compares a desired guest with its live config (`GET .../config`, values as strings), not
+/// knowing what ProxOps wrote before: nothing is removed.
 pub fn diff(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> GuestDiff {
+    diff_since(desired, None, live)
+}
+
+/// Compares a desired guest with its live config, knowing from `previous` (the guest as the
+/// previous desired document wanted it, `None`: no such document) which keys, sub-keys and
+/// tags ProxOps wrote before. What it wrote and no longer declares is removed; disks are only
+/// reported. Without `previous`, undeclared keys of a managed family are only reported.
+pub fn diff_since(
+    desired: &DesiredGuest,
+    previous: Option<&DesiredGuest>,
+    live: &BTreeMap<String, String>,
+) -> GuestDiff {
     let mut out = GuestDiff::default();
     for owned in &desired.owned {
-        compare(desired.guest, owned, live.get(&owned.key), &mut out);
+        let before = previous.and_then(|p| p.owned(&owned.key));
+        compare(desired.guest, owned, before, live.get(&owned.key), &mut out);
+    }
+    match previous {
+        Some(p) => removals(desired, p, live, &mut out),
+        None => out.unproven = unproven(desired, live),
     }
     // PVE reads a cloud-init password back masked, so whether it changed cannot be seen: it is
     // written when the guest has none, and again when the user it belongs to (`ciuser`) changes.
@@ -98,18 +138,139 @@ pub fn diff(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> GuestDif
     out
 }
 
+/// What a guest cloned from a template must have written at once: [`diff`], except that the
+/// tags become exactly the desired ones (the template's own tags, its identity tag among them,
+/// are not the clone's) and the template's `description` is deleted unless the manifest declares
+/// one. PVE copies both: qemu-server `src/PVE/API2/Qemu.pm`, `clone_vm` (`$load_and_check`
+/// copies every other key, `$clonefn` overrides only `name` and a given `description`).
+pub fn after_clone(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> GuestDiff {
+    let mut out = diff(desired, live);
+    // Nothing was ours on the guest before the clone: nothing to prove.
+    out.unproven.clear();
+    if let Some(tags) = desired.owned("tags") {
+        out.changes.retain(|c| c.key != "tags");
+        let have: Vec<String> = live
+            .get("tags")
+            .map(|t| words(t).map(str::to_ascii_lowercase).collect())
+            .unwrap_or_default();
+        let want: Vec<String> = words(&tags.value).map(str::to_ascii_lowercase).collect();
+        if !same_set(&have, &want) {
+            let mut removed: Vec<String> =
+                have.iter().filter(|t| !want.contains(t)).cloned().collect();
+            removed.sort();
+            removed.dedup();
+            out.changes.push(Change {
+                removed,
+                ..new_change(tags, live.get("tags"), tags.value.clone())
+            });
+            out.changes.sort_by(|a, b| a.key.cmp(&b.key));
+        }
+    }
+    if desired.owned("description").is_none()
+        && let Some(d) = live.get("description")
+    {
+        out.removals.push(Removal {
+            key: "description".into(),
+            live: d.clone(),
+            restart: false,
+        });
+    }
+    out
+}
+
+fn same_set(a: &[String], b: &[String]) -> bool {
+    a.iter().all(|t| b.contains(t)) && b.iter().all(|t| a.contains(t))
+}
+
+/// The keys `previous` owned that `desired` does not and that the guest has: deleted, except
+/// disks and volumes (deleting one detaches or destroys data: an anomaly instead) and keys PVE
+/// cannot change after creation.
+fn removals(
+    desired: &DesiredGuest,
+    previous: &DesiredGuest,
+    live: &BTreeMap<String, String>,
+    out: &mut GuestDiff,
+) {
+    for before in &previous.owned {
+        if desired.owned(&before.key).is_some() {
+            continue;
+        }
+        let Some(value) = live.get(&before.key) else {
+            continue;
+        };
+        match before.compare {
+            Compare::CreateOnly => {}
+            Compare::Disk | Compare::Volume => out.anomalies.push(Anomaly {
+                key: before.key.clone(),
+                message: format!(
+                    "{} is no longer in the manifest; ProxOps never removes a disk (it holds data): detach or delete it by hand, or declare it again",
+                    before.key
+                ),
+            }),
+            _ => out.removals.push(Removal {
+                key: before.key.clone(),
+                live: match before.secret {
+                    Some(_) => REDACTED.to_owned(),
+                    None => value.clone(),
+                },
+                restart: before.restart,
+            }),
+        }
+    }
+    out.removals.sort_by(|a, b| a.key.cmp(&b.key));
+}
+
+/// The family of an indexed key (`net` of `net1`), `None` for a key without an index.
+fn family(key: &str) -> Option<&str> {
+    let stem = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    (stem.len() < key.len() && !stem.is_empty()).then_some(stem)
+}
+
+/// Live indexed keys the manifest does not declare, of a family it declares a key of.
+fn unproven(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> Vec<String> {
+    let families: Vec<&str> = desired
+        .owned
+        .iter()
+        .filter_map(|o| family(&o.key))
+        .collect();
+    live.keys()
+        .filter(|k| desired.owned(k).is_none())
+        .filter(|k| family(k).is_some_and(|f| families.contains(&f)))
+        .cloned()
+        .collect()
+}
+
 fn change(owned: &Owned, live: Option<&String>, value: String, out: &mut GuestDiff) {
+    out.changes.push(new_change(owned, live, value));
+}
+
+fn new_change(owned: &Owned, live: Option<&String>, value: String) -> Change {
     let (live, value) = match &owned.secret {
         // The live value of a secret key is the secret too (or PVE's mask): never shown.
         Some(_) => (live.map(|_| REDACTED.to_owned()), REDACTED.to_owned()),
         None => (live.cloned(), value),
     };
-    out.changes.push(Change {
+    Change {
         key: owned.key.clone(),
         live,
         value,
         restart: owned.restart,
         secret: owned.secret.clone(),
+        removed: Vec::new(),
+    }
+}
+
+/// A change that also takes `removed` out of the live value.
+fn change_removing(
+    owned: &Owned,
+    live: &str,
+    value: String,
+    removed: Vec<String>,
+    out: &mut GuestDiff,
+) {
+    out.changes.push(Change {
+        removed,
+        ..new_change(owned, Some(&live.to_owned()), value)
     });
 }
 
@@ -118,7 +279,14 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut GuestDiff) {
+/// Compares one owned key; `before` is the same key as the previous desired document owned it.
+fn compare(
+    guest: GuestType,
+    owned: &Owned,
+    before: Option<&Owned>,
+    live: Option<&String>,
+    out: &mut GuestDiff,
+) {
     let Some(current) = live else {
         match owned.compare {
             Compare::CreateOnly => {}
@@ -140,9 +308,21 @@ fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut Gue
         Compare::Tags => {
             let have: Vec<String> = words(current).map(str::to_ascii_lowercase).collect();
             let want: Vec<String> = words(&owned.value).map(str::to_ascii_lowercase).collect();
+            // Tags the previous document declared and this one does not were ProxOps's: they go.
+            // Tags no document declared are the operator's and stay.
+            let dropped: Vec<String> = before
+                .map(|b| {
+                    words(&b.value)
+                        .map(str::to_ascii_lowercase)
+                        .filter(|t| !want.contains(t))
+                        .collect()
+                })
+                .unwrap_or_default();
             // Another resource's identity tag (a clone inherits its template's) must go: it
             // would make the guest look like that resource.
-            let foreign = |t: &String| t.starts_with(IDENTITY_PREFIX) && !want.contains(t);
+            let foreign = |t: &String| {
+                !want.contains(t) && (t.starts_with(IDENTITY_PREFIX) || dropped.contains(t))
+            };
             if want.iter().any(|t| !have.contains(t)) || have.iter().any(foreign) {
                 // Keep the operator's own tags after ours.
                 let mut all = want.clone();
@@ -151,7 +331,11 @@ fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut Gue
                         .filter(|t| !want.contains(t) && !foreign(t))
                         .cloned(),
                 );
-                change(owned, live, all.join(";"), out);
+                let mut removed: Vec<String> =
+                    have.iter().filter(|t| foreign(t)).cloned().collect();
+                removed.sort();
+                removed.dedup();
+                change_removing(owned, current, all.join(";"), removed, out);
             }
         }
         Compare::WordSet => {
@@ -176,8 +360,8 @@ fn compare(guest: GuestType, owned: &Owned, live: Option<&String>, out: &mut Gue
                 change(owned, live, owned.value.clone(), out);
             }
         }
-        Compare::SubKeys => sub_keys(guest, owned, current, out),
-        Compare::Volume | Compare::Disk => volume(guest, owned, current, out),
+        Compare::SubKeys => sub_keys(guest, owned, before, current, out),
+        Compare::Volume | Compare::Disk => volume(guest, owned, before, current, out),
         Compare::Cdrom => cdrom(guest, owned, current, out),
     }
 }
@@ -216,14 +400,22 @@ fn ssh_key_set(encoded: &str) -> Vec<String> {
     keys
 }
 
-/// The live value with the desired sub-keys laid over it, if both parse.
+/// Sub-keys PVE fills in itself when they are absent: taking one out would not reset it but
+/// make up a new value (a new MAC address changes the NIC's identity), so they are never removed.
+const SELF_FILLED: &[&str] = &["macaddr", "hwaddr"];
+
+/// The live value laid over: the desired sub-keys set, and the sub-keys the previous desired
+/// value (`before`) wrote and the desired one does not taken out (except `skip`, the default key
+/// and [`SELF_FILLED`]). `None` when a value does not parse. Returns the live value and the
+/// merged one, rendered, and the sub-keys taken out.
 fn overlay(
     guest: GuestType,
     key: &str,
     live: &str,
     desired: &str,
+    before: Option<&Owned>,
     skip: &[&str],
-) -> Option<(String, String)> {
+) -> Option<(String, String, Vec<String>)> {
     let current = PropertyString::parse_key(guest, key, live).ok()?;
     let want = PropertyString::parse_key(guest, key, desired).ok()?;
     let mut merged = current.clone();
@@ -232,13 +424,37 @@ fn overlay(
             merged.set(k, v.clone());
         }
     }
-    Some((current.render(), merged.render()))
+    let mut removed = Vec::new();
+    // A previous value that does not parse proves nothing about its sub-keys.
+    if let Some(previous) =
+        before.and_then(|b| PropertyString::parse_key(guest, key, &b.value).ok())
+    {
+        let default_key = want.format().default_key;
+        for k in previous.entries().keys() {
+            let k = k.as_str();
+            if want.get(k).is_none()
+                && !skip.contains(&k)
+                && !SELF_FILLED.contains(&k)
+                && default_key != Some(k)
+                && merged.remove(k).is_some()
+            {
+                removed.push(k.to_owned());
+            }
+        }
+    }
+    Some((current.render(), merged.render(), removed))
 }
 
-fn sub_keys(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
-    match overlay(guest, &owned.key, current, &owned.value, &[]) {
-        Some((before, after)) if before != after => {
-            change(owned, Some(&current.to_owned()), after, out);
+fn sub_keys(
+    guest: GuestType,
+    owned: &Owned,
+    before: Option<&Owned>,
+    current: &str,
+    out: &mut GuestDiff,
+) {
+    match overlay(guest, &owned.key, current, &owned.value, before, &[]) {
+        Some((live, merged, removed)) if live != merged => {
+            change_removing(owned, current, merged, removed, out);
         }
         Some(_) => {}
         None => {
@@ -257,12 +473,18 @@ fn storage_of(volume: &str) -> &str {
     volume.split_once(':').map_or(volume, |(s, _)| s)
 }
 
-fn volume(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
+fn volume(
+    guest: GuestType,
+    owned: &Owned,
+    before: Option<&Owned>,
+    current: &str,
+    out: &mut GuestDiff,
+) {
     let (Ok(live), Ok(want)) = (
         PropertyString::parse_key(guest, &owned.key, current),
         PropertyString::parse_key(guest, &owned.key, &owned.value),
     ) else {
-        return sub_keys(guest, owned, current, out);
+        return sub_keys(guest, owned, before, current, out);
     };
     let live_volume = live.default_value().unwrap_or_default();
     let want_volume = want.default_value().unwrap_or_default();
@@ -303,15 +525,16 @@ fn volume(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
     }
     // The other sub-keys the manifest writes, laid over the live value (which keeps its volume
     // and size).
-    if let Some((before, after)) = overlay(
+    if let Some((live, merged, removed)) = overlay(
         guest,
         &owned.key,
         current,
         &owned.value,
+        before,
         &["file", "volume", "size", "import-from"],
-    ) && before != after
+    ) && live != merged
     {
-        change(owned, Some(&current.to_owned()), after, out);
+        change_removing(owned, current, merged, removed, out);
     }
 }
 
@@ -320,7 +543,7 @@ fn cdrom(guest: GuestType, owned: &Owned, current: &str, out: &mut GuestDiff) {
         PropertyString::parse_key(guest, &owned.key, current),
         PropertyString::parse_key(guest, &owned.key, &owned.value),
     ) else {
-        return sub_keys(guest, owned, current, out);
+        return sub_keys(guest, owned, None, current, out);
     };
     let same_media = live.default_value() == want.default_value()
         && live.get("media").unwrap_or("cdrom") == want.get("media").unwrap_or("cdrom");
@@ -362,6 +585,116 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn sub_keys_written_before_are_taken_out_but_never_a_mac_or_the_operators() {
+        let before = guest(vec![
+            owned(
+                "net0",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,tag=10",
+                Compare::SubKeys,
+                false,
+            ),
+            owned("scsi0", "local-lvm:4,iothread=1,ssd=1", Compare::Disk, true),
+        ]);
+        let now = guest(vec![
+            owned("net0", "virtio,bridge=vmbr0", Compare::SubKeys, false),
+            owned("scsi0", "local-lvm:4", Compare::Disk, true),
+        ]);
+        let state = live(&[
+            (
+                "net0",
+                "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1,queues=4,tag=10",
+            ),
+            ("scsi0", "local-lvm:vm-100-disk-0,iothread=1,size=4G,ssd=1"),
+        ]);
+        let found = diff_since(&now, Some(&before), &state);
+        let got: Vec<(&str, &str, Vec<String>)> = found
+            .changes
+            .iter()
+            .map(|c| (c.key.as_str(), c.value.as_str(), c.removed.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "net0",
+                    "virtio=BC:24:11:00:00:01,bridge=vmbr0,queues=4",
+                    vec!["firewall".to_owned(), "tag".to_owned()]
+                ),
+                (
+                    "scsi0",
+                    "local-lvm:vm-100-disk-0,size=4G",
+                    vec!["iothread".to_owned(), "ssd".to_owned()]
+                ),
+            ]
+        );
+        assert!(found.removals.is_empty() && found.anomalies.is_empty());
+        // Not knowing what was written before, nothing is taken out.
+        assert!(diff(&now, &state).is_converged());
+    }
+
+    #[test]
+    fn keys_owned_before_are_deleted_except_volumes_and_create_only_ones() {
+        let before = guest(vec![
+            owned("efidisk0", "local-lvm:1,efitype=4m", Compare::Volume, true),
+            owned("unprivileged", "1", Compare::CreateOnly, false),
+            secret("cipassword", "pw-1", Compare::WhenAbsent),
+            owned("onboot", "1", Compare::Canonical, false),
+            owned("numa", "1", Compare::Canonical, true),
+            owned("startup", "order=2", Compare::SubKeys, false),
+        ]);
+        let now = guest(vec![owned("numa", "1", Compare::Canonical, true)]);
+        let state = live(&[
+            ("efidisk0", "local-lvm:vm-100-disk-1,efitype=4m,size=4M"),
+            ("unprivileged", "1"),
+            ("cipassword", "**********"),
+            ("onboot", "1"),
+            ("numa", "1"),
+            ("hookscript", "local:snippets/x.pl"),
+        ]);
+        let found = diff_since(&now, Some(&before), &state);
+        // `startup` is not on the guest; `hookscript` was never ProxOps's.
+        assert_eq!(
+            found.removals,
+            [
+                Removal {
+                    key: "cipassword".into(),
+                    live: REDACTED.into(),
+                    restart: false
+                },
+                Removal {
+                    key: "onboot".into(),
+                    live: "1".into(),
+                    restart: false
+                },
+            ]
+        );
+        assert!(found.changes.is_empty() && !found.needs_restart());
+        let keys: Vec<&str> = found.anomalies.iter().map(|a| a.key.as_str()).collect();
+        assert_eq!(keys, ["efidisk0"]);
+    }
+
+    #[test]
+    fn without_a_previous_document_only_managed_families_are_reported() {
+        let now = guest(vec![
+            owned("net0", "virtio,bridge=vmbr0", Compare::SubKeys, false),
+            owned("ipconfig0", "ip=dhcp", Compare::SubKeys, false),
+            owned("onboot", "1", Compare::Canonical, false),
+        ]);
+        let state = live(&[
+            ("net0", "virtio=BC:24:11:00:00:01,bridge=vmbr0"),
+            ("ipconfig0", "ip=dhcp"),
+            ("onboot", "1"),
+            ("net3", "e1000=BC:24:11:00:00:02,bridge=vmbr1"),
+            ("ipconfig3", "ip=dhcp"),
+            ("serial0", "socket"),
+            ("protection", "1"),
+        ]);
+        let found = diff(&now, &state);
+        assert!(found.is_converged() && found.removals.is_empty());
+        assert_eq!(found.unproven, ["ipconfig3", "net3"]);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! action defers every action that depends on it (reported; planned again next cycle). A stop
 //! request lets running actions finish and starts no new one.
 
-use crate::desired::DesiredGuest;
-use crate::diff::{Change, Resize, diff};
+use crate::desired::{DesiredArtifact, DesiredGuest};
+use crate::diff::{Change, Removal, Resize, after_clone};
 use crate::plan::{Action, ClusterPlan, Op, Verb};
 use proxops_pve::props::format_size;
 use proxops_pve::{
@@ -311,46 +311,35 @@ async fn run(
         .mutation_permit(&action.node, action.vmid.unwrap_or(0))
         .await;
     match &action.op {
-        Op::Download { artifact } => {
-            let get = |k: &str| {
-                artifact
-                    .download
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
-            let request = DownloadUrl {
-                url: get("url").unwrap_or_default(),
-                content: artifact.content.to_owned(),
-                filename: artifact.filename.clone(),
-                checksum: get("checksum"),
-                checksum_algorithm: get("checksum-algorithm"),
-                ..DownloadUrl::default()
-            };
-            let upid = client
-                .download_url(&action.node, &artifact.storage, &request)
-                .await?;
-            wait(client, options, upid, upids).await
+        Op::Download { artifact } => download(client, &action.node, artifact, options, upids).await,
+        Op::Replace { artifact } => {
+            // download-url refuses to overwrite a file, so the old one goes first. If the
+            // download then fails, the next cycle finds the file absent and downloads it.
+            if let Some(upid) = client
+                .delete_volume(&action.node, &artifact.storage, &artifact.volid)
+                .await?
+            {
+                wait(client, options, upid, upids).await?;
+            }
+            download(client, &action.node, artifact, options, upids).await
         }
         Op::Create { desired } => create(client, desired, options, upids).await,
         Op::Update {
             desired,
             changes,
+            removals,
             resizes,
             digest,
             restart,
         } => {
             let target = guest_ref(desired);
-            apply_changes(
-                client,
-                &target,
+            let edit = Edit {
                 changes,
+                removals,
                 resizes,
-                digest.clone(),
-                options,
-                upids,
-            )
-            .await?;
+                digest: digest.clone(),
+            };
+            apply_changes(client, &target, edit, options, upids).await?;
             if *restart {
                 let upid = client
                     .shutdown(&target, Some(options.shutdown_timeout), Some(true))
@@ -399,6 +388,34 @@ async fn run(
     }
 }
 
+async fn download(
+    client: &PveClient,
+    node: &str,
+    artifact: &DesiredArtifact,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let get = |k: &str| {
+        artifact
+            .download
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let request = DownloadUrl {
+        url: get("url").unwrap_or_default(),
+        content: artifact.content.to_owned(),
+        filename: artifact.filename.clone(),
+        checksum: get("checksum"),
+        checksum_algorithm: get("checksum-algorithm"),
+        ..DownloadUrl::default()
+    };
+    let upid = client
+        .download_url(node, &artifact.storage, &request)
+        .await?;
+    wait(client, options, upid, upids).await
+}
+
 fn guest_ref(d: &DesiredGuest) -> GuestRef {
     match d.guest {
         GuestType::Qemu => GuestRef::qemu(&d.node, d.vmid),
@@ -406,23 +423,37 @@ fn guest_ref(d: &DesiredGuest) -> GuestRef {
     }
 }
 
+/// What one update writes to a guest.
+struct Edit<'a> {
+    changes: &'a [Change],
+    removals: &'a [Removal],
+    resizes: &'a [Resize],
+    /// The digest of the config read the edit was computed from.
+    digest: Option<String>,
+}
+
 async fn apply_changes(
     client: &PveClient,
     target: &GuestRef,
-    changes: &[Change],
-    resizes: &[Resize],
-    digest: Option<String>,
+    edit: Edit<'_>,
     options: &ExecOptions,
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
-    if !changes.is_empty() {
+    let Edit {
+        changes,
+        removals,
+        resizes,
+        digest,
+    } = edit;
+    if !changes.is_empty() || !removals.is_empty() {
+        // One write, so the digest guards the deletions too.
         let change = ConfigChange {
             set: changes
                 .iter()
                 .map(|c| (c.key.clone(), c.wire().to_owned()))
                 .collect(),
+            delete: removals.iter().map(|r| r.key.clone()).collect(),
             digest,
-            ..ConfigChange::default()
         };
         client.set_config(target, &change).await?;
     }
@@ -459,17 +490,16 @@ async fn create(
             .await?;
         wait(client, options, upid, upids).await?;
         let live = client.guest_config(&target).await?;
-        let found = diff(d, &live.values);
-        apply_changes(
-            client,
-            &target,
-            &found.changes,
-            &found.resizes,
-            live.digest,
-            options,
-            upids,
-        )
-        .await?;
+        // The clone carries the template's tags and description: the write sets exactly the
+        // clone's own tags and drops the description unless the manifest declares one.
+        let found = after_clone(d, &live.values);
+        let edit = Edit {
+            changes: &found.changes,
+            removals: &found.removals,
+            resizes: &found.resizes,
+            digest: live.digest,
+        };
+        apply_changes(client, &target, edit, options, upids).await?;
         if start {
             let upid = client.start(&target).await?;
             wait(client, options, upid, upids).await?;

@@ -1,7 +1,7 @@
 //! The plan of one reconcile cycle: actions in dependency order, and what was left alone.
 
 use crate::desired::{DesiredArtifact, DesiredGuest};
-use crate::diff::{Change, Resize};
+use crate::diff::{Change, Removal, Resize};
 use proxops_pve::GuestRef;
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 pub enum Verb {
     /// Fetch an artifact onto a node's storage (download-url).
     Download,
+    /// Delete an artifact's file whose source (url or checksum) changed under the same file
+    /// name, then fetch it again.
+    Replace,
     /// Create a guest (or clone it from its template), configure it, make it a template or
     /// start it as the manifest says.
     Create,
@@ -29,15 +32,24 @@ pub enum Verb {
     Delete,
 }
 
-/// One changed key, for display.
+/// One changed key, for display: a value written, or (`delete`) a key removed from the guest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeyChange {
     /// The config key.
     pub key: String,
     /// Its live value (absent when unset).
     pub from: Option<String>,
-    /// The value written.
-    pub to: String,
+    /// The value written; absent when the key is deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Whether the key is deleted (`delete=<key>`): ProxOps wrote it before and the manifest no
+    /// longer declares it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub delete: bool,
+    /// Parts of the live value taken out of it (sub-keys, tags) because ProxOps wrote them
+    /// before and the manifest no longer declares them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
 }
 
 /// One disk growth, for display.
@@ -57,12 +69,16 @@ pub(crate) enum Op {
     Download {
         artifact: DesiredArtifact,
     },
+    Replace {
+        artifact: DesiredArtifact,
+    },
     Create {
         desired: Box<DesiredGuest>,
     },
     Update {
         desired: Box<DesiredGuest>,
         changes: Vec<Change>,
+        removals: Vec<Removal>,
         resizes: Vec<Resize>,
         digest: Option<String>,
         restart: bool,
@@ -103,7 +119,7 @@ pub struct Action {
     pub verb: Verb,
     /// Why, in a few words.
     pub reason: String,
-    /// Config keys written (updates).
+    /// Config keys written or deleted (updates).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<KeyChange>,
     /// Disks grown (updates).

@@ -6,9 +6,9 @@
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
 
 use crate::desired::{
-    Context, Desired, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
+    Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
-use crate::diff::diff;
+use crate::diff::diff_since;
 use crate::identity::{Guests, identities, owned_by_proxops};
 use crate::plan::{
     Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, SUSPENDED_PREFIX, Skipped, Verb,
@@ -17,7 +17,7 @@ use crate::secrets::ClusterSecrets;
 use proxops_graph::{Deferral, Graph, StepId};
 use proxops_model::kinds::PowerState;
 use proxops_model::{Resource, ResourceKey};
-use proxops_pve::{GuestConfig, GuestInfo, GuestType, Inventory, PveClient, PveError};
+use proxops_pve::{GuestConfig, GuestInfo, GuestRef, GuestType, Inventory, PveClient, PveError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -110,6 +110,7 @@ pub async fn plan_cluster(
         step_actions: BTreeMap::new(),
         blocked: BTreeSet::new(),
         deferral: None,
+        config_concurrency: options.config_concurrency,
     };
     // Configs of the guests of ours at vmids the repository declares (whichever identity they
     // carry: a renamed resource's or a template's), read in one bounded batch.
@@ -146,11 +147,22 @@ pub async fn plan_cluster(
         }
         match options.drivers.desired(&cx, resource) {
             Ok(Desired::Artifact(a)) => {
+                let before = match previous(&cx, options, resource) {
+                    Some(Desired::Artifact(b)) => Some(b),
+                    _ => None,
+                };
+                let node = step.node.as_deref().unwrap_or_default();
                 planner
-                    .artifact_step(client, step.id, a, step.node.as_deref().unwrap_or_default())
+                    .artifact_step(client, step.id, a, before.as_ref(), node)
                     .await;
             }
-            Ok(Desired::Guest(d)) => planner.guest_step(step.id, *d, &configs),
+            Ok(Desired::Guest(d)) => {
+                let before = match previous(&cx, options, resource) {
+                    Some(Desired::Guest(b)) => Some(b),
+                    _ => None,
+                };
+                planner.guest_step(step.id, *d, before.as_deref(), &configs)
+            }
             Err(DesiredError::Secret {
                 reference, reason, ..
             }) => {
@@ -168,6 +180,21 @@ pub async fn plan_cluster(
     }
     planner.prunes(client, options).await;
     Ok(planner.plan)
+}
+
+/// What the previous desired document of `resource` asked for, through its kind's driver in
+/// this cycle's context. `None` when the planes are not recorded, the resource is new to them,
+/// or that document no longer maps (a reference that no longer resolves): then nothing can be
+/// proven from it, and nothing is removed on its account.
+fn previous(cx: &Context<'_>, options: &PlanOptions, resource: &Resource) -> Option<Desired> {
+    let document = options.previous.as_ref()?.get(&resource.key())?;
+    match options.drivers.desired(cx, document) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::debug!(cluster = cx.cluster, resource = %resource.key(), error = %e, "the previous desired document does not map: ownership of removed keys unknown");
+            None
+        }
+    }
 }
 
 /// Why `resource` is suspended, if it is.
@@ -195,6 +222,8 @@ struct Planner<'a> {
     blocked: BTreeSet<StepId>,
     /// The dependants of `blocked`, computed when first needed after `blocked` changed.
     deferral: Option<Deferral>,
+    /// Config reads in flight at once.
+    config_concurrency: usize,
 }
 
 impl Planner<'_> {
@@ -272,18 +301,12 @@ impl Planner<'_> {
         let (changes, resizes, restart) = match &op {
             Op::Update {
                 changes,
+                removals,
                 resizes,
                 restart,
                 ..
             } => (
-                changes
-                    .iter()
-                    .map(|c| KeyChange {
-                        key: c.key.clone(),
-                        from: c.live.clone(),
-                        to: c.value.clone(),
-                    })
-                    .collect(),
+                key_changes(changes, removals),
                 resizes
                     .iter()
                     .map(|r| DiskGrowth {
@@ -331,7 +354,8 @@ impl Planner<'_> {
         &mut self,
         client: &PveClient,
         step: StepId,
-        a: crate::desired::DesiredArtifact,
+        a: DesiredArtifact,
+        before: Option<&DesiredArtifact>,
         node: &str,
     ) {
         let Some(storage) = self.inventory.storage(node, &a.storage) else {
@@ -351,7 +375,13 @@ impl Planner<'_> {
                 format!("cannot list `{}` on `{node}`: {e}", a.storage),
                 false,
             ),
-            Ok(list) if list.iter().any(|v| v.volid == a.volid) => {}
+            Ok(list) if list.iter().any(|v| v.volid == a.volid) => {
+                let Some(changed) = before.and_then(|b| source_change(b, &a)) else {
+                    return;
+                };
+                let shared = storage.shared;
+                self.replace(client, step, a, &changed, node, shared).await;
+            }
             Ok(_) => {
                 let reason = format!("{} is not on {node}", a.volid);
                 self.push(
@@ -366,10 +396,77 @@ impl Planner<'_> {
         }
     }
 
+    /// Plans replacing an artifact's file whose source changed under the same volid, unless a
+    /// guest's config references that volid (then an anomaly: nothing is deleted).
+    async fn replace(
+        &mut self,
+        client: &PveClient,
+        step: StepId,
+        a: DesiredArtifact,
+        changed: &str,
+        node: &str,
+        shared: bool,
+    ) {
+        // A shared storage's volume is the same file on every node; a local one only here.
+        let guests: Vec<GuestRef> = self
+            .inventory
+            .guests
+            .values()
+            .filter(|g| shared || g.node == node)
+            .map(GuestInfo::guest_ref)
+            .collect();
+        let configs = client.guest_configs(guests, self.config_concurrency).await;
+        let mut users = Vec::new();
+        for (vmid, config) in &configs {
+            match config {
+                Ok(c) => {
+                    for key in references(&c.values, &a.volid) {
+                        users.push(format!("vmid {vmid} ({key})"));
+                    }
+                }
+                Err(e) => {
+                    // Unknown is not unused: nothing is deleted this cycle.
+                    self.plan.skipped.push(Skipped {
+                        subject: self.subject(step),
+                        reason: format!(
+                            "the {changed} of {} changed, but whether a guest uses it cannot be read (vmid {vmid}: {e}); retried next cycle",
+                            a.volid
+                        ),
+                    });
+                    return;
+                }
+            }
+        }
+        if !users.is_empty() {
+            // Reported without holding back dependants: the old file is still there and usable,
+            // and a dependant's own change (detaching the file) must stay possible.
+            self.plan.anomalies.push(Anomaly {
+                subject: self.subject(step),
+                message: format!(
+                    "the {changed} of {} on `{node}` changed since ProxOps last reconciled it, but {} use{} it: not replaced (deleting it would pull it from under the guest); detach it, or give the new file another name",
+                    a.volid,
+                    users.join(", "),
+                    if users.len() == 1 { "s" } else { "" }
+                ),
+            });
+            return;
+        }
+        let reason = format!("{changed} changed under the same file name {}", a.volid);
+        self.push(
+            step,
+            (node, None),
+            Verb::Replace,
+            reason,
+            Op::Replace { artifact: a },
+            &[],
+        );
+    }
+
     fn guest_step(
         &mut self,
         step: StepId,
         d: DesiredGuest,
+        before: Option<&DesiredGuest>,
         configs: &BTreeMap<u32, Result<GuestConfig, PveError>>,
     ) {
         let graph = self.cx.graph;
@@ -454,12 +551,18 @@ impl Planner<'_> {
         if to_template && let Some(why) = cannot_template(live, config) {
             return self.block(step, why, true);
         }
-        let found = diff(&d, &config.values);
+        let found = diff_since(&d, before, &config.values);
         for a in &found.anomalies {
             self.plan.anomalies.push(Anomaly {
                 subject: key.to_string(),
                 message: a.message.clone(),
             });
+        }
+        for key in &found.unproven {
+            self.plan.warnings.push(format!(
+                "{}: {key} is on the guest but not in the manifest; without a previous desired document ProxOps cannot tell whether it set it: left alone",
+                resource.key()
+            ));
         }
         let mut update = None;
         if !found.is_converged() {
@@ -469,7 +572,16 @@ impl Planner<'_> {
                 && !to_template;
             let mut keys: Vec<&str> = found.changes.iter().map(|c| c.key.as_str()).collect();
             keys.extend(found.resizes.iter().map(|r| r.disk.as_str()));
-            let changed = format!("changed: {}", keys.join(", "));
+            let removed: Vec<&str> = found.removals.iter().map(|r| r.key.as_str()).collect();
+            let changed = match (keys.is_empty(), removed.is_empty()) {
+                (false, true) => format!("changed: {}", keys.join(", ")),
+                (true, false) => format!("removed: {}", removed.join(", ")),
+                _ => format!(
+                    "changed: {}; removed: {}",
+                    keys.join(", "),
+                    removed.join(", ")
+                ),
+            };
             let (verb, reason) = match &claim {
                 Claim::Own => (Verb::Update, changed),
                 Claim::Renamed(from) => (
@@ -487,6 +599,7 @@ impl Planner<'_> {
             let op = Op::Update {
                 desired: Box::new(d.clone()),
                 changes: found.changes,
+                removals: found.removals,
                 resizes: found.resizes,
                 digest: config.digest.clone(),
                 restart,
@@ -752,6 +865,61 @@ fn cannot_template(live: &GuestInfo, config: &GuestConfig) -> Option<String> {
         ));
     }
     None
+}
+
+/// The displayed changes of an update: keys written and keys deleted, by key.
+fn key_changes(
+    changes: &[crate::diff::Change],
+    removals: &[crate::diff::Removal],
+) -> Vec<KeyChange> {
+    let mut out: Vec<KeyChange> = changes
+        .iter()
+        .map(|c| KeyChange {
+            key: c.key.clone(),
+            from: c.live.clone(),
+            to: Some(c.value.clone()),
+            delete: false,
+            removed: c.removed.clone(),
+        })
+        .chain(removals.iter().map(|r| KeyChange {
+            key: r.key.clone(),
+            from: Some(r.live.clone()),
+            to: None,
+            delete: true,
+            removed: Vec::new(),
+        }))
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+/// Which download parameters that identify a file's content differ between the previous and
+/// the current document (`url`, `checksum`, `checksum-algorithm`), as words; `None` if none.
+fn source_change(before: &DesiredArtifact, now: &DesiredArtifact) -> Option<String> {
+    let get = |a: &DesiredArtifact, key: &str| {
+        a.download
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let changed: Vec<&str> = ["url", "checksum", "checksum-algorithm"]
+        .into_iter()
+        .filter(|k| get(before, k) != get(now, k))
+        .collect();
+    (!changed.is_empty()).then(|| changed.join(" and "))
+}
+
+/// The config keys whose value names `volid`: as the volume (`ide2: local:iso/x.iso,media=cdrom`)
+/// or in a sub-key (`import-from=local:import/x.qcow2`).
+fn references<'a>(config: &'a BTreeMap<String, String>, volid: &str) -> Vec<&'a str> {
+    config
+        .iter()
+        .filter(|(_, v)| {
+            v.split(',')
+                .any(|part| part == volid || part.split_once('=').is_some_and(|(_, x)| x == volid))
+        })
+        .map(|(k, _)| k.as_str())
+        .collect()
 }
 
 /// Why a guest must not be deleted, if PVE's `protection` flag (or an unreadable config) says so.

@@ -370,11 +370,18 @@ fn create_needs(purpose: &str, d: &DesiredGuest, out: &mut Vec<Need>) {
 pub fn action_needs(action: &Action) -> Vec<Need> {
     let mut out = Vec::new();
     match &action.op {
-        Op::Download { artifact } => {
+        Op::Download { artifact } | Op::Replace { artifact } => {
             let purpose = format!(
                 "download {}/{} to {}",
                 action.kind, action.name, action.node
             );
+            if matches!(action.op, Op::Replace { .. }) {
+                // pve-storage `src/PVE/API2/Storage/Content.pm`, `delete`: Datastore.Allocate.
+                out.push(
+                    Need::one(&purpose, storage(&artifact.storage), "Datastore.Allocate")
+                        .at(format!("delete the old {}", artifact.volid)),
+                );
+            }
             out.push(Need::one(
                 &purpose,
                 storage(&artifact.storage),
@@ -408,6 +415,7 @@ pub fn action_needs(action: &Action) -> Vec<Need> {
         Op::Update {
             desired,
             changes,
+            removals,
             resizes,
             restart,
             ..
@@ -415,6 +423,14 @@ pub fn action_needs(action: &Action) -> Vec<Need> {
             let purpose = guest_purpose("update", action);
             let keys = changes.iter().map(|c| (c.key.as_str(), c.value.as_str()));
             key_needs(&purpose, desired.guest, desired.vmid, keys, false, &mut out);
+            // PVE checks a deleted key's privilege as a set one's.
+            for r in removals {
+                let privilege = config_privilege(desired.guest, &r.key, &r.live);
+                out.push(
+                    Need::one(&purpose, vms(desired.vmid), privilege)
+                        .at(format!("delete {}", r.key)),
+                );
+            }
             for r in resizes {
                 let why = format!("grow {}", r.disk);
                 out.push(Need::one(&purpose, vms(desired.vmid), "VM.Config.Disk").at(&why));

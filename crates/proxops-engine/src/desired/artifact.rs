@@ -1,5 +1,6 @@
 //! `ISO`, `CTTemplate` and `DiskImage`: a file per node, fetched with download-url, identified by
-//! (node, storage, filename); never updated, never deleted.
+//! (node, storage, filename); never updated, and deleted only to be replaced when its url or
+//! checksum changed under the same file name and no guest uses it (the planner's `replace`).
 
 use proxops_model::Resource;
 use proxops_model::kinds::{ArtifactSpec, ChecksumAlgorithm};

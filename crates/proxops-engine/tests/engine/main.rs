@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod artifacts;
 mod cycle;
+mod ownership;
 mod roundtrip;
 mod support;
 mod wire;

@@ -26,9 +26,19 @@ pub fn homelab() -> (Repository, Vec<(String, Graph)>) {
 
 /// A simulator with `state`, quick tasks, and a client pinned to its certificate.
 pub async fn simulator(state: State) -> (SimHandle, PveClient) {
+    started(state, false).await
+}
+
+/// [`simulator`], with downloads made up instead of fetched (no network in tests).
+pub async fn offline_simulator(state: State) -> (SimHandle, PveClient) {
+    started(state, true).await
+}
+
+async fn started(state: State, offline_downloads: bool) -> (SimHandle, PveClient) {
     let config = SimConfig {
         state,
         task_durations: TaskDurations::uniform(Duration::from_millis(20)),
+        offline_downloads,
         ..SimConfig::default()
     };
     let sim = start(config).await.unwrap();
@@ -43,4 +53,40 @@ pub async fn simulator(state: State) -> (SimHandle, PveClient) {
     .build()
     .unwrap();
     (sim, client)
+}
+
+/// One manifest, loaded from its text.
+pub fn manifest(text: &str) -> std::sync::Arc<proxops_model::Resource> {
+    let file = proxops_model::diagnostic::SourceFile::new("manifest.yaml", text.to_owned());
+    let loaded = proxops_model::manifest::load_manifest(&file, &Registry::builtin(), None);
+    loaded
+        .resource
+        .unwrap_or_else(|| panic!("{:#?}", loaded.diagnostics))
+}
+
+/// The graph of some manifests.
+pub fn graph_of(texts: &[&str]) -> Graph {
+    let resources: Vec<_> = texts.iter().map(|t| manifest(t)).collect();
+    Graph::build(&Registry::builtin(), &resources).unwrap()
+}
+
+/// Node `pve1` with PVE's default storages (`local` for files, `local-lvm` for disks).
+pub fn one_node() -> State {
+    let storage = |name: &str, kind: &str, content: &[&str]| proxops_pve_sim::Storage {
+        storage: name.into(),
+        kind: kind.into(),
+        content: content.iter().map(|c| (*c).to_owned()).collect(),
+        ..proxops_pve_sim::Storage::default()
+    };
+    State {
+        nodes: vec![proxops_pve_sim::Node {
+            node: "pve1".into(),
+            storages: vec![
+                storage("local", "dir", &["iso", "vztmpl", "import", "snippets"]),
+                storage("local-lvm", "lvmthin", &["images", "rootdir"]),
+            ],
+            ..proxops_pve_sim::Node::default()
+        }],
+        ..State::default()
+    }
 }

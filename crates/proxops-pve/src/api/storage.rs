@@ -1,4 +1,5 @@
-//! `GET /nodes/{node}/storage/{storage}/content` and `POST .../download-url`.
+//! `GET /nodes/{node}/storage/{storage}/content`, `DELETE .../content/{volume}` and
+//! `POST .../download-url`.
 
 use reqwest::Method;
 
@@ -26,6 +27,32 @@ impl PveClient {
             &params,
         )
         .await
+    }
+
+    /// Deletes a volume of a storage (task type `imgdel`; `None` when PVE finished it within its
+    /// `delay`). PVE checks no guest config before deleting: a caller that must not pull a file
+    /// from under a guest checks first (pve-storage `src/PVE/API2/Storage/Content.pm`, `delete`).
+    pub async fn delete_volume(
+        &self,
+        node: &str,
+        storage: &str,
+        volume: &str,
+    ) -> Result<Option<Upid>, PveError> {
+        let path = format!(
+            "/nodes/{}/storage/{}/content/{}",
+            seg(node),
+            seg(storage),
+            seg(volume)
+        );
+        let data = self
+            .call_json(
+                Method::DELETE,
+                "/nodes/{node}/storage/{storage}/content/{volume}",
+                &path,
+                &Params::new(),
+            )
+            .await?;
+        opt_upid("DELETE", &path, data)
     }
 
     /// Downloads a URL into a storage (task type `download`, task id = the file name).

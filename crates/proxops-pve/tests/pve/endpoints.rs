@@ -391,6 +391,23 @@ async fn storage_content_and_download() {
         .unwrap_err();
     assert_eq!(bad.kind(), ErrorKind::BadRequest, "{bad}");
     assert!(!bad.api().unwrap().errors.is_empty());
+
+    // The file goes again: an `imgdel` task, the volid passed as one path segment.
+    let u = sim
+        .c
+        .delete_volume("pve1", "local", "local:iso/d.iso")
+        .await
+        .unwrap()
+        .expect("a task");
+    assert_eq!(u.kind, "imgdel");
+    sim.c.wait_task(&u, &wait()).await.unwrap();
+    assert!(
+        sim.c
+            .storage_content("pve1", "local", Some("iso"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
