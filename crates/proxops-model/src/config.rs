@@ -31,6 +31,23 @@ pub struct ConfigFile {
     /// Directory for caches and the cloned repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<String>,
+    /// The agent's control API (`proxops reconcile`, `suspend`, `resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentConfig>,
+}
+
+/// The agent's control API: where its bearer token is. The token itself never sits in a
+/// configuration file, which is often committed or world-readable.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AgentConfig {
+    /// A file holding the token (relative to the configuration file); surrounding whitespace
+    /// is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<String>,
+    /// An environment variable holding the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
 }
 
 /// Logging settings.
@@ -328,6 +345,9 @@ impl ConfigFile {
                 help: Some("e.g. `127.0.0.1:9494`".into()),
             });
         }
+        if let Some(a) = &self.agent {
+            out.extend(a.check());
+        }
         if let Some(g) = &self.git {
             if g.url.is_some() && g.path.is_some() {
                 out.push(ConfigProblem {
@@ -356,6 +376,49 @@ impl ConfigFile {
         }
         out
     }
+}
+
+impl AgentConfig {
+    fn check(&self) -> Vec<ConfigProblem> {
+        let mut out = Vec::new();
+        if self.token_file.is_some() && self.token_env.is_some() {
+            out.push(ConfigProblem {
+                path: at(&["agent", "token-env"]),
+                message: "`agent.token-file` and `agent.token-env` cannot both be set".into(),
+                help: Some("keep one place for the token".into()),
+            });
+        }
+        if self
+            .token_file
+            .as_deref()
+            .is_some_and(|f| f.trim().is_empty())
+        {
+            out.push(ConfigProblem {
+                path: at(&["agent", "token-file"]),
+                message: "`agent.token-file` must not be empty".into(),
+                help: Some("e.g. `/etc/proxops/agent.token`".into()),
+            });
+        }
+        if let Some(var) = &self.token_env
+            && !is_env_name(var)
+        {
+            out.push(ConfigProblem {
+                path: at(&["agent", "token-env"]),
+                message: format!("`{var}` is not an environment variable name"),
+                help: Some("letters, digits and `_`, not starting with a digit, e.g. `PROXOPS_AGENT_TOKEN`".into()),
+            });
+        }
+        out
+    }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`, the names a shell and systemd's `Environment=` accept.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 impl ClusterEntry {
@@ -555,6 +618,31 @@ mod tests {
         ] {
             assert!(branch_name(no).is_err(), "{no}");
         }
+    }
+
+    #[test]
+    fn the_agent_token_has_one_source_and_a_variable_name() {
+        let agent = |file: Option<&str>, env: Option<&str>| ConfigFile {
+            agent: Some(AgentConfig {
+                token_file: file.map(str::to_owned),
+                token_env: env.map(str::to_owned),
+            }),
+            ..ConfigFile::default()
+        };
+        assert!(
+            agent(Some("/etc/proxops/agent.token"), None)
+                .check()
+                .is_empty()
+        );
+        assert!(agent(None, Some("PROXOPS_AGENT_TOKEN")).check().is_empty());
+        let both = agent(Some("t"), Some("T")).check();
+        assert_eq!(both.len(), 1, "{both:?}");
+        assert_eq!(both[0].path, at(&["agent", "token-env"]));
+        for bad in ["1TOKEN", "MY-TOKEN", "", "A B"] {
+            let p = agent(None, Some(bad)).check();
+            assert_eq!(p.len(), 1, "{bad}: {p:?}");
+        }
+        assert_eq!(agent(Some(" "), None).check().len(), 1);
     }
 
     #[test]

@@ -517,7 +517,7 @@ impl Loader<'_> {
             });
         }
         // `reconcile` may be set per cluster (budget, timeouts); these are the process's.
-        for key in ["log", "git", "listen", "data-dir"] {
+        for key in ["log", "git", "listen", "data-dir", "agent"] {
             if let Some((k, _)) = doc.entry(key) {
                 self.diagnostics.push(
                     Diagnostic::warning(
