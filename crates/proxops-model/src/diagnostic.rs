@@ -68,6 +68,8 @@ codes! {
     CompositionMissingFile => "proxops::composition_missing_file",
     /// A composition lists a path outside the repository.
     CompositionEscape => "proxops::composition_escape",
+    /// A listed file (or a configuration file) is a FIFO, socket or device, not a regular file.
+    NotRegularFile => "proxops::not_regular_file",
     /// Two manifests of one cluster share kind and name.
     DuplicateResource => "proxops::duplicate_resource",
     /// Two guests of one cluster claim the same vmid.

@@ -140,6 +140,15 @@ fn read_yaml(
     let bytes = match source.read(path) {
         Ok(b) => b,
         Err(ReadError::NotFound) => return Ok(None),
+        Err(ReadError::NotRegular(kind)) => {
+            return Err(Box::new(
+                Diagnostic::error(
+                    Code::NotRegularFile,
+                    format!("{path} is a {kind}, not a regular file"),
+                )
+                .in_file(path),
+            ));
+        }
         Err(e) => {
             return Err(Box::new(
                 Diagnostic::error(Code::Io, format!("cannot read {path}: {e}")).in_file(path),
@@ -753,6 +762,16 @@ impl Loader<'_> {
                         format!("`{target}` resolves outside the repository"),
                     )
                     .with_label(&file, span, "symbolic link leaves the repository")
+                    .in_cluster(Some(cluster));
+                    self.diagnostics.push(d);
+                }
+                Err(ReadError::NotRegular(kind)) => {
+                    let d = Diagnostic::error(
+                        Code::NotRegularFile,
+                        format!("`{target}` is a {kind}, not a regular file"),
+                    )
+                    .with_label(&file, span, format!("a {kind}"))
+                    .with_help("list only manifest files; ProxOps never opens anything else")
                     .in_cluster(Some(cluster));
                     self.diagnostics.push(d);
                 }

@@ -49,6 +49,7 @@ const COVERED: &[Code] = &[
     Code::Composition,
     Code::CompositionMissingFile,
     Code::CompositionEscape,
+    Code::NotRegularFile,
     Code::DuplicateResource,
     Code::VmidCollision,
     Code::UnknownReference,
@@ -656,6 +657,54 @@ fn composition_escape_through_a_symbolic_link() {
         Code::CompositionEscape,
         &["`vm/dev/x.yaml`", "outside the repository"],
     );
+}
+
+#[test]
+fn not_regular_file_a_listed_fifo_is_refused_without_blocking() {
+    let repo = TempRepo::with_clusters(&[CLUSTER]);
+    std::fs::create_dir_all(repo.path().join("vm/dev")).expect("mkdir");
+    let fifo = repo.path().join("vm/dev/pipe.yaml");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipping: mkfifo is not available");
+        return;
+    }
+    std::os::unix::fs::symlink(&fifo, repo.path().join("vm/dev/link.yaml")).expect("symlink");
+    repo.compose(CLUSTER, &["vm/dev/pipe.yaml", "vm/dev/link.yaml"]);
+    // Opening a FIFO for reading blocks until a writer comes: load on a thread, so that a
+    // loader that opens it fails this test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let root = repo.path().to_path_buf();
+    std::thread::spawn(move || {
+        let source = proxops_model::FsSource::new(&root).expect("source");
+        let loaded = proxops_model::load_repository(
+            &source,
+            &proxops_model::Registry::builtin(),
+            &proxops_model::LoadOptions::default(),
+        );
+        let _ = tx.send(loaded.map(|r| r.diagnostics));
+    });
+    let diagnostics = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("loading a repository that lists a FIFO blocked")
+        .expect("load");
+    let errors: Vec<_> = diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    for (d, listed) in errors.iter().zip(["vm/dev/pipe.yaml", "vm/dev/link.yaml"]) {
+        assert_eq!(d.code, Code::NotRegularFile, "{d}");
+        assert!(
+            d.message.contains("FIFO (named pipe), not a regular file"),
+            "{d}"
+        );
+        let label = d.labels.first().expect("a label");
+        assert_eq!(label.file.path, "clusters/dev/resources.yaml");
+        assert_eq!(covered(label), format!("../../{listed}"));
+        assert_eq!(
+            label.line_col().0,
+            if listed.contains("pipe") { 2 } else { 3 }
+        );
+        assert!(help_of(d).contains("only manifest files"), "{d:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
