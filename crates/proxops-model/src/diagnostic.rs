@@ -90,6 +90,8 @@ codes! {
     InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
+    /// A URL carries credentials (`user:password@`); they are never echoed.
+    CredentialsInUrl => "proxops::credentials_in_url",
     /// A file or directory could not be read.
     Io => "proxops::io",
 }

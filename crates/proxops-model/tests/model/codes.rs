@@ -59,6 +59,7 @@ const COVERED: &[Code] = &[
     Code::UnlistedManifest,
     Code::UnknownAnnotation,
     Code::InvalidAnnotation,
+    Code::CredentialsInUrl,
     Code::Io,
 ];
 
@@ -657,6 +658,43 @@ fn composition_escape_through_a_symbolic_link() {
         Code::CompositionEscape,
         &["`vm/dev/x.yaml`", "outside the repository"],
     );
+}
+
+#[test]
+fn credentials_in_url_of_a_cluster_or_the_agent_configuration() {
+    let repo = TempRepo::with_clusters(&[CLUSTER]);
+    repo.write(
+        "clusters/dev/config.yaml",
+        "pve:\n  clusters:\n    dev:\n      base-url: https://root:hunter2@dev.example.invalid:8006\n      nodes: [pve01]\n",
+    );
+    let loaded = repo.load();
+    let d = only_error(
+        &loaded,
+        Code::CredentialsInUrl,
+        &["`https://***@dev.example.invalid:8006`", "credentials"],
+    );
+    let label = d.labels.first().expect("a label");
+    assert_eq!(label.line_col(), (4, 17));
+    // The label shows the node, its password masked.
+    assert_eq!(
+        covered(label),
+        "https://************@dev.example.invalid:8006"
+    );
+    assert!(help_of(d).contains("PROXOPS_PVE_TOKEN"), "{d}");
+    // `--config FILE` is read the same way, and a broken one is no exception.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        "pve:\n  clusters:\n    x:\n      base-url: https://u:hunter2@pve:8006/api2/json\n      nodez: []\n",
+    )
+    .expect("write");
+    let source = proxops_model::FsSource::new(dir.path()).expect("source");
+    let (_, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
+    assert!(!diagnostics.is_empty());
+    for d in &diagnostics {
+        let shown = format!("{d} {d:?} {:?}", d.help);
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }
 
 #[test]
