@@ -90,6 +90,8 @@ codes! {
     InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
+    /// An address or gateway of `ipconfigs` is of the wrong IP family for its key or NIC.
+    IpFamily => "proxops::ip_family",
     /// A URL carries credentials (`user:password@`); they are never echoed.
     CredentialsInUrl => "proxops::credentials_in_url",
     /// A file or directory could not be read.

@@ -60,6 +60,7 @@ const COVERED: &[Code] = &[
     Code::UnknownAnnotation,
     Code::InvalidAnnotation,
     Code::CredentialsInUrl,
+    Code::IpFamily,
     Code::Io,
 ];
 
@@ -283,6 +284,59 @@ fn invalid_value_types_enums_and_rules() {
 
     let repo = cluster_of(&[("vm/dev/a.yaml", "- just\n- a list\n".into())]);
     only_error(&repo.load(), Code::InvalidValue, &["mapping"]);
+}
+
+#[test]
+fn ip_family_of_addresses_and_gateways() {
+    let with_ipconfig = |lines: &[&str]| {
+        let mut spec = vec!["cloud-init-data:", "  ipconfigs:"];
+        spec.extend_from_slice(lines);
+        cluster_of(&[("vm/dev/a.yaml", with_spec(&vm("a", "pve01", 142), &spec))])
+    };
+    // IPv4, IPv6, both, DHCP and SLAAC are fine.
+    for ok in [
+        &["    - ip: 10.0.0.5/24", "      gateway: 10.0.0.1"][..],
+        &["    - ip: 2001:db8::5/64", "      gateway: 2001:db8::1"],
+        &[
+            "    - ip: 10.0.0.5/24",
+            "      gateway: 10.0.0.1",
+            "      ip6: 2001:db8::5/64",
+            "      gateway6: 2001:db8::1",
+        ],
+        &["    - ip: dhcp", "      ip6: auto"],
+        &["    - ip6: dhcp"],
+    ] {
+        let loaded = with_ipconfig(ok).load();
+        assert!(errors(&loaded).is_empty(), "{ok:?}: {}", dump(&loaded));
+    }
+    let cases: &[(&[&str], &str, &[&str])] = &[
+        (
+            &["    - ip: 10.0.0.5/24", "      gateway: 2001:db8::1"],
+            "2001:db8::1",
+            &["gateway `2001:db8::1` is IPv6", "no IPv6 address"],
+        ),
+        (
+            &["    - ip6: 10.0.0.5/24"],
+            "10.0.0.5/24",
+            &["`ip6` is IPv6, `10.0.0.5/24` is IPv4"],
+        ),
+        (
+            &["    - ip: 2001:db8::5/64", "      ip6: auto"],
+            "auto",
+            &["two IPv6 configurations"],
+        ),
+        (
+            &["    - ip: 10.0.0.5/24", "      gateway6: 10.0.0.1"],
+            "10.0.0.1",
+            &["`gateway6` is IPv6"],
+        ),
+    ];
+    for (lines, node, fragments) in cases {
+        let loaded = with_ipconfig(lines).load();
+        let d = only_error(&loaded, Code::IpFamily, fragments);
+        assert_eq!(covered(&d.labels[0]), *node, "{lines:?}");
+        assert!(!help_of(d).is_empty());
+    }
 }
 
 #[test]
