@@ -90,6 +90,8 @@ codes! {
     InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
+    /// A value of a field that PVE restricts to a list of spellings is not one of them.
+    PveEnum => "proxops::pve_enum",
     /// An address or gateway of `ipconfigs` is of the wrong IP family for its key or NIC.
     IpFamily => "proxops::ip_family",
     /// A URL carries credentials (`user:password@`); they are never echoed.

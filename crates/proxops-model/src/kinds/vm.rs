@@ -655,6 +655,15 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         if let Some(image) = &disk.image {
             check_name_ref(cx, image, &path!["disks", i, "image"], "DiskImage");
         }
+        if let Some(c) = &disk.controller {
+            common::check_pve_enum(
+                cx,
+                c,
+                common::PVE_SCSI_CONTROLLERS,
+                "SCSI controller",
+                &path!["disks", i, "controller"],
+            );
+        }
         if disk.ssd.is_some()
             && !(slot.starts_with("scsi") || slot.starts_with("sata") || slot.starts_with("ide"))
         {
@@ -694,6 +703,15 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         if let Some(mac) = &net.mac {
             common::check_mac(cx, mac, &path!["networks", i, "mac"]);
         }
+        if let Some(model) = &net.model {
+            common::check_pve_enum(
+                cx,
+                model,
+                common::PVE_NIC_MODELS,
+                "NIC model",
+                &path!["networks", i, "model"],
+            );
+        }
     }
     if let Some(hw) = &spec.hardware {
         validate_hardware(hw, cx);
@@ -720,6 +738,15 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
 }
 
 fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
+    if let Some(display) = &hw.display {
+        common::check_pve_enum(
+            cx,
+            display,
+            common::PVE_VGA_TYPES,
+            "display type",
+            &path!["hardware", "display"],
+        );
+    }
     if let Some(iso) = hw.cdrom.as_ref().and_then(|c| c.iso.as_ref())
         && iso != "none"
     {

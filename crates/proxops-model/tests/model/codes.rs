@@ -61,6 +61,7 @@ const COVERED: &[Code] = &[
     Code::InvalidAnnotation,
     Code::CredentialsInUrl,
     Code::IpFamily,
+    Code::PveEnum,
     Code::Io,
 ];
 
@@ -284,6 +285,65 @@ fn invalid_value_types_enums_and_rules() {
 
     let repo = cluster_of(&[("vm/dev/a.yaml", "- just\n- a list\n".into())]);
     only_error(&repo.load(), Code::InvalidValue, &["mapping"]);
+}
+
+#[test]
+fn pve_enum_values_are_pves_exact_spellings() {
+    let base = vm("a", "pve01", 142);
+    let cases: &[(&[&str], &str, &str, Option<&str>)] = &[
+        (
+            &["networks:", "  - bridge: vmbr0", "    model: VirtIO"],
+            "VirtIO",
+            "NIC model",
+            Some("did you mean `virtio`?"),
+        ),
+        (
+            &["hardware:", "  display: Serial0"],
+            "Serial0",
+            "display type",
+            Some("did you mean `serial0`?"),
+        ),
+        (
+            &["hardware:", "  display: hdmi"],
+            "hdmi",
+            "display type",
+            None,
+        ),
+    ];
+    for (lines, node, what, hint) in cases {
+        let repo = cluster_of(&[("vm/dev/a.yaml", with_spec(&base, lines))]);
+        let loaded = repo.load();
+        let d = only_error(&loaded, Code::PveEnum, &[&format!("`{node}`"), what]);
+        assert_eq!(covered(&d.labels[0]), *node);
+        let help = help_of(d);
+        assert!(help.contains("PVE accepts (case-sensitive):"), "{help}");
+        match hint {
+            Some(h) => assert!(help.starts_with(h), "{help}"),
+            None => assert!(!help.contains("did you mean"), "{help}"),
+        }
+    }
+    // A SCSI controller on a disk, and a container's interface type.
+    let text = vm("a", "pve01", 142).replace(
+        "      size: 8GiB\n",
+        "      size: 8GiB\n      controller: VirtIO-SCSI-Single\n",
+    );
+    let repo = cluster_of(&[("vm/dev/a.yaml", text)]);
+    let loaded = repo.load();
+    let d = only_error(&loaded, Code::PveEnum, &["SCSI controller"]);
+    assert!(help_of(d).starts_with("did you mean `virtio-scsi-single`?"));
+    // Right spellings pass.
+    let ok = with_spec(
+        &base,
+        &[
+            "networks:",
+            "  - bridge: vmbr0",
+            "    model: e1000",
+            "hardware:",
+            "  display: serial0",
+        ],
+    );
+    let loaded = cluster_of(&[("vm/dev/a.yaml", ok)]).load();
+    assert!(errors(&loaded).is_empty(), "{}", dump(&loaded));
 }
 
 #[test]
