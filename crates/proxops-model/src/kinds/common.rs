@@ -206,37 +206,6 @@ pub(crate) fn check_secret_ref(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names() {
-        assert!(is_valid_name("app-vm") && is_valid_name("a") && is_valid_name("talos-1-8-0"));
-        assert!(
-            !is_valid_name("App")
-                && !is_valid_name("a--b")
-                && !is_valid_name("-a")
-                && !is_valid_name("a-")
-                && !is_valid_name("")
-        );
-        assert!(!is_valid_name(&"a".repeat(64)));
-        assert!(is_valid_node("pve01") && !is_valid_node("pve 01") && !is_valid_node("a/b"));
-        assert!(
-            is_valid_storage("local-lvm")
-                && is_valid_storage("vm_disks")
-                && !is_valid_storage("1x")
-                && !is_valid_storage("a b")
-        );
-        assert!(
-            is_cidr("10.0.0.1/24")
-                && is_cidr("fd00::1/64")
-                && !is_cidr("10.0.0.1")
-                && !is_cidr("10.0.0.1/33")
-        );
-    }
-}
-
 /// PVE 8.4's spellings of the NIC model (`net<n>` `model`); PVE compares them case-sensitively.
 /// A test checks these lists against the official schema.
 pub const PVE_NIC_MODELS: &[&str] = &[
@@ -320,4 +289,35 @@ pub(crate) fn check_pve_enum(
         "not a PVE value",
         Some(help),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(is_valid_name("app-vm") && is_valid_name("a") && is_valid_name("talos-1-8-0"));
+        assert!(
+            !is_valid_name("App")
+                && !is_valid_name("a--b")
+                && !is_valid_name("-a")
+                && !is_valid_name("a-")
+                && !is_valid_name("")
+        );
+        assert!(!is_valid_name(&"a".repeat(64)));
+        assert!(is_valid_node("pve01") && !is_valid_node("pve 01") && !is_valid_node("a/b"));
+        assert!(
+            is_valid_storage("local-lvm")
+                && is_valid_storage("vm_disks")
+                && !is_valid_storage("1x")
+                && !is_valid_storage("a b")
+        );
+        assert!(
+            is_cidr("10.0.0.1/24")
+                && is_cidr("fd00::1/64")
+                && !is_cidr("10.0.0.1")
+                && !is_cidr("10.0.0.1/33")
+        );
+    }
 }
