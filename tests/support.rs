@@ -203,16 +203,31 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 
 /// `METHOD path` on a loopback port over plain HTTP/1.0, with an empty body.
 pub fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
+    http_with(port, method, path, &[])
+}
+
+/// `METHOD path` on a loopback port over plain HTTP/1.0 with `headers` (`Host` defaults to
+/// `127.0.0.1:<port>`), an empty body.
+pub fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(120)))
         .ok()?;
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
-    )
-    .ok()?;
+    let mut head = format!("{method} {path} HTTP/1.0\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("Content-Length: 0\r\n\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
     let mut raw = String::new();
     stream.read_to_string(&mut raw).ok()?;
     let (head, body) = raw.split_once("\r\n\r\n")?;

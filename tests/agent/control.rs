@@ -194,6 +194,23 @@ fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() 
     let config = config.unwrap();
     assert!(config.git.and_then(|g| g.url).is_some());
     assert!(config.data_dir.is_some());
+    // The control API's token is configured, by file.
+    let token_file = config.agent.and_then(|a| a.token_file);
+    assert_eq!(token_file.as_deref(), Some("/etc/proxops/agent.token"));
+    // The unit's comments say how to use it with the commands' real flags.
+    for command in ["reconcile", "suspend", "resume"] {
+        let help = Command::new(proxops_bin())
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        for flag in ["--config", "--token-file", "PROXOPS_AGENT_TOKEN"] {
+            assert!(
+                help.contains(flag),
+                "`proxops {command} --help` has no {flag}"
+            );
+        }
+    }
 
     let unit = std::fs::read_to_string(dir.join("proxops-agent.service")).unwrap();
     let exec = unit

@@ -8,5 +8,6 @@
 mod support;
 
 mod control;
+mod control_api;
 mod convergence;
 mod leases;

@@ -60,6 +60,9 @@ impl Repo {
 
 pub const TOKEN: &str = "root@pam!agent=agent-test-secret";
 
+/// The control token of the agents these tests start.
+pub const AGENT_TOKEN: &str = "agent-control-test-token";
+
 /// `proxops sim` serving cluster lab, its state in a file.
 pub struct SimServer {
     pub _child: ChildGuard,
@@ -148,6 +151,7 @@ impl Agent {
             .arg(data)
             .args(args)
             .env("PROXOPS_PVE_TOKEN_LAB", TOKEN)
+            .env("PROXOPS_AGENT_TOKEN", AGENT_TOKEN)
             .env_remove("PROXOPS_PVE_TOKEN")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -236,6 +240,7 @@ pub fn control(agent: &Agent, args: &[&str]) -> (i32, String) {
     let out = Command::new(proxops_bin())
         .args(args)
         .args(["--agent", &format!("http://127.0.0.1:{}", agent.port)])
+        .env("PROXOPS_AGENT_TOKEN", AGENT_TOKEN)
         .output()
         .unwrap();
     (

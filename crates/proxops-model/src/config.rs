@@ -2,6 +2,7 @@
 //! composition `clusters/<c>/resources.yaml` (SPEC.md sections 2-4). Only shapes and their
 //! checks live here; [`crate::settings`] layers them with flags and the environment.
 
+use crate::diagnostic::Code;
 use crate::kinds::common::is_valid_node;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
@@ -31,6 +32,23 @@ pub struct ConfigFile {
     /// Directory for caches and the cloned repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<String>,
+    /// The agent's control API (`proxops reconcile`, `suspend`, `resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentConfig>,
+}
+
+/// The agent's control API: where its bearer token is. The token itself never sits in a
+/// configuration file, which is often committed or world-readable.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AgentConfig {
+    /// A file holding the token (relative to the configuration file); surrounding whitespace
+    /// is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<String>,
+    /// An environment variable holding the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
 }
 
 /// Logging settings.
@@ -97,7 +115,9 @@ pub struct PveConfig {
 }
 
 /// One `pve.clusters.<name>` entry: a PVE cluster's endpoint, node allowlist and secrets.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// `Debug` shows `base-url` with any credentials in it redacted ([`redact_url`]).
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ClusterEntry {
     /// The API endpoint, `https://host[:port]`; one endpoint reaches every node.
@@ -129,6 +149,35 @@ pub struct ClusterEntry {
     /// What the agent does about drift: `correct` it (default) or only `report` it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftMode>,
+}
+
+impl std::fmt::Debug for ClusterEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ClusterEntry {
+            base_url,
+            nodes,
+            secrets_file,
+            secrets,
+            fingerprint,
+            ca_file,
+            insecure,
+            planes,
+            promotion,
+            drift,
+        } = self;
+        f.debug_struct("ClusterEntry")
+            .field("base_url", &redact_url(base_url))
+            .field("nodes", nodes)
+            .field("secrets_file", secrets_file)
+            .field("secrets", secrets)
+            .field("fingerprint", fingerprint)
+            .field("ca_file", ca_file)
+            .field("insecure", insecure)
+            .field("planes", planes)
+            .field("promotion", promotion)
+            .field("drift", drift)
+            .finish()
+    }
 }
 
 /// A cluster's git planes.
@@ -287,6 +336,8 @@ pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
 /// A problem in a configuration value, at a path from the file's root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigProblem {
+    /// The diagnostic code (mostly [`Code::InvalidValue`]).
+    pub code: Code,
     /// Where.
     pub path: Vec<PathSeg>,
     /// What.
@@ -312,6 +363,7 @@ impl ConfigFile {
                     && parse_duration(v).is_none_or(|d| d.is_zero())
                 {
                     out.push(ConfigProblem {
+                        code: Code::InvalidValue,
                         path: at(&["reconcile", key]),
                         message: format!("`{v}` is not a positive duration"),
                         help: Some("e.g. `30s`, `5m`, `1h`".into()),
@@ -323,14 +375,19 @@ impl ConfigFile {
             && listen.parse::<std::net::SocketAddr>().is_err()
         {
             out.push(ConfigProblem {
+                code: Code::InvalidValue,
                 path: at(&["listen"]),
                 message: format!("`{listen}` is not an address and port"),
                 help: Some("e.g. `127.0.0.1:9494`".into()),
             });
         }
+        if let Some(a) = &self.agent {
+            out.extend(a.check());
+        }
         if let Some(g) = &self.git {
             if g.url.is_some() && g.path.is_some() {
                 out.push(ConfigProblem {
+                    code: Code::InvalidValue,
                     path: at(&["git", "path"]),
                     message: "`git.url` and `git.path` cannot both be set".into(),
                     help: None,
@@ -338,6 +395,7 @@ impl ConfigFile {
             }
             if g.branch.as_deref().is_some_and(|b| b.trim().is_empty()) {
                 out.push(ConfigProblem {
+                    code: Code::InvalidValue,
                     path: at(&["git", "branch"]),
                     message: "`git.branch` must not be empty".into(),
                     help: None,
@@ -349,6 +407,7 @@ impl ConfigFile {
             && p.password.as_deref().is_some_and(|s| !s.is_empty())
         {
             out.push(ConfigProblem {
+                code: Code::InvalidValue,
                 path: at(&["pve", "password"]),
                 message: "`pve.password` is only used with `pve.auth: ticket`".into(),
                 help: Some("remove the password, or set `pve.auth: ticket`".into()),
@@ -358,14 +417,74 @@ impl ConfigFile {
     }
 }
 
+impl AgentConfig {
+    fn check(&self) -> Vec<ConfigProblem> {
+        let mut out = Vec::new();
+        if self.token_file.is_some() && self.token_env.is_some() {
+            out.push(ConfigProblem {
+                code: Code::InvalidValue,
+                path: at(&["agent", "token-env"]),
+                message: "`agent.token-file` and `agent.token-env` cannot both be set".into(),
+                help: Some("keep one place for the token".into()),
+            });
+        }
+        if self
+            .token_file
+            .as_deref()
+            .is_some_and(|f| f.trim().is_empty())
+        {
+            out.push(ConfigProblem {
+                code: Code::InvalidValue,
+                path: at(&["agent", "token-file"]),
+                message: "`agent.token-file` must not be empty".into(),
+                help: Some("e.g. `/etc/proxops/agent.token`".into()),
+            });
+        }
+        if let Some(var) = &self.token_env
+            && !is_env_name(var)
+        {
+            out.push(ConfigProblem {
+                code: Code::InvalidValue,
+                path: at(&["agent", "token-env"]),
+                message: format!("`{var}` is not an environment variable name"),
+                help: Some("letters, digits and `_`, not starting with a digit, e.g. `PROXOPS_AGENT_TOKEN`".into()),
+            });
+        }
+        out
+    }
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`, the names a shell and systemd's `Environment=` accept.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 impl ClusterEntry {
     /// Checks of the entry's values; paths are relative to the entry.
     pub fn check(&self) -> Vec<ConfigProblem> {
         let mut out = Vec::new();
-        if let Err(why) = check_base_url(&self.base_url) {
+        let shown = redact_url(&self.base_url);
+        if shown != self.base_url {
             out.push(ConfigProblem {
+                code: Code::CredentialsInUrl,
                 path: at(&["base-url"]),
-                message: format!("`{}` is not a usable base URL: {why}", self.base_url),
+                message: format!("`{shown}` carries credentials in the URL"),
+                help: Some(
+                    "give only scheme, host and port, e.g. `https://pve.example.com:8006`; \
+                     credentials belong in the environment (PROXOPS_PVE_TOKEN_<C>) or the \
+                     cluster's SOPS file"
+                        .into(),
+                ),
+            });
+        } else if let Err(why) = check_base_url(&self.base_url) {
+            out.push(ConfigProblem {
+                code: Code::InvalidValue,
+                path: at(&["base-url"]),
+                message: format!("`{shown}` is not a usable base URL: {why}"),
                 help: Some("e.g. `https://pve.example.com:8006`".into()),
             });
         }
@@ -373,12 +492,14 @@ impl ClusterEntry {
             let path = vec![PathSeg::from("nodes"), PathSeg::Index(i)];
             if !is_valid_node(node) {
                 out.push(ConfigProblem {
+                    code: Code::InvalidValue,
                     path,
                     message: format!("`{node}` is not a valid PVE node name"),
                     help: None,
                 });
             } else if self.nodes[..i].contains(node) {
                 out.push(ConfigProblem {
+                    code: Code::InvalidValue,
                     path,
                     message: format!("node `{node}` is listed twice"),
                     help: None,
@@ -387,6 +508,7 @@ impl ClusterEntry {
         }
         if self.secrets.is_some() && self.secrets_file.is_none() {
             out.push(ConfigProblem {
+                code: Code::InvalidValue,
                 path: at(&["secrets"]),
                 message:
                     "`secrets` names SOPS keys, but there is no `secrets-file` to read them from"
@@ -401,6 +523,7 @@ impl ClusterEntry {
                     .all(|b| b.len() == 2 && b.bytes().all(|c| c.is_ascii_hexdigit()));
             if !ok {
                 out.push(ConfigProblem {
+                    code: Code::InvalidValue,
                     path: at(&["fingerprint"]),
                     message: "not a SHA-256 fingerprint".into(),
                     help: Some(
@@ -426,6 +549,7 @@ impl ClusterEntry {
             match branch_name(name) {
                 Ok(short) => names.push((key, short)),
                 Err(why) => out.push(ConfigProblem {
+                    code: Code::InvalidValue,
                     path: at(&["planes", key]),
                     message: format!("`{name}` is not a usable branch name: {why}"),
                     help: Some("e.g. `proxops/desired/<cluster>`".into()),
@@ -436,6 +560,7 @@ impl ClusterEntry {
             && desired == observed
         {
             out.push(ConfigProblem {
+                code: Code::InvalidValue,
                 path: at(&["planes", "observed"]),
                 message: format!("the desired and observed planes are both on branch `{desired}`"),
                 help: Some("give the observed plane its own branch".into()),
@@ -479,6 +604,50 @@ pub fn branch_name(name: &str) -> Result<&str, &'static str> {
         return Err("a component cannot start with `.` or end with `.lock`");
     }
     Ok(short)
+}
+
+/// The end of a URL's authority: the first `/`, `?`, `#`, whitespace or YAML flow character.
+fn authority_end(rest: &str) -> usize {
+    rest.find(|c: char| c.is_whitespace() || "/?#\"'`,]}".contains(c))
+        .unwrap_or(rest.len())
+}
+
+/// `url` with the userinfo of its authority (`user:password@`) replaced by `***`, so that a
+/// message can name the URL without echoing a password; unchanged when it has none.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority = &rest[..authority_end(rest)];
+    match authority.rfind('@') {
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+/// `text` with every URL's userinfo overwritten by `*`, byte for byte, so that spans into the
+/// original text still fit: what diagnostics show of a configuration file, which may hold a
+/// `base-url` with a password in it.
+pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut masked: Option<Vec<u8>> = None;
+    let mut from = 0;
+    while let Some(found) = text[from..].find("://") {
+        let start = from + found + 3;
+        let rest = &text[start..];
+        let authority = &rest[..authority_end(rest)];
+        if let Some(at) = authority.rfind('@') {
+            let bytes = masked.get_or_insert_with(|| text.as_bytes().to_vec());
+            bytes[start..start + at].fill(b'*');
+        }
+        from = start;
+    }
+    match masked {
+        // Only ASCII replaced whole characters' bytes (`*` for each), so it stays UTF-8.
+        Some(bytes) => String::from_utf8(bytes)
+            .map(std::borrow::Cow::Owned)
+            .unwrap_or(std::borrow::Cow::Borrowed("")),
+        None => std::borrow::Cow::Borrowed(text),
+    }
 }
 
 fn check_base_url(url: &str) -> Result<(), &'static str> {
@@ -558,6 +727,31 @@ mod tests {
     }
 
     #[test]
+    fn the_agent_token_has_one_source_and_a_variable_name() {
+        let agent = |file: Option<&str>, env: Option<&str>| ConfigFile {
+            agent: Some(AgentConfig {
+                token_file: file.map(str::to_owned),
+                token_env: env.map(str::to_owned),
+            }),
+            ..ConfigFile::default()
+        };
+        assert!(
+            agent(Some("/etc/proxops/agent.token"), None)
+                .check()
+                .is_empty()
+        );
+        assert!(agent(None, Some("PROXOPS_AGENT_TOKEN")).check().is_empty());
+        let both = agent(Some("t"), Some("T")).check();
+        assert_eq!(both.len(), 1, "{both:?}");
+        assert_eq!(both[0].path, at(&["agent", "token-env"]));
+        for bad in ["1TOKEN", "MY-TOKEN", "", "A B"] {
+            let p = agent(None, Some(bad)).check();
+            assert_eq!(p.len(), 1, "{bad}: {p:?}");
+        }
+        assert_eq!(agent(Some(" "), None).check().len(), 1);
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(
             parse_duration("30s"),
@@ -574,6 +768,45 @@ mod tests {
         assert_eq!(parse_duration("30"), None);
         assert_eq!(parse_duration("s"), None);
         assert_eq!(parse_duration("3d"), None);
+    }
+
+    #[test]
+    fn credentials_in_urls_are_redacted() {
+        let url = "https://root:hunter2@pve.example:8006";
+        assert_eq!(redact_url(url), "https://***@pve.example:8006");
+        assert_eq!(
+            redact_url("https://pve.example:8006"),
+            "https://pve.example:8006"
+        );
+        assert_eq!(redact_url("https://pve/a@b"), "https://pve/a@b");
+        let text = format!("base-url: {url}\nother: \"http://u:p@x\"\n");
+        let masked = mask_url_credentials(&text);
+        assert_eq!(masked.len(), text.len());
+        assert!(
+            !masked.contains("hunter2") && !masked.contains("u:p"),
+            "{masked}"
+        );
+        assert!(
+            masked.contains("https://************@pve.example:8006"),
+            "{masked}"
+        );
+        let entry = ClusterEntry {
+            base_url: url.into(),
+            nodes: Vec::new(),
+            secrets_file: None,
+            secrets: None,
+            fingerprint: None,
+            ca_file: None,
+            insecure: None,
+            planes: None,
+            promotion: None,
+            drift: None,
+        };
+        assert!(!format!("{entry:?}").contains("hunter2"));
+        let problems = entry.check();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].code, Code::CredentialsInUrl);
+        assert!(!format!("{problems:?}").contains("hunter2"));
     }
 
     #[test]

@@ -68,6 +68,8 @@ codes! {
     CompositionMissingFile => "proxops::composition_missing_file",
     /// A composition lists a path outside the repository.
     CompositionEscape => "proxops::composition_escape",
+    /// A listed file (or a configuration file) is a FIFO, socket or device, not a regular file.
+    NotRegularFile => "proxops::not_regular_file",
     /// Two manifests of one cluster share kind and name.
     DuplicateResource => "proxops::duplicate_resource",
     /// Two guests of one cluster claim the same vmid.
@@ -88,6 +90,12 @@ codes! {
     InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
+    /// A value of a field that PVE restricts to a list of spellings is not one of them.
+    PveEnum => "proxops::pve_enum",
+    /// An address or gateway of `ipconfigs` is of the wrong IP family for its key or NIC.
+    IpFamily => "proxops::ip_family",
+    /// A URL carries credentials (`user:password@`); they are never echoed.
+    CredentialsInUrl => "proxops::credentials_in_url",
     /// A file or directory could not be read.
     Io => "proxops::io",
 }

@@ -123,7 +123,7 @@ pub fn read_config_file(
     let config = decode::<ConfigFile>(&doc, &sink, registry.required());
     if let Some(c) = &config {
         for p in c.check() {
-            sink.push(config_problem(&doc, &p.path, p.message, p.help));
+            sink.push(config_problem(p.code, &doc, &p.path, p.message, p.help));
         }
     }
     loader.push_problems(&file, &sink, None);
@@ -140,6 +140,15 @@ fn read_yaml(
     let bytes = match source.read(path) {
         Ok(b) => b,
         Err(ReadError::NotFound) => return Ok(None),
+        Err(ReadError::NotRegular(kind)) => {
+            return Err(Box::new(
+                Diagnostic::error(
+                    Code::NotRegularFile,
+                    format!("{path} is a {kind}, not a regular file"),
+                )
+                .in_file(path),
+            ));
+        }
         Err(e) => {
             return Err(Box::new(
                 Diagnostic::error(Code::Io, format!("cannot read {path}: {e}")).in_file(path),
@@ -149,8 +158,9 @@ fn read_yaml(
     let text = String::from_utf8(bytes).map_err(|_| {
         Box::new(Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(path))
     })?;
-    let file = SourceFile::new(path, text);
-    let docs = parse_documents(&file.text).map_err(|e| {
+    // Diagnostics show a copy with URL credentials masked; the values come from the original.
+    let file = SourceFile::new(path, crate::config::mask_url_credentials(&text).as_ref());
+    let docs = parse_documents(&text).map_err(|e| {
         Box::new(
             Diagnostic::error(Code::YamlSyntax, format!("invalid YAML: {}", e.message))
                 .with_label(&file, e.span, "here"),
@@ -382,7 +392,7 @@ impl Loader<'_> {
         let config = decode::<ConfigFile>(&doc, &sink, self.registry.required());
         if let Some(c) = &config {
             for p in c.check() {
-                sink.push(config_problem(&doc, &p.path, p.message, p.help));
+                sink.push(config_problem(p.code, &doc, &p.path, p.message, p.help));
             }
             if let Some(pve) = &c.pve {
                 for name in pve.clusters.keys() {
@@ -480,7 +490,7 @@ impl Loader<'_> {
                 let entry_path = [PathSeg::from("pve"), PathSeg::from("clusters"), PathSeg::Key(name.clone())];
                 for p in entry.check() {
                     let full: Vec<PathSeg> = entry_path.iter().cloned().chain(p.path).collect();
-                    sink.push(config_problem(&doc, &full, p.message, p.help));
+                    sink.push(config_problem(p.code, &doc, &full, p.message, p.help));
                 }
                 cluster.entry = Some(entry.clone());
             }
@@ -517,7 +527,7 @@ impl Loader<'_> {
             });
         }
         // `reconcile` may be set per cluster (budget, timeouts); these are the process's.
-        for key in ["log", "git", "listen", "data-dir"] {
+        for key in ["log", "git", "listen", "data-dir", "agent"] {
             if let Some((k, _)) = doc.entry(key) {
                 self.diagnostics.push(
                     Diagnostic::warning(
@@ -756,6 +766,16 @@ impl Loader<'_> {
                     .in_cluster(Some(cluster));
                     self.diagnostics.push(d);
                 }
+                Err(ReadError::NotRegular(kind)) => {
+                    let d = Diagnostic::error(
+                        Code::NotRegularFile,
+                        format!("`{target}` is a {kind}, not a regular file"),
+                    )
+                    .with_label(&file, span, format!("a {kind}"))
+                    .with_help("list only manifest files; ProxOps never opens anything else")
+                    .in_cluster(Some(cluster));
+                    self.diagnostics.push(d);
+                }
                 Err(e) => {
                     let d = Diagnostic::error(Code::Io, format!("cannot read `{target}`: {e}"))
                         .with_label(&file, span, "unreadable")
@@ -770,11 +790,11 @@ impl Loader<'_> {
     }
 
     fn check_shared_endpoints(&mut self, clusters: &[Cluster]) {
-        let mut by_url: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut by_url: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for c in clusters {
             if let Some(e) = &c.entry {
                 by_url
-                    .entry(e.base_url.trim_end_matches('/'))
+                    .entry(crate::config::redact_url(e.base_url.trim_end_matches('/')))
                     .or_default()
                     .push(&c.name);
             }
@@ -996,16 +1016,21 @@ fn flat_layout(path: &str) -> Diagnostic {
 }
 
 fn config_problem(
+    code: Code,
     doc: &Node,
     path: &[PathSeg],
     message: String,
     help: Option<String>,
 ) -> crate::de::Problem {
     crate::de::Problem {
-        code: Code::InvalidValue,
+        code,
         span: doc.span_at(path),
         message,
-        label: "invalid value".into(),
+        label: if code == Code::CredentialsInUrl {
+            "credentials (masked here)".into()
+        } else {
+            "invalid value".into()
+        },
         help,
     }
 }

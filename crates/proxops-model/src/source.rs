@@ -19,6 +19,10 @@ pub enum ReadError {
     /// The path leads outside the repository (through a symbolic link).
     #[error("resolves outside the repository")]
     Escapes,
+    /// The path is a FIFO, socket or device, which is never opened for reading (a FIFO would
+    /// block the reader until someone writes to it).
+    #[error("is a {0}, not a regular file")]
+    NotRegular(&'static str),
     /// Any other I/O failure.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -102,6 +106,60 @@ impl Clone for FsSource {
             canonical_root: self.canonical_root.clone(),
             dirs: Mutex::new(HashMap::new()),
         }
+    }
+}
+
+/// What a file that is neither regular nor a directory is, in words; `None` for those two (and
+/// a symbolic link, which the caller resolves).
+fn special_kind(t: &std::fs::FileType) -> Option<&'static str> {
+    if t.is_file() || t.is_dir() || t.is_symlink() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("FIFO (named pipe)");
+        }
+        if t.is_socket() {
+            return Some("socket");
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return Some("device file");
+        }
+    }
+    Some("special file")
+}
+
+/// Reads a file that was a regular file when it was looked at. It may have been swapped for a
+/// FIFO since: opening does not block (`O_NONBLOCK`), and the opened file's own type decides.
+fn read_regular(path: &Path) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = match options.open(path) {
+        Ok(f) => f,
+        // Through a symbolic link to a directory.
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => return Err(ReadError::IsDirectory),
+        Err(e) => return Err(read_error(e)),
+    };
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(ReadError::IsDirectory);
+    }
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(ReadError::NotRegular(kind));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    match file.read_to_end(&mut bytes) {
+        Ok(_) => Ok(bytes),
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => Err(ReadError::IsDirectory),
+        Err(e) => Err(read_error(e)),
     }
 }
 
@@ -202,25 +260,24 @@ impl RepoSource for FsSource {
         let dir = self.dir_info(&dir)?;
         let mut full = dir.real.join(name);
         if !dir.files.contains(name) {
-            let meta = std::fs::symlink_metadata(&full).map_err(read_error)?;
-            if meta.is_dir() {
-                return Err(ReadError::IsDirectory);
-            }
+            let mut meta = std::fs::symlink_metadata(&full).map_err(read_error)?;
             if meta.file_type().is_symlink() {
                 // The file itself is a link: resolve it and check where it leads.
                 let real = full.canonicalize().map_err(read_error)?;
                 if !real.starts_with(&self.canonical_root) {
                     return Err(ReadError::Escapes);
                 }
+                meta = std::fs::metadata(&real).map_err(read_error)?;
                 full = real;
             }
+            if meta.is_dir() {
+                return Err(ReadError::IsDirectory);
+            }
+            if let Some(kind) = special_kind(&meta.file_type()) {
+                return Err(ReadError::NotRegular(kind));
+            }
         }
-        match std::fs::read(&full) {
-            Ok(bytes) => Ok(bytes),
-            // Through a symbolic link to a directory.
-            Err(e) if e.kind() == io::ErrorKind::IsADirectory => Err(ReadError::IsDirectory),
-            Err(e) => Err(read_error(e)),
-        }
+        read_regular(&full)
     }
 
     fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>> {

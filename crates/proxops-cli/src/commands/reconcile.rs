@@ -9,6 +9,11 @@ use std::process::ExitCode;
 ///
 /// Exit status: 0 when the cycle converged, applied cleanly or (drift mode `report`) only
 /// found drift; 1 when it failed, was invalid, suspended or held by another agent's lease.
+///
+/// The agent's control API needs its token: from --token-file FILE, else $PROXOPS_AGENT_TOKEN,
+/// else `agent.token-file` or `agent.token-env` of the agent configuration given with
+/// --config (which also gives the address, from its `listen`). A missing or wrong token is
+/// refused (401), and so is a cluster or resource the repository does not declare (404).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The cluster.

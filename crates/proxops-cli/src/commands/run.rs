@@ -1,5 +1,6 @@
 //! `proxops run`.
 
+use super::agent_url::{control_token, read_agent_config};
 use super::repo_dir;
 use crate::error::CliError;
 use crate::session::{BackendArgs, BackendKind, runtime};
@@ -23,6 +24,13 @@ use std::time::Duration;
 /// Settings come from, lowest first: built-in defaults, the repository's `proxops.yaml` (local
 /// repositories), the agent configuration file (`--config`: `git.url`, `git.branch`,
 /// `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
+///
+/// The control API (`proxops reconcile`, `suspend`, `resume`) needs a bearer token, read from
+/// --token-file, else $PROXOPS_AGENT_TOKEN, else the file `agent.token-file` or the variable
+/// `agent.token-env` of the agent configuration (then of `proxops.yaml`). Without a token the
+/// control routes refuse every request, and --listen must be a loopback address. Control
+/// requests must be addressed to the agent itself (`Host`) and carry no foreign `Origin`, so
+/// that no web page can steer the agent.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// An agent configuration file (the `proxops.yaml` shape; see examples/agent).
@@ -46,9 +54,14 @@ pub struct Args {
     /// `reconcile.poll-interval`, else 30s).
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub interval: Option<Duration>,
-    /// Address of the HTTP endpoint (default: `listen`, else 127.0.0.1:9494).
+    /// Address of the HTTP endpoint (default: `listen`, else 127.0.0.1:9494). Any address but
+    /// a loopback one needs a control token.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// A file holding the control API's bearer token (default: $PROXOPS_AGENT_TOKEN, else
+    /// `agent.token-file` or `agent.token-env`).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Where the agent keeps its clone of a remote repository and its suspensions (default:
@@ -81,7 +94,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The agent configuration file, or the repository's `proxops.yaml`, read with diagnostics.
-fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, CliError> {
+pub(crate) fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, CliError> {
     if !dir.join(file).is_file() {
         return Ok(None);
     }
@@ -102,18 +115,7 @@ fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, CliError> {
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let (file, file_dir) = match &args.config {
         Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_path_buf();
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let config = read_config(&dir, &name)?.ok_or_else(|| {
-                CliError::usage(format!("no configuration file {}", path.display()), None)
-            })?;
+            let (config, dir) = read_agent_config(path)?;
             (Some(config), dir)
         }
         None => (None, PathBuf::from(".")),
@@ -123,7 +125,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         .and_then(|c| c.git.clone())
         .unwrap_or_default();
     let url = args.url.clone().or(git.url.clone());
-    let (source, repo_config, default_data_dir) = match url {
+    let (source, repo_config, default_data_dir, repo_dir_of) = match url {
         Some(url) => (
             SourceLocation::Remote {
                 url,
@@ -135,6 +137,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             },
             None,
             PathBuf::from("proxops-agent"),
+            None,
         ),
         None => {
             let repo = args
@@ -145,7 +148,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             let store = crate::session::open_store(&dir)?;
             let repo_config = read_config(&dir, "proxops.yaml")?;
             let data_dir = store.git_dir().join("proxops");
-            (SourceLocation::Local(dir), repo_config, data_dir)
+            (
+                SourceLocation::Local(dir.clone()),
+                repo_config,
+                data_dir,
+                Some(dir),
+            )
         }
     };
     // Flags, then the agent configuration file, then the repository's proxops.yaml.
@@ -188,7 +196,15 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 .map(PathBuf::from)
         })
         .unwrap_or(default_data_dir);
+    // The agent configuration's `agent` section wins over the repository's.
+    let token_config = match (&file, &repo_config, &repo_dir_of) {
+        (Some(c), _, _) if c.agent.is_some() => Some((c, file_dir.as_path())),
+        (_, Some(c), Some(dir)) => Some((c, dir.as_path())),
+        _ => None,
+    };
+    let token = control_token(args.token_file.as_deref(), token_config)?;
     let mut options = AgentOptions::new(source, data_dir);
+    options.token = token;
     options.clusters = args.clusters.clone();
     options.interval = interval;
     options.listen = listen;

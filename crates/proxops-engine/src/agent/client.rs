@@ -1,6 +1,7 @@
 //! [`AgentClient`]: what `proxops reconcile`, `suspend` and `resume` use to talk to a running
 //! agent's control API.
 
+use super::auth::ControlToken;
 use super::http::Suspension;
 use super::status::{AgentStatus, ClusterState};
 
@@ -33,6 +34,7 @@ pub enum AgentClientError {
 pub struct AgentClient {
     base: String,
     http: reqwest::Client,
+    token: Option<ControlToken>,
 }
 
 impl AgentClient {
@@ -54,7 +56,14 @@ impl AgentClient {
         Ok(AgentClient {
             base: base.trim_end_matches('/').to_owned(),
             http,
+            token: None,
         })
+    }
+
+    /// Sends `token` as `Authorization: Bearer` on the control requests.
+    pub fn with_token(mut self, token: Option<ControlToken>) -> AgentClient {
+        self.token = token;
+        self
     }
 
     /// Runs `cluster`'s cycle now and returns its state afterwards.
@@ -104,12 +113,11 @@ impl AgentClient {
             url.push_str("?resource=");
             url.push_str(&encode(r));
         }
-        let resp = self
-            .http
-            .post(url)
-            .send()
-            .await
-            .map_err(|e| self.unreachable(&e))?;
+        let mut request = self.http.post(url);
+        if let Some(t) = &self.token {
+            request = request.bearer_auth(t.expose());
+        }
+        let resp = request.send().await.map_err(|e| self.unreachable(&e))?;
         decode(resp).await
     }
 

@@ -6,14 +6,20 @@
 //! | `GET /readyz` | 200 once a first pass loaded the repository and ran; 503 before and while stopping |
 //! | `GET /metrics` | Prometheus text format |
 //! | `GET /status` | [`AgentStatus`](super::AgentStatus) as JSON |
-//! | `POST /v1/clusters/{cluster}/reconcile` | runs the cluster's cycle now; its [`ClusterState`](super::ClusterState) |
-//! | `POST /v1/clusters/{cluster}/suspend[?resource=Kind/name]` | suspends the cluster or a resource |
-//! | `POST /v1/clusters/{cluster}/resume[?resource=Kind/name]` | resumes it |
+//! | `POST /v1/clusters/{cluster}/reconcile` | runs the cluster's cycle now; its [`ClusterState`](super::ClusterState); 404 for a cluster the repository does not have |
+//! | `POST /v1/clusters/{cluster}/suspend[?resource=Kind/name]` | suspends the cluster or a resource; 404 for one the repository does not declare (nothing is saved) |
+//! | `POST /v1/clusters/{cluster}/resume[?resource=Kind/name]` | resumes it (also one no longer declared, if it is suspended) |
+//!
+//! The read-only routes are open. The `POST` routes need `Authorization: Bearer <token>`
+//! ([`AgentOptions::token`](super::AgentOptions::token); 401 without it or with another, and
+//! always when the agent has none), a `Host` that is the agent's own address and no `Origin`
+//! but the agent's own (403 otherwise): see [`auth`](super::auth).
 
-use super::{Shared, Trigger, lock};
+use super::{Declared, Shared, Trigger, lock};
 use axum::Router;
-use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
@@ -27,14 +33,20 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let control = Router::new()
+        .route("/v1/clusters/{cluster}/reconcile", post(reconcile))
+        .route("/v1/clusters/{cluster}/suspend", post(suspend))
+        .route("/v1/clusters/{cluster}/resume", post(resume))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&shared),
+            guard_control,
+        ));
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/status", get(status))
-        .route("/v1/clusters/{cluster}/reconcile", post(reconcile))
-        .route("/v1/clusters/{cluster}/suspend", post(suspend))
-        .route("/v1/clusters/{cluster}/resume", post(resume))
+        .merge(control)
         .with_state(shared);
     let shutdown = async move {
         while !*stop.borrow() {
@@ -49,6 +61,51 @@ pub(crate) async fn serve(
     {
         tracing::error!(error = %e, "the HTTP endpoint stopped");
     }
+}
+
+/// Lets a control request through only past [`auth::Guard`](super::auth).
+async fn guard_control(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let one = |h: header::HeaderName| header_text(headers, &h);
+    let checked = shared.guard.check(
+        one(header::HOST).as_deref(),
+        one(header::ORIGIN).as_deref(),
+        one(header::AUTHORIZATION).as_deref(),
+    );
+    match checked {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            tracing::warn!(path = %request.uri().path(), reason = %refusal, "control request refused");
+            let code = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
+            let mut response = text(code, format!("{refusal}\n"));
+            if code == StatusCode::UNAUTHORIZED {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+            }
+            response
+        }
+    }
+}
+
+/// A header's value; a header sent twice or not as text counts as one nobody can trust, and
+/// reads as `\u{0}` so that it matches nothing.
+fn header_text(headers: &HeaderMap, name: &header::HeaderName) -> Option<String> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return Some("\u{0}".to_owned());
+    }
+    Some(
+        first
+            .to_str()
+            .map_or_else(|_| "\u{0}".to_owned(), str::to_owned),
+    )
 }
 
 fn text(code: StatusCode, body: String) -> Response {
@@ -215,6 +272,38 @@ fn set_suspension(
         );
     }
     let mut suspensions = lock(&shared.suspensions);
+    // Resuming what is suspended is always allowed: it may have left the repository since.
+    let suspended = match &resource {
+        None => suspensions.clusters.contains(&cluster),
+        Some(r) => suspensions.resources_of(&cluster).contains(r),
+    };
+    if on || !suspended {
+        match shared.declares(&cluster, resource.as_deref()) {
+            Declared::Yes => {}
+            Declared::NotLoaded => {
+                return text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the agent has not loaded the repository yet; try again after its first pass\n"
+                        .to_owned(),
+                );
+            }
+            Declared::NoCluster => {
+                return text(
+                    StatusCode::NOT_FOUND,
+                    format!("no cluster `{cluster}` in the repository\n"),
+                );
+            }
+            Declared::NoResource => {
+                return text(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "cluster `{cluster}` has no resource `{}`\n",
+                        resource.as_deref().unwrap_or_default()
+                    ),
+                );
+            }
+        }
+    }
     let mut next = suspensions.clone();
     let changed = next.set(&cluster, resource.as_deref(), on);
     if changed && let Err(e) = next.save(&shared.options.data_dir) {

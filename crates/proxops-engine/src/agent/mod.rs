@@ -15,6 +15,7 @@
 //! run a cluster's cycle now, suspend and resume. A stop signal starts no new action, waits for
 //! the ones in flight up to [`AgentOptions::shutdown_timeout`], and gives back the leases.
 
+pub mod auth;
 pub mod client;
 pub mod cluster;
 pub mod http;
@@ -22,6 +23,7 @@ pub mod metrics;
 pub mod source;
 pub mod status;
 
+pub use auth::ControlToken;
 pub use source::SourceLocation;
 pub use status::{AgentStatus, ClusterState, CycleRecord, CycleResult, Suspensions};
 
@@ -31,7 +33,7 @@ use proxops_model::{LoadOptions, Registry, Repository, load_repository};
 use proxops_store::documents::{hex, utc_timestamp};
 use source::Fetched;
 use status::SourceState;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -79,6 +81,9 @@ pub struct AgentOptions {
     pub stall_timeout: Duration,
     /// Stop after this many passes (`None`: run until stopped).
     pub max_passes: Option<u64>,
+    /// The bearer token of the control API; without one the control routes refuse every
+    /// request, and only a loopback address may be listened on.
+    pub token: Option<ControlToken>,
 }
 
 impl AgentOptions {
@@ -97,6 +102,7 @@ impl AgentOptions {
             shutdown_timeout: Duration::from_secs(300),
             stall_timeout: Duration::from_secs(900),
             max_passes: None,
+            token: None,
         }
     }
 }
@@ -111,6 +117,17 @@ pub enum AgentError {
         addr: SocketAddr,
         /// Why not.
         reason: String,
+    },
+    /// Listening beyond loopback without a token would let anyone who reaches the address read
+    /// the agent's state and, were the control routes open, steer it.
+    #[error(
+        "refusing to listen on {addr} without a control token: give one with --token-file, \
+         `agent.token-file`, `agent.token-env` or PROXOPS_AGENT_TOKEN, or listen on a loopback \
+         address such as 127.0.0.1:9494"
+    )]
+    Unprotected {
+        /// The address.
+        addr: SocketAddr,
     },
     /// The data directory is unusable.
     #[error("data directory {path}: {reason}")]
@@ -149,6 +166,10 @@ pub(crate) struct Shared {
     health: Mutex<Health>,
     triggers: mpsc::Sender<Trigger>,
     options: Arc<AgentOptions>,
+    guard: auth::Guard,
+    /// Each cluster's resources (`Kind/name`) as the last loaded repository declares them;
+    /// `None` until a pass loaded it.
+    known: Mutex<Option<BTreeMap<String, BTreeSet<String>>>>,
 }
 
 /// Locks a mutex, recovering the data if a panicking holder poisoned it (the data is plain
@@ -213,9 +234,50 @@ impl Shared {
         status
     }
 
+    /// Whether the repository last loaded declares `cluster` and, if given, its `resource`
+    /// (`Kind/name`), counting resources still being pruned (the planes' rows).
+    pub(crate) fn declares(&self, cluster: &str, resource: Option<&str>) -> Declared {
+        let known = lock(&self.known);
+        let Some(known) = known.as_ref() else {
+            return Declared::NotLoaded;
+        };
+        let Some(resources) = known.get(cluster) else {
+            return Declared::NoCluster;
+        };
+        let Some(r) = resource else {
+            return Declared::Yes;
+        };
+        let in_planes = || {
+            lock(&self.status)
+                .clusters
+                .iter()
+                .filter(|c| c.name == cluster)
+                .flat_map(|c| &c.resources)
+                .any(|row| r.split_once('/') == Some((row.kind.as_str(), row.name.as_str())))
+        };
+        if resources.contains(r) || in_planes() {
+            Declared::Yes
+        } else {
+            Declared::NoResource
+        }
+    }
+
     pub(crate) fn cluster_state(&self, name: &str) -> Option<ClusterState> {
         self.status().clusters.into_iter().find(|c| c.name == name)
     }
+}
+
+/// The answer of [`Shared::declares`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Declared {
+    /// It is declared.
+    Yes,
+    /// No pass has loaded the repository yet.
+    NotLoaded,
+    /// No such cluster.
+    NoCluster,
+    /// The cluster has no such resource.
+    NoResource,
 }
 
 /// What one pass works with.
@@ -253,8 +315,14 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Binds the HTTP endpoint and reads the suspensions of the data directory.
+    /// Binds the HTTP endpoint and reads the suspensions of the data directory. Refuses a
+    /// non-loopback address when no token is configured ([`AgentError::Unprotected`]).
     pub async fn bind(options: AgentOptions) -> Result<Agent, AgentError> {
+        if options.token.is_none() && !options.listen.ip().is_loopback() {
+            return Err(AgentError::Unprotected {
+                addr: options.listen,
+            });
+        }
         let suspensions =
             Suspensions::load(&options.data_dir).map_err(|e| AgentError::DataDir {
                 path: options.data_dir.display().to_string(),
@@ -266,6 +334,12 @@ impl Agent {
                 addr: options.listen,
                 reason: e.to_string(),
             })?;
+        let bound = listener.local_addr().unwrap_or(options.listen);
+        let guard = auth::Guard::new(
+            options.token.clone(),
+            bound,
+            &proxops_store::lease::hostname(),
+        );
         let (tx, rx) = mpsc::channel(16);
         let options = Arc::new(options);
         let status = AgentStatus {
@@ -295,6 +369,8 @@ impl Agent {
                 }),
                 triggers: tx,
                 options,
+                guard,
+                known: Mutex::new(None),
             }),
             listener,
             triggers: rx,
@@ -407,6 +483,15 @@ async fn run_pass(
             }
             status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
             drop(status);
+            *lock(&shared.known) = Some(
+                repo.clusters
+                    .iter()
+                    .map(|c| {
+                        let keys = c.resources.iter().map(|r| r.key().to_string()).collect();
+                        (c.name.clone(), keys)
+                    })
+                    .collect(),
+            );
             Arc::new(Pass {
                 fetched,
                 repo,

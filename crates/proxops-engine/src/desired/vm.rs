@@ -335,11 +335,9 @@ pub(super) fn desired(
             ));
         }
         for ip in &ci.ipconfigs {
-            let Some(addr) = &ip.ip else { continue };
-            let mut value = format!("ip={addr}");
-            if let Some(gw) = &ip.gateway {
-                value.push_str(&format!(",gw={gw}"));
-            }
+            // Each address under its family's key (`ip6=`/`gw6=` for IPv6): PVE refuses an
+            // IPv6 address in `ip=`.
+            let Some(value) = ip.to_pve() else { continue };
             o.push(owned(
                 format!("ipconfig{}", ip.nic.unwrap_or(0)),
                 value,

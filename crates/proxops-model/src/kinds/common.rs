@@ -206,6 +206,91 @@ pub(crate) fn check_secret_ref(
     }
 }
 
+/// PVE 8.4's spellings of the NIC model (`net<n>` `model`); PVE compares them case-sensitively.
+/// A test checks these lists against the official schema.
+pub const PVE_NIC_MODELS: &[&str] = &[
+    "e1000",
+    "e1000-82540em",
+    "e1000-82544gc",
+    "e1000-82545em",
+    "e1000e",
+    "i82551",
+    "i82557b",
+    "i82559er",
+    "ne2k_isa",
+    "ne2k_pci",
+    "pcnet",
+    "rtl8139",
+    "virtio",
+    "vmxnet3",
+];
+
+/// PVE 8.4's display types (`vga` `type`).
+pub const PVE_VGA_TYPES: &[&str] = &[
+    "cirrus",
+    "qxl",
+    "qxl2",
+    "qxl3",
+    "qxl4",
+    "none",
+    "serial0",
+    "serial1",
+    "serial2",
+    "serial3",
+    "std",
+    "virtio",
+    "virtio-gl",
+    "vmware",
+];
+
+/// PVE 8.4's SCSI controller models (`scsihw`).
+pub const PVE_SCSI_CONTROLLERS: &[&str] = &[
+    "lsi",
+    "lsi53c810",
+    "virtio-scsi-pci",
+    "virtio-scsi-single",
+    "megasas",
+    "pvscsi",
+];
+
+/// PVE 8.4's container interface types (LXC `net<n>` `type`).
+pub const PVE_LXC_NET_TYPES: &[&str] = &["veth"];
+
+/// Reports `value` at `at` unless it is one of PVE's `accepted` spellings of `what`; the help
+/// lists them, with "did you mean" when only the case differs (PVE would refuse it at apply).
+pub(crate) fn check_pve_enum(
+    cx: &SpecContext<'_>,
+    value: &str,
+    accepted: &[&str],
+    what: &str,
+    at: &[PathSeg],
+) {
+    if accepted.contains(&value) {
+        return;
+    }
+    let list = accepted
+        .iter()
+        .map(|a| format!("`{a}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let near = accepted
+        .iter()
+        .find(|a| a.eq_ignore_ascii_case(value))
+        .copied()
+        .or_else(|| crate::de::did_you_mean(value, accepted.iter().copied()));
+    let help = match near {
+        Some(n) => format!("did you mean `{n}`? PVE accepts (case-sensitive): {list}"),
+        None => format!("PVE accepts (case-sensitive): {list}"),
+    };
+    cx.report(
+        crate::Code::PveEnum,
+        at,
+        format!("`{value}` is not a {what} PVE accepts"),
+        "not a PVE value",
+        Some(help),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -391,6 +391,15 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
                 None,
             );
         }
+        if let Some(t) = &net.net_type {
+            common::check_pve_enum(
+                cx,
+                t,
+                common::PVE_LXC_NET_TYPES,
+                "container interface type",
+                &path!["networks", i, "type"],
+            );
+        }
         if net.bridge.trim().is_empty() {
             cx.invalid(
                 &path!["networks", i, "bridge"],

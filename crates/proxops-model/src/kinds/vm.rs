@@ -1,6 +1,7 @@
 //! `kind: VM` and `kind: TemplateVM`: QEMU guests (SPEC.md sections 8.1 and 8.2).
 
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+use crate::Code;
 use crate::kind::{
     Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceSource,
     ReferenceView, SpecContext, StorageUse,
@@ -378,19 +379,97 @@ pub struct CloudInitData {
     pub ipconfigs: Vec<IpConfig>,
 }
 
-/// The address of one NIC (`ipconfig<nic>`).
+/// The addresses of one NIC (`ipconfig<nic>`): IPv4, IPv6 or both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct IpConfig {
     /// The NIC index (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic: Option<u32>,
-    /// An address in CIDR notation, or `dhcp`.
+    /// An address in CIDR notation (one with a `:` is IPv6), `dhcp` (IPv4, PVE's `ip=dhcp`)
+    /// or `auto` (IPv6 SLAAC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip: Option<String>,
-    /// The IPv4 or IPv6 gateway.
+    /// The gateway, of the family of its address (an IPv6 one is PVE's `gw6`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<String>,
+    /// The IPv6 configuration beside an IPv4 `ip`: an IPv6 address in CIDR notation, `dhcp`
+    /// (DHCPv6) or `auto` (SLAAC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip6: Option<String>,
+    /// The IPv6 gateway beside an IPv4 `gateway`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway6: Option<String>,
+}
+
+/// An IP family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpFamily {
+    /// IPv4.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+impl IpFamily {
+    /// The family of an `ip` value: an address with a `:` and `auto` (SLAAC, which only IPv6
+    /// has) are IPv6; an IPv4 address and `dhcp` (PVE's `ip=dhcp`) are IPv4.
+    pub fn of_ip(value: &str) -> IpFamily {
+        if value.contains(':') || value == "auto" {
+            IpFamily::V6
+        } else {
+            IpFamily::V4
+        }
+    }
+
+    /// The family of a gateway address.
+    pub fn of_gateway(value: &str) -> IpFamily {
+        if value.contains(':') {
+            IpFamily::V6
+        } else {
+            IpFamily::V4
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            IpFamily::V4 => "IPv4",
+            IpFamily::V6 => "IPv6",
+        }
+    }
+}
+
+impl IpConfig {
+    /// The IPv4 and IPv6 configurations (address or `dhcp`/`auto`), each from `ip` or `ip6`.
+    fn by_family(&self) -> (Option<&str>, Option<&str>) {
+        let mut v4 = None;
+        let mut v6 = self.ip6.as_deref();
+        if let Some(ip) = self.ip.as_deref() {
+            match IpFamily::of_ip(ip) {
+                IpFamily::V4 => v4 = Some(ip),
+                IpFamily::V6 => v6 = v6.or(Some(ip)),
+            }
+        }
+        (v4, v6)
+    }
+
+    /// PVE's `ipconfig<nic>` value, `ip=..,gw=..,ip6=..,gw6=..` with each address under the key
+    /// of its family; `None` when the entry sets no address.
+    pub fn to_pve(&self) -> Option<String> {
+        let (v4, v6) = self.by_family();
+        let (mut gw4, mut gw6) = (None, self.gateway6.as_deref());
+        if let Some(gw) = self.gateway.as_deref() {
+            match IpFamily::of_gateway(gw) {
+                IpFamily::V4 => gw4 = Some(gw),
+                IpFamily::V6 => gw6 = gw6.or(Some(gw)),
+            }
+        }
+        let parts: Vec<String> = [("ip", v4), ("gw", gw4), ("ip6", v6), ("gw6", gw6)]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
+            .collect();
+        (v4.is_some() || v6.is_some()).then(|| parts.join(","))
+    }
 }
 
 /// Config keys that ProxOps manages itself and `extra` may therefore not set.
@@ -576,6 +655,15 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         if let Some(image) = &disk.image {
             check_name_ref(cx, image, &path!["disks", i, "image"], "DiskImage");
         }
+        if let Some(c) = &disk.controller {
+            common::check_pve_enum(
+                cx,
+                c,
+                common::PVE_SCSI_CONTROLLERS,
+                "SCSI controller",
+                &path!["disks", i, "controller"],
+            );
+        }
         if disk.ssd.is_some()
             && !(slot.starts_with("scsi") || slot.starts_with("sata") || slot.starts_with("ide"))
         {
@@ -615,6 +703,15 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         if let Some(mac) = &net.mac {
             common::check_mac(cx, mac, &path!["networks", i, "mac"]);
         }
+        if let Some(model) = &net.model {
+            common::check_pve_enum(
+                cx,
+                model,
+                common::PVE_NIC_MODELS,
+                "NIC model",
+                &path!["networks", i, "model"],
+            );
+        }
     }
     if let Some(hw) = &spec.hardware {
         validate_hardware(hw, cx);
@@ -641,6 +738,15 @@ fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
 }
 
 fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
+    if let Some(display) = &hw.display {
+        common::check_pve_enum(
+            cx,
+            display,
+            common::PVE_VGA_TYPES,
+            "display type",
+            &path!["hardware", "display"],
+        );
+    }
     if let Some(iso) = hw.cdrom.as_ref().and_then(|c| c.iso.as_ref())
         && iso != "none"
     {
@@ -770,29 +876,109 @@ fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
                 None,
             );
         }
-        match &ipc.ip {
-            Some(ip) if !common::is_cidr(ip) && !matches!(ip.as_str(), "dhcp" | "auto") => cx
-                .invalid(
-                    &at(&path!["ipconfigs", i, "ip"]),
-                    format!("`{ip}` is not an address in CIDR notation"),
-                    Some("e.g. `192.168.1.10/24`, or `dhcp`".into()),
-                ),
-            None if ipc.gateway.is_some() => cx.invalid(
-                &at(&path!["ipconfigs", i, "gateway"]),
-                "a gateway needs a static `ip`",
-                None,
+        check_ipconfig(cx, ipc, nic, &at(&path!["ipconfigs", i]));
+    }
+}
+
+/// One `ipconfigs[]` entry: each value well-formed and of the family its key and the NIC's
+/// addresses allow (`ipconfigs[]` at `base`).
+fn check_ipconfig(cx: &SpecContext<'_>, ipc: &IpConfig, nic: u32, base: &[PathSeg]) {
+    let here = |key: &str| cx.key_path(base, key);
+    let family = |path: &[PathSeg], message: String, help: &str| {
+        cx.report(
+            Code::IpFamily,
+            path,
+            message,
+            "wrong IP family",
+            Some(help.to_owned()),
+        );
+    };
+    let config_ok = |v: &str| common::is_cidr(v) || matches!(v, "dhcp" | "auto");
+    if let Some(ip) = &ipc.ip
+        && !config_ok(ip)
+    {
+        cx.invalid(
+            &here("ip"),
+            format!("`{ip}` is not an address in CIDR notation"),
+            Some(
+                "e.g. `192.168.1.10/24`, `2001:db8::10/64`, `dhcp` (IPv4) or `auto` (IPv6)".into(),
             ),
-            _ => {}
-        }
-        if let Some(gw) = &ipc.gateway
-            && gw.parse::<std::net::IpAddr>().is_err()
-        {
+        );
+    }
+    if let Some(ip6) = &ipc.ip6 {
+        if !config_ok(ip6) {
             cx.invalid(
-                &at(&path!["ipconfigs", i, "gateway"]),
-                format!("`{gw}` is not an IP address"),
-                None,
+                &here("ip6"),
+                format!("`{ip6}` is not an address in CIDR notation"),
+                Some("e.g. `2001:db8::10/64`, `dhcp` (DHCPv6) or `auto` (SLAAC)".into()),
+            );
+        } else if IpFamily::of_ip(ip6) == IpFamily::V4 && ip6 != "dhcp" {
+            family(
+                &here("ip6"),
+                format!("`ip6` is IPv6, `{ip6}` is IPv4"),
+                "put an IPv4 address in `ip`",
             );
         }
+        if ipc
+            .ip
+            .as_deref()
+            .is_some_and(|ip| IpFamily::of_ip(ip) == IpFamily::V6)
+        {
+            family(
+                &here("ip6"),
+                format!("NIC {nic} has two IPv6 configurations, `ip` and `ip6`"),
+                "keep one: `ip6` is for an IPv6 configuration beside an IPv4 `ip`",
+            );
+        }
+    }
+    if ipc.ip.is_none() && ipc.ip6.is_none() {
+        for key in ["gateway", "gateway6"] {
+            if ipc_value(ipc, key).is_some() {
+                cx.invalid(&here(key), "a gateway needs a static `ip`", None);
+            }
+        }
+        return;
+    }
+    let (v4, v6) = ipc.by_family();
+    for key in ["gateway", "gateway6"] {
+        let Some(gw) = ipc_value(ipc, key) else {
+            continue;
+        };
+        if gw.parse::<std::net::IpAddr>().is_err() {
+            cx.invalid(&here(key), format!("`{gw}` is not an IP address"), None);
+            continue;
+        }
+        let of = IpFamily::of_gateway(gw);
+        if key == "gateway6" && of == IpFamily::V4 {
+            family(
+                &here(key),
+                format!("`gateway6` is IPv6, `{gw}` is IPv4"),
+                "put an IPv4 gateway in `gateway`",
+            );
+        } else if (of == IpFamily::V4 && v4.is_none()) || (of == IpFamily::V6 && v6.is_none()) {
+            family(
+                &here(key),
+                format!(
+                    "gateway `{gw}` is {}, but NIC {nic} has no {} address",
+                    of.name(),
+                    of.name()
+                ),
+                "give the NIC an address of the gateway's family (`ip` or `ip6`)",
+            );
+        } else if key == "gateway" && of == IpFamily::V6 && ipc.gateway6.is_some() {
+            family(
+                &here(key),
+                format!("NIC {nic} has two IPv6 gateways, `gateway` and `gateway6`"),
+                "keep one",
+            );
+        }
+    }
+}
+
+fn ipc_value<'a>(ipc: &'a IpConfig, key: &str) -> Option<&'a str> {
+    match key {
+        "gateway" => ipc.gateway.as_deref(),
+        _ => ipc.gateway6.as_deref(),
     }
 }
 
@@ -995,6 +1181,55 @@ impl KindDef for VmKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ipc(ip: Option<&str>, gw: Option<&str>, ip6: Option<&str>, gw6: Option<&str>) -> IpConfig {
+        IpConfig {
+            nic: None,
+            ip: ip.map(str::to_owned),
+            gateway: gw.map(str::to_owned),
+            ip6: ip6.map(str::to_owned),
+            gateway6: gw6.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn each_address_goes_under_the_key_of_its_family() {
+        let pve = |c: IpConfig| c.to_pve();
+        let v4 = ipc(Some("10.0.0.5/24"), Some("10.0.0.1"), None, None);
+        assert_eq!(pve(v4).as_deref(), Some("ip=10.0.0.5/24,gw=10.0.0.1"));
+        let v6 = ipc(Some("2001:db8::5/64"), Some("2001:db8::1"), None, None);
+        assert_eq!(
+            pve(v6).as_deref(),
+            Some("ip6=2001:db8::5/64,gw6=2001:db8::1")
+        );
+        let both = ipc(
+            Some("10.0.0.5/24"),
+            Some("10.0.0.1"),
+            Some("2001:db8::5/64"),
+            Some("2001:db8::1"),
+        );
+        assert_eq!(
+            pve(both).as_deref(),
+            Some("ip=10.0.0.5/24,gw=10.0.0.1,ip6=2001:db8::5/64,gw6=2001:db8::1")
+        );
+        assert_eq!(
+            pve(ipc(Some("dhcp"), None, None, None)).as_deref(),
+            Some("ip=dhcp")
+        );
+        assert_eq!(
+            pve(ipc(Some("auto"), None, None, None)).as_deref(),
+            Some("ip6=auto")
+        );
+        assert_eq!(
+            pve(ipc(None, None, Some("dhcp"), None)).as_deref(),
+            Some("ip6=dhcp")
+        );
+        assert_eq!(
+            pve(ipc(Some("dhcp"), None, Some("auto"), None)).as_deref(),
+            Some("ip=dhcp,ip6=auto")
+        );
+        assert_eq!(pve(ipc(None, None, None, None)), None);
+    }
 
     #[test]
     fn slots_and_addresses() {

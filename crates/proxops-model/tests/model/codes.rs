@@ -49,6 +49,7 @@ const COVERED: &[Code] = &[
     Code::Composition,
     Code::CompositionMissingFile,
     Code::CompositionEscape,
+    Code::NotRegularFile,
     Code::DuplicateResource,
     Code::VmidCollision,
     Code::UnknownReference,
@@ -58,6 +59,9 @@ const COVERED: &[Code] = &[
     Code::UnlistedManifest,
     Code::UnknownAnnotation,
     Code::InvalidAnnotation,
+    Code::CredentialsInUrl,
+    Code::IpFamily,
+    Code::PveEnum,
     Code::Io,
 ];
 
@@ -281,6 +285,118 @@ fn invalid_value_types_enums_and_rules() {
 
     let repo = cluster_of(&[("vm/dev/a.yaml", "- just\n- a list\n".into())]);
     only_error(&repo.load(), Code::InvalidValue, &["mapping"]);
+}
+
+#[test]
+fn pve_enum_values_are_pves_exact_spellings() {
+    let base = vm("a", "pve01", 142);
+    let cases: &[(&[&str], &str, &str, Option<&str>)] = &[
+        (
+            &["networks:", "  - bridge: vmbr0", "    model: VirtIO"],
+            "VirtIO",
+            "NIC model",
+            Some("did you mean `virtio`?"),
+        ),
+        (
+            &["hardware:", "  display: Serial0"],
+            "Serial0",
+            "display type",
+            Some("did you mean `serial0`?"),
+        ),
+        (
+            &["hardware:", "  display: hdmi"],
+            "hdmi",
+            "display type",
+            None,
+        ),
+    ];
+    for (lines, node, what, hint) in cases {
+        let repo = cluster_of(&[("vm/dev/a.yaml", with_spec(&base, lines))]);
+        let loaded = repo.load();
+        let d = only_error(&loaded, Code::PveEnum, &[&format!("`{node}`"), what]);
+        assert_eq!(covered(&d.labels[0]), *node);
+        let help = help_of(d);
+        assert!(help.contains("PVE accepts (case-sensitive):"), "{help}");
+        match hint {
+            Some(h) => assert!(help.starts_with(h), "{help}"),
+            None => assert!(!help.contains("did you mean"), "{help}"),
+        }
+    }
+    // A SCSI controller on a disk, and a container's interface type.
+    let text = vm("a", "pve01", 142).replace(
+        "      size: 8GiB\n",
+        "      size: 8GiB\n      controller: VirtIO-SCSI-Single\n",
+    );
+    let repo = cluster_of(&[("vm/dev/a.yaml", text)]);
+    let loaded = repo.load();
+    let d = only_error(&loaded, Code::PveEnum, &["SCSI controller"]);
+    assert!(help_of(d).starts_with("did you mean `virtio-scsi-single`?"));
+    // Right spellings pass.
+    let ok = with_spec(
+        &base,
+        &[
+            "networks:",
+            "  - bridge: vmbr0",
+            "    model: e1000",
+            "hardware:",
+            "  display: serial0",
+        ],
+    );
+    let loaded = cluster_of(&[("vm/dev/a.yaml", ok)]).load();
+    assert!(errors(&loaded).is_empty(), "{}", dump(&loaded));
+}
+
+#[test]
+fn ip_family_of_addresses_and_gateways() {
+    let with_ipconfig = |lines: &[&str]| {
+        let mut spec = vec!["cloud-init-data:", "  ipconfigs:"];
+        spec.extend_from_slice(lines);
+        cluster_of(&[("vm/dev/a.yaml", with_spec(&vm("a", "pve01", 142), &spec))])
+    };
+    // IPv4, IPv6, both, DHCP and SLAAC are fine.
+    for ok in [
+        &["    - ip: 10.0.0.5/24", "      gateway: 10.0.0.1"][..],
+        &["    - ip: 2001:db8::5/64", "      gateway: 2001:db8::1"],
+        &[
+            "    - ip: 10.0.0.5/24",
+            "      gateway: 10.0.0.1",
+            "      ip6: 2001:db8::5/64",
+            "      gateway6: 2001:db8::1",
+        ],
+        &["    - ip: dhcp", "      ip6: auto"],
+        &["    - ip6: dhcp"],
+    ] {
+        let loaded = with_ipconfig(ok).load();
+        assert!(errors(&loaded).is_empty(), "{ok:?}: {}", dump(&loaded));
+    }
+    let cases: &[(&[&str], &str, &[&str])] = &[
+        (
+            &["    - ip: 10.0.0.5/24", "      gateway: 2001:db8::1"],
+            "2001:db8::1",
+            &["gateway `2001:db8::1` is IPv6", "no IPv6 address"],
+        ),
+        (
+            &["    - ip6: 10.0.0.5/24"],
+            "10.0.0.5/24",
+            &["`ip6` is IPv6, `10.0.0.5/24` is IPv4"],
+        ),
+        (
+            &["    - ip: 2001:db8::5/64", "      ip6: auto"],
+            "auto",
+            &["two IPv6 configurations"],
+        ),
+        (
+            &["    - ip: 10.0.0.5/24", "      gateway6: 10.0.0.1"],
+            "10.0.0.1",
+            &["`gateway6` is IPv6"],
+        ),
+    ];
+    for (lines, node, fragments) in cases {
+        let loaded = with_ipconfig(lines).load();
+        let d = only_error(&loaded, Code::IpFamily, fragments);
+        assert_eq!(covered(&d.labels[0]), *node, "{lines:?}");
+        assert!(!help_of(d).is_empty());
+    }
 }
 
 #[test]
@@ -656,6 +772,91 @@ fn composition_escape_through_a_symbolic_link() {
         Code::CompositionEscape,
         &["`vm/dev/x.yaml`", "outside the repository"],
     );
+}
+
+#[test]
+fn credentials_in_url_of_a_cluster_or_the_agent_configuration() {
+    let repo = TempRepo::with_clusters(&[CLUSTER]);
+    repo.write(
+        "clusters/dev/config.yaml",
+        "pve:\n  clusters:\n    dev:\n      base-url: https://root:hunter2@dev.example.invalid:8006\n      nodes: [pve01]\n",
+    );
+    let loaded = repo.load();
+    let d = only_error(
+        &loaded,
+        Code::CredentialsInUrl,
+        &["`https://***@dev.example.invalid:8006`", "credentials"],
+    );
+    let label = d.labels.first().expect("a label");
+    assert_eq!(label.line_col(), (4, 17));
+    // The label shows the node, its password masked.
+    assert_eq!(
+        covered(label),
+        "https://************@dev.example.invalid:8006"
+    );
+    assert!(help_of(d).contains("PROXOPS_PVE_TOKEN"), "{d}");
+    // `--config FILE` is read the same way, and a broken one is no exception.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        "pve:\n  clusters:\n    x:\n      base-url: https://u:hunter2@pve:8006/api2/json\n      nodez: []\n",
+    )
+    .expect("write");
+    let source = proxops_model::FsSource::new(dir.path()).expect("source");
+    let (_, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
+    assert!(!diagnostics.is_empty());
+    for d in &diagnostics {
+        let shown = format!("{d} {d:?} {:?}", d.help);
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+}
+
+#[test]
+fn not_regular_file_a_listed_fifo_is_refused_without_blocking() {
+    let repo = TempRepo::with_clusters(&[CLUSTER]);
+    std::fs::create_dir_all(repo.path().join("vm/dev")).expect("mkdir");
+    let fifo = repo.path().join("vm/dev/pipe.yaml");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipping: mkfifo is not available");
+        return;
+    }
+    std::os::unix::fs::symlink(&fifo, repo.path().join("vm/dev/link.yaml")).expect("symlink");
+    repo.compose(CLUSTER, &["vm/dev/pipe.yaml", "vm/dev/link.yaml"]);
+    // Opening a FIFO for reading blocks until a writer comes: load on a thread, so that a
+    // loader that opens it fails this test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let root = repo.path().to_path_buf();
+    std::thread::spawn(move || {
+        let source = proxops_model::FsSource::new(&root).expect("source");
+        let loaded = proxops_model::load_repository(
+            &source,
+            &proxops_model::Registry::builtin(),
+            &proxops_model::LoadOptions::default(),
+        );
+        let _ = tx.send(loaded.map(|r| r.diagnostics));
+    });
+    let diagnostics = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("loading a repository that lists a FIFO blocked")
+        .expect("load");
+    let errors: Vec<_> = diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    for (d, listed) in errors.iter().zip(["vm/dev/pipe.yaml", "vm/dev/link.yaml"]) {
+        assert_eq!(d.code, Code::NotRegularFile, "{d}");
+        assert!(
+            d.message.contains("FIFO (named pipe), not a regular file"),
+            "{d}"
+        );
+        let label = d.labels.first().expect("a label");
+        assert_eq!(label.file.path, "clusters/dev/resources.yaml");
+        assert_eq!(covered(label), format!("../../{listed}"));
+        assert_eq!(
+            label.line_col().0,
+            if listed.contains("pipe") { 2 } else { 3 }
+        );
+        assert!(help_of(d).contains("only manifest files"), "{d:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

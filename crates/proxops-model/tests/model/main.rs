@@ -9,5 +9,6 @@ mod codes;
 mod custom_kind;
 mod expectations;
 mod fuzz;
+mod pve_enums;
 mod schema;
 mod snapshots;

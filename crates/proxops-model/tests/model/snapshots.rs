@@ -238,3 +238,41 @@ fn unlisted_manifest_warning() {
                 reconciled
         "#);
 }
+
+#[test]
+fn credentials_in_base_url_are_never_echoed() {
+    let repo = cluster_of(&[]);
+    let config = repo.path().join("clusters/dev/config.yaml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replace(
+            "https://dev.example.invalid:8006",
+            "https://root:hunter2@dev.example.invalid:8006",
+        ),
+    )
+    .expect("write");
+    let rendered = render_only(&repo, Code::CredentialsInUrl);
+    assert!(!rendered.contains("hunter2"), "{rendered}");
+    insta::assert_snapshot!(rendered, @r#"
+        proxops::credentials_in_url
+
+          × `https://***@dev.example.invalid:8006` carries credentials in the URL
+           ╭─[clusters/dev/config.yaml:4:17]
+         3 │     dev:
+         4 │       base-url: https://************@dev.example.invalid:8006
+           ·                 ──────────────────────┬──────────────────────
+           ·                                       ╰── credentials (masked here)
+         5 │       nodes:
+           ╰────
+          help: give only scheme, host and port, e.g. `https://pve.example.com:8006`; credentials belong
+                in the environment (PROXOPS_PVE_TOKEN_<C>) or the cluster's SOPS file
+        "#);
+    // Nor in any other form a finding takes.
+    let loaded = repo.load();
+    for d in &loaded.diagnostics {
+        assert!(!d.to_string().contains("hunter2"), "{d}");
+        assert!(!format!("{d:?}").contains("hunter2"), "{d:?}");
+    }
+    assert!(!format!("{loaded:?}").contains("hunter2"));
+}
