@@ -11,6 +11,9 @@ use std::process::ExitCode;
 
 /// Show each cluster's git planes: the desired and observed heads, resources by state (CLEAN,
 /// READY, WAIT, DELETING) and when a cycle last recorded receipts.
+///
+/// A cluster whose directory is gone from the repository while its desired plane remains is
+/// named on stderr: its guests are left alone until it returns or the branch is deleted.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository (default: the git work tree of the current directory).
@@ -55,7 +58,25 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         .lock()
         .write_all(text.as_bytes())
         .map_err(|e| CliError::Io(e.to_string()))?;
+    if args.clusters.is_empty() {
+        for v in vanished(&store) {
+            eprintln!("warning[proxops::planes::vanished]: {v}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Clusters whose desired plane outlived their directory at HEAD.
+fn vanished(store: &proxops_store::Store) -> Vec<proxops_engine::reconcile::Vanished> {
+    let Ok(source) = store.source(None) else {
+        return Vec::new();
+    };
+    let registry = proxops_model::Registry::builtin();
+    match proxops_model::load_repository(&source, &registry, &proxops_model::LoadOptions::default())
+    {
+        Ok(repo) => proxops_engine::reconcile::vanished_clusters(store, &repo),
+        Err(_) => Vec::new(),
+    }
 }
 
 fn head(h: &Head) -> String {
