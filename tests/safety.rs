@@ -267,7 +267,7 @@ fn a_clone_left_with_its_templates_identity_is_repaired_and_never_pruned_when_th
         WEB,
         "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 120\n  clone: tpl\n  memory: 2GiB\n  cpu:\n    cores: 1\n    type: host\n  state: stopped\n".to_owned(),
     );
-    let site = Site::new(&[tpl.clone()]);
+    let site = Site::new(std::slice::from_ref(&tpl));
     assert_eq!(site.apply().0, Some(0));
     // A clone whose follow-up config write never happened (a 403, a crash, a task timeout):
     // PVE copied the template's config, tags and all, to vmid 120.
