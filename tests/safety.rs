@@ -463,3 +463,221 @@ fn a_cluster_whose_directory_vanished_is_reported_and_its_guests_left_alone() {
         text(&status)
     );
 }
+
+#[test]
+fn a_nic_a_tag_and_protection_removed_from_the_manifest_are_removed_from_the_guest() {
+    // Two NICs, a user tag, protection: guest()'s one NIC replaced by two.
+    let two_nics = "  networks:\n    - model: virtio\n      bridge: vmbr0\n    - model: virtio\n      bridge: vmbr1\n";
+    let full = guest(
+        "VM",
+        "web",
+        120,
+        "  tags: [web, blue]\n  options:\n    protection: true\n",
+    )
+    .replace(
+        "  networks:\n    - model: virtio\n      bridge: vmbr0\n",
+        two_nics,
+    );
+    let site = Site::new(&[(WEB, full)]);
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    // The operator adds a tag of their own by hand.
+    site.stage(|s| {
+        let tags = s["guests"]["120"]["config"]["tags"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        s["guests"]["120"]["config"]["tags"] = format!("{tags};mine").into();
+    });
+    let config = &site.state()["guests"]["120"]["config"];
+    assert_eq!(config["protection"], "1");
+    assert!(config.get("net1").is_some(), "{config}");
+    site.compose(&[(WEB, guest("VM", "web", 120, "  tags: [web]\n"))]);
+    site.commit("drop the second NIC, the blue tag and protection");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("removed:"), "{out}");
+    let config = site.state()["guests"]["120"]["config"].clone();
+    assert!(config.get("net1").is_none(), "net1 stayed: {config}");
+    assert!(
+        config.get("protection").is_none(),
+        "protection stayed: {config}"
+    );
+    let tags = config["tags"].as_str().unwrap();
+    assert!(
+        !tags.contains("blue") && tags.contains("mine") && tags.contains("web"),
+        "{tags}"
+    );
+    // Without the planes the same removal is only reported.
+    site.compose(&[(WEB, guest("VM", "web", 120, ""))]);
+    site.commit("drop the web tag too");
+    let out = site.run(&["apply", "--yes", "--no-planes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        site.guests()[&120].0.contains("web"),
+        "removed without planes"
+    );
+}
+
+#[test]
+fn an_iso_whose_checksum_changed_under_the_same_name_is_replaced() {
+    let iso = |sum: &str| {
+        format!(
+            "apiVersion: proxops/v1alpha1\nkind: ISO\nmetadata:\n  name: installer\nspec:\n  nodes: [pve1]\n  storage: local\n  filename: installer.iso\n  url: https://example.invalid/installer.iso\n  checksum:\n    algorithm: sha256\n    value: \"{sum}\"\n"
+        )
+    };
+    let a = "a".repeat(64);
+    let b = "b".repeat(64);
+    let site = Site::new(&[("iso/lab/installer.yaml", iso(&a))]);
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    site.compose(&[("iso/lab/installer.yaml", iso(&b))]);
+    site.commit("a new build of the installer");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("replace") && out.contains("checksum changed"),
+        "{out}"
+    );
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+}
+
+/// `proxops sim` serving lab from the site's repository, with `args`, as a separate process:
+/// its tasks go on while `apply` runs and ends. Returns the guard and the config pointing at it.
+fn sim_server(site: &Site, args: &[&str]) -> (proxops_e2e::ChildGuard, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(proxops_bin())
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "root@pam!admin=admin-secret",
+        ])
+        .args(["--offline-downloads", "--cluster", "lab", "--seed-repo"])
+        .arg(site.path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let lines: Vec<String> = (&mut stdout).lines().take(2).map(Result::unwrap).collect();
+    std::mem::forget(stdout);
+    let url = lines[0]
+        .strip_prefix("url: ")
+        .unwrap()
+        .strip_suffix("/api2/json")
+        .unwrap();
+    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap();
+    let config = format!(
+        "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {fingerprint}\n      nodes: [pve1]\n"
+    );
+    (proxops_e2e::ChildGuard(child), config)
+}
+
+/// `proxops apply --yes` against the PVE the site's config names, with `token`.
+fn apply_pve(site: &Site, token: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(proxops_bin())
+        .args(["apply", "--yes", "--cluster", "lab"])
+        .args(extra)
+        .arg("--repo")
+        .arg(site.path())
+        .env("PROXOPS_PVE_TOKEN", token)
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out))
+}
+
+fn clone_of_tpl() -> String {
+    "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 120\n  clone: tpl\n  memory: 2GiB\n  cpu:\n    cores: 1\n    type: host\n  state: stopped\n  tags: [web]\n".to_owned()
+}
+
+#[test]
+fn a_clone_whose_config_write_is_refused_is_repaired_by_the_next_cycle() {
+    const ADMIN: &str = "root@pam!admin=admin-secret";
+    const LIMITED: &str = "root@pam!limited=limited-secret";
+    let tpl = (
+        "templatevm/lab/tpl.yaml",
+        guest("TemplateVM", "tpl", 9000, "  tags: [golden]\n"),
+    );
+    let site = Site::new(&[tpl.clone(), (WEB, clone_of_tpl())]);
+    // A token that may clone but not configure: PVE answers the follow-up write with 403.
+    let privs = "VM.Audit,VM.Clone,VM.Allocate,VM.PowerMgmt,Datastore.Audit,Datastore.AllocateSpace,Datastore.AllocateTemplate,Sys.Audit";
+    let (_sim, config) = sim_server(
+        &site,
+        &[
+            "--extra-token",
+            LIMITED,
+            "--acl",
+            &format!("root@pam!limited:/:{privs}"),
+            "--task-time",
+            "20ms",
+        ],
+    );
+    site.write("clusters/lab/config.yaml", &config);
+    site.compose(&[tpl.clone()]);
+    site.commit("lab on the simulator, the template only");
+    let (code, out) = apply_pve(&site, ADMIN, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    site.compose(&[tpl.clone(), (WEB, clone_of_tpl())]);
+    site.commit("web, cloned from tpl");
+    let (code, out) = apply_pve(&site, LIMITED, &[]);
+    assert_eq!(code, Some(1), "the write was refused: {out}");
+    assert!(out.contains("403") || out.contains("Permission"), "{out}");
+    // The next cycle, with a token that may configure, repairs the half-made clone.
+    let (code, out) = apply_pve(&site, ADMIN, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("retag") && out.contains("left unconfigured"),
+        "{out}"
+    );
+    let (code, out) = apply_pve(&site, ADMIN, &["--dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("converged, nothing to do"), "{out}");
+    // Retiring the template deletes the template only.
+    site.compose(&[(
+        WEB,
+        guest("VM", "web", 120, "  memory: 2GiB\n  tags: [web]\n").replace("  memory: 1GiB\n", ""),
+    )]);
+    site.commit("retire tpl");
+    let (code, out) = apply_pve(&site, ADMIN, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("TemplateVM/tpl (9000)") && !out.contains("VM/web (120)  pve1  no longer"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_clone_that_outlasts_the_task_timeout_is_repaired_once_it_finished() {
+    const ADMIN: &str = "root@pam!admin=admin-secret";
+    let tpl = (
+        "templatevm/lab/tpl.yaml",
+        guest("TemplateVM", "tpl", 9000, ""),
+    );
+    let site = Site::new(&[tpl.clone(), (WEB, clone_of_tpl())]);
+    let (_sim, config) = sim_server(&site, &["--task-time", "3s"]);
+    site.write("clusters/lab/config.yaml", &config);
+    site.compose(&[tpl.clone()]);
+    site.commit("lab on the simulator, the template only");
+    let (code, out) = apply_pve(&site, ADMIN, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    site.compose(&[tpl.clone(), (WEB, clone_of_tpl())]);
+    site.commit("web, cloned from tpl");
+    let (code, out) = apply_pve(&site, ADMIN, &["--task-timeout", "1s"]);
+    assert_eq!(code, Some(1), "the clone outlasted the timeout: {out}");
+    // While PVE still clones, the lock says so, nothing is done to it and it is not in sync.
+    let (code, out) = apply_pve(&site, ADMIN, &["--dry-run"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("locked (clone)") || out.contains("left unconfigured"),
+        "{out}"
+    );
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (code, out) = apply_pve(&site, ADMIN, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("left unconfigured"), "{out}");
+    assert!(!out.contains("create    VM/web"), "a second clone: {out}");
+}

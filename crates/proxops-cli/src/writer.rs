@@ -210,7 +210,7 @@ fn verdict(
     let stuck = plan.map(ClusterPlan::stuck_summary).unwrap_or_default();
     match result {
         RunResult::Stuck => Some(format!(
-            "cluster {cluster}: NOT converged: {stuck}; ProxOps will not resolve these by itself"
+            "cluster {cluster}: NOT converged: {stuck} (see above; nothing was done about them)"
         )),
         RunResult::NotConverged => Some(format!(
             "cluster {cluster}: did not converge in {max_cycles} cycles"
