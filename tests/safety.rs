@@ -617,7 +617,7 @@ fn a_clone_whose_config_write_is_refused_is_repaired_by_the_next_cycle() {
         ],
     );
     site.write("clusters/lab/config.yaml", &config);
-    site.compose(&[tpl.clone()]);
+    site.compose(std::slice::from_ref(&tpl));
     site.commit("lab on the simulator, the template only");
     let (code, out) = apply_pve(&site, ADMIN, &[]);
     assert_eq!(code, Some(0), "{out}");
