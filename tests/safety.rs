@@ -660,7 +660,7 @@ fn a_clone_that_outlasts_the_task_timeout_is_repaired_once_it_finished() {
     let site = Site::new(&[tpl.clone(), (WEB, clone_of_tpl())]);
     let (_sim, config) = sim_server(&site, &["--task-time", "3s"]);
     site.write("clusters/lab/config.yaml", &config);
-    site.compose(&[tpl.clone()]);
+    site.compose(std::slice::from_ref(&tpl));
     site.commit("lab on the simulator, the template only");
     let (code, out) = apply_pve(&site, ADMIN, &[]);
     assert_eq!(code, Some(0), "{out}");
