@@ -149,7 +149,13 @@ impl Writer<'_> {
         if let Some(store) = &store
             && self.clusters.is_empty()
         {
-            for v in proxops_engine::reconcile::vanished_clusters(store, &loaded.repo) {
+            let known: Vec<&str> = loaded
+                .repo
+                .clusters
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            for v in proxops_engine::reconcile::vanished_clusters(store, &known) {
                 eprintln!("warning[proxops::planes::vanished]: {v}");
             }
         }

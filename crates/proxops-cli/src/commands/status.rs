@@ -74,7 +74,10 @@ fn vanished(store: &proxops_store::Store) -> Vec<proxops_engine::reconcile::Vani
     let registry = proxops_model::Registry::builtin();
     match proxops_model::load_repository(&source, &registry, &proxops_model::LoadOptions::default())
     {
-        Ok(repo) => proxops_engine::reconcile::vanished_clusters(store, &repo),
+        Ok(repo) => {
+            let known: Vec<&str> = repo.clusters.iter().map(|c| c.name.as_str()).collect();
+            proxops_engine::reconcile::vanished_clusters(store, &known)
+        }
         Err(_) => Vec::new(),
     }
 }

@@ -354,6 +354,7 @@ impl Agent {
                 ..SourceState::default()
             },
             clusters: Vec::new(),
+            vanished: Vec::new(),
         };
         Ok(Agent {
             shared: Arc::new(Shared {
@@ -510,6 +511,20 @@ async fn run_pass(
             return;
         }
     };
+    if options.clusters.is_empty() {
+        let store = pass.fetched.store.clone();
+        let known: Vec<String> = pass.repo.clusters.iter().map(|c| c.name.clone()).collect();
+        let vanished = tokio::task::spawn_blocking(move || {
+            let known: Vec<&str> = known.iter().map(String::as_str).collect();
+            crate::reconcile::vanished_clusters(&store, &known)
+        })
+        .await
+        .unwrap_or_default();
+        for v in &vanished {
+            tracing::warn!(cluster = %v.cluster, "{v}");
+        }
+        lock(&shared.status).vanished = vanished.iter().map(ToString::to_string).collect();
+    }
     let names: Vec<String> = pass
         .repo
         .clusters

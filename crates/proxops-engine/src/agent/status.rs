@@ -183,6 +183,10 @@ pub struct AgentStatus {
     pub source: SourceState,
     /// The clusters, by name.
     pub clusters: Vec<ClusterState>,
+    /// Clusters whose directory is gone from the repository while their desired plane remains
+    /// (their guests are left alone), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vanished: Vec<String>,
 }
 
 /// Suspensions set through the agent's control API, persisted as JSON.

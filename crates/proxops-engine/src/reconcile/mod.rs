@@ -288,7 +288,14 @@ impl Reconciler {
     /// are left alone, which the operator must know.
     pub fn vanished(&self, repository: &Repository) -> Vec<Vanished> {
         match &self.store {
-            Some(store) => vanished_clusters(store, repository),
+            Some(store) => {
+                let known: Vec<&str> = repository
+                    .clusters
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect();
+                vanished_clusters(store, &known)
+            }
             None => Vec::new(),
         }
     }

@@ -3,7 +3,7 @@
 
 use proxops_model::diagnostic::SourceFile;
 use proxops_model::manifest::load_manifest;
-use proxops_model::{Registry, Repository, Resource, ResourceKey};
+use proxops_model::{Registry, Resource, ResourceKey};
 use proxops_store::desired::DesiredState;
 use proxops_store::documents::{ResourceDoc, parse_id};
 use proxops_store::{PlaneRefs, Store, StoreError};
@@ -92,8 +92,10 @@ impl std::fmt::Display for Vanished {
     }
 }
 
-/// The default-named desired branches (`proxops/desired/<c>`) of clusters `repository` lacks.
-pub fn vanished_clusters(store: &Store, repository: &Repository) -> Vec<Vanished> {
+/// The default-named desired branches (`proxops/desired/<c>`) of clusters not in `known` (the
+/// names of every cluster directory of the repository, valid or not: load it with no cluster
+/// selection, or every cluster looks vanished but the selected ones).
+pub fn vanished_clusters(store: &Store, known: &[&str]) -> Vec<Vanished> {
     let prefix = "proxops/desired/";
     let branches = match store.branches_under(prefix) {
         Ok(b) => b,
@@ -106,7 +108,7 @@ pub fn vanished_clusters(store: &Store, repository: &Repository) -> Vec<Vanished
         .into_iter()
         .filter_map(|branch| {
             let cluster = branch.strip_prefix(prefix)?.to_owned();
-            (!cluster.contains('/') && repository.cluster(&cluster).is_none())
+            (!cluster.contains('/') && !known.contains(&cluster.as_str()))
                 .then_some(Vanished { cluster, branch })
         })
         .collect()

@@ -5,6 +5,7 @@
 
 mod artifacts;
 mod cycle;
+mod edits;
 mod ownership;
 mod roundtrip;
 mod support;
