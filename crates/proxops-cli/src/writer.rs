@@ -181,6 +181,8 @@ impl Writer<'_> {
             .with_lease_ttl(LEASE_TTL)
             .with_dry_run(self.dry_run)
             .with_max_cycles(self.max_cycles)
+            // A command run by hand corrects drift: `drift: report` is the agent's mode.
+            .with_drift(Some(proxops_model::config::DriftMode::Correct))
             .with_flags(loaded.flags.clone())
             .with_events(Arc::new(move |e: &Event<'_>| print_event(e, multi)));
         if !self.dry_run {

@@ -195,7 +195,7 @@ fn secrets_from_sops_reach_pve_and_nothing_else() {
     // Drift in the key is planned redacted.
     let mut saved = saved;
     saved["guests"]["100"]["config"]["sshkeys"] = "ssh-ed25519%20AAAAother%20x".into();
-    std::fs::write(&state, saved.to_string()).unwrap();
+    std::fs::write(dir.path().join("lab-state.lab.json"), saved.to_string()).unwrap();
     let out = run(&["diff", "--output", "json"]).assert().success();
     assert_clean("diff JSON with drift", &out.get_output().stdout);
     let plan: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();

@@ -13,27 +13,50 @@ use proxops_model::{Registry, ResourceKey};
 use proxops_pve::{GuestInfo, Inventory};
 use std::collections::BTreeMap;
 
-/// The resources of `cluster` whose identity tags `tags` holds, in tag order. A kind is read
-/// back through the graph's kinds, then the built-in registry's names and aliases; a tag whose
-/// kind is unknown names no resource.
+/// The resources of `cluster` whose identity tags `tags` holds, in tag order (see
+/// [`KindNames::identities`]).
 pub fn identities(cluster: &str, graph: &Graph, tags: &[String]) -> Vec<ResourceKey> {
-    let prefix = format!("{IDENTITY_PREFIX}{cluster}.");
-    let builtin = Registry::builtin();
-    tags.iter()
-        .filter_map(|t| t.strip_prefix(&prefix))
-        .filter_map(|rest| rest.split_once('.'))
-        .filter_map(|(kind, name)| {
-            let known = graph
-                .resources()
-                .map(|r| graph.kind(r))
-                .find(|k| k.eq_ignore_ascii_case(kind))
-                .or_else(|| builtin.guess(kind).map(|k| k.name()))?;
-            Some(ResourceKey {
-                kind: known.to_owned(),
-                name: name.to_owned(),
+    KindNames::new(graph).identities(cluster, tags)
+}
+
+/// Kind names as identity tags spell them (lower case), resolved once per plan: the graph's
+/// kinds (embedders' kinds included), then the built-in kinds' names and aliases.
+#[derive(Debug, Default)]
+pub struct KindNames(BTreeMap<String, &'static str>);
+
+impl KindNames {
+    /// The kinds of `graph` and the built-in ones.
+    pub fn new(graph: &Graph) -> KindNames {
+        let mut names = BTreeMap::new();
+        for kind in Registry::builtin().kinds() {
+            for alias in kind.aliases() {
+                names.insert(alias.to_ascii_lowercase(), kind.name());
+            }
+            names.insert(kind.name().to_ascii_lowercase(), kind.name());
+        }
+        for id in graph.resources() {
+            let kind = graph.kind(id);
+            names.insert(kind.to_ascii_lowercase(), kind);
+        }
+        KindNames(names)
+    }
+
+    /// The resources of `cluster` whose identity tags `tags` holds, in tag order; a tag whose
+    /// kind is unknown names no resource.
+    pub fn identities(&self, cluster: &str, tags: &[String]) -> Vec<ResourceKey> {
+        let prefix = format!("{IDENTITY_PREFIX}{cluster}.");
+        tags.iter()
+            .filter_map(|t| t.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split_once('.'))
+            .filter_map(|(kind, name)| {
+                let known = self.0.get(&kind.to_ascii_lowercase())?;
+                Some(ResourceKey {
+                    kind: (*known).to_owned(),
+                    name: name.to_owned(),
+                })
             })
-        })
-        .collect()
+            .collect()
+    }
 }
 
 /// Whether a guest carries the ownership tag.
@@ -53,6 +76,7 @@ pub struct Declared {
 /// The cluster's declared vmids and the live guests carrying each identity.
 #[derive(Debug, Default)]
 pub struct Guests {
+    kinds: KindNames,
     declared: BTreeMap<u32, Declared>,
     vmid_of: BTreeMap<ResourceKey, u32>,
     carriers: BTreeMap<ResourceKey, Vec<u32>>,
@@ -68,7 +92,10 @@ impl Guests {
         inventory: &Inventory,
         clone_of: impl Fn(&ResourceKey) -> Option<u32>,
     ) -> Guests {
-        let mut guests = Guests::default();
+        let mut guests = Guests {
+            kinds: KindNames::new(graph),
+            ..Guests::default()
+        };
         for step in graph.steps() {
             let Some(vmid) = step.vmid else { continue };
             let key = graph.key(step.resource);
@@ -80,7 +107,7 @@ impl Guests {
             if !owned_by_proxops(live) {
                 continue;
             }
-            for key in identities(cluster, graph, &live.tags) {
+            for key in guests.kinds.identities(cluster, &live.tags) {
                 guests.carriers.entry(key).or_default().push(live.vmid);
             }
         }
@@ -89,6 +116,11 @@ impl Guests {
             vmids.dedup();
         }
         guests
+    }
+
+    /// The resources of `cluster` a guest's `tags` name.
+    pub fn identities(&self, cluster: &str, tags: &[String]) -> Vec<ResourceKey> {
+        self.kinds.identities(cluster, tags)
     }
 
     /// Whether any resource of the cluster declares `vmid`: such a guest is never pruned.

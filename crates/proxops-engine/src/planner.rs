@@ -9,7 +9,7 @@ use crate::desired::{
     Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
 use crate::diff::diff_since;
-use crate::identity::{Guests, identities, owned_by_proxops};
+use crate::identity::{Guests, owned_by_proxops};
 use crate::plan::{
     Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, SUSPENDED_PREFIX, Skipped, Verb,
 };
@@ -115,13 +115,12 @@ pub async fn plan_cluster(
     // Configs of the guests of ours at vmids the repository declares (whichever identity they
     // carry: a renamed resource's or a template's), read in one bounded batch.
     let mut wanted = Vec::new();
+    let mut seen = BTreeSet::new();
     for step in graph.steps() {
         if let Some(live) = step.vmid.and_then(|v| inventory.guest(v))
             && owned_by_proxops(live)
-            && !identities(cluster, graph, &live.tags).is_empty()
-            && !wanted
-                .iter()
-                .any(|g: &proxops_pve::GuestRef| g.vmid == live.vmid)
+            && !planner.guests.identities(cluster, &live.tags).is_empty()
+            && seen.insert(live.vmid)
         {
             wanted.push(live.guest_ref());
         }
@@ -661,7 +660,7 @@ impl Planner<'_> {
     ) -> Result<Claim, String> {
         let cluster = self.cx.cluster;
         let tag = identity_tag(cluster, &key.kind, &key.name);
-        let carried = identities(cluster, self.graph(), &live.tags);
+        let carried = self.guests.identities(cluster, &live.tags);
         if !owned_by_proxops(live) || carried.is_empty() {
             return Err(format!(
                 "vmid {} is taken by `{}`, which ProxOps did not create (no tag `{tag}`): choose another vmid, or add the tags `{OWNER_TAG};{tag}` to adopt it",
@@ -715,7 +714,7 @@ impl Planner<'_> {
             if !owned_by_proxops(live) || self.guests.is_declared(live.vmid) {
                 continue;
             }
-            let carried = identities(self.cx.cluster, self.graph(), &live.tags);
+            let carried = self.guests.identities(self.cx.cluster, &live.tags);
             // Only a guest whose every identity is undeclared is gone from the repository.
             if carried.is_empty()
                 || carried
