@@ -24,7 +24,7 @@ const CONFIG: &str =
 fn guest(kind: &str, name: &str, vmid: u32, extra: &str) -> String {
     let body = match kind {
         "LXC" | "TemplateCT" => format!(
-            "  node: pve1\n  vmid: {vmid}\n  template: debian-ct\n  memory: 512MiB\n  root:\n    storage: local-lvm\n    size: 4GiB\n"
+            "  node: pve1\n  vmid: {vmid}\n  template: debian-ct\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n"
         ),
         _ => format!(
             "  node: pve1\n  vmid: {vmid}\n  memory: 1GiB\n  cpu:\n    cores: 1\n    type: host\n  disks:\n    - storage: local-lvm\n      size: 4GiB\n  networks:\n    - model: virtio\n      bridge: vmbr0\n"
@@ -214,8 +214,7 @@ fn a_vm_declared_a_template_at_its_vmid_is_converted_when_stopped_and_reported_w
 }
 
 #[test]
-fn a_template_declared_a_vm_again_or_a_container_kind_change_is_an_anomaly_and_nothing_is_deleted()
-{
+fn a_template_declared_a_vm_again_is_an_anomaly_and_nothing_is_deleted() {
     let site = Site::new(&[(
         "templatevm/lab/tpl.yaml",
         guest("TemplateVM", "tpl", 9000, ""),
@@ -680,4 +679,95 @@ fn a_clone_that_outlasts_the_task_timeout_is_repaired_once_it_finished() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("left unconfigured"), "{out}");
     assert!(!out.contains("create    VM/web"), "a second clone: {out}");
+}
+
+#[test]
+fn the_sim_state_file_names_each_cluster_the_same_way_whichever_clusters_run() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    site.write(
+        "clusters/other/config.yaml",
+        "pve:\n  clusters:\n    other:\n      base-url: https://other.lan:8006\n      nodes: [pve1]\n",
+    );
+    site.write("clusters/other/resources.yaml", "resources: []\n");
+    site.commit("a second cluster");
+    // lab alone first, then every cluster: lab's state is the same file both times.
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    let all = Command::new(proxops_bin())
+        .args(["apply", "--yes", "--backend", "sim", "--sim-state"])
+        .arg(site.sim_file())
+        .arg("--repo")
+        .arg(site.path())
+        .output()
+        .unwrap();
+    let log = text(&all);
+    assert!(all.status.success(), "{log}");
+    assert!(
+        log.contains("cluster lab: converged, nothing to do"),
+        "{log}"
+    );
+    assert!(!log.contains("create"), "lab looked empty: {log}");
+    assert!(site.state.path().join("sim.other.json").exists());
+}
+
+#[test]
+fn the_agent_names_a_cluster_whose_directory_vanished() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
+    assert_eq!(site.apply().0, Some(0));
+    std::fs::remove_dir_all(site.path().join("clusters/lab")).unwrap();
+    site.write(
+        "clusters/other/config.yaml",
+        "pve:\n  clusters:\n    other:\n      base-url: https://other.lan:8006\n      nodes: [pve1]\n",
+    );
+    site.write("clusters/other/resources.yaml", "resources: []\n");
+    site.commit("lab is gone");
+    let data = tempfile::tempdir().unwrap();
+    let out = Command::new(proxops_bin())
+        .args([
+            "run",
+            "--once",
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            "sim",
+            "--sim-state",
+        ])
+        .arg(site.sim_file())
+        .arg("--data-dir")
+        .arg(data.path())
+        .arg("--repo")
+        .arg(site.path())
+        .output()
+        .unwrap();
+    let log = text(&out);
+    assert!(log.contains("cluster `lab` is gone"), "{log}");
+    assert_eq!(site.guests().len(), 1, "{log}");
+}
+
+#[test]
+fn a_container_template_declared_a_container_again_is_an_anomaly_and_nothing_is_deleted() {
+    let ctt = (
+        "ctt/lab/debian-ct.yaml",
+        "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian-ct\nspec:\n  nodes: [pve1]\n  storage: local\n  filename: debian-ct.tar.zst\n  url: https://example.invalid/debian-ct.tar.zst\n".to_owned(),
+    );
+    let site = Site::new(&[
+        ctt.clone(),
+        (
+            "templatect/lab/ct.yaml",
+            guest("TemplateCT", "ct", 9001, ""),
+        ),
+    ]);
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(site.guests()[&9001].1, "{out}");
+    site.compose(&[ctt, ("lxc/lab/ct.yaml", guest("LXC", "ct", 9001, ""))]);
+    site.commit("ct declared a container");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("PVE cannot turn a template back into a guest"),
+        "{out}"
+    );
+    assert!(!out.contains("delete"), "{out}");
+    assert!(site.guests()[&9001].1);
 }
