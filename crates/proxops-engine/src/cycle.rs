@@ -1,4 +1,7 @@
-//! One reconcile cycle of one cluster, and repeated cycles until nothing is left to do.
+//! Plan-and-execute building blocks: one cycle of one cluster against a client, and repeated
+//! cycles until a plan is empty, without planes, lease or budget across cycles. Writers use
+//! [`crate::Reconciler`], which adds those guarantees; these serve tests, benchmarks and the
+//! demo's in-memory simulators.
 
 use crate::execute::{CycleReport, ExecOptions, execute};
 use crate::plan::ClusterPlan;

@@ -19,8 +19,14 @@
 //!   dependants of a failure; [`execute::CycleReport`] says what happened.
 //! - [`planes`]: publishes the desired plane before a cycle and receipts after it
 //!   ([`proxops_store`]), and reads both for `get` and `status`.
-//! - [`cycle`]: one reconcile cycle, and cycles until converged. [`backend`] connects to a
-//!   cluster's PVE, or starts a simulator seeded from the cluster.
+//! - [`reconcile`]: the [`Reconciler`], the one cycle every writer runs (`apply`, `converge`,
+//!   the agent): the cluster's lease, the desired plane through its change gate, plan and
+//!   execute (bounded by one prune budget per run), receipts; a [`ClusterRun`] says how it
+//!   ended ([`RunResult`]: in sync, applied, stuck, ...). [`identity`] reads guests' identity
+//!   tags back, so no declared guest is pruned and no identity is on two guests.
+//! - [`cycle`]: plan-and-execute building blocks without planes or lease (tests, benchmarks,
+//!   the demo). [`backend`] connects to a cluster's PVE, or starts a simulator seeded from the
+//!   cluster.
 //! - [`lease`]: a cluster's lease held for a cycle (renewed while it runs).
 //! - [`agent`]: the long-running agent of `proxops run`: a pass over every cluster each
 //!   interval, under a per-cluster lease, with an HTTP endpoint for health, metrics, status and
