@@ -290,6 +290,13 @@ fn a_clone_left_with_its_templates_identity_is_repaired_and_never_pruned_when_th
         tags.contains("proxops.lab.vm.web") && !tags.contains("templatevm"),
         "{tags}"
     );
+    // Only its own tags and no template description: a clone is not a golden image.
+    assert!(
+        !tags.contains("golden") && !tags.contains("do-not-start"),
+        "{tags}"
+    );
+    let config = &site.state()["guests"]["120"]["config"];
+    assert!(config.get("description").is_none(), "{config}");
     // The template retires (the clone's manifest no longer names it): the template's guest
     // goes, the clone at a declared vmid never does.
     site.compose(&[(WEB, guest("VM", "web", 120, ""))]);

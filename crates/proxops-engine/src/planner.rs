@@ -8,7 +8,7 @@
 use crate::desired::{
     Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
-use crate::diff::diff_since;
+use crate::diff::{after_clone, diff_since};
 use crate::identity::{Guests, owned_by_proxops};
 use crate::plan::{
     Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, SUSPENDED_PREFIX, Skipped, Verb,
@@ -550,7 +550,12 @@ impl Planner<'_> {
         if to_template && let Some(why) = cannot_template(live, config) {
             return self.block(step, why, true);
         }
-        let found = diff_since(&d, before, &config.values);
+        // A half-configured clone gets what its create would have written: only its own tags,
+        // no template description.
+        let found = match claim {
+            Claim::Clone { .. } => after_clone(&d, &config.values),
+            _ => diff_since(&d, before, &config.values),
+        };
         for a in &found.anomalies {
             self.plan.anomalies.push(Anomaly {
                 subject: key.to_string(),
