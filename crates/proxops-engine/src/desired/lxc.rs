@@ -125,6 +125,12 @@ pub(super) fn desired(
         if let Some(gw) = &nic.gw {
             value.push_str(&format!(",gw={gw}"));
         }
+        if let Some(ip6) = &nic.ip6 {
+            value.push_str(&format!(",ip6={ip6}"));
+        }
+        if let Some(gw6) = &nic.gw6 {
+            value.push_str(&format!(",gw6={gw6}"));
+        }
         o.push(owned(slot, value, Compare::SubKeys, false));
     }
     if !dns.nameservers.is_empty() {

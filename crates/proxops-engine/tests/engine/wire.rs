@@ -112,3 +112,23 @@ fn ownership_tags_and_templates() {
         tags.value
     );
 }
+
+#[test]
+fn container_ipv6_goes_to_ip6_and_gw6() {
+    let tpl = super::support::manifest(
+        "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: t\nspec:\n  nodes: [pve1]\n  storage: local\n  filename: t.tar.zst\n  url: https://example.invalid/t.tar.zst\n",
+    );
+    let ct = super::support::manifest(
+        "apiVersion: proxops/v1alpha1\nkind: LXC\nmetadata:\n  name: c\nspec:\n  node: pve1\n  vmid: 200\n  template: t\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n  networks:\n    - bridge: vmbr0\n      ip: 10.0.0.5/24\n      gw: 10.0.0.1\n      ip6: 2001:db8::5/64\n      gw6: 2001:db8::1\n",
+    );
+    let graph =
+        proxops_graph::Graph::build(&proxops_model::Registry::builtin(), &[tpl, ct.clone()])
+            .unwrap();
+    let cx = Context::new("t", &graph);
+    let desired = guest(&cx, &ct).unwrap();
+    let net0 = &desired.owned("net0").unwrap().value;
+    assert!(
+        net0.ends_with("ip=10.0.0.5/24,gw=10.0.0.1,ip6=2001:db8::5/64,gw6=2001:db8::1"),
+        "{net0}"
+    );
+}

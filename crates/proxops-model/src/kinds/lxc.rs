@@ -1,12 +1,14 @@
 //! `kind: LXC` and `kind: TemplateCT`: containers (SPEC.md sections 8.3 and 8.4).
 
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+use crate::Code;
 use crate::kind::{
     GuestType, Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField,
     ReferenceSource, ReferenceView, SpecContext, StorageUse,
 };
 use crate::manifest::Spec;
 use crate::quantity::Quantity;
+use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -169,12 +171,18 @@ pub struct LxcNetwork {
     /// Enable the PVE firewall on this interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firewall: Option<bool>,
-    /// IPv4 address in CIDR notation, `dhcp` or `manual`.
+    /// IPv4 address in CIDR notation, `dhcp` or `manual` (PVE's `ip` is IPv4 only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip: Option<String>,
     /// IPv4 gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gw: Option<String>,
+    /// IPv6 address in CIDR notation, `auto` (SLAAC), `dhcp` (DHCPv6) or `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip6: Option<String>,
+    /// IPv6 gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gw6: Option<String>,
     /// The slot, `net0`-`net31`; defaults to `net<index>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<String>,
@@ -328,14 +336,19 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
                 None,
             );
         }
-        if let Some(p) = &mp.mount_point
-            && !p.starts_with('/')
-        {
-            cx.invalid(
+        match &mp.mount_point {
+            Some(p) if !p.starts_with('/') => cx.invalid(
                 &path!["mount-points", i, "mount-point"],
                 format!("`{p}` is not an absolute path"),
                 None,
-            );
+            ),
+            Some(_) => {}
+            // pve-container's `mp` property of a mount point is not optional
+            // (`PVE/LXC/Config.pm`, `$rootfs_desc` / `$mp_desc`): PVE refuses `mpN` without it.
+            None => cx.report_missing(
+                &path!["mount-points", i, "mount-point"],
+                "a mount point needs `mount-point`, the path inside the container",
+            ),
         }
         let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
         check_mp_slot(cx, &mut slots, &slot, &path!["mount-points", i, "slot"]);
@@ -413,30 +426,95 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
         if let Some(mac) = &net.hwaddr {
             common::check_mac(cx, mac, &path!["networks", i, "hwaddr"]);
         }
-        if let Some(ip) = &net.ip
-            && !common::is_cidr(ip)
-            && !matches!(ip.as_str(), "dhcp" | "manual")
-        {
-            cx.invalid(
-                &path!["networks", i, "ip"],
-                format!("`{ip}` is not an address in CIDR notation, `dhcp` or `manual`"),
-                None,
-            );
-        }
-        if let Some(gw) = &net.gw
-            && gw.parse::<std::net::Ipv4Addr>().is_err()
-        {
-            cx.invalid(
-                &path!["networks", i, "gw"],
-                format!("`{gw}` is not an IPv4 address"),
-                None,
-            );
-        }
+        check_container_ips(cx, net, &path!["networks", i]);
     }
     for (i, tag) in spec.tags.iter().enumerate() {
         common::check_tag(cx, tag, &path!["tags", i]);
     }
     check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
+}
+
+/// A container NIC's addresses as pve-container's schema has them (`PVE/LXC/Config.pm`, the
+/// net format: `ip` is `pve-ipv4-config`, `ip6` is `pve-ipv6-config`), with a gateway only
+/// beside a static address of its family.
+fn check_container_ips(cx: &SpecContext<'_>, net: &LxcNetwork, base: &[PathSeg]) {
+    let here = |key: &str| cx.key_path(base, key);
+    let family = |path: &[PathSeg], message: String, help: &str| {
+        cx.report(
+            Code::IpFamily,
+            path,
+            message,
+            "wrong IP family",
+            Some(help.to_owned()),
+        );
+    };
+    let v4 = |t: &str| {
+        common::is_cidr(t)
+            && t.split('/')
+                .next()
+                .is_some_and(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+    };
+    let v6 = |t: &str| common::is_cidr(t) && !v4(t);
+    if let Some(ip) = &net.ip {
+        if v6(ip) {
+            family(
+                &here("ip"),
+                format!("`ip` is IPv4, `{ip}` is IPv6"),
+                "put an IPv6 address in `ip6`",
+            );
+        } else if !v4(ip) && !matches!(ip.as_str(), "dhcp" | "manual") {
+            cx.invalid(
+                &here("ip"),
+                format!("`{ip}` is not an IPv4 address in CIDR notation, `dhcp` or `manual`"),
+                None,
+            );
+        }
+    }
+    if let Some(ip6) = &net.ip6 {
+        if v4(ip6) {
+            family(
+                &here("ip6"),
+                format!("`ip6` is IPv6, `{ip6}` is IPv4"),
+                "put an IPv4 address in `ip`",
+            );
+        } else if !v6(ip6) && !matches!(ip6.as_str(), "auto" | "dhcp" | "manual") {
+            cx.invalid(
+                &here("ip6"),
+                format!(
+                    "`{ip6}` is not an IPv6 address in CIDR notation, `auto`, `dhcp` or `manual`"
+                ),
+                None,
+            );
+        }
+    }
+    for (key, address, want_v6) in [("gw", &net.ip, false), ("gw6", &net.ip6, true)] {
+        let gw = if want_v6 { &net.gw6 } else { &net.gw };
+        let Some(gw) = gw else { continue };
+        match gw.parse::<std::net::IpAddr>() {
+            Err(_) => cx.invalid(&here(key), format!("`{gw}` is not an IP address"), None),
+            Ok(a) if a.is_ipv6() != want_v6 => family(
+                &here(key),
+                format!(
+                    "`{key}` is {}, `{gw}` is not",
+                    if want_v6 { "IPv6" } else { "IPv4" }
+                ),
+                if want_v6 {
+                    "put an IPv4 gateway in `gw`"
+                } else {
+                    "put an IPv6 gateway in `gw6`"
+                },
+            ),
+            Ok(_) if !address.as_deref().is_some_and(common::is_cidr) => cx.invalid(
+                &here(key),
+                format!(
+                    "a gateway needs a static address of its family beside it (`{}`)",
+                    if want_v6 { "ip6" } else { "ip" }
+                ),
+                None,
+            ),
+            Ok(_) => {}
+        }
+    }
 }
 
 fn check_mp_slot(

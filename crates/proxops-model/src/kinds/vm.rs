@@ -949,6 +949,20 @@ fn check_ipconfig(cx: &SpecContext<'_>, ipc: &IpConfig, nic: u32, base: &[PathSe
             continue;
         }
         let of = IpFamily::of_gateway(gw);
+        // qemu-server `PVE/QemuServer/Network.pm` `parse_ipconfig` drops the NIC's whole
+        // ipconfig (warning only in the task log) when a gateway comes with `dhcp`/`auto`.
+        let dynamic = match of {
+            IpFamily::V4 => v4.filter(|v| !common::is_cidr(v)),
+            IpFamily::V6 => v6.filter(|v| !common::is_cidr(v)),
+        };
+        if let Some(how) = dynamic {
+            cx.invalid(
+                &here(key),
+                format!("a gateway beside `{how}` makes PVE ignore NIC {nic}'s whole cloud-init network config"),
+                Some(format!("drop the gateway ({how} supplies one), or give the NIC a static address")),
+            );
+            continue;
+        }
         if key == "gateway6" && of == IpFamily::V4 {
             family(
                 &here(key),

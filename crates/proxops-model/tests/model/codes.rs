@@ -1339,3 +1339,86 @@ fn column_counts_characters_not_bytes() {
     // `  annotations: {"x": "é", ` is 26 characters (27 bytes).
     assert_eq!(d.labels[0].line_col(), (8, 27));
 }
+
+#[test]
+fn ipconfig_gateways_beside_dhcp_or_slaac_are_refused_as_pve_would_ignore_them() {
+    let with_ipconfig = |lines: &[&str]| {
+        let mut spec = vec!["cloud-init-data:", "  ipconfigs:"];
+        spec.extend_from_slice(lines);
+        cluster_of(&[("vm/dev/a.yaml", with_spec(&vm("a", "pve01", 142), &spec))])
+    };
+    for (lines, node) in [
+        (
+            &["    - ip: dhcp", "      gateway: 10.0.0.1"][..],
+            "10.0.0.1",
+        ),
+        (
+            &["    - ip6: auto", "      gateway6: 2001:db8::1"],
+            "2001:db8::1",
+        ),
+        (
+            &["    - ip: auto", "      gateway: 2001:db8::1"],
+            "2001:db8::1",
+        ),
+    ] {
+        let loaded = with_ipconfig(lines).load();
+        let d = only_error(
+            &loaded,
+            Code::InvalidValue,
+            &["ignore NIC 0's whole cloud-init"],
+        );
+        assert_eq!(covered(&d.labels[0]), node, "{lines:?}");
+    }
+}
+
+#[test]
+fn container_addresses_go_by_family_and_gateways_need_a_static_address() {
+    let with_net = |lines: &[&str]| {
+        let mut spec = vec!["networks:", "  - bridge: vmbr0"];
+        spec.extend_from_slice(lines);
+        cluster_of(&[
+            ("ctt/dev/t.yaml", artifact("CTTemplate", "t", &["pve01"])),
+            (
+                "lxc/dev/c.yaml",
+                with_spec(&lxc("c", "pve01", 142, "t"), &spec),
+            ),
+        ])
+    };
+    for ok in [
+        &["    ip: 10.0.0.5/24", "    gw: 10.0.0.1"][..],
+        &["    ip6: 2001:db8::5/64", "    gw6: 2001:db8::1"],
+        &["    ip: dhcp", "    ip6: auto"],
+    ] {
+        let loaded = with_net(ok).load();
+        assert!(errors(&loaded).is_empty(), "{ok:?}: {}", dump(&loaded));
+    }
+    let family: &[(&[&str], &str)] = &[
+        (&["    ip: 2001:db8::5/64"], "2001:db8::5/64"),
+        (&["    ip6: 10.0.0.5/24"], "10.0.0.5/24"),
+        (
+            &["    ip: 10.0.0.5/24", "    gw: 2001:db8::1"],
+            "2001:db8::1",
+        ),
+    ];
+    for (lines, node) in family {
+        let loaded = with_net(lines).load();
+        let d = only_error(&loaded, Code::IpFamily, &[]);
+        assert_eq!(covered(&d.labels[0]), *node, "{lines:?}");
+    }
+    let loaded = with_net(&["    ip: dhcp", "    gw: 10.0.0.1"]).load();
+    only_error(&loaded, Code::InvalidValue, &["needs a static address"]);
+}
+
+#[test]
+fn a_container_mount_point_needs_its_path() {
+    let spec = ["mount-points:", "  - storage: local-lvm", "    size: 4GiB"];
+    let loaded = cluster_of(&[
+        ("ctt/dev/t.yaml", artifact("CTTemplate", "t", &["pve01"])),
+        (
+            "lxc/dev/c.yaml",
+            with_spec(&lxc("c", "pve01", 142, "t"), &spec),
+        ),
+    ])
+    .load();
+    only_error(&loaded, Code::MissingField, &["needs `mount-point`"]);
+}
