@@ -115,7 +115,9 @@ impl ArtifactClass {
         match self {
             ArtifactClass::Iso => &[".iso", ".img"],
             ArtifactClass::CtTemplate => &[".tar.gz", ".tar.xz", ".tar.zst", ".tar.bz2", ".tar"],
-            ArtifactClass::DiskImage => &[".qcow2", ".raw", ".vmdk", ".ova"],
+            // `.ova` is import content too, but a disk cannot import a whole appliance (only
+            // `x.ova/disk.vmdk`), and DiskImages exist to be imported by disks.
+            ArtifactClass::DiskImage => &[".qcow2", ".raw", ".vmdk"],
         }
     }
 }
@@ -170,14 +172,28 @@ fn validate(spec: &ArtifactSpec, class: ArtifactClass, cx: &SpecContext<'_>) {
             .filename
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    let lower = spec.filename.to_ascii_lowercase();
+    // pve-storage `PVE/Storage.pm`: `$ISO_EXT_RE_0` and `$VZTMPL_EXT_RE_1` match any case,
+    // `$IMPORT_EXT_RE_1` only lower case (`disk.QCOW2` is not import content).
+    let compared = match class {
+        ArtifactClass::DiskImage => spec.filename.clone(),
+        _ => spec.filename.to_ascii_lowercase(),
+    };
     if !name_ok {
         cx.invalid(
             &path!["filename"],
             format!("`{}` is not a plain file name", spec.filename),
             Some("letters, digits, `.`, `_` and `-`, starting with a letter or digit".into()),
         );
-    } else if !class.extensions().iter().any(|ext| lower.ends_with(ext)) {
+    } else if class == ArtifactClass::DiskImage && compared.to_ascii_lowercase().ends_with(".ova") {
+        cx.invalid(
+            &path!["filename"],
+            format!(
+                "`{}` is a whole OVA appliance: PVE cannot import it as one disk",
+                spec.filename
+            ),
+            Some("use the appliance's disk image (.qcow2, .raw or .vmdk) as the DiskImage".into()),
+        );
+    } else if !class.extensions().iter().any(|ext| compared.ends_with(ext)) {
         cx.invalid(
             &path!["filename"],
             format!(

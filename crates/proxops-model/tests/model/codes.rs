@@ -1422,3 +1422,25 @@ fn a_container_mount_point_needs_its_path() {
     .load();
     only_error(&loaded, Code::MissingField, &["needs `mount-point`"]);
 }
+
+#[test]
+fn disk_image_extensions_are_case_sensitive_and_a_whole_ova_is_refused() {
+    let with_file = |file: &str| {
+        let text = artifact("DiskImage", "img", &["pve01"]).replace("img.qcow2", file);
+        cluster_of(&[("diskimage/dev/img.yaml", text)]).load()
+    };
+    assert!(errors(&with_file("img.qcow2")).is_empty());
+    only_error(
+        &with_file("img.QCOW2"),
+        Code::InvalidValue,
+        &["does not have an extension"],
+    );
+    only_error(
+        &with_file("appliance.ova"),
+        Code::InvalidValue,
+        &["whole OVA appliance"],
+    );
+    // ISOs match any case, as pve-storage's ISO pattern does.
+    let iso = artifact("ISO", "cd", &["pve01"]).replace("cd.iso", "CD.ISO");
+    assert!(errors(&cluster_of(&[("iso/dev/cd.yaml", iso)]).load()).is_empty());
+}
