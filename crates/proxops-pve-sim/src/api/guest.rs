@@ -222,6 +222,11 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
             GuestKind::Lxc => "you can't start a CT if it's a template",
         }));
     }
+    // pve-container `src/PVE/API2/LXC/Status.pm` `vm_start` refuses before forking a worker;
+    // qemu-server's `PVE::QemuServer::vm_start` refuses inside the worker (the task fails).
+    if action == Power::Start && kind == GuestKind::Lxc && g.running() {
+        return Err(ApiError::fail(format!("CT {vmid} already running")));
+    }
     check_lock(ctx, g)?;
     let word = kind.word();
     let prefix = if kind == GuestKind::Qemu { "qm" } else { "vz" };
