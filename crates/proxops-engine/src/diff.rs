@@ -1,8 +1,9 @@
 //! Desired against live: which owned keys differ, in PVE's canonical forms.
 
 use crate::desired::{Compare, DesiredGuest, IDENTITY_PREFIX, Owned};
-use proxops_pve::GuestType;
+use crate::hotplug::stays_pending;
 use proxops_pve::props::{PropertyString, canonical_value, parse_size};
+use proxops_pve::{GuestType, PendingEntry};
 use proxops_secrets::{REDACTED, Secret};
 use std::collections::BTreeMap;
 
@@ -176,6 +177,52 @@ pub fn after_clone(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> G
         });
     }
     out
+}
+
+/// Marks what a running guest would keep pending until its next start: the changes and
+/// removals [`crate::hotplug::stays_pending`] predicts so, and every owned key PVE already lists
+/// as pending (`GET .../pending`). An owned key that is pending while its current value matches
+/// is written again with that value, so the restart leaves it as the manifest wants it. `live` is
+/// the current config (`current=1`). A stopped guest takes every change at once: nothing to do.
+pub fn mark_pending(
+    desired: &DesiredGuest,
+    found: &mut GuestDiff,
+    live: &BTreeMap<String, String>,
+    pending: &[PendingEntry],
+) {
+    let waiting = |key: &str| pending.iter().any(|p| p.key == key && p.is_pending());
+    for c in &mut found.changes {
+        c.restart = c.restart
+            || waiting(&c.key)
+            || stays_pending(desired.guest, &c.key, Some(&c.value), live);
+    }
+    for r in &mut found.removals {
+        r.restart =
+            r.restart || waiting(&r.key) || stays_pending(desired.guest, &r.key, None, live);
+    }
+    for owned in &desired.owned {
+        let written = found.changes.iter().any(|c| c.key == owned.key)
+            || found.removals.iter().any(|r| r.key == owned.key);
+        // A secret or create-only key is not read back reliably; its pending value is PVE's.
+        if written
+            || !waiting(&owned.key)
+            || owned.secret.is_some()
+            || owned.compare == Compare::CreateOnly
+        {
+            continue;
+        }
+        match live.get(&owned.key) {
+            Some(current) => found.changes.push(Change {
+                restart: true,
+                ..new_change(owned, Some(current), current.clone())
+            }),
+            None => found.changes.push(Change {
+                restart: true,
+                ..new_change(owned, None, owned.value.clone())
+            }),
+        }
+    }
+    found.changes.sort_by(|a, b| a.key.cmp(&b.key));
 }
 
 fn same_set(a: &[String], b: &[String]) -> bool {

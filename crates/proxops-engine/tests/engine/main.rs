@@ -7,6 +7,7 @@ mod artifacts;
 mod cycle;
 mod edits;
 mod ownership;
+mod pending;
 mod roundtrip;
 mod support;
 mod wire;
