@@ -207,7 +207,7 @@ pub fn mark_pending(
         if written
             || !waiting(&owned.key)
             || owned.secret.is_some()
-            || owned.compare == Compare::CreateOnly
+            || matches!(owned.compare, Compare::CreateOnly | Compare::Fixed)
         {
             continue;
         }
@@ -246,7 +246,7 @@ fn removals(
             continue;
         };
         match before.compare {
-            Compare::CreateOnly => {}
+            Compare::CreateOnly | Compare::Fixed => {}
             Compare::Disk | Compare::Volume => out.anomalies.push(Anomaly {
                 key: before.key.clone(),
                 message: format!(
@@ -334,9 +334,30 @@ fn compare(
     live: Option<&String>,
     out: &mut GuestDiff,
 ) {
+    if owned.compare == Compare::Fixed {
+        // Unset is PVE's schema default, 0 (pve-container `src/PVE/LXC/Config.pm`).
+        let have = live.map_or("0", String::as_str);
+        let truth = |v: &str| matches!(v, "1" | "true" | "yes" | "on");
+        if truth(have) != truth(&owned.value) {
+            let mode = |b: bool| if b { "unprivileged" } else { "privileged" };
+            out.anomalies.push(Anomaly {
+                key: owned.key.clone(),
+                message: format!(
+                    "the container is {} but the manifest wants it {} (`{}: {}`); PVE cannot change it on an existing container: declare `{}: {}` to keep it, or recreate the container",
+                    mode(truth(have)),
+                    mode(truth(&owned.value)),
+                    owned.key,
+                    truth(&owned.value),
+                    owned.key,
+                    truth(have),
+                ),
+            });
+        }
+        return;
+    }
     let Some(current) = live else {
         match owned.compare {
-            Compare::CreateOnly => {}
+            Compare::CreateOnly | Compare::Fixed => {}
             // No media in the slot is what `none` asks for.
             Compare::Cdrom if owned.value.starts_with("none") => {}
             _ => change(owned, live, owned.value.clone(), out),
@@ -344,7 +365,7 @@ fn compare(
         return;
     };
     match owned.compare {
-        Compare::CreateOnly | Compare::WhenAbsent => {}
+        Compare::CreateOnly | Compare::Fixed | Compare::WhenAbsent => {}
         Compare::Canonical => {
             if canonical_value(guest, &owned.key, current)
                 != canonical_value(guest, &owned.key, &owned.value)

@@ -10,4 +10,5 @@ mod ownership;
 mod pending;
 mod roundtrip;
 mod support;
+mod unprivileged;
 mod wire;
