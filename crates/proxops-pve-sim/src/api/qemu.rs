@@ -191,7 +191,7 @@ pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(
     let g = guest(st, kind, &node, vmid)?;
     check_lock(ctx, g)?;
     if let Some(d) = ctx.p("digest")
-        && d != digest(&g.config)
+        && d != digest(g)
     {
         // Each keeps its own wording: qemu-server `src/PVE/API2/Qemu.pm` `update_vm_api`
         // (`$load_and_check_config`) dies "checksum mismatch", pve-container

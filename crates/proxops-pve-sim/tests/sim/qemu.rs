@@ -698,3 +698,25 @@ async fn running_vm_applies_hotpluggable_keys_and_keeps_the_rest_pending() {
     assert_eq!(after["agent"], "1");
     assert!(conf_str(&after, "scsi0").contains("cache=writeback"));
 }
+
+// PVE's digest is the SHA-1 of the whole config file, `[PENDING]` section included: a change
+// left pending makes an older digest stale.
+#[tokio::test]
+async fn a_pending_write_changes_the_digest() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("cores", "1")]).await;
+    start_guest(&sim, "/nodes/pve1/qemu/100/status/start").await;
+    let before = conf_str(&sim.get("/nodes/pve1/qemu/100/config").await.ok(), "digest");
+    sim.put("/nodes/pve1/qemu/100/config", &[("cores", "2")])
+        .await
+        .ok();
+    assert!(pending_row(&sim, "/nodes/pve1/qemu/100/pending", "cores").await["pending"] == "2");
+    let stale = sim
+        .put(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "3"), ("digest", &before)],
+        )
+        .await
+        .fail(500);
+    assert_eq!(stale, "checksum mismatch (file change by other user?)");
+}
