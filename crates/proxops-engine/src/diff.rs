@@ -1,8 +1,9 @@
 //! Desired against live: which owned keys differ, in PVE's canonical forms.
 
 use crate::desired::{Compare, DesiredGuest, IDENTITY_PREFIX, Owned};
-use proxops_pve::GuestType;
+use crate::hotplug::stays_pending;
 use proxops_pve::props::{PropertyString, canonical_value, parse_size};
+use proxops_pve::{GuestType, PendingEntry};
 use proxops_secrets::{REDACTED, Secret};
 use std::collections::BTreeMap;
 
@@ -178,6 +179,52 @@ pub fn after_clone(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> G
     out
 }
 
+/// Marks what a running guest would keep pending until its next start: the changes and
+/// removals [`crate::hotplug::stays_pending`] predicts so, and every owned key PVE already lists
+/// as pending (`GET .../pending`). An owned key that is pending while its current value matches
+/// is written again with that value, so the restart leaves it as the manifest wants it. `live` is
+/// the current config (`current=1`). A stopped guest takes every change at once: nothing to do.
+pub fn mark_pending(
+    desired: &DesiredGuest,
+    found: &mut GuestDiff,
+    live: &BTreeMap<String, String>,
+    pending: &[PendingEntry],
+) {
+    let waiting = |key: &str| pending.iter().any(|p| p.key == key && p.is_pending());
+    for c in &mut found.changes {
+        c.restart = c.restart
+            || waiting(&c.key)
+            || stays_pending(desired.guest, &c.key, Some(&c.value), live);
+    }
+    for r in &mut found.removals {
+        r.restart =
+            r.restart || waiting(&r.key) || stays_pending(desired.guest, &r.key, None, live);
+    }
+    for owned in &desired.owned {
+        let written = found.changes.iter().any(|c| c.key == owned.key)
+            || found.removals.iter().any(|r| r.key == owned.key);
+        // A secret or create-only key is not read back reliably; its pending value is PVE's.
+        if written
+            || !waiting(&owned.key)
+            || owned.secret.is_some()
+            || matches!(owned.compare, Compare::CreateOnly | Compare::Fixed)
+        {
+            continue;
+        }
+        match live.get(&owned.key) {
+            Some(current) => found.changes.push(Change {
+                restart: true,
+                ..new_change(owned, Some(current), current.clone())
+            }),
+            None => found.changes.push(Change {
+                restart: true,
+                ..new_change(owned, None, owned.value.clone())
+            }),
+        }
+    }
+    found.changes.sort_by(|a, b| a.key.cmp(&b.key));
+}
+
 fn same_set(a: &[String], b: &[String]) -> bool {
     a.iter().all(|t| b.contains(t)) && b.iter().all(|t| a.contains(t))
 }
@@ -199,7 +246,7 @@ fn removals(
             continue;
         };
         match before.compare {
-            Compare::CreateOnly => {}
+            Compare::CreateOnly | Compare::Fixed => {}
             Compare::Disk | Compare::Volume => out.anomalies.push(Anomaly {
                 key: before.key.clone(),
                 message: format!(
@@ -287,9 +334,30 @@ fn compare(
     live: Option<&String>,
     out: &mut GuestDiff,
 ) {
+    if owned.compare == Compare::Fixed {
+        // Unset is PVE's schema default, 0 (pve-container `src/PVE/LXC/Config.pm`).
+        let have = live.map_or("0", String::as_str);
+        let truth = |v: &str| matches!(v, "1" | "true" | "yes" | "on");
+        if truth(have) != truth(&owned.value) {
+            let mode = |b: bool| if b { "unprivileged" } else { "privileged" };
+            out.anomalies.push(Anomaly {
+                key: owned.key.clone(),
+                message: format!(
+                    "the container is {} but the manifest wants it {} (`{}: {}`); PVE cannot change it on an existing container: declare `{}: {}` to keep it, or recreate the container",
+                    mode(truth(have)),
+                    mode(truth(&owned.value)),
+                    owned.key,
+                    truth(&owned.value),
+                    owned.key,
+                    truth(have),
+                ),
+            });
+        }
+        return;
+    }
     let Some(current) = live else {
         match owned.compare {
-            Compare::CreateOnly => {}
+            Compare::CreateOnly | Compare::Fixed => {}
             // No media in the slot is what `none` asks for.
             Compare::Cdrom if owned.value.starts_with("none") => {}
             _ => change(owned, live, owned.value.clone(), out),
@@ -297,7 +365,7 @@ fn compare(
         return;
     };
     match owned.compare {
-        Compare::CreateOnly | Compare::WhenAbsent => {}
+        Compare::CreateOnly | Compare::Fixed | Compare::WhenAbsent => {}
         Compare::Canonical => {
             if canonical_value(guest, &owned.key, current)
                 != canonical_value(guest, &owned.key, &owned.value)

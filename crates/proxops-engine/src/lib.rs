@@ -69,6 +69,7 @@ pub mod cycle;
 pub mod desired;
 pub mod diff;
 pub mod execute;
+pub mod hotplug;
 pub mod identity;
 pub mod lease;
 pub mod plan;

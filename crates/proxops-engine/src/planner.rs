@@ -8,7 +8,7 @@
 use crate::desired::{
     Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
-use crate::diff::{after_clone, diff_since};
+use crate::diff::{after_clone, diff_since, mark_pending};
 use crate::identity::{Guests, owned_by_proxops};
 use crate::plan::{
     Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, SUSPENDED_PREFIX, Skipped, Verb,
@@ -17,7 +17,9 @@ use crate::secrets::ClusterSecrets;
 use proxops_graph::{Deferral, Graph, StepId};
 use proxops_model::kinds::PowerState;
 use proxops_model::{Resource, ResourceKey};
-use proxops_pve::{GuestConfig, GuestInfo, GuestRef, GuestType, Inventory, PveClient, PveError};
+use proxops_pve::{
+    GuestConfig, GuestInfo, GuestRef, GuestType, Inventory, PendingEntry, PveClient, PveError,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -49,6 +51,10 @@ pub struct PlanOptions {
     /// name. `None`: the planes are not recorded; removed keys cannot be proven ours and are
     /// reported, never removed. A resource missing from the map is new to the planes.
     pub previous: Option<BTreeMap<ResourceKey, Arc<Resource>>>,
+    /// Whether a running guest declared `state: started` may be restarted (shut down, then
+    /// started) for a change PVE applies only at the next start (default). When not, such a
+    /// change is reported as an anomaly, "pending until restart", and the cluster is stuck.
+    pub restarts: bool,
 }
 
 impl Default for PlanOptions {
@@ -62,6 +68,7 @@ impl Default for PlanOptions {
             suspended: BTreeMap::new(),
             secrets: None,
             previous: None,
+            restarts: true,
         }
     }
 }
@@ -115,6 +122,7 @@ pub async fn plan_cluster(
     // Configs of the guests of ours at vmids the repository declares (whichever identity they
     // carry: a renamed resource's or a template's), read in one bounded batch.
     let mut wanted = Vec::new();
+    let mut running = Vec::new();
     let mut seen = BTreeSet::new();
     for step in graph.steps() {
         if let Some(live) = step.vmid.and_then(|v| inventory.guest(v))
@@ -123,10 +131,18 @@ pub async fn plan_cluster(
             && seen.insert(live.vmid)
         {
             wanted.push(live.guest_ref());
+            if live.status == "running" {
+                running.push(live.guest_ref());
+            }
         }
     }
     let configs = client
         .guest_configs(wanted, options.config_concurrency)
+        .await;
+    // Config reads show what the guests run with (`current=1`); what waits for a running
+    // guest's next start is listed apart. A stopped guest takes every write at once.
+    let pendings = client
+        .guest_pendings(running, options.config_concurrency)
         .await;
     let mut suspended_seen = BTreeSet::new();
     for step in graph.steps() {
@@ -160,7 +176,12 @@ pub async fn plan_cluster(
                     Some(Desired::Guest(b)) => Some(b),
                     _ => None,
                 };
-                planner.guest_step(step.id, *d, before.as_deref(), &configs)
+                let live = Live {
+                    configs: &configs,
+                    pendings: &pendings,
+                    restarts: options.restarts,
+                };
+                planner.guest_step(step.id, *d, before.as_deref(), &live)
             }
             Err(DesiredError::Secret {
                 reference, reason, ..
@@ -466,8 +487,9 @@ impl Planner<'_> {
         step: StepId,
         d: DesiredGuest,
         before: Option<&DesiredGuest>,
-        configs: &BTreeMap<u32, Result<GuestConfig, PveError>>,
+        reads: &Live<'_>,
     ) {
+        let configs = reads.configs;
         let graph = self.cx.graph;
         let resource = graph.resource(graph.step(step).resource);
         let key = resource.key();
@@ -552,10 +574,30 @@ impl Planner<'_> {
         }
         // A half-configured clone gets what its create would have written: only its own tags,
         // no template description.
-        let found = match claim {
+        let mut found = match claim {
             Claim::Clone { .. } => after_clone(&d, &config.values),
             _ => diff_since(&d, before, &config.values),
         };
+        if running {
+            let pending = match reads.pendings.get(&d.vmid) {
+                Some(Ok(rows)) => rows.as_slice(),
+                Some(Err(e)) => {
+                    return self.block(
+                        step,
+                        format!("cannot read the pending changes of vmid {}: {e}", d.vmid),
+                        false,
+                    );
+                }
+                None => {
+                    return self.block(
+                        step,
+                        format!("the pending changes of vmid {} were not read", d.vmid),
+                        false,
+                    );
+                }
+            };
+            mark_pending(&d, &mut found, &config.values, pending);
+        }
         for a in &found.anomalies {
             self.plan.anomalies.push(Anomaly {
                 subject: key.to_string(),
@@ -569,11 +611,63 @@ impl Planner<'_> {
             ));
         }
         let mut update = None;
+        // A running guest declared stopped is stopped first, so that PVE applies the changes
+        // at once instead of keeping them for a next start.
+        let stop_first = running
+            && d.power == Some(PowerState::Stopped)
+            && !d.template
+            && !to_template
+            && !found.is_converged();
+        let mut stopped = None;
+        if stop_first {
+            let guest = live.guest_ref();
+            stopped = Some(self.push(
+                step,
+                (&d.node, Some(d.vmid)),
+                Verb::Stop,
+                "is running".into(),
+                Op::Stop { guest },
+                &[],
+            ));
+        }
+        let running = running && !stop_first;
+        if running
+            && found.needs_restart()
+            && !(reads.restarts && d.power == Some(PowerState::Started) && !to_template)
+        {
+            // PVE would keep these for a start that this plan may not do: report them, never
+            // count them as converged.
+            let waiting: Vec<String> = found
+                .changes
+                .iter()
+                .filter(|c| c.restart)
+                .map(|c| c.key.clone())
+                .chain(
+                    found
+                        .removals
+                        .iter()
+                        .filter(|r| r.restart)
+                        .map(|r| r.key.clone()),
+                )
+                .collect();
+            let why = if reads.restarts {
+                "the plan does not restart it"
+            } else {
+                "restarts are not allowed"
+            };
+            self.plan.anomalies.push(Anomaly {
+                subject: key.to_string(),
+                message: format!(
+                    "{}: pending until restart (vmid {} runs and {why}); PVE applies it at the next start",
+                    waiting.join(", "),
+                    d.vmid
+                ),
+            });
+            found.changes.retain(|c| !c.restart);
+            found.removals.retain(|r| !r.restart);
+        }
         if !found.is_converged() {
-            let restart = found.needs_restart()
-                && running
-                && d.power == Some(PowerState::Started)
-                && !to_template;
+            let restart = found.needs_restart() && running;
             let mut keys: Vec<&str> = found.changes.iter().map(|c| c.key.as_str()).collect();
             keys.extend(found.resizes.iter().map(|r| r.disk.as_str()));
             let removed: Vec<&str> = found.removals.iter().map(|r| r.key.as_str()).collect();
@@ -608,7 +702,8 @@ impl Planner<'_> {
                 digest: config.digest.clone(),
                 restart,
             };
-            update = Some(self.push(step, (&node, Some(vmid)), verb, reason, op, &[]));
+            let after: Vec<usize> = stopped.into_iter().collect();
+            update = Some(self.push(step, (&node, Some(vmid)), verb, reason, op, &after));
         }
         let after: Vec<usize> = update.into_iter().collect();
         let guest = live.guest_ref();
@@ -641,7 +736,7 @@ impl Planner<'_> {
                     &after,
                 );
             }
-            Some(PowerState::Stopped) if running => {
+            Some(PowerState::Stopped) if running && stopped.is_none() => {
                 self.push(
                     step,
                     (&d.node, Some(d.vmid)),
@@ -820,6 +915,16 @@ fn moved_vmid(key: &ResourceKey, vmid: u32, others: &[u32], cluster: &str) -> St
         "{key} is declared at vmid {vmid}, but vmid {old} carries its identity (tag `{}`): PVE cannot renumber a guest, and ProxOps never makes a second one. Set vmid back to {old}, or retire the old guest first (delete it, or remove its tag to keep it unmanaged); then vmid {vmid} is created",
         identity_tag(cluster, &key.kind, &key.name)
     )
+}
+
+/// What the planner read of the live guests of ours.
+struct Live<'a> {
+    /// `GET .../config?current=1` by vmid.
+    configs: &'a BTreeMap<u32, Result<GuestConfig, PveError>>,
+    /// `GET .../pending` of the running ones, by vmid.
+    pendings: &'a BTreeMap<u32, Result<Vec<PendingEntry>, PveError>>,
+    /// [`PlanOptions::restarts`].
+    restarts: bool,
 }
 
 /// The skip of a locked guest, with the remedy when the lock is left from a crash.

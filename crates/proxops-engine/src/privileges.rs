@@ -10,7 +10,7 @@
 //! | planning: an artifact's storage | `Datastore.Audit` or `Datastore.AllocateSpace` on `/storage/{storage}` |
 //! | planning: prunes | `VM.Audit` on `/vms` (to see undeclared guests of ours; optional) |
 //! | download | `Datastore.AllocateTemplate` on `/storage/{storage}`, and `Sys.Audit` + `Sys.Modify` on `/` or `Sys.AccessNetwork` on `/nodes/{node}` |
-//! | create | `VM.Allocate` on `/vms/{vmid}`; per key below (qemu: not for drives); new disks `Datastore.AllocateSpace` on `/storage/{storage}`; ISOs and imports `Datastore.Audit` or `Datastore.AllocateSpace` on theirs; bridges `SDN.Use` on `/sdn/zones/localnetwork/{bridge}[/{tag}]`; `VM.PowerMgmt` when started |
+//! | create | `VM.Allocate` on `/vms/{vmid}`; per key below (qemu: not for drives); new disks `Datastore.AllocateSpace` on `/storage/{storage}`; ISOs and imports `Datastore.Audit` or `Datastore.AllocateSpace` on theirs; bridges `SDN.Use` on `/sdn/zones/localnetwork/{bridge}[/{tag}]`; a privileged container `Sys.Modify` on `/`; `VM.PowerMgmt` when started |
 //! | clone | `VM.Clone` on `/vms/{source}`, `VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on the disks' storages, `SDN.Use` on the bridges; then every owned key as an update may write it |
 //! | update | per changed key below; new disks `Datastore.AllocateSpace`; resizes `VM.Config.Disk` and `Datastore.AllocateSpace`; a restart `VM.PowerMgmt` |
 //! | start, stop | `VM.PowerMgmt` on `/vms/{vmid}` |
@@ -347,6 +347,15 @@ fn create_needs(purpose: &str, d: &DesiredGuest, out: &mut Vec<Need>) {
         key_needs(purpose, d.guest, d.vmid, owned, false, out);
     } else {
         out.push(Need::one(purpose, vms(d.vmid), "VM.Allocate"));
+        // pve-container `src/PVE/API2/LXC.pm` `create_vm`: a privileged container needs
+        // `Sys.Modify` on `/`.
+        if d.guest == GuestType::Lxc
+            && d.owned
+                .iter()
+                .any(|o| o.key == "unprivileged" && o.value == "0")
+        {
+            out.push(Need::one(purpose, "/", "Sys.Modify").at("privileged container"));
+        }
         let create_only = d.create_only.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         key_needs(purpose, d.guest, d.vmid, owned, true, out);
         if let Some((_, template)) = d.create_only.iter().find(|(k, _)| k == "ostemplate") {
@@ -698,6 +707,35 @@ mod tests {
             out[0].requirement(),
             "SDN.Use on /sdn/zones/localnetwork/vmbr1/20"
         );
+    }
+
+    #[test]
+    fn a_privileged_container_needs_sys_modify() {
+        use crate::desired::{Compare, Owned};
+        let ct = |value: &str| DesiredGuest {
+            guest: GuestType::Lxc,
+            template: false,
+            node: "pve1".into(),
+            vmid: 200,
+            power: None,
+            clone: None,
+            owned: vec![Owned {
+                key: "unprivileged".into(),
+                value: value.into(),
+                compare: Compare::Fixed,
+                restart: false,
+                secret: None,
+            }],
+            create_only: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let sys_modify = |d: &DesiredGuest| {
+            let mut out = Vec::new();
+            create_needs("create", d, &mut out);
+            out.iter().any(|n| n.requirement() == "Sys.Modify on /")
+        };
+        assert!(sys_modify(&ct("0")));
+        assert!(!sys_modify(&ct("1")));
     }
 
     /// The lab cluster of the example, planned on an empty simulator: downloads and creates.

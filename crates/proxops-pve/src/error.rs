@@ -242,7 +242,17 @@ const REFUSALS: &[&str] = &[
     "permission check failed",
     "parameter verification failed",
     // A stale digest: the same request fails again until the caller re-reads the config.
+    // pve-container (and qemu's resize) say it through `PVE::Tools::assert_if_modified`;
+    // qemu-server's config update (`update_vm_api`) in its own words.
     "detected modified configuration",
+    "checksum mismatch (file change by other user?)",
+    // pve-container `vm_start` refuses a running CT before forking a worker.
+    "already running",
+    // qemu-server / pve-container `clone_vm`: a guest on local storage stays on its node.
+    "uses local storage)",
+    "can't clone",
+    // qemu-server `$check_vm_modify_config_perm`: no privilege grants the key to anyone else.
+    "only root can",
 ];
 
 /// Classifies an HTTP error answer.
@@ -303,6 +313,11 @@ mod tests {
                 500,
                 "Configuration file 'nodes/pve1/qemu-server/9.conf' does not exist",
             ),
+            (500, "checksum mismatch (file change by other user?)"),
+            (500, "CT 200 already running"),
+            (500, "can't clone VM to node 'pve2' (VM uses local storage)"),
+            (500, "only root can set 'args' config"),
+            (500, "only root can set 'hostpci0' config for real devices"),
         ];
         for (s, m) in permanent {
             assert_eq!(classify(s, m).class(), ErrorClass::Permanent, "{s} {m}");

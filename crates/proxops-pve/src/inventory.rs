@@ -9,7 +9,9 @@ use tokio::sync::{Mutex, Semaphore};
 
 use crate::client::PveClient;
 use crate::error::PveError;
-use crate::types::{ClusterResource, GuestConfig, GuestRef, GuestType, StorageVolume, split_tags};
+use crate::types::{
+    ClusterResource, GuestConfig, GuestRef, GuestType, PendingEntry, StorageVolume, split_tags,
+};
 
 /// Storage contents fetched so far, by (node, storage).
 type ContentCache = BTreeMap<(String, String), Arc<Vec<StorageVolume>>>;
@@ -220,6 +222,35 @@ impl PveClient {
                     out.insert(vmid, result);
                 }
                 Err(e) => tracing::warn!(error = %e, "config read task ended abnormally"),
+            }
+        }
+        out
+    }
+
+    /// `GET .../pending` of many guests with bounded concurrency, by vmid.
+    pub async fn guest_pendings(
+        &self,
+        guests: impl IntoIterator<Item = GuestRef>,
+        concurrency: usize,
+    ) -> BTreeMap<u32, Result<Vec<PendingEntry>, PveError>> {
+        let sem = Arc::new(Semaphore::new(concurrency.max(1)));
+        let mut set = tokio::task::JoinSet::new();
+        for g in guests {
+            let client = self.clone();
+            let sem = sem.clone();
+            set.spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                let result = client.guest_pending(&g).await;
+                (g.vmid, result)
+            });
+        }
+        let mut out = BTreeMap::new();
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((vmid, result)) => {
+                    out.insert(vmid, result);
+                }
+                Err(e) => tracing::warn!(error = %e, "pending read task ended abnormally"),
             }
         }
         out

@@ -57,8 +57,8 @@ pub use tasks::{TaskOutcome, WaitOptions};
 pub use tls::{Fingerprint, TlsVerification};
 pub use types::{
     CloneRequest, ClusterResource, ConfigChange, DestroyOptions, DownloadUrl, GuestConfig,
-    GuestRef, GuestStatus, GuestType, NodeInfo, StorageVolume, TaskLogLine, TaskStatus, Version,
-    exit_ok, split_tags,
+    GuestRef, GuestStatus, GuestType, NodeInfo, PendingEntry, StorageVolume, TaskLogLine,
+    TaskStatus, Version, exit_ok, split_tags,
 };
 pub use upid::Upid;
 

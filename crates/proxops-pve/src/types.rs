@@ -233,6 +233,49 @@ impl GuestConfig {
     }
 }
 
+/// One row of `GET .../pending`: a config key with its current value, the value waiting for the
+/// next start, and whether its deletion waits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingEntry {
+    /// The config key.
+    pub key: String,
+    /// The value the running guest uses (`None`: unset).
+    pub value: Option<String>,
+    /// The value applied at the next start, if one waits.
+    pub pending: Option<String>,
+    /// Whether the key is deleted at the next start.
+    pub delete: bool,
+}
+
+impl PendingEntry {
+    /// Whether something waits for the next start.
+    pub fn is_pending(&self) -> bool {
+        self.pending.is_some() || self.delete
+    }
+
+    /// Builds the rows of a pending read; rows without a `key` are skipped.
+    pub fn rows_from_json(data: &serde_json::Value) -> Vec<PendingEntry> {
+        let mut rows: Vec<PendingEntry> = data
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|row| {
+                let key = row.get("key")?.as_str()?.to_string();
+                let text = |k: &str| row.get(k).and_then(lenient::scalar_text);
+                Some(PendingEntry {
+                    key,
+                    value: text("value"),
+                    pending: text("pending"),
+                    // PVE answers 1, or 2 for a forced deletion.
+                    delete: text("delete").is_some_and(|d| d != "0"),
+                })
+            })
+            .collect();
+        rows.sort_by(|a, b| a.key.cmp(&b.key));
+        rows
+    }
+}
+
 /// Splits a tag list as PVE stores it (`;`) or accepts it (`,`, spaces).
 pub fn split_tags(text: &str) -> Vec<String> {
     text.split([';', ',', ' '])

@@ -159,11 +159,21 @@ pub(super) fn desired(
         };
         o.push(owned("arch", arch, Compare::Canonical, true));
     }
+    // Unprivileged unless the manifest says otherwise, sent explicitly: PVE's own default
+    // differs by version (pve-container `src/PVE/API2/LXC.pm` `create_vm` defaults to 1 since
+    // 6.0.6, to the schema's 0 before) and PVE cannot change it on an existing container.
+    let unprivileged = spec
+        .options
+        .as_ref()
+        .and_then(|opts| opts.unprivileged)
+        .unwrap_or(true);
+    o.push(owned(
+        "unprivileged",
+        flag(unprivileged),
+        Compare::Fixed,
+        false,
+    ));
     if let Some(opts) = &spec.options {
-        if let Some(b) = opts.unprivileged {
-            // PVE cannot change it on an existing container.
-            o.push(owned("unprivileged", flag(b), Compare::CreateOnly, false));
-        }
         for (key, value) in [
             ("protection", opts.protection),
             ("onboot", opts.onboot),

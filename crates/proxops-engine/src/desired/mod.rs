@@ -45,6 +45,10 @@ pub enum Compare {
     Volume,
     /// Written when the guest is created, never compared afterwards (PVE masks or forgets it).
     CreateOnly,
+    /// A boolean written when the guest is created that PVE cannot change afterwards (an LXC's
+    /// `unprivileged`): a live value that differs (unset reads as PVE's default, `0`) is an
+    /// anomaly, never an update.
+    Fixed,
     /// Written only when the live config lacks the key (a cloud-init password PVE masks), or
     /// with another change of the same guest that says so ([`crate::diff`]).
     WhenAbsent,

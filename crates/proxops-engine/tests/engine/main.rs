@@ -7,6 +7,8 @@ mod artifacts;
 mod cycle;
 mod edits;
 mod ownership;
+mod pending;
 mod roundtrip;
 mod support;
+mod unprivileged;
 mod wire;

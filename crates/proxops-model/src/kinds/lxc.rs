@@ -223,8 +223,11 @@ pub enum Arch {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct LxcOptions {
-    /// Run unprivileged (create-time only).
+    /// Run unprivileged. Default `true`: ProxOps creates containers unprivileged unless this
+    /// says `false` (PVE's own default is privileged before pve-container 6.0.6). Set at create
+    /// only: PVE cannot change it, so a container in the other mode is an anomaly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub unprivileged: Option<bool>,
     /// Protect the container from removal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -649,5 +652,20 @@ impl KindDef for LxcKind {
 
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<LxcSpec>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_says_unprivileged_defaults_to_true() {
+        let schema = serde_json::to_value(schemars::schema_for!(LxcOptions)).unwrap_or_default();
+        assert_eq!(
+            schema["properties"]["unprivileged"]["default"],
+            serde_json::Value::Bool(true),
+            "{schema}"
+        );
     }
 }

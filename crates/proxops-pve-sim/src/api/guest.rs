@@ -2,7 +2,6 @@
 //! template, resize and destroy, with PVE's lock, running and template rules and wording.
 
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 use super::clone::clone;
 use super::cluster::{guest_maxdisk, guest_maxmem};
@@ -22,12 +21,22 @@ fn kind_path(kind: GuestKind) -> &'static str {
     }
 }
 
-/// The config digest (PVE: SHA-1 of the file; here the first 40 hex digits of a SHA-256).
-pub(crate) fn digest(config: &BTreeMap<String, String>) -> String {
+/// The config digest (PVE: SHA-1 of the whole file, its `[PENDING]` section included; here the
+/// first 40 hex digits of a SHA-256 of the same content), so a pending write changes it too.
+pub(crate) fn digest(g: &Guest) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for (k, v) in config {
+    for (k, v) in &g.config {
         h.update(format!("{k}: {v}\n").as_bytes());
+    }
+    if !g.pending.is_empty() || !g.pending_delete.is_empty() {
+        h.update(b"[PENDING]\n");
+        for (k, v) in &g.pending {
+            h.update(format!("{k}: {v}\n").as_bytes());
+        }
+        if !g.pending_delete.is_empty() {
+            h.update(format!("delete: {}\n", g.pending_delete.join(",")).as_bytes());
+        }
     }
     h.finalize()
         .iter()
@@ -116,7 +125,7 @@ fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     {
         out.insert("parent".into(), last.clone().into());
     }
-    out.insert("digest".into(), digest(&g.config).into());
+    out.insert("digest".into(), digest(g).into());
     Ok(Value::Object(out))
 }
 
@@ -221,6 +230,11 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
             GuestKind::Qemu => "you can't start a vm if it's a template",
             GuestKind::Lxc => "you can't start a CT if it's a template",
         }));
+    }
+    // pve-container `src/PVE/API2/LXC/Status.pm` `vm_start` refuses before forking a worker;
+    // qemu-server's `PVE::QemuServer::vm_start` refuses inside the worker (the task fails).
+    if action == Power::Start && kind == GuestKind::Lxc && g.running() {
+        return Err(ApiError::fail(format!("CT {vmid} already running")));
     }
     check_lock(ctx, g)?;
     let word = kind.word();
@@ -353,7 +367,7 @@ fn resize(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let g = guest(&st, kind, &node, vmid)?;
     check_lock(ctx, g)?;
     if let Some(d) = ctx.p("digest")
-        && d != digest(&g.config)
+        && d != digest(g)
     {
         return Err(ApiError::fail(
             "detected modified configuration - file changed by other user? Try again.",

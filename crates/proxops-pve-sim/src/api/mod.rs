@@ -10,6 +10,7 @@ pub(crate) mod cluster;
 pub(crate) mod debug;
 pub(crate) mod disks;
 pub(crate) mod guest;
+pub(crate) mod hotplug;
 pub(crate) mod lxc;
 pub(crate) mod qemu;
 pub(crate) mod setconfig;

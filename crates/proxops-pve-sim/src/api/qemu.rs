@@ -191,11 +191,17 @@ pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(
     let g = guest(st, kind, &node, vmid)?;
     check_lock(ctx, g)?;
     if let Some(d) = ctx.p("digest")
-        && d != digest(&g.config)
+        && d != digest(g)
     {
-        return Err(ApiError::fail(
-            "detected modified configuration - file changed by other user? Try again.",
-        ));
+        // Each keeps its own wording: qemu-server `src/PVE/API2/Qemu.pm` `update_vm_api`
+        // (`$load_and_check_config`) dies "checksum mismatch", pve-container
+        // `src/PVE/API2/LXC/Config.pm` `update_vm` calls `PVE::Tools::assert_if_modified`.
+        return Err(ApiError::fail(match kind {
+            GuestKind::Qemu => "checksum mismatch (file change by other user?)",
+            GuestKind::Lxc => {
+                "detected modified configuration - file changed by other user? Try again."
+            }
+        }));
     }
     setconfig::update(ctx, st, kind, vmid)
 }

@@ -1,12 +1,13 @@
 //! Writing guest configs, shared by create and the config setters of qemu and lxc: each value
 //! becomes what PVE stores (allocated disks, NICs with MACs, normalised tags, booleans as 0/1),
 //! `delete=` moves owned disks to `unusedN`, running guests collect non-hotpluggable changes as
-//! pending, and each key needs its `VM.Config.*` privilege.
+//! pending ([`super::hotplug`]), and each key needs its `VM.Config.*` privilege.
 
 use std::collections::BTreeMap;
 
 use super::Ctx;
 use super::disks::{self, is_disk_key, volid_of};
+use super::hotplug;
 use crate::error::ApiError;
 use crate::schema::{self, Ty, split_list};
 use crate::state::{GuestKind, State};
@@ -54,41 +55,6 @@ pub(crate) fn privilege(kind: GuestKind, key: &str) -> &'static str {
         "ipconfig" | "ciuser" | "cipassword" | "citype" | "cicustom" | "nameserver"
         | "searchdomain" | "sshkeys" | "ciupgrade" => "VM.Config.Cloudinit",
         _ => "VM.Config.Options",
-    }
-}
-
-/// Whether a change applies to a running guest at once (else it stays pending).
-fn hotpluggable(kind: GuestKind, key: &str) -> bool {
-    match kind {
-        GuestKind::Qemu => {
-            is_disk_key(kind, key)
-                || matches!(
-                    family(key),
-                    "net"
-                        | "name"
-                        | "description"
-                        | "tags"
-                        | "onboot"
-                        | "protection"
-                        | "boot"
-                        | "startup"
-                        | "ipconfig"
-                        | "ciuser"
-                        | "cipassword"
-                        | "citype"
-                        | "cicustom"
-                        | "nameserver"
-                        | "searchdomain"
-                        | "sshkeys"
-                        | "ciupgrade"
-                        | "lock"
-                        | "template"
-                )
-        }
-        GuestKind::Lxc => !matches!(
-            key,
-            "arch" | "ostype" | "unprivileged" | "features" | "hookscript"
-        ),
     }
 }
 
@@ -159,8 +125,98 @@ pub(crate) fn check_privileges(
     keys: &[String],
 ) -> Result<(), ApiError> {
     let path = format!("/vms/{vmid}");
-    keys.iter()
-        .try_for_each(|k| ctx.require(&path, privilege(kind, k)))
+    let who = ctx.who();
+    // qemu-server skips the checks only for the user root@pam itself, not for its tokens
+    // (`$authuser` is then `root@pam!name`).
+    let root = who.userid == "root@pam" && who.tokenid.is_none();
+    keys.iter().try_for_each(|k| {
+        if kind == GuestKind::Qemu && !root && qemu_root_only(k) {
+            return Err(ApiError::fail(format!("only root can set '{k}' config")));
+        }
+        ctx.require(&path, privilege(kind, k))
+    })
+}
+
+/// qemu keys no privilege grants: qemu-server `src/PVE/API2/Qemu.pm`,
+/// `$check_vm_modify_config_perm` dies "only root can set '$opt' config" for every key outside
+/// its option lists (`args`, `hookscript`, `affinity`, ...). Drives, NICs and the devices it
+/// checks elsewhere are not among them.
+fn qemu_root_only(key: &str) -> bool {
+    const LISTED: &[&str] = &[
+        // $cpuoptions
+        "cores",
+        "cpu",
+        "runningcpu",
+        "cpulimit",
+        "cpuunits",
+        "numa",
+        "smp",
+        "sockets",
+        "vcpus",
+        // $memoryoptions
+        "memory",
+        "balloon",
+        "shares",
+        "allow-ksm",
+        // $hwtypeoptions
+        "acpi",
+        "hotplug",
+        "kvm",
+        "machine",
+        "runningmachine",
+        "scsihw",
+        "smbios1",
+        "tablet",
+        "vga",
+        "watchdog",
+        "audio0",
+        "rng0",
+        // $generaloptions
+        "agent",
+        "autostart",
+        "bios",
+        "description",
+        "keyboard",
+        "localtime",
+        "migrate_downtime",
+        "migrate_speed",
+        "name",
+        "onboot",
+        "ostype",
+        "protection",
+        "reboot",
+        "startdate",
+        "startup",
+        "tdf",
+        "template",
+        // $vmpoweroptions, $diskoptions
+        "freeze",
+        "boot",
+        "bootdisk",
+        "vmstatestorage",
+        // $cloudinitoptions
+        "cicustom",
+        "cipassword",
+        "citype",
+        "ciuser",
+        "ciupgrade",
+        "nameserver",
+        "searchdomain",
+        "sshkeys",
+        "running-nets-host-mtu",
+        "vmstate",
+        "cdrom",
+        "tags",
+    ];
+    let fam = family(key);
+    let indexed = fam.len() < key.len();
+    !(LISTED.contains(&key)
+        || is_disk_key(GuestKind::Qemu, key)
+        || (indexed
+            && matches!(
+                fam,
+                "numa" | "net" | "ipconfig" | "unused" | "serial" | "usb" | "hostpci" | "virtiofs"
+            )))
 }
 
 /// `Datastore.AllocateSpace` on every storage a request allocates a new disk on
@@ -233,9 +289,11 @@ pub(crate) fn update(
         g.pending.remove(k);
         g.pending_delete.retain(|d| d != k);
     }
+    // The hotplug rules read the config as it was before this request.
+    let before = g.config.clone();
     let mut freed = Vec::new();
     for k in &deletes {
-        if running && !hotpluggable(kind, k) {
+        if running && !hotplug::deletes_live(kind, &before, k) {
             if !g.pending_delete.contains(k) {
                 g.pending_delete.push(k.clone());
             }
@@ -261,7 +319,10 @@ pub(crate) fn update(
                 freed.push((k.clone(), vol.to_string()));
             }
         }
-        if running && !hotpluggable(kind, &k) {
+        // Setting a key cancels its pending deletion (qemu-server and pve-container
+        // `remove_from_pending_delete` in the update path).
+        g.pending_delete.retain(|d| *d != k);
+        if running && !hotplug::applies_live(kind, &before, &k, &v) {
             g.pending.insert(k, v);
         } else {
             g.pending.remove(&k);

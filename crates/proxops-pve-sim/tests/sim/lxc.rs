@@ -221,3 +221,62 @@ async fn config_power_template_clone_destroy() {
             .any(|r| r["key"] == "rootfs")
     );
 }
+
+// pve-container `PVE::LXC::Config::vmconfig_hotplug_pending`: `$LXC_FASTPLUG_OPTIONS` (cores,
+// onboot, ...), memory and NICs apply to a running CT; `tty` or `features` stay pending
+// until the next start.
+#[tokio::test]
+async fn running_ct_applies_fast_plug_keys_and_keeps_the_rest_pending() {
+    let sim = Sim::start().await;
+    sim.h.with_state(|st| {
+        let mut g = proxops_pve_sim::Guest {
+            vmid: 210,
+            kind: proxops_pve_sim::GuestKind::Lxc,
+            node: "pve1".into(),
+            status: "running".into(),
+            ..Default::default()
+        };
+        for (k, v) in [
+            ("hostname", "ct"),
+            ("cores", "1"),
+            ("tty", "2"),
+            ("memory", "512"),
+        ] {
+            g.config.insert(k.into(), v.into());
+        }
+        st.guests.insert(210, g);
+    });
+    sim.put(
+        "/nodes/pve1/lxc/210/config",
+        &[
+            ("cores", "2"),
+            ("memory", "1024"),
+            ("onboot", "1"),
+            ("tty", "4"),
+            ("features", "nesting=1"),
+        ],
+    )
+    .await
+    .ok();
+    let current = sim
+        .req("GET", "/nodes/pve1/lxc/210/config", &[("current", "1")])
+        .await
+        .ok();
+    assert_eq!(current["cores"], 2);
+    assert_eq!(current["memory"], 1024);
+    assert_eq!(current["onboot"], 1);
+    assert_eq!(current["tty"], 2);
+    assert!(current.get("features").is_none());
+    let merged = sim.get("/nodes/pve1/lxc/210/config").await.ok();
+    assert_eq!(merged["tty"], 4);
+    sim.wait_ok(&sim.post("/nodes/pve1/lxc/210/status/stop", &[]).await.ok())
+        .await;
+    sim.wait_ok(&sim.post("/nodes/pve1/lxc/210/status/start", &[]).await.ok())
+        .await;
+    let after = sim
+        .req("GET", "/nodes/pve1/lxc/210/config", &[("current", "1")])
+        .await
+        .ok();
+    assert_eq!(after["tty"], 4);
+    assert_eq!(after["features"], "nesting=1");
+}

@@ -118,10 +118,8 @@ async fn config_put_post_delete_digest_and_pending() {
         )
         .await
         .fail(500);
-    assert_eq!(
-        stale,
-        "detected modified configuration - file changed by other user? Try again."
-    );
+    // qemu-server's own wording (`update_vm_api`), not pve-container's.
+    assert_eq!(stale, "checksum mismatch (file change by other user?)");
     // POST answers a UPID (qmconfig).
     let upid = sim
         .post(
@@ -572,4 +570,153 @@ async fn cloudinit_and_efi_drives() {
             .len(),
         0
     );
+}
+
+/// One row of `GET .../pending`.
+async fn pending_row(sim: &Sim, path: &str, key: &str) -> Value {
+    let rows = sim.get(path).await.ok();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == key)
+        .cloned()
+        .unwrap_or_else(|| panic!("{key} not in {rows}"))
+}
+
+async fn start_guest(sim: &Sim, path: &str) {
+    sim.wait_ok(&sim.post(path, &[]).await.ok()).await;
+}
+
+// qemu-server `vmconfig_hotplug_pending`: fast-plug keys and the enabled hotplug classes apply
+// to a running VM at once; the rest (cores, enabling the agent, a disk's cache mode) stays
+// pending until a start applies it.
+#[tokio::test]
+async fn running_vm_applies_hotpluggable_keys_and_keeps_the_rest_pending() {
+    let sim = Sim::start().await;
+    sim.create_vm(
+        "100",
+        &[
+            ("cores", "2"),
+            ("scsi0", "local-lvm:8"),
+            ("net0", "virtio,bridge=vmbr0"),
+        ],
+    )
+    .await;
+    start_guest(&sim, "/nodes/pve1/qemu/100/status/start").await;
+    let scsi0 = conf_str(&sim.get("/nodes/pve1/qemu/100/config").await.ok(), "scsi0");
+    sim.put(
+        "/nodes/pve1/qemu/100/config",
+        &[
+            ("cores", "4"),
+            ("agent", "1"),
+            ("cpulimit", "2"),
+            ("shares", "500"),
+            ("scsi0", &format!("{scsi0},cache=writeback")),
+        ],
+    )
+    .await
+    .ok();
+    let p = "/nodes/pve1/qemu/100/pending";
+    for key in ["cores", "agent", "scsi0"] {
+        let row = pending_row(&sim, p, key).await;
+        assert!(
+            row.get("pending").is_some(),
+            "{key} should be pending: {row}"
+        );
+    }
+    for key in ["cpulimit", "shares"] {
+        let row = pending_row(&sim, p, key).await;
+        assert!(row.get("pending").is_none(), "{key} should apply: {row}");
+    }
+    let current = sim
+        .req("GET", "/nodes/pve1/qemu/100/config", &[("current", "1")])
+        .await
+        .ok();
+    assert_eq!(current["cores"], 2);
+    assert!(current.get("agent").is_none());
+    assert_eq!(current["cpulimit"], 2.0);
+    // Without `current`, the pending values are merged in.
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/100/config").await.ok()["cores"],
+        4
+    );
+
+    // With hotplug off, a NIC model change is pending; a bridge change still applies.
+    sim.put("/nodes/pve1/qemu/100/config", &[("hotplug", "0")])
+        .await
+        .ok();
+    let net0 = conf_str(&current, "net0");
+    let mac = net0
+        .split(',')
+        .next()
+        .and_then(|m| m.split_once('='))
+        .map(|(_, mac)| mac.to_string())
+        .unwrap();
+    // `hotplug` itself applies at once (no cpu or memory in it).
+    assert!(
+        pending_row(&sim, p, "hotplug")
+            .await
+            .get("pending")
+            .is_none()
+    );
+    sim.put(
+        "/nodes/pve1/qemu/100/config",
+        &[("net0", &format!("e1000={mac},bridge=vmbr0"))],
+    )
+    .await
+    .ok();
+    assert!(pending_row(&sim, p, "net0").await.get("pending").is_some());
+    sim.put("/nodes/pve1/qemu/100/config", &[("revert", "net0")])
+        .await
+        .ok();
+    sim.put(
+        "/nodes/pve1/qemu/100/config",
+        &[("net0", &format!("virtio={mac},bridge=vmbr1"))],
+    )
+    .await
+    .ok();
+    assert!(pending_row(&sim, p, "net0").await.get("pending").is_none());
+
+    // A stop keeps the pending changes; the start applies them.
+    sim.wait_ok(&sim.post("/nodes/pve1/qemu/100/status/stop", &[]).await.ok())
+        .await;
+    assert!(pending_row(&sim, p, "cores").await.get("pending").is_some());
+    start_guest(&sim, "/nodes/pve1/qemu/100/status/start").await;
+    let rows = sim.get(p).await.ok();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r.get("pending").is_none() && r.get("delete").is_none()),
+        "{rows}"
+    );
+    let after = sim
+        .req("GET", "/nodes/pve1/qemu/100/config", &[("current", "1")])
+        .await
+        .ok();
+    assert_eq!(after["cores"], 4);
+    assert_eq!(after["agent"], "1");
+    assert!(conf_str(&after, "scsi0").contains("cache=writeback"));
+}
+
+// PVE's digest is the SHA-1 of the whole config file, `[PENDING]` section included: a change
+// left pending makes an older digest stale.
+#[tokio::test]
+async fn a_pending_write_changes_the_digest() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("cores", "1")]).await;
+    start_guest(&sim, "/nodes/pve1/qemu/100/status/start").await;
+    let before = conf_str(&sim.get("/nodes/pve1/qemu/100/config").await.ok(), "digest");
+    sim.put("/nodes/pve1/qemu/100/config", &[("cores", "2")])
+        .await
+        .ok();
+    assert!(pending_row(&sim, "/nodes/pve1/qemu/100/pending", "cores").await["pending"] == "2");
+    let stale = sim
+        .put(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "3"), ("digest", &before)],
+        )
+        .await
+        .fail(500);
+    assert_eq!(stale, "checksum mismatch (file change by other user?)");
 }

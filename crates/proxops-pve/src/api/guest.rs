@@ -11,6 +11,7 @@ use crate::error::PveError;
 use crate::params::{Params, seg};
 use crate::types::{
     CloneRequest, ConfigChange, DestroyOptions, GuestConfig, GuestRef, GuestStatus, GuestType,
+    PendingEntry,
 };
 use crate::upid::Upid;
 
@@ -23,6 +24,7 @@ fn template(kind: GuestType, rest: &str) -> &'static str {
     match (kind, rest) {
         (GuestType::Qemu, "") => "/nodes/{node}/qemu/{vmid}",
         (GuestType::Qemu, "/config") => "/nodes/{node}/qemu/{vmid}/config",
+        (GuestType::Qemu, "/pending") => "/nodes/{node}/qemu/{vmid}/pending",
         (GuestType::Qemu, "/status/current") => "/nodes/{node}/qemu/{vmid}/status/current",
         (GuestType::Qemu, "/status/start") => "/nodes/{node}/qemu/{vmid}/status/start",
         (GuestType::Qemu, "/status/stop") => "/nodes/{node}/qemu/{vmid}/status/stop",
@@ -32,6 +34,7 @@ fn template(kind: GuestType, rest: &str) -> &'static str {
         (GuestType::Qemu, "/resize") => "/nodes/{node}/qemu/{vmid}/resize",
         (GuestType::Lxc, "") => "/nodes/{node}/lxc/{vmid}",
         (GuestType::Lxc, "/config") => "/nodes/{node}/lxc/{vmid}/config",
+        (GuestType::Lxc, "/pending") => "/nodes/{node}/lxc/{vmid}/pending",
         (GuestType::Lxc, "/status/current") => "/nodes/{node}/lxc/{vmid}/status/current",
         (GuestType::Lxc, "/status/start") => "/nodes/{node}/lxc/{vmid}/status/start",
         (GuestType::Lxc, "/status/stop") => "/nodes/{node}/lxc/{vmid}/status/stop",
@@ -99,7 +102,9 @@ impl PveClient {
         })
     }
 
-    /// `GET .../config`: the current config (pending changes not applied) with its digest.
+    /// `GET .../config?current=1`: the config the guest runs with, without the changes that
+    /// wait for its next start (without `current`, PVE merges those in:
+    /// pve-guest-common `PVE::AbstractConfig::load_current_config`), with its digest.
     pub async fn guest_config(&self, g: &GuestRef) -> Result<GuestConfig, PveError> {
         let path = format!("{}/config", base(g));
         let data = self
@@ -107,7 +112,7 @@ impl PveClient {
                 Method::GET,
                 template(g.kind, "/config"),
                 &path,
-                &Params::new(),
+                &Params::new().set("current", 1),
             )
             .await?;
         if !data.is_object() {
@@ -118,6 +123,28 @@ impl PveClient {
             });
         }
         Ok(GuestConfig::from_json(&data))
+    }
+
+    /// `GET .../pending`: every config key with its current value and what waits for the
+    /// guest's next start, sorted by key.
+    pub async fn guest_pending(&self, g: &GuestRef) -> Result<Vec<PendingEntry>, PveError> {
+        let path = format!("{}/pending", base(g));
+        let data = self
+            .call_json(
+                Method::GET,
+                template(g.kind, "/pending"),
+                &path,
+                &Params::new(),
+            )
+            .await?;
+        if !data.is_array() {
+            return Err(PveError::Decode {
+                method: "GET".into(),
+                path,
+                detail: format!("expected an array, got {data}"),
+            });
+        }
+        Ok(PendingEntry::rows_from_json(&data))
     }
 
     /// `POST /nodes/{node}/qemu/{vmid}/config` (qemu only): the asynchronous change, which returns

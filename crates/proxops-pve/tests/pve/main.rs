@@ -10,6 +10,7 @@ mod fakepve;
 mod faults;
 mod inventory;
 mod props;
+mod refusals;
 mod support;
 mod tasks;
 mod tls;
