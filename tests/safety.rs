@@ -802,14 +802,24 @@ fn back_to_back_apply_and_converge_within_the_stats_interval_never_start_or_temp
     ]);
     let (code, out) = site.apply();
     assert_eq!(code, Some(0), "{out}");
-    let kinds = ["qmstart", "qmcreate", "qmtemplate", "vztemplate", "vzcreate"];
+    let kinds = [
+        "qmstart",
+        "qmcreate",
+        "qmtemplate",
+        "vztemplate",
+        "vzcreate",
+    ];
     let counts = |site: &Site| kinds.map(|k| task_count(site, k));
     let before = counts(&site);
     assert_eq!(before[2..4], [1, 1], "one conversion each: {before:?}");
     // What PVE serves right after the guests were made: pvestatd has not seen them yet, so
     // /cluster/resources says `status: unknown` and no template flag for ten seconds. The
     // snapshot is stamped now, so the next commands (one process each) read it as it is.
-    for args in [vec!["apply", "--yes"], vec!["converge"], vec!["apply", "--yes"]] {
+    for args in [
+        vec!["apply", "--yes"],
+        vec!["converge"],
+        vec!["apply", "--yes"],
+    ] {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -820,7 +830,11 @@ fn back_to_back_apply_and_converge_within_the_stats_interval_never_start_or_temp
         assert_eq!(counts(&site), before, "{args:?}: {}", text(&out));
         // The command read the stale snapshot: it was not refreshed under it (a command
         // takes well under a second here; pvestatd's interval is ten).
-        assert_eq!(site.state()["stats"]["taken_ms"].as_u64(), Some(now), "{args:?}");
+        assert_eq!(
+            site.state()["stats"]["taken_ms"].as_u64(),
+            Some(now),
+            "{args:?}"
+        );
     }
     let state = site.state();
     assert_eq!(state["guests"]["120"]["status"], "running");

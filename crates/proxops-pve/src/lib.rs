@@ -58,8 +58,7 @@ pub use tls::{Fingerprint, TlsVerification};
 pub use types::{
     CloneRequest, ClusterResource, ConfigChange, DestroyOptions, DownloadUrl, GuestConfig,
     GuestRef, GuestStatus, GuestType, NodeGuest, NodeInfo, StorageVolume, TaskEntry, TaskLogLine,
-    TaskStatus, Version,
-    exit_ok, split_tags,
+    TaskStatus, Version, exit_ok, split_tags,
 };
 pub use upid::Upid;
 

@@ -45,7 +45,9 @@ async fn simulator(stats_interval: Duration) -> (SimHandle, PveClient) {
         sim.base_url(),
         Credentials::parse_token(&sim.token.to_string()).unwrap(),
     )
-    .tls(TlsVerification::Fingerprint(sim.fingerprint.parse().unwrap()))
+    .tls(TlsVerification::Fingerprint(
+        sim.fingerprint.parse().unwrap(),
+    ))
     .timeout(Duration::from_secs(20))
     .build()
     .unwrap();
@@ -82,7 +84,10 @@ async fn a_stale_stats_cache_never_makes_a_second_start_or_template() {
     assert_eq!(templates, (1, 1));
     let again = plan(&client, &all).await;
     assert!(again.is_empty(), "{again:#?}");
-    assert!(again.anomalies.is_empty() && again.skipped.is_empty(), "{again:#?}");
+    assert!(
+        again.anomalies.is_empty() && again.skipped.is_empty(),
+        "{again:#?}"
+    );
     let report = execute(&client, &again, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{report:#?}");
     assert_eq!((tasks(&sim, "qmstart"), tasks(&sim, "qmcreate")), starts);

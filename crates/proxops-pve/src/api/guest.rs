@@ -101,7 +101,11 @@ impl PveClient {
     }
 
     /// `GET /nodes/{node}/{qemu|lxc}`: the node's guests of a type with their live status.
-    pub async fn node_guests(&self, node: &str, kind: GuestType) -> Result<Vec<NodeGuest>, PveError> {
+    pub async fn node_guests(
+        &self,
+        node: &str,
+        kind: GuestType,
+    ) -> Result<Vec<NodeGuest>, PveError> {
         let (tpl, path) = match kind {
             GuestType::Qemu => ("/nodes/{node}/qemu", format!("/nodes/{}/qemu", seg(node))),
             GuestType::Lxc => ("/nodes/{node}/lxc", format!("/nodes/{}/lxc", seg(node))),

@@ -237,7 +237,11 @@ async fn live_power_replaces_the_stats_cache_one_request_per_list() {
     sim.h
         .with_state(|st| st.guests.get_mut(&101).unwrap().node = "elsewhere".into());
     let mut inv = sim.c.inventory().await.unwrap();
-    assert_eq!(inv.guest(100).unwrap().status, "stopped", "the cache is stale");
+    assert_eq!(
+        inv.guest(100).unwrap().status,
+        "stopped",
+        "the cache is stale"
+    );
     sim.h.reset_counters();
     let lists = [("pve1".to_string(), proxops_pve::GuestType::Qemu)].into();
     let failed = inv.read_live_power(&sim.c, lists, 4).await;
