@@ -2,8 +2,10 @@
 //! that all four nodes hold) with 5 ms of simulated latency on every request.
 //!
 //! Reports the wall time of `planner::plan_cluster` and the API requests it made (simulator
-//! counters), against the goal of at most guests + (node, storage) pairs + 2 requests, and checks
-//! that the plan is empty. The guests are created beforehand by the engine itself (a converge
+//! counters), against the goal of at most guests + (node, storage) pairs + nodes + 2 requests
+//! (one live guest list per node and guest type holding managed guests: one per node here, all
+//! being VMs; `/cluster/resources` status is a 10 s stats cache), and checks that the plan is
+//! empty. The guests are created beforehand by the engine itself (a converge
 //! with instant tasks and no latency), so they carry exactly the config and tags it writes.
 //!
 //! A custom harness: one plan takes about a second, so a few timed runs say more than
@@ -167,7 +169,15 @@ async fn bench(guests: usize, runs: usize) {
     .await;
     populate(&sim, &graph).await;
 
-    let goal = guests as u64 + pairs as u64 + 2;
+    // The (node, guest type) lists the planner reads for live power state.
+    let lists: BTreeSet<(String, &str)> = sim
+        .state()
+        .guests
+        .values()
+        .map(|g| (g.node.clone(), g.kind.as_str()))
+        .collect();
+    let lists = lists.len();
+    let goal = guests as u64 + pairs as u64 + lists as u64 + 2;
     sim.set_faults(FaultConfig {
         latency: Some((LATENCY, LATENCY)),
         ..FaultConfig::default()
@@ -207,7 +217,7 @@ async fn bench(guests: usize, runs: usize) {
         client.counters().total()
     );
     println!(
-        "RESULT plan guests={guests} node_storage_pairs={pairs} latency_ms={} wall_ms={median:.1} requests={requests} goal_requests<={goal} {}",
+        "RESULT plan guests={guests} node_storage_pairs={pairs} guest_lists={lists} latency_ms={} wall_ms={median:.1} requests={requests} goal_requests<={goal} {}",
         LATENCY.as_millis(),
         if requests <= goal { "MET" } else { "MISSED" }
     );

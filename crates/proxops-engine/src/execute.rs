@@ -12,10 +12,10 @@ use crate::plan::{Action, ClusterPlan, Op, Verb};
 use proxops_pve::props::format_size;
 use proxops_pve::{
     CloneRequest, ConfigChange, DestroyOptions, DownloadUrl, GuestRef, GuestType, PveClient,
-    PveError, Upid, WaitOptions,
+    PveError, TaskFilter, Upid, WaitOptions,
 };
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -367,10 +367,7 @@ async fn run(
                     .await?;
                 wait(client, options, upid, upids).await?;
             }
-            if let Some(upid) = client.make_template(guest).await? {
-                wait(client, options, upid, upids).await?;
-            }
-            Ok(())
+            make_template(client, guest, options, upids).await
         }
         Op::Delete { guest, running } => {
             if *running {
@@ -512,12 +509,78 @@ async fn create(
     }
     let upid = client.create_guest(&target, &config).await?;
     wait(client, options, upid, upids).await?;
-    if d.template
-        && let Some(upid) = client.make_template(&target).await?
-    {
-        wait(client, options, upid, upids).await?;
+    if d.template {
+        make_template(client, &target, options, upids).await?;
     }
     Ok(())
+}
+
+/// Makes a guest a template and waits for the conversion. Qemu answers the `qmtemplate` UPID;
+/// LXC answers null but forks a `vztemplate` worker all the same (pve-container
+/// `PVE/API2/LXC.pm` `template`: `fork_worker('vztemplate', ...)`, then `return undef`), which
+/// can still fail (`PVE/LXC.pm` `template_create`: a storage without the template feature).
+/// That task is found in the node's task list, as the one not there before the call, and its
+/// failure is the action's.
+async fn make_template(
+    client: &PveClient,
+    guest: &GuestRef,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let filter = TaskFilter {
+        vmid: Some(guest.vmid),
+        typefilter: Some("vztemplate".into()),
+        source: Some("all".into()),
+        limit: Some(100),
+    };
+    let before: BTreeSet<String> = if guest.kind == GuestType::Lxc {
+        client
+            .node_tasks(&guest.node, &filter)
+            .await?
+            .into_iter()
+            .map(|t| t.upid)
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    if let Some(upid) = client.make_template(guest).await? {
+        return wait(client, options, upid, upids).await;
+    }
+    // PVE registers a worker before the call returns, so the first listing normally shows it;
+    // a few more cover a node slow to write its task index.
+    let mut pause = Duration::from_millis(100);
+    for attempt in 0..5 {
+        let listed = client.node_tasks(&guest.node, &filter).await?;
+        // Newest first: the first unknown one is this call's.
+        if let Some(task) = listed.into_iter().find(|t| !before.contains(&t.upid)) {
+            let upid = task.upid.parse::<Upid>().map_err(|e| PveError::Decode {
+                method: "GET".into(),
+                path: format!("/nodes/{}/tasks", guest.node),
+                detail: e.to_string(),
+            })?;
+            return wait(client, options, upid, upids).await;
+        }
+        if attempt < 4 {
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
+    }
+    // No worker to be seen (a PVE that converts synchronously): the config says whether it
+    // happened.
+    let config = client.guest_config(guest).await?;
+    if config.values.get("template").is_some_and(|v| v == "1") {
+        return Ok(());
+    }
+    Err(PveError::Decode {
+        method: "POST".into(),
+        path: format!(
+            "/nodes/{}/{}/{}/template",
+            guest.node,
+            guest.kind.as_str(),
+            guest.vmid
+        ),
+        detail: "PVE accepted the template conversion, but no vztemplate task appeared and the config is not a template".into(),
+    })
 }
 
 #[cfg(test)]

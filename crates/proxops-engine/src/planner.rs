@@ -1,6 +1,7 @@
 //! The planner: one cluster's graph and live PVE state in, a [`ClusterPlan`] out.
 //!
-//! Reads one `/cluster/resources` listing, the content of each (node, storage) an artifact uses,
+//! Reads one `/cluster/resources` listing, the guest list of each (node, guest type) holding
+//! guests of ours (live power state), the content of each (node, storage) an artifact uses,
 //! and the config of each guest of ours; never waits for a guest agent. A step that cannot be
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
@@ -88,7 +89,20 @@ pub async fn plan_cluster(
     graph: &Graph,
     options: &PlanOptions,
 ) -> Result<ClusterPlan, PlanError> {
-    let inventory = client.inventory().await.map_err(PlanError::Inventory)?;
+    let mut inventory = client.inventory().await.map_err(PlanError::Inventory)?;
+    // `/cluster/resources` serves power state and template flag from a stats cache up to 10 s
+    // old (pve-manager `PVE/API2Tools.pm` `extract_vm_stats`): a guest just started or made a
+    // template still looks stopped or a plain guest there. The power state of our guests comes
+    // from their nodes' live lists instead, one request per (node, guest type).
+    let lists: BTreeSet<(String, GuestType)> = inventory
+        .guests
+        .values()
+        .filter(|g| owned_by_proxops(g))
+        .map(|g| (g.node.clone(), g.kind))
+        .collect();
+    let list_failures = inventory
+        .read_live_power(client, lists, options.config_concurrency)
+        .await;
     let cx = Context {
         cluster,
         graph,
@@ -119,6 +133,12 @@ pub async fn plan_cluster(
         deferral: None,
         config_concurrency: options.config_concurrency,
     };
+    for (node, kind, e) in list_failures {
+        planner.plan.warnings.push(format!(
+            "cannot read the {} guests of node `{node}`: {e}; their power state is unknown and they are not planned this cycle",
+            kind.as_str()
+        ));
+    }
     // Configs of the guests of ours at vmids the repository declares (whichever identity they
     // carry: a renamed resource's or a template's), read in one bounded batch.
     let mut wanted = Vec::new();
@@ -540,17 +560,17 @@ impl Planner<'_> {
             );
             return self.block(step, reason, true);
         }
-        let running = live.status == "running";
-        if !d.template && live.template {
-            let reason = format!(
-                "vmid {} is a template, the manifest declares a {}: PVE cannot turn a template back into a guest; declare it a {} again, or give the {} another vmid",
-                d.vmid,
-                resource.kind,
-                template_kind(d.guest),
-                resource.kind
-            );
-            return self.block(step, reason, true);
-        }
+        let running = match live.status.as_str() {
+            "running" => true,
+            "stopped" => false,
+            other => {
+                let reason = format!(
+                    "vmid {} has power state `{other}` (its node's guest list did not show it): not planned this cycle",
+                    d.vmid
+                );
+                return self.block(step, reason, false);
+            }
+        };
         let config = match configs.get(&d.vmid) {
             Some(Ok(c)) => c,
             Some(Err(e)) => {
@@ -568,7 +588,20 @@ impl Planner<'_> {
                 );
             }
         };
-        let to_template = d.template && !live.template;
+        // The template flag from the config, which PVE writes at once; the inventory's may be
+        // the stats cache's.
+        let is_template = config.values.get("template").is_some_and(|v| v == "1");
+        if !d.template && is_template {
+            let reason = format!(
+                "vmid {} is a template, the manifest declares a {}: PVE cannot turn a template back into a guest; declare it a {} again, or give the {} another vmid",
+                d.vmid,
+                resource.kind,
+                template_kind(d.guest),
+                resource.kind
+            );
+            return self.block(step, reason, true);
+        }
+        let to_template = d.template && !is_template;
         if to_template && let Some(why) = cannot_template(live, config) {
             return self.block(step, why, true);
         }

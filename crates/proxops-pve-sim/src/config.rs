@@ -198,6 +198,9 @@ impl FaultConfig {
     }
 }
 
+/// pvestatd's refresh interval (pve-manager `PVE/Service/pvestatd.pm`: `$updatetime = 10`).
+pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(10);
+
 /// Everything `start` needs.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -224,6 +227,9 @@ pub struct SimConfig {
     /// download-url makes up the file instead of fetching the URL (no network: demos), logging
     /// that it did; checksums cannot be verified then and are reported as not checked.
     pub offline_downloads: bool,
+    /// How often guest stats (`status`, `template`, `name`, `mem`, ... in `/cluster/resources`)
+    /// are refreshed; PVE's pvestatd does it every 10 s. Zero: always current.
+    pub stats_interval: Duration,
 }
 
 impl Default for SimConfig {
@@ -240,6 +246,7 @@ impl Default for SimConfig {
             faults: FaultConfig::default(),
             cert_names: Vec::new(),
             offline_downloads: false,
+            stats_interval: DEFAULT_STATS_INTERVAL,
         }
     }
 }

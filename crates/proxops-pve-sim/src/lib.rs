@@ -36,9 +36,12 @@ mod tls;
 
 pub use api::cluster::VERSION;
 pub use api::implemented;
-pub use config::{AclEntry, ApiToken, EndpointClass, FaultConfig, SimConfig, TaskDurations, User};
+pub use config::{
+    AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, SimConfig,
+    TaskDurations, User,
+};
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
 pub use server::{SimHandle, start};
-pub use state::{Guest, GuestKind, Node, State, Storage, Task, Volume};
+pub use state::{Guest, GuestKind, GuestStats, Node, State, Stats, Storage, Task, Volume};
 pub use tls::fingerprint;

@@ -26,6 +26,44 @@ pub struct State {
     pub tasks: Vec<Task>,
     /// Last process id handed out to a task.
     pub last_pid: u32,
+    /// The guest stats `/cluster/resources` serves, as pvestatd last broadcast them. Kept in
+    /// the state so that another process reading the same state file within the refresh
+    /// interval serves the same stale snapshot.
+    pub stats: Stats,
+}
+
+/// A snapshot of guest stats (pve-manager `PVE/Service/pvestatd.pm` `update_qemu_status` and
+/// `update_lxc_status` broadcast them every `$updatetime = 10` seconds; `PVE/API2Tools.pm`
+/// `extract_vm_stats` reads them for `/cluster/resources`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Stats {
+    /// When the snapshot was taken, in milliseconds since the epoch (0: never).
+    pub taken_ms: u64,
+    /// Stats by VMID; a guest missing here shows `status: unknown`.
+    pub guests: BTreeMap<u32, GuestStats>,
+}
+
+/// One guest's stats as pvestatd broadcast them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct GuestStats {
+    /// Name (`name` or `hostname`).
+    pub name: String,
+    /// `running` or `stopped`.
+    pub status: String,
+    /// Whether the config marked it a template.
+    pub template: bool,
+    /// Uptime in seconds when taken.
+    pub uptime: u64,
+    /// CPUs.
+    pub maxcpu: u64,
+    /// Memory in bytes.
+    pub maxmem: u64,
+    /// Used memory in bytes.
+    pub mem: u64,
+    /// Largest disk in bytes.
+    pub maxdisk: u64,
 }
 
 /// One cluster node.

@@ -2,15 +2,21 @@
 //! (node, status, template, lock, tags), nodes and storages — plus storage contents fetched per
 //! (node, storage) on demand and cached for the snapshot's life, and guest configs for a set of
 //! VMIDs with bounded concurrency ([`PveClient::guest_configs`]).
+//!
+//! `/cluster/resources` is a cache: a guest's `status`, `template` and `name` there are the
+//! stats pvestatd broadcast up to 10 s ago (pve-manager `PVE/API2Tools.pm` `extract_vm_stats`);
+//! only `lock` and `tags` are read live. [`Inventory::read_live_power`] replaces the status (and
+//! template flag) of the guests that matter with the per-node lists' live values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::{Mutex, Semaphore};
 
 use crate::client::PveClient;
 use crate::error::PveError;
 use crate::types::{
-    ClusterResource, GuestConfig, GuestRef, GuestType, PendingEntry, StorageVolume, split_tags,
+    ClusterResource, GuestConfig, GuestRef, GuestType, NodeGuest, PendingEntry, StorageVolume,
+    split_tags,
 };
 
 /// Storage contents fetched so far, by (node, storage).
@@ -27,9 +33,11 @@ pub struct GuestInfo {
     pub node: String,
     /// Name.
     pub name: Option<String>,
-    /// `running`, `stopped`, ...
+    /// `running`, `stopped`; `unknown` for a guest the stats do not know yet, or whose live
+    /// list could not be read. From `/cluster/resources` (stale) unless
+    /// [`Inventory::read_live_power`] replaced it.
     pub status: String,
-    /// Whether it is a template.
+    /// Whether it is a template (the same caveat).
     pub template: bool,
     /// Config lock (`clone`, `backup`, ...), if any.
     pub lock: Option<String>,
@@ -150,6 +158,52 @@ impl Inventory {
             storages,
             contents: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Replaces the status and template flag of the guests on the given (node, type) lists
+    /// with what `GET /nodes/{node}/{qemu|lxc}` says now: one request per list, at most
+    /// `concurrency` at a time. A guest the cache places on a listed node but its list lacks
+    /// (moved or gone since), or whose list failed, gets status `unknown`. Returns the failures.
+    pub async fn read_live_power(
+        &mut self,
+        client: &PveClient,
+        lists: BTreeSet<(String, GuestType)>,
+        concurrency: usize,
+    ) -> Vec<(String, GuestType, PveError)> {
+        let sem = Arc::new(Semaphore::new(concurrency.max(1)));
+        let mut set = tokio::task::JoinSet::new();
+        for (node, kind) in lists.iter().cloned() {
+            let client = client.clone();
+            let sem = sem.clone();
+            set.spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                let result = client.node_guests(&node, kind).await;
+                (node, kind, result)
+            });
+        }
+        let mut live: BTreeMap<u32, NodeGuest> = BTreeMap::new();
+        let mut failed = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((_, _, Ok(rows))) => live.extend(rows.into_iter().map(|r| (r.vmid, r))),
+                Ok((node, kind, Err(e))) => failed.push((node, kind, e)),
+                Err(e) => tracing::warn!(error = %e, "guest list task ended abnormally"),
+            }
+        }
+        failed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        for g in self.guests.values_mut() {
+            if !lists.contains(&(g.node.clone(), g.kind)) {
+                continue;
+            }
+            match live.get(&g.vmid) {
+                Some(row) => {
+                    g.status = row.status.clone().unwrap_or_else(|| "unknown".into());
+                    g.template = row.template;
+                }
+                None => g.status = "unknown".into(),
+            }
+        }
+        failed
     }
 
     /// A guest by VMID.

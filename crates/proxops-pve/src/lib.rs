@@ -53,12 +53,12 @@ pub use limits::{MutationLimits, MutationPermit};
 pub use params::Params;
 pub use retry::{Jitter, RetryPolicy};
 pub use secret::{Credentials, Secret};
-pub use tasks::{TaskOutcome, WaitOptions};
+pub use tasks::{TaskFilter, TaskOutcome, WaitOptions};
 pub use tls::{Fingerprint, TlsVerification};
 pub use types::{
     CloneRequest, ClusterResource, ConfigChange, DestroyOptions, DownloadUrl, GuestConfig,
-    GuestRef, GuestStatus, GuestType, NodeInfo, PendingEntry, StorageVolume, TaskLogLine,
-    TaskStatus, Version, exit_ok, split_tags,
+    GuestRef, GuestStatus, GuestType, NodeGuest, NodeInfo, PendingEntry, StorageVolume, TaskEntry,
+    TaskLogLine, TaskStatus, Version, exit_ok, split_tags,
 };
 pub use upid::Upid;
 

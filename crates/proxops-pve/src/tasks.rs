@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::client::PveClient;
 use crate::error::PveError;
 use crate::params::{Params, seg};
-use crate::types::{TaskLogLine, TaskStatus, exit_ok};
+use crate::types::{TaskEntry, TaskLogLine, TaskStatus, exit_ok};
 use crate::upid::Upid;
 
 /// How to wait for a task.
@@ -86,7 +86,40 @@ fn task_path(upid: &Upid, rest: &str) -> String {
     )
 }
 
+/// Filters of `GET /nodes/{node}/tasks`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Only tasks of this guest.
+    pub vmid: Option<u32>,
+    /// Only tasks of this type (`vztemplate`, ...).
+    pub typefilter: Option<String>,
+    /// `archive` (PVE's default: finished only), `active` or `all`.
+    pub source: Option<String>,
+    /// At most this many rows (PVE's default is 50).
+    pub limit: Option<u32>,
+}
+
 impl PveClient {
+    /// `GET /nodes/{node}/tasks`, newest first.
+    pub async fn node_tasks(
+        &self,
+        node: &str,
+        filter: &TaskFilter,
+    ) -> Result<Vec<TaskEntry>, PveError> {
+        let params = Params::new()
+            .opt("vmid", filter.vmid)
+            .opt("typefilter", filter.typefilter.as_deref())
+            .opt("source", filter.source.as_deref())
+            .opt("limit", filter.limit);
+        self.call(
+            Method::GET,
+            "/nodes/{node}/tasks",
+            &format!("/nodes/{}/tasks", seg(node)),
+            &params,
+        )
+        .await
+    }
+
     /// `GET /nodes/{node}/tasks/{upid}/status`.
     pub async fn task_status(&self, upid: &Upid) -> Result<TaskStatus, PveError> {
         self.call(

@@ -460,6 +460,47 @@ pub struct StorageVolume {
     pub notes: Option<String>,
 }
 
+/// One guest of `GET /nodes/{node}/qemu` or `GET /nodes/{node}/lxc`. Unlike
+/// `/cluster/resources` (stats pvestatd refreshes every 10 s), these lists read the running
+/// state and the config live (qemu-server `PVE/QemuServer.pm` `vmstatus`, pve-container
+/// `PVE/LXC.pm` `vmstatus`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct NodeGuest {
+    /// VMID.
+    #[serde(deserialize_with = "lenient::vmid")]
+    pub vmid: u32,
+    /// `running` or `stopped`.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub status: Option<String>,
+    /// Whether it is a template (absent: no).
+    #[serde(deserialize_with = "lenient::bool01")]
+    pub template: bool,
+    /// Name.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub name: Option<String>,
+}
+
+/// One row of `GET /nodes/{node}/tasks`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct TaskEntry {
+    /// The UPID.
+    pub upid: String,
+    /// Task type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Task id (usually the VMID).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub id: Option<String>,
+    /// The exit status once stopped (the list calls it `status`); absent while running.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub status: Option<String>,
+    /// Start time (seconds since the epoch).
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub starttime: Option<u64>,
+}
+
 /// `GET /nodes/{node}/tasks/{upid}/status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]

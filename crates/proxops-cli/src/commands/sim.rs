@@ -62,6 +62,10 @@ pub struct Args {
     /// default) or `5s` to watch an apply, or interrupt one, at leisure.
     #[arg(long, value_name = "DURATION", value_parser = task_time)]
     pub task_time: Option<std::time::Duration>,
+    /// How often guest stats in `/cluster/resources` (status, template, name, memory) are
+    /// refreshed, e.g. `10s` (PVE's pvestatd interval, the default) or `0s` for always current.
+    #[arg(long, value_name = "DURATION", value_parser = task_time)]
+    pub stats_interval: Option<std::time::Duration>,
 }
 
 fn task_time(text: &str) -> Result<std::time::Duration, String> {
@@ -110,6 +114,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     };
     if let Some(t) = args.task_time {
         config.task_durations = proxops_pve_sim::TaskDurations::uniform(t);
+    }
+    if let Some(t) = args.stats_interval {
+        config.stats_interval = t;
     }
     if let Some(dir) = &args.seed_repo {
         config.state = seed(dir, args.cluster.as_deref())?;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{Ctx, check_node};
 use crate::auth;
 use crate::error::ApiError;
-use crate::state::{Guest, GuestKind, State};
+use crate::state::{Guest, GuestKind, GuestStats, State, Stats};
 
 /// The PVE version the simulator answers as (its schema is 8.4.2).
 pub const VERSION: &str = "8.4.1";
@@ -87,28 +87,53 @@ pub(crate) fn guest_maxdisk(g: &Guest) -> u64 {
         .unwrap_or(0)
 }
 
-/// A guest row as `/cluster/resources` and the list endpoints show it.
-pub(crate) fn guest_row(g: &Guest, uptime_now: u64) -> Value {
-    let cpus: u64 = match g.kind {
-        GuestKind::Qemu => {
-            let get = |k: &str, d: u64| g.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
-            get("cores", 1) * get("sockets", 1)
-        }
-        GuestKind::Lxc => g
-            .config
-            .get("cores")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1),
-    };
+/// CPUs of a guest, from its config.
+fn guest_cpus(g: &Guest) -> u64 {
+    let get = |k: &str, d: u64| g.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    match g.kind {
+        GuestKind::Qemu => get("cores", 1) * get("sockets", 1),
+        GuestKind::Lxc => get("cores", 1),
+    }
+}
+
+/// A guest's stats as they are now (what pvestatd would broadcast at this moment).
+fn current_stats(g: &Guest, uptime_now: u64) -> GuestStats {
     let running = g.running();
+    GuestStats {
+        name: g.name(),
+        status: g.status.clone(),
+        template: g.is_template(),
+        uptime: if running {
+            uptime_now.saturating_sub(g.started_at.unwrap_or(uptime_now))
+        } else {
+            0
+        },
+        maxcpu: guest_cpus(g),
+        maxmem: guest_maxmem(g),
+        mem: if running { guest_maxmem(g) / 2 } else { 0 },
+        maxdisk: guest_maxdisk(g),
+    }
+}
+
+/// A guest row from its stats, with `lock`, `tags` and `pool` read live (pve-manager
+/// `PVE/API2/Cluster.pm` `resources`: `get_guest_config_properties([lock tags])` and the
+/// user config's pools). Without stats the row is what `extract_vm_stats` gives a guest the
+/// RRD does not know yet: identity and `status: unknown`.
+fn row(g: &Guest, stats: Option<&GuestStats>) -> Value {
     let mut row = json!({
         "id": format!("{}/{}", g.kind.as_str(), g.vmid), "type": g.kind.as_str(),
-        "vmid": g.vmid, "node": g.node, "name": g.name(), "status": g.status,
-        "template": u8::from(g.is_template()), "maxmem": guest_maxmem(g), "maxcpu": cpus,
-        "maxdisk": guest_maxdisk(g), "cpu": 0, "mem": if running { guest_maxmem(g) / 2 } else { 0 },
-        "disk": 0, "uptime": if running { uptime_now.saturating_sub(g.started_at.unwrap_or(uptime_now)) } else { 0 },
-        "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+        "vmid": g.vmid, "node": g.node, "status": "unknown",
     });
+    if let Some(s) = stats {
+        let more = json!({
+            "name": s.name, "status": s.status, "template": u8::from(s.template),
+            "maxmem": s.maxmem, "maxcpu": s.maxcpu, "maxdisk": s.maxdisk, "cpu": 0, "mem": s.mem,
+            "disk": 0, "uptime": s.uptime, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+        });
+        if let (Some(obj), Value::Object(more)) = (row.as_object_mut(), more) {
+            obj.extend(more);
+        }
+    }
     if let Some(l) = g.lock() {
         row["lock"] = l.into();
     }
@@ -121,11 +146,49 @@ pub(crate) fn guest_row(g: &Guest, uptime_now: u64) -> Value {
     row
 }
 
+/// A guest row with its stats as they are now: what the per-node lists show (qemu-server
+/// `PVE/QemuServer.pm` `vmstatus` and pve-container `PVE/LXC.pm` `vmstatus` read the running
+/// state and the config live).
+pub(crate) fn guest_row(g: &Guest, uptime_now: u64) -> Value {
+    row(g, Some(&current_stats(g, uptime_now)))
+}
+
+/// Milliseconds since the epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Takes a new stats snapshot when the last one is at least `interval` old (or in the future:
+/// a clock step back); returns whether it did. pvestatd refreshes on a timer; refreshing when
+/// read serves the same ages (at most `interval`) and keeps a quiet simulator deterministic.
+pub(crate) fn refresh_stats(st: &mut State, interval: std::time::Duration, now_ms: u64) -> bool {
+    let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+    let taken = st.stats.taken_ms;
+    if taken != 0 && taken <= now_ms && now_ms - taken < interval_ms {
+        return false;
+    }
+    let now = now_ms / 1000;
+    st.stats = Stats {
+        taken_ms: now_ms.max(1),
+        guests: st
+            .guests
+            .iter()
+            .map(|(vmid, g)| (*vmid, current_stats(g, now)))
+            .collect(),
+    };
+    true
+}
+
 pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let filter = ctx.p("type").map(str::to_string);
     let want = |t: &str| filter.as_deref().is_none_or(|f| f == t);
-    let st = ctx.state();
-    let now = auth::now();
+    let mut st = ctx.state();
+    if want("vm") && refresh_stats(&mut st, ctx.shared.config.stats_interval, now_ms()) {
+        ctx.shared.persist(&st);
+    }
     let mut rows = Vec::new();
     if want("node") {
         rows.extend(st.nodes.iter().map(|n| {
@@ -138,11 +201,12 @@ pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
         }));
     }
     if want("vm") {
+        // The guest list itself is live (pmxcfs's vmlist); only the stats are cached.
         rows.extend(
             st.guests
                 .values()
                 .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
-                .map(|g| guest_row(g, now)),
+                .map(|g| row(g, st.stats.guests.get(&g.vmid))),
         );
     }
     if want("storage") {
@@ -210,4 +274,36 @@ pub(crate) fn ticket(ctx: &mut Ctx) -> Result<Value, ApiError> {
         "username": username, "ticket": ticket, "CSRFPreventionToken": csrf, "clustername": cluster,
         "cap": { "vms": {}, "storage": {}, "nodes": {}, "access": {}, "dc": {}, "sdn": {}, "mapping": {} },
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn stats_refresh_once_the_interval_has_passed() {
+        let mut st = State::demo();
+        st.guests.insert(
+            100,
+            Guest {
+                vmid: 100,
+                node: "pve1".into(),
+                status: "stopped".into(),
+                ..Guest::default()
+            },
+        );
+        let ten = Duration::from_secs(10);
+        assert!(refresh_stats(&mut st, ten, 1_000_000), "never taken");
+        st.guests.get_mut(&100).unwrap().status = "running".into();
+        assert!(!refresh_stats(&mut st, ten, 1_009_999));
+        assert_eq!(st.stats.guests[&100].status, "stopped");
+        assert!(refresh_stats(&mut st, ten, 1_010_000));
+        assert_eq!(st.stats.guests[&100].status, "running");
+        // A clock stepped back does not pin a snapshot from the future.
+        assert!(refresh_stats(&mut st, ten, 999_000));
+        assert_eq!(st.stats.taken_ms, 999_000);
+    }
 }

@@ -284,6 +284,11 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
     Ok(upid.into())
 }
 
+/// `POST .../template` as qemu-server `PVE/API2/Qemu.pm` `template` and pve-container
+/// `PVE/API2/LXC.pm` `template` do it: the checks under the config lock (snapshots, already a
+/// template, running), then a forked worker (`qmtemplate`, `vztemplate`) converts. Qemu answers
+/// the UPID; LXC answers null although it forked, so its caller finds the task in the node's
+/// task list.
 fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
@@ -295,39 +300,73 @@ fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         GuestKind::Qemu => ("VM", "VM"),
         GuestKind::Lxc => ("CT", "the CT"),
     };
+    if !g.snapshots.is_empty() {
+        return Err(ApiError::fail(format!(
+            "unable to create template, because {what} contains snapshots"
+        )));
+    }
+    if g.is_template() {
+        return Err(ApiError::fail("you can't convert a template to a template"));
+    }
     if g.running() {
         return Err(ApiError::fail(format!(
             "you can't convert a {what} to template if {it} is running"
         )));
     }
-    if !g.snapshots.is_empty() {
-        return Err(ApiError::fail(format!(
-            "you can't convert a {what} to template if {it} has snapshots"
-        )));
-    }
-    if kind == GuestKind::Lxc {
-        convert_to_template(&mut st, vmid);
-        shared.persist(&st);
-        return Ok(Value::Null);
-    }
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
         if fail {
             return Err(INJECTED.into());
         }
+        if kind == GuestKind::Lxc {
+            lacks_template_feature(st, vmid)?;
+        }
         convert_to_template(st, vmid);
         Ok(Vec::new())
     });
-    Ok(tasks::spawn(
+    let upid = tasks::spawn(
         &shared,
         &mut st,
         &node,
-        "qmtemplate",
+        if kind == GuestKind::Qemu {
+            "qmtemplate"
+        } else {
+            "vztemplate"
+        },
         &vmid.to_string(),
         &ctx.who().task_user(),
         None,
         job,
-    )
-    .into())
+    );
+    Ok(match kind {
+        GuestKind::Qemu => upid.into(),
+        // pve-container returns `undef` after `fork_worker`.
+        GuestKind::Lxc => Value::Null,
+    })
+}
+
+/// The worker's first check in pve-container `PVE/LXC.pm` `template_create`: every volume's
+/// storage must have the `template` feature (pve-storage `volume_has_feature` of
+/// `PVE/Storage/LVMPlugin.pm`, `ISCSIPlugin.pm` and `ISCSIDirectPlugin.pm` lists none).
+fn lacks_template_feature(st: &State, vmid: u32) -> Result<(), String> {
+    let Some(g) = st.guests.get(&vmid) else {
+        return Err(format!("CT {vmid} does not exist"));
+    };
+    for (k, v) in &g.config {
+        if !is_disk_key(g.kind, k) || k.starts_with("unused") {
+            continue;
+        }
+        let Some(volid) = volid_of(v) else { continue };
+        let Some((sid, _)) = volid.split_once(':') else {
+            continue;
+        };
+        if st
+            .storage(&g.node, sid)
+            .is_some_and(|s| matches!(s.kind.as_str(), "lvm" | "iscsi" | "iscsidirect"))
+        {
+            return Err(format!("Template feature is not available for '{volid}'"));
+        }
+    }
+    Ok(())
 }
 
 /// Marks a guest a template and renames its disks `vm-N-disk-M` to `base-N-disk-M`.

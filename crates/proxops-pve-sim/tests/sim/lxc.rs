@@ -1,5 +1,5 @@
-//! LXC containers: create needs an existing ostemplate, config, template is synchronous, clone,
-//! power and destroy.
+//! LXC containers: create needs an existing ostemplate, config, template in a forked
+//! `vztemplate` worker (which can fail), clone, power and destroy.
 
 use crate::support::Sim;
 use proxops_pve_sim::Volume;
@@ -141,11 +141,18 @@ async fn config_power_template_clone_destroy() {
         .ok();
     assert!(upid.as_str().unwrap().contains(":vzshutdown:200:"));
     sim.wait_ok(&upid).await;
-    // LXC template is synchronous: null, and done at once.
+    // LXC template answers null but forks a vztemplate worker, found in the task list.
     assert_eq!(
         sim.post("/nodes/pve1/lxc/200/template", &[]).await.ok(),
         serde_json::Value::Null
     );
+    let upid = vztemplate_task(&sim, "200").await;
+    sim.wait_ok(&upid).await;
+    let again = sim
+        .post("/nodes/pve1/lxc/200/template", &[])
+        .await
+        .fail(500);
+    assert_eq!(again, "you can't convert a template to a template");
     let c = sim.get("/nodes/pve1/lxc/200/config").await.ok();
     assert_eq!(c["template"], 1);
     assert_eq!(c["rootfs"], "local-lvm:base-200-disk-0,size=4G");
@@ -279,4 +286,97 @@ async fn running_ct_applies_fast_plug_keys_and_keeps_the_rest_pending() {
         .ok();
     assert_eq!(after["tty"], 4);
     assert_eq!(after["features"], "nesting=1");
+}
+
+/// The newest `vztemplate` task of a CT on pve1 (what a caller of the null-answering template
+/// call has to look up).
+async fn vztemplate_task(sim: &Sim, vmid: &str) -> serde_json::Value {
+    let list = sim
+        .req(
+            "GET",
+            "/nodes/pve1/tasks",
+            &[
+                ("vmid", vmid),
+                ("typefilter", "vztemplate"),
+                ("source", "all"),
+            ],
+        )
+        .await
+        .ok();
+    let rows = list.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "one vztemplate task: {list}");
+    rows[0]["upid"].clone()
+}
+
+async fn stopped_ct(sim: &Sim, vmid: &str, rootfs: &str) {
+    let upid = sim
+        .post(
+            "/nodes/pve1/lxc",
+            &[("vmid", vmid), ("ostemplate", TEMPLATE), ("rootfs", rootfs)],
+        )
+        .await
+        .ok();
+    sim.wait_ok(&upid).await;
+}
+
+#[tokio::test]
+async fn template_worker_failure_is_the_tasks_and_leaves_the_ct_a_ct() {
+    let mut cfg = crate::support::config();
+    cfg.faults.failing_tasks = vec!["vztemplate".into()];
+    let sim = Sim::with(cfg).await;
+    sim.h.with_state(|st| {
+        st.volumes.push(Volume {
+            node: "pve1".into(),
+            storage: "local".into(),
+            volid: TEMPLATE.into(),
+            content: "vztmpl".into(),
+            format: "tzst".into(),
+            size: 120 << 20,
+            ..Default::default()
+        })
+    });
+    stopped_ct(&sim, "210", "local-lvm:4").await;
+    // The call itself succeeds: the failure is only in the worker.
+    assert_eq!(
+        sim.post("/nodes/pve1/lxc/210/template", &[]).await.ok(),
+        serde_json::Value::Null
+    );
+    let upid = vztemplate_task(&sim, "210").await;
+    let status = sim.wait(&upid).await;
+    assert!(
+        status["exitstatus"]
+            .as_str()
+            .unwrap()
+            .contains("injected task failure"),
+        "{status}"
+    );
+    let c = sim.get("/nodes/pve1/lxc/210/config").await.ok();
+    assert!(c.get("template").is_none(), "{c}");
+    assert_eq!(c["rootfs"], "local-lvm:vm-210-disk-0,size=4G");
+}
+
+#[tokio::test]
+async fn template_worker_refuses_storage_without_the_template_feature() {
+    let sim = sim_with_template().await;
+    sim.h.with_state(|st| {
+        st.nodes[0].storages.push(proxops_pve_sim::Storage {
+            storage: "thick".into(),
+            kind: "lvm".into(),
+            content: vec!["rootdir".into(), "images".into()],
+            ..Default::default()
+        })
+    });
+    stopped_ct(&sim, "211", "thick:4").await;
+    assert_eq!(
+        sim.post("/nodes/pve1/lxc/211/template", &[]).await.ok(),
+        serde_json::Value::Null
+    );
+    let upid = vztemplate_task(&sim, "211").await;
+    let status = sim.wait(&upid).await;
+    assert_eq!(
+        status["exitstatus"],
+        "Template feature is not available for 'thick:vm-211-disk-0'"
+    );
+    let c = sim.get("/nodes/pve1/lxc/211/config").await.ok();
+    assert!(c.get("template").is_none(), "{c}");
 }

@@ -512,7 +512,7 @@ async fn locks_snapshots_and_skiplock() {
         .fail(500);
     assert_eq!(
         snap,
-        "you can't convert a VM to template if VM has snapshots"
+        "unable to create template, because VM contains snapshots"
     );
     let res = sim
         .req("GET", "/cluster/resources", &[("type", "vm")])

@@ -11,7 +11,7 @@ use crate::error::PveError;
 use crate::params::{Params, seg};
 use crate::types::{
     CloneRequest, ConfigChange, DestroyOptions, GuestConfig, GuestRef, GuestStatus, GuestType,
-    PendingEntry,
+    NodeGuest, PendingEntry,
 };
 use crate::upid::Upid;
 
@@ -100,6 +100,19 @@ impl PveClient {
             path,
             detail: "expected a UPID, got null".into(),
         })
+    }
+
+    /// `GET /nodes/{node}/{qemu|lxc}`: the node's guests of a type with their live status.
+    pub async fn node_guests(
+        &self,
+        node: &str,
+        kind: GuestType,
+    ) -> Result<Vec<NodeGuest>, PveError> {
+        let (tpl, path) = match kind {
+            GuestType::Qemu => ("/nodes/{node}/qemu", format!("/nodes/{}/qemu", seg(node))),
+            GuestType::Lxc => ("/nodes/{node}/lxc", format!("/nodes/{}/lxc", seg(node))),
+        };
+        self.call(Method::GET, tpl, &path, &Params::new()).await
     }
 
     /// `GET .../config?current=1`: the config the guest runs with, without the changes that
@@ -222,7 +235,8 @@ impl PveClient {
             .await
     }
 
-    /// `POST .../template`: a task for qemu, `None` (done synchronously) for lxc.
+    /// `POST .../template`: a task for qemu; `None` for lxc, which forks a `vztemplate` worker
+    /// all the same without naming it (find it with [`PveClient::node_tasks`]).
     pub async fn make_template(&self, g: &GuestRef) -> Result<Option<Upid>, PveError> {
         self.guest_opt_upid(Method::POST, g, "/template", &Params::new())
             .await

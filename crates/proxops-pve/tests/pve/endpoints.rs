@@ -317,9 +317,26 @@ async fn lxc_lifecycle() {
         Some("ct2")
     );
 
-    // LXC template is synchronous: null, no task.
+    // LXC template answers null but forks a vztemplate worker: the node's task list names it.
     assert_eq!(sim.c.make_template(&clone).await.unwrap(), None);
+    let filter = proxops_pve::TaskFilter {
+        vmid: Some(201),
+        typefilter: Some("vztemplate".into()),
+        source: Some("all".into()),
+        limit: None,
+    };
+    let tasks = sim.c.node_tasks("pve1", &filter).await.unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0].kind, "vztemplate");
+    assert_eq!(tasks[0].id.as_deref(), Some("201"));
+    let u: proxops_pve::Upid = tasks[0].upid.parse().unwrap();
+    sim.c.wait_task(&u, &wait()).await.unwrap();
     assert!(sim.c.guest_status(&clone).await.unwrap().template);
+    // The per-node list shows it live.
+    let listed = sim.c.node_guests("pve1", GuestType::Lxc).await.unwrap();
+    let row = listed.iter().find(|r| r.vmid == 201).unwrap();
+    assert!(row.template);
+    assert_eq!(row.status.as_deref(), Some("stopped"));
 
     for g in [clone, g] {
         let u = sim.c.destroy(&g, &DestroyOptions::default()).await.unwrap();

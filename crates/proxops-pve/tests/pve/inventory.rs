@@ -220,3 +220,39 @@ async fn mutation_limits_per_node_and_per_guest() {
     assert_eq!(max_concurrency(&sim, one_guest).await, 1);
     assert_eq!(sim.c.limits().in_flight("pve1"), 0);
 }
+
+#[tokio::test]
+async fn live_power_replaces_the_stats_cache_one_request_per_list() {
+    let mut cfg = crate::support::config();
+    // An hour: the snapshot cannot refresh during the test.
+    cfg.stats_interval = Duration::from_secs(3600);
+    let sim = Sim::with(cfg).await;
+    let g = sim.create_vm(100, &[]).await;
+    sim.create_vm(101, &[]).await;
+    let stale = sim.c.inventory().await.unwrap();
+    assert_eq!(stale.guest(100).unwrap().status, "stopped");
+    let u = sim.c.start(&g).await.unwrap();
+    sim.c.wait_task(&u, &crate::support::wait()).await.unwrap();
+    // A guest moved away behind the cache's back: its list no longer shows it.
+    sim.h
+        .with_state(|st| st.guests.get_mut(&101).unwrap().node = "elsewhere".into());
+    let mut inv = sim.c.inventory().await.unwrap();
+    assert_eq!(
+        inv.guest(100).unwrap().status,
+        "stopped",
+        "the cache is stale"
+    );
+    sim.h.reset_counters();
+    let lists = [("pve1".to_string(), proxops_pve::GuestType::Qemu)].into();
+    let failed = inv.read_live_power(&sim.c, lists, 4).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(inv.guest(100).unwrap().status, "running");
+    assert_eq!(sim.h.count("GET", "/nodes/{node}/qemu"), 1);
+    assert_eq!(sim.h.total_requests(), 1);
+    // 101 is listed by the cache on "elsewhere", a list not asked for: left as the cache says.
+    assert_eq!(inv.guest(101).unwrap().status, "stopped");
+    let lists = [("elsewhere".to_string(), proxops_pve::GuestType::Qemu)].into();
+    let failed = inv.read_live_power(&sim.c, lists, 4).await;
+    assert_eq!(failed.len(), 1, "no such node");
+    assert_eq!(inv.guest(101).unwrap().status, "unknown");
+}

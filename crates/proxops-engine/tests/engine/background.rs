@@ -1,0 +1,141 @@
+//! PVE as it is: `/cluster/resources` serves guest stats up to 10 s old, so power state and the
+//! template flag come from live sources; LXC template conversion runs in a forked `vztemplate`
+//! worker whose failure is the action's.
+
+use crate::support::{graph_of, one_node};
+use proxops_engine::execute::{ExecOptions, Outcome, execute};
+use proxops_engine::plan::Verb;
+use proxops_engine::planner::{PlanOptions, plan_cluster};
+use proxops_pve::{Credentials, GuestRef, PveClient, TlsVerification};
+use proxops_pve_sim::{FaultConfig, SimConfig, SimHandle, State, TaskDurations, start};
+use std::time::Duration;
+
+const CLUSTER: &str = "lab";
+
+const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
+
+const TEMPLATE_CT: &str = "apiVersion: proxops/v1alpha1\nkind: TemplateCT\nmetadata:\n  name: base\nspec:\n  node: pve1\n  vmid: 9001\n  template: debian\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n";
+
+const STARTED_VM: &str = "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 120\n  memory: 1GiB\n  state: started\n  cpu:\n    cores: 1\n    type: host\n  disks:\n    - storage: local-lvm\n      size: 4GiB\n";
+
+const TEMPLATE_VM: &str = "apiVersion: proxops/v1alpha1\nkind: TemplateVM\nmetadata:\n  name: tpl\nspec:\n  node: pve1\n  vmid: 130\n  memory: 1GiB\n  cpu:\n    cores: 1\n    type: host\n  disks:\n    - storage: local-lvm\n      size: 4GiB\n";
+
+/// A simulator whose stats refresh every `stats_interval`, with the CT template on `local`.
+async fn simulator(stats_interval: Duration) -> (SimHandle, PveClient) {
+    let mut state: State = one_node();
+    state.volumes.push(proxops_pve_sim::Volume {
+        node: "pve1".into(),
+        storage: "local".into(),
+        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
+        content: "vztmpl".into(),
+        format: "tzst".into(),
+        size: 120 << 20,
+        ..proxops_pve_sim::Volume::default()
+    });
+    let sim = start(SimConfig {
+        state,
+        task_durations: TaskDurations::uniform(Duration::from_millis(20)),
+        offline_downloads: true,
+        stats_interval,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = PveClient::builder(
+        sim.base_url(),
+        Credentials::parse_token(&sim.token.to_string()).unwrap(),
+    )
+    .tls(TlsVerification::Fingerprint(
+        sim.fingerprint.parse().unwrap(),
+    ))
+    .timeout(Duration::from_secs(20))
+    .build()
+    .unwrap();
+    (sim, client)
+}
+
+async fn plan(client: &PveClient, texts: &[&str]) -> proxops_engine::plan::ClusterPlan {
+    plan_cluster(client, CLUSTER, &graph_of(texts), &PlanOptions::default())
+        .await
+        .unwrap()
+}
+
+/// Tasks of a type in the simulator's record.
+fn tasks(sim: &SimHandle, kind: &str) -> usize {
+    sim.state().tasks.iter().filter(|t| t.kind == kind).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_stats_cache_never_makes_a_second_start_or_template() {
+    // An hour: the cache taken by the first plan (no guests yet) is what every later plan
+    // reads, as a second apply within pvestatd's 10 s would.
+    let (sim, client) = simulator(Duration::from_secs(3600)).await;
+    let all = [STARTED_VM, TEMPLATE_VM, CT_TEMPLATE, TEMPLATE_CT];
+    let first = plan(&client, &all).await;
+    let report = execute(&client, &first, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    let rows = client.cluster_resources(Some("vm")).await.unwrap();
+    assert!(
+        rows.iter().all(|r| r.status.as_deref() == Some("unknown")),
+        "the cache predates the guests: {rows:#?}"
+    );
+    let starts = (tasks(&sim, "qmstart"), tasks(&sim, "qmcreate"));
+    let templates = (tasks(&sim, "qmtemplate"), tasks(&sim, "vztemplate"));
+    assert_eq!(templates, (1, 1));
+    let again = plan(&client, &all).await;
+    assert!(again.is_empty(), "{again:#?}");
+    assert!(
+        again.anomalies.is_empty() && again.skipped.is_empty(),
+        "{again:#?}"
+    );
+    let report = execute(&client, &again, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    assert_eq!((tasks(&sim, "qmstart"), tasks(&sim, "qmcreate")), starts);
+    assert_eq!(
+        (tasks(&sim, "qmtemplate"), tasks(&sim, "vztemplate")),
+        templates
+    );
+    assert!(sim.state().guests[&120].running());
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_vztemplate_worker_fails_the_action_and_the_next_cycle_converts() {
+    let (sim, client) = simulator(Duration::ZERO).await;
+    sim.set_faults(FaultConfig {
+        failing_tasks: vec!["vztemplate".into()],
+        ..FaultConfig::default()
+    });
+    let all = [CT_TEMPLATE, TEMPLATE_CT];
+    let first = plan(&client, &all).await;
+    let report = execute(&client, &first, &ExecOptions::default()).await;
+    let create = report
+        .results
+        .iter()
+        .find(|r| r.subject == "TemplateCT/base")
+        .unwrap();
+    match &create.outcome {
+        Outcome::Failed { error } => {
+            assert!(error.contains("injected task failure"), "{error}")
+        }
+        other => panic!("the conversion failed in its worker, yet: {other:?}"),
+    }
+    assert!(
+        create.upids.iter().any(|u| u.contains(":vztemplate:9001:")),
+        "{create:?}"
+    );
+    let ct = GuestRef::lxc("pve1", 9001);
+    let live = client.guest_config(&ct).await.unwrap().values;
+    assert!(!live.contains_key("template"), "{live:#?}");
+    // The fault gone, the next cycle makes it a template.
+    sim.set_faults(FaultConfig::default());
+    let next = plan(&client, &all).await;
+    let verbs: Vec<Verb> = next.actions.iter().map(|a| a.verb).collect();
+    assert!(verbs.contains(&Verb::MarkTemplate), "{next:#?}");
+    let report = execute(&client, &next, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    let live = client.guest_config(&ct).await.unwrap().values;
+    assert_eq!(live.get("template").map(String::as_str), Some("1"));
+    assert!(plan(&client, &all).await.is_empty());
+    sim.shutdown().await.unwrap();
+}
