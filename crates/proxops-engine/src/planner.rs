@@ -150,20 +150,37 @@ pub async fn plan_cluster(
             && !planner.guests.identities(cluster, &live.tags).is_empty()
             && seen.insert(live.vmid)
         {
-            wanted.push(live.guest_ref());
             if live.status == "running" {
                 running.push(live.guest_ref());
+            } else {
+                wanted.push(live.guest_ref());
             }
         }
     }
-    let configs = client
-        .guest_configs(wanted, options.config_concurrency)
-        .await;
-    // Config reads show what the guests run with (`current=1`); what waits for a running
-    // guest's next start is listed apart. A stopped guest takes every write at once.
-    let pendings = client
-        .guest_pendings(running, options.config_concurrency)
-        .await;
+    // A stopped guest takes every write at once: its config (`current=1`) is all there is. A
+    // running guest's `GET .../pending` gives both what it runs with (each row's value, and
+    // the digest) and what waits for its next start, in one request.
+    let (configs, pendings) = {
+        let mut configs = client
+            .guest_configs(wanted, options.config_concurrency)
+            .await;
+        let mut pendings = BTreeMap::new();
+        for (vmid, rows) in client
+            .guest_pendings(running, options.config_concurrency)
+            .await
+        {
+            match rows {
+                Ok(rows) => {
+                    configs.insert(vmid, Ok(GuestConfig::from_pending(&rows)));
+                    pendings.insert(vmid, Ok(rows));
+                }
+                Err(e) => {
+                    configs.insert(vmid, Err(e));
+                }
+            }
+        }
+        (configs, pendings)
+    };
     let mut suspended_seen = BTreeSet::new();
     for step in graph.steps() {
         let resource = graph.resource(step.resource);

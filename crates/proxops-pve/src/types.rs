@@ -222,6 +222,22 @@ impl GuestConfig {
         cfg
     }
 
+    /// The config a running guest runs with, from the rows of `GET .../pending` (each key's
+    /// current `value`, and the `digest` row): one read instead of a config read and a pending
+    /// read.
+    pub fn from_pending(rows: &[PendingEntry]) -> GuestConfig {
+        let mut cfg = GuestConfig::default();
+        for row in rows {
+            let Some(value) = &row.value else { continue };
+            if row.key == "digest" {
+                cfg.digest = Some(value.clone());
+            } else {
+                cfg.values.insert(row.key.clone(), value.clone());
+            }
+        }
+        cfg
+    }
+
     /// A value.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)

@@ -167,6 +167,12 @@ fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             }
             row
         })
+        .chain(std::iter::once(
+            // pve-guest-common `PVE::GuestHelpers::config_with_pending_array` lists every key of
+            // the loaded config, and `load_config` puts the file's `digest` there: `qm pending`
+            // shows it as `cur digest`.
+            json!({ "key": "digest", "value": digest(g) }),
+        ))
         .collect();
     Ok(Value::Array(rows))
 }
