@@ -853,3 +853,32 @@ fn back_to_back_apply_and_converge_within_the_stats_interval_never_start_or_temp
         .collect();
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+#[test]
+fn a_change_pve_keeps_pending_is_restarted_in_or_reported_with_no_restart() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, "  state: started\n"))]);
+    assert_eq!(site.apply().0, Some(0));
+    // Memory without NUMA is not hot-pluggable: on the running VM it waits for a restart.
+    site.compose(&[(
+        WEB,
+        guest("VM", "web", 120, "  state: started\n").replace("memory: 1GiB", "memory: 2GiB"),
+    )]);
+    site.commit("more memory");
+    let out = site.run(&["apply", "--yes", "--no-restart"]);
+    let log = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert!(log.contains("pending until restart"), "{log}");
+    assert!(!log.contains("converged, nothing to do"), "{log}");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("(restart)"), "{out}");
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+    let state = site.state();
+    let guest = &state["guests"]["120"];
+    assert_eq!(guest["config"]["memory"], "2048", "{guest}");
+    assert!(
+        guest["pending"].as_object().is_none_or(|p| p.is_empty()),
+        "{guest}"
+    );
+}

@@ -74,6 +74,8 @@ pub struct Writer<'a> {
     pub confirm: bool,
     /// Cycles per cluster.
     pub max_cycles: usize,
+    /// Whether pending changes may restart running guests.
+    pub restarts: bool,
 }
 
 /// How long a writer's lease lasts between renewals (renewed every third of it while it runs).
@@ -181,6 +183,7 @@ impl Writer<'_> {
             .with_lease_ttl(LEASE_TTL)
             .with_dry_run(self.dry_run)
             .with_max_cycles(self.max_cycles)
+            .with_restarts(self.restarts)
             // A command run by hand corrects drift: `drift: report` is the agent's mode.
             .with_drift(Some(proxops_model::config::DriftMode::Correct))
             .with_flags(loaded.flags.clone())

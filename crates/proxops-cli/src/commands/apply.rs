@@ -47,6 +47,10 @@ pub struct Args {
     pub planes: PlanesArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
+    /// Never restart a running guest for a change PVE keeps pending until its next start: such
+    /// a change is reported "pending until restart" and the cluster is not converged (exit 1).
+    #[arg(long)]
+    pub no_restart: bool,
 }
 
 /// Runs `proxops apply`.
@@ -63,6 +67,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         remote: &args.remote,
         dry_run: args.dry_run,
         confirm: !args.yes && !args.dry_run,
+        restarts: !args.no_restart,
         max_cycles: 1,
     }
     .run()

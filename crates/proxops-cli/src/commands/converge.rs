@@ -35,6 +35,10 @@ pub struct Args {
     pub planes: PlanesArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
+    /// Never restart a running guest for a change PVE keeps pending until its next start: such
+    /// a change is reported "pending until restart" and the cluster is not converged (exit 1).
+    #[arg(long)]
+    pub no_restart: bool,
     /// Most cycles per cluster.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_cycles: usize,
@@ -54,6 +58,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         remote: &args.remote,
         dry_run: false,
         confirm: false,
+        restarts: !args.no_restart,
         max_cycles: args.max_cycles.max(1),
     }
     .run()

@@ -112,6 +112,9 @@ pub struct ReconcileOptions {
     pub default_log_level: LogLevel,
     /// Resources suspended from outside the repository, with why.
     pub suspended: BTreeMap<ResourceKey, String>,
+    /// Whether a change PVE keeps pending on a running guest may restart it (`false`: it is
+    /// reported "pending until restart" and the cluster is stuck).
+    pub restarts: bool,
     /// Progress of each action.
     pub progress: Option<ProgressFn>,
     /// Asked before executing.
@@ -131,6 +134,7 @@ impl Default for ReconcileOptions {
             flags: FlagSettings::default(),
             default_log_level: LogLevel::Warn,
             suspended: BTreeMap::new(),
+            restarts: true,
             progress: None,
             confirm: None,
             events: None,
@@ -177,6 +181,11 @@ impl ReconcileOptions {
     /// Sets the externally suspended resources.
     pub fn with_suspended(mut self, suspended: BTreeMap<ResourceKey, String>) -> Self {
         self.suspended = suspended;
+        self
+    }
+    /// Allows or forbids restarts for pending changes.
+    pub fn with_restarts(mut self, restarts: bool) -> Self {
+        self.restarts = restarts;
         self
     }
     /// Sets the progress callback.

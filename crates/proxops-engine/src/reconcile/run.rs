@@ -253,6 +253,7 @@ impl Reconciler {
             options.drivers = Arc::clone(&self.drivers);
             options.suspended = self.options.suspended.clone();
             options.prunes_used = run.deleted;
+            options.restarts = self.options.restarts;
             options.previous = previous;
             let plan = plan_cluster(&conn.client, name, graph, &options).await?;
             self.emit(&Event::Planned {
