@@ -222,6 +222,26 @@ pub(crate) fn process_drive(
             let source = st
                 .volume(node, src)
                 .ok_or_else(|| ApiError::fail(format!("volume '{src}' does not exist")))?;
+            // qemu-server `API2/Qemu.pm` `$check_storage_access`: an import source must be an
+            // image or import volume, and a whole OVA is an appliance, not a disk (only its
+            // `x.ova/disk.vmdk` members need extraction and import).
+            if source.content != "images" && source.content != "import" {
+                return Err(ApiError::param(
+                    key,
+                    format!(
+                        "{src} has wrong type '{}' - needs to be 'images' or 'import'",
+                        source.content
+                    ),
+                ));
+            }
+            if source.format == "ova" || src.ends_with(".ova") {
+                return Err(ApiError::param(
+                    key,
+                    format!(
+                        "{src}: a whole OVA cannot be imported as a disk; import one of its disks (<file>.ova/<disk>)"
+                    ),
+                ));
+            }
             (source.size, fmt.or_else(|| Some(source.format.clone())))
         } else if key == "efidisk0" || key == "tpmstate0" {
             // OVMF variables: 528 KiB for the 2m type, 4 MiB for 4m; the TPM state is 4 MiB.

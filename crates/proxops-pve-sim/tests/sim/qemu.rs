@@ -454,6 +454,61 @@ async fn import_from_an_import_volume() {
     assert!(!sim.h.state().guests.contains_key(&101));
 }
 
+// qemu-server `API2/Qemu.pm` `$check_storage_access`: import sources are image or import
+// volumes; an ISO is refused, and so is a whole OVA appliance.
+#[tokio::test]
+async fn import_from_refuses_isos_and_whole_ovas() {
+    let sim = Sim::start().await;
+    sim.h.with_state(|st| {
+        for (volid, content, format) in [
+            ("local:iso/installer.iso", "iso", "iso"),
+            ("local:import/appliance.ova", "import", "ova"),
+        ] {
+            st.volumes.push(proxops_pve_sim::Volume {
+                node: "pve1".into(),
+                storage: "local".into(),
+                volid: volid.into(),
+                content: content.into(),
+                format: format.into(),
+                size: 1 << 30,
+                ..Default::default()
+            });
+        }
+    });
+    let iso = sim
+        .post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "102"),
+                ("scsi0", "local-lvm:0,import-from=local:iso/installer.iso"),
+            ],
+        )
+        .await
+        .errors();
+    assert_eq!(
+        iso["scsi0"],
+        "local:iso/installer.iso has wrong type 'iso' - needs to be 'images' or 'import'"
+    );
+    let ova = sim
+        .post(
+            "/nodes/pve1/qemu",
+            &[
+                ("vmid", "103"),
+                (
+                    "scsi0",
+                    "local-lvm:0,import-from=local:import/appliance.ova",
+                ),
+            ],
+        )
+        .await
+        .errors();
+    assert!(
+        ova["scsi0"].as_str().unwrap().contains("whole OVA"),
+        "{ova}"
+    );
+    assert!(sim.h.state().guests.is_empty());
+}
+
 #[tokio::test]
 async fn locks_snapshots_and_skiplock() {
     let sim = Sim::start().await;
