@@ -882,3 +882,30 @@ fn a_change_pve_keeps_pending_is_restarted_in_or_reported_with_no_restart() {
         "{guest}"
     );
 }
+
+#[test]
+fn a_clone_onto_another_node_from_local_storage_is_reported_at_plan_time() {
+    let tpl = (
+        "templatevm/lab/tpl.yaml",
+        guest("TemplateVM", "tpl", 9000, ""),
+    );
+    let site = Site::new(std::slice::from_ref(&tpl));
+    site.write(
+        "clusters/lab/config.yaml",
+        &CONFIG.replace("[pve1]", "[pve1, pve2]"),
+    );
+    site.commit("a second node");
+    assert_eq!(site.apply().0, Some(0));
+    let clone = clone_of_tpl().replace("  node: pve1\n", "  node: pve2\n");
+    site.compose(&[tpl, (WEB, clone)]);
+    site.commit("web cloned onto pve2");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("PVE clones to another node only from shared storage"),
+        "{out}"
+    );
+    assert!(out.contains("scsi0 on `local-lvm`"), "{out}");
+    assert!(!out.contains("create    VM/web"), "{out}");
+    assert_eq!(site.guests().len(), 1);
+}

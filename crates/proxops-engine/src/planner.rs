@@ -540,6 +540,13 @@ impl Planner<'_> {
                 let reason = moved_vmid(&key, d.vmid, &others, self.cx.cluster);
                 return self.block(step, reason, true);
             }
+            if let Some(c) = &d.clone
+                && c.node != d.node
+                && let Some(Ok(template)) = configs.get(&c.vmid)
+                && let Some(why) = self.local_drives(template, &c.node, &d.node, c.vmid)
+            {
+                return self.block(step, why, true);
+            }
             let reason = match &d.clone {
                 Some(c) => format!("absent; clone of vmid {}", c.vmid),
                 None => "absent".to_owned(),
@@ -798,6 +805,46 @@ impl Planner<'_> {
             }
             _ => {}
         }
+    }
+
+    /// Why a template cannot be cloned from `from` onto node `to`, if it cannot: qemu-server
+    /// `PVE::API2::Qemu` `clone_vm` refuses a target node unless every drive (cdrom and
+    /// cloud-init drive included) is on shared storage ("can't clone VM to node ... (VM uses
+    /// local storage)"). Checked here so the plan says it, instead of a task failing.
+    fn local_drives(
+        &self,
+        template: &GuestConfig,
+        from: &str,
+        to: &str,
+        vmid: u32,
+    ) -> Option<String> {
+        let drive = |k: &str| {
+            let digits = k.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+            matches!(
+                k.trim_end_matches(|c: char| c.is_ascii_digit()),
+                "ide" | "sata" | "scsi" | "virtio" | "efidisk" | "tpmstate"
+            ) && !digits.is_empty()
+        };
+        let local: Vec<String> = template
+            .values
+            .iter()
+            .filter(|(k, _)| drive(k))
+            .filter_map(|(k, v)| {
+                let volume = v.split(',').next()?;
+                let (storage, _) = volume.split_once(':')?;
+                let shared = self
+                    .inventory
+                    .storage(from, storage)
+                    .is_some_and(|s| s.shared);
+                (!shared).then(|| format!("{k} on `{storage}`"))
+            })
+            .collect();
+        (!local.is_empty()).then(|| {
+            format!(
+                "the template (vmid {vmid}) is on `{from}` and the clone on `{to}`, but PVE clones to another node only from shared storage, and its drives are local ({}): put the clone on `{from}`, or move the template's drives to shared storage",
+                local.join(", ")
+            )
+        })
     }
 
     /// Whether the live guest at a declared vmid is this resource's to manage, and how; why
