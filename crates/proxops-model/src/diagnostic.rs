@@ -90,6 +90,9 @@ codes! {
     InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
+    /// An SSH public key PVE would refuse (`validate_ssh_public_keys` runs `ssh-keygen -l`)
+    /// (warning: the compatibility examples carry a placeholder key).
+    SshKey => "proxops::ssh_key",
     /// A value of a field that PVE restricts to a list of spellings is not one of them.
     PveEnum => "proxops::pve_enum",
     /// An address or gateway of `ipconfigs` is of the wrong IP family for its key or NIC.

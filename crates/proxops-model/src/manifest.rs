@@ -174,7 +174,7 @@ fn to_diagnostics(file: &Arc<SourceFile>, problems: Vec<Problem>) -> Vec<Diagnos
     problems
         .into_iter()
         .map(|p| {
-            let d = if p.code == Code::UnknownAnnotation {
+            let d = if matches!(p.code, Code::UnknownAnnotation | Code::SshKey) {
                 Diagnostic::warning(p.code, p.message)
             } else {
                 Diagnostic::error(p.code, p.message)

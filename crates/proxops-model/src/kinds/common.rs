@@ -291,6 +291,54 @@ pub(crate) fn check_pve_enum(
     );
 }
 
+/// Whether an OpenSSH public key line (`<type> <base64> [comment]`) holds a key `ssh-keygen -l`
+/// can read, which is what PVE checks (pve-common `PVE::Tools::validate_ssh_public_keys`): the
+/// blob decodes, names the same key type, and carries the fields that type has.
+pub fn check_ssh_public_key(line: &str) -> Result<(), String> {
+    use base64::Engine;
+    let mut words = line.split_whitespace();
+    let (Some(kind), Some(blob)) = (words.next(), words.next()) else {
+        return Err("expected `<type> <base64> [comment]`".into());
+    };
+    // The number of length-prefixed fields after the type name, per key type (RFC 4253,
+    // RFC 5656, RFC 8709, and OpenSSH's PROTOCOL.u2f for the `sk-` types).
+    let fields = match kind {
+        "ssh-ed25519" => 1,
+        "ssh-rsa" => 2,
+        "ssh-dss" => 4,
+        "ecdsa-sha2-nistp256" | "ecdsa-sha2-nistp384" | "ecdsa-sha2-nistp521" => 2,
+        "sk-ssh-ed25519@openssh.com" => 2,
+        "sk-ecdsa-sha2-nistp256@openssh.com" => 3,
+        other => return Err(format!("`{other}` is not an SSH key type ssh-keygen knows")),
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .map_err(|_| "the key is not valid base64 (truncated?)".to_owned())?;
+    let mut rest = bytes.as_slice();
+    let mut next = || -> Option<&[u8]> {
+        let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        let field = rest.get(4..4 + len)?;
+        rest = &rest[4 + len..];
+        Some(field)
+    };
+    match next() {
+        Some(name) if name == kind.as_bytes() => {}
+        Some(_) => return Err(format!("the key's blob is not a `{kind}` key")),
+        None => return Err("the key's blob is truncated".into()),
+    }
+    let mut last = None;
+    for _ in 0..fields {
+        last = Some(next().ok_or("the key's blob is truncated")?);
+    }
+    if kind == "ssh-ed25519" && last.is_some_and(|k| k.len() != 32) {
+        return Err("an Ed25519 key is 32 bytes".into());
+    }
+    if !rest.is_empty() {
+        return Err("the key's blob has trailing bytes".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -842,6 +842,19 @@ fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
                 "not an OpenSSH public key line (`<type> <base64> [comment]`)",
                 None,
             );
+        } else if k != "*"
+            && let Err(why) = common::check_ssh_public_key(k)
+        {
+            cx.report(
+                Code::SshKey,
+                &at(&path!["ssh-keys", i]),
+                format!("PVE will refuse this SSH public key: {why}"),
+                "not a readable public key",
+                Some(
+                    "PVE checks each key with `ssh-keygen -l` (pve-common `PVE::Tools::validate_ssh_public_keys`) and refuses the create; paste the whole line of the `.pub` file"
+                        .into(),
+                ),
+            );
         }
     }
     for (i, r) in ci.ssh_key_refs.iter().enumerate() {

@@ -58,6 +58,7 @@ const COVERED: &[Code] = &[
     Code::NodeNotAllowed,
     Code::UnlistedManifest,
     Code::UnknownAnnotation,
+    Code::SshKey,
     Code::InvalidAnnotation,
     Code::CredentialsInUrl,
     Code::IpFamily,
@@ -1443,4 +1444,39 @@ fn disk_image_extensions_are_case_sensitive_and_a_whole_ova_is_refused() {
     // ISOs match any case, as pve-storage's ISO pattern does.
     let iso = artifact("ISO", "cd", &["pve01"]).replace("cd.iso", "CD.ISO");
     assert!(errors(&cluster_of(&[("iso/dev/cd.yaml", iso)]).load()).is_empty());
+}
+
+#[test]
+fn ssh_keys_pve_would_refuse_are_warned_about_and_good_ones_pass() {
+    let with_key = |key: &str| {
+        let spec = [
+            "cloud-init-data:",
+            "  ssh-keys:",
+            &format!("    - \"{key}\""),
+        ];
+        cluster_of(&[("vm/dev/a.yaml", with_spec(&vm("a", "pve01", 142), &spec))]).load()
+    };
+    let good = with_key(
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGCVGKQpK+nImjuu+rzahjyW0WbUv35sPq644v4hkcVp ansible@lab",
+    );
+    assert!(all_with(&good, Code::SshKey).is_empty(), "{}", dump(&good));
+    for (key, why) in [
+        (
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA you@yourhost",
+            "truncated",
+        ),
+        (
+            "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIGCVGKQpK+nImjuu+rzahjyW0WbUv35sPq644v4hkcVp x",
+            "not a `ssh-rsa` key",
+        ),
+        ("ssh-ed25519 not-base64!", "base64"),
+        ("ssh-foo AAAA x", "not an SSH key type"),
+    ] {
+        let loaded = with_key(key);
+        // A warning: the cluster stays valid (the compatibility examples hold such a key).
+        assert_valid(&loaded);
+        let found = all_with(&loaded, Code::SshKey);
+        assert_eq!(found.len(), 1, "{key}: {}", dump(&loaded));
+        assert_contains(&found[0].message, &[why]);
+    }
 }

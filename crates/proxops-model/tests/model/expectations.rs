@@ -142,11 +142,16 @@ fn load_examples() -> Option<proxops_model::Repository> {
 #[test]
 fn example_cluster_is_valid_with_exactly_twelve_resources() {
     let Some(repo) = load_examples() else { return };
-    assert!(
-        repo.diagnostics.is_empty(),
-        "the example repository has findings:\n{}",
-        dump(&repo)
-    );
+    // One finding, a warning: the placeholder SSH key of `cloudinit-vm.yaml` is truncated, and
+    // PVE's `ssh-keygen -l` check would refuse the VM's create.
+    let findings: Vec<String> = repo
+        .diagnostics
+        .iter()
+        .map(|d| d.code.to_string())
+        .collect();
+    assert_eq!(findings, ["proxops::ssh_key"], "{}", dump(&repo));
+    assert!(!repo.diagnostics[0].is_error());
+    assert!(dump(&repo).contains("cloudinit-vm.yaml"), "{}", dump(&repo));
     assert_valid(&repo);
     let names: Vec<&str> = repo.clusters.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["example"]);
