@@ -301,6 +301,29 @@ async fn wait(
     client.wait_task(&upid, &wait).await.map(|_| ())
 }
 
+/// Waits for a power task; after an HA request (`hastart`/`hastop`, which only queues the
+/// request to the HA manager) also for the guest's live status to reach `want`, within the
+/// same timeout, so the action succeeds only once the guest runs (or stopped).
+async fn wait_power(
+    client: &PveClient,
+    options: &ExecOptions,
+    guest: &GuestRef,
+    upid: Upid,
+    want: &str,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let opts = options
+        .wait
+        .clone()
+        .unwrap_or_else(|| WaitOptions::for_task(&upid.kind));
+    let ha = upid.is_ha_request();
+    wait(client, options, upid, upids).await?;
+    if ha {
+        client.wait_guest_status(guest, want, &opts).await?;
+    }
+    Ok(())
+}
+
 async fn run(
     client: &PveClient,
     action: &Action,
@@ -344,36 +367,38 @@ async fn run(
                 let upid = client
                     .shutdown(&target, Some(options.shutdown_timeout), Some(true))
                     .await?;
-                wait(client, options, upid, upids).await?;
+                wait_power(client, options, &target, upid, "stopped", upids).await?;
                 let upid = client.start(&target).await?;
-                wait(client, options, upid, upids).await?;
+                wait_power(client, options, &target, upid, "running", upids).await?;
             }
             Ok(())
         }
         Op::Start { guest } => {
             let upid = client.start(guest).await?;
-            wait(client, options, upid, upids).await
+            wait_power(client, options, guest, upid, "running", upids).await
         }
         Op::Stop { guest } => {
             let upid = client
                 .shutdown(guest, Some(options.shutdown_timeout), Some(true))
                 .await?;
-            wait(client, options, upid, upids).await
+            wait_power(client, options, guest, upid, "stopped", upids).await
         }
         Op::MarkTemplate { guest, running } => {
             if *running {
                 let upid = client
                     .shutdown(guest, Some(options.shutdown_timeout), Some(true))
                     .await?;
-                wait(client, options, upid, upids).await?;
+                wait_power(client, options, guest, upid, "stopped", upids).await?;
             }
             make_template(client, guest, options, upids).await
         }
         Op::Delete { guest, running } => {
             if *running {
                 let upid = client.stop(guest).await?;
-                wait(client, options, upid, upids).await?;
+                wait_power(client, options, guest, upid, "stopped", upids).await?;
             }
+            // `purge` also lets PVE destroy an HA-managed guest (qemu-server
+            // `src/PVE/API2/Qemu.pm` `destroy_vm` refuses it otherwise) and drops its HA resource.
             let opts = DestroyOptions {
                 purge: Some(true),
                 destroy_unreferenced_disks: Some(true),
@@ -499,7 +524,7 @@ async fn create(
         apply_changes(client, &target, edit, options, upids).await?;
         if start {
             let upid = client.start(&target).await?;
-            wait(client, options, upid, upids).await?;
+            wait_power(client, options, &target, upid, "running", upids).await?;
         }
         return Ok(());
     }

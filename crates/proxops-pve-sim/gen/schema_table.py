@@ -11,6 +11,8 @@ import json, sys
 ENDPOINTS = [
     ("GET", "/version"), ("GET", "/nodes"), ("GET", "/nodes/{node}/status"),
     ("GET", "/cluster/resources"), ("GET", "/cluster/nextid"), ("GET", "/cluster/status"),
+    ("GET", "/cluster/ha/resources"), ("POST", "/cluster/ha/resources"),
+    ("DELETE", "/cluster/ha/resources/{sid}"),
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
     ("GET", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/qemu"),
     ("GET", "/nodes/{node}/qemu/{vmid}"), ("DELETE", "/nodes/{node}/qemu/{vmid}"),

@@ -43,5 +43,7 @@ pub use config::{
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
 pub use server::{SimHandle, start};
-pub use state::{Guest, GuestKind, GuestStats, Node, State, Stats, Storage, Task, Volume};
+pub use state::{
+    Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task, Volume,
+};
 pub use tls::fingerprint;

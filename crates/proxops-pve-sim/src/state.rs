@@ -30,6 +30,25 @@ pub struct State {
     /// the state so that another process reading the same state file within the refresh
     /// interval serves the same stale snapshot.
     pub stats: Stats,
+    /// HA resources by sid (`vm:100`, `ct:101`), as `/etc/pve/ha/resources.cfg` holds them.
+    pub ha_resources: BTreeMap<String, HaResource>,
+}
+
+/// One HA resource (pve-ha-manager `src/PVE/HA/Resources.pm` properties).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct HaResource {
+    /// `vm` or `ct`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Requested state (`started`, `stopped`, `disabled`, `ignored`).
+    pub state: String,
+    /// Free-form comment.
+    pub comment: Option<String>,
+    /// Restart attempts on the same node.
+    pub max_restart: Option<u64>,
+    /// Relocation attempts.
+    pub max_relocate: Option<u64>,
 }
 
 /// A snapshot of guest stats (pve-manager `PVE/Service/pvestatd.pm` `update_qemu_status` and
@@ -392,6 +411,13 @@ impl State {
         self.tasks.iter_mut().find(|t| t.upid == upid)
     }
 
+    /// The HA resource managing a guest, if any (pve-ha-manager `src/PVE/HA/Config.pm`
+    /// `service_is_configured("vm:$vmid")`).
+    pub fn ha_of(&self, vmid: u32) -> Option<&HaResource> {
+        let kind = self.guests.get(&vmid)?.kind;
+        self.ha_resources.get(&ha_sid(kind, vmid))
+    }
+
     /// Volids referenced by any guest config (for in-use checks).
     pub fn referenced_by(&self, volid: &str) -> Option<u32> {
         self.guests.values().find_map(|g| {
@@ -400,5 +426,13 @@ impl State {
                 .any(|v| v.split(',').next() == Some(volid))
                 .then_some(g.vmid)
         })
+    }
+}
+
+/// The HA sid of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE::HA::Tools::get_ha_resource_type`).
+pub fn ha_sid(kind: GuestKind, vmid: u32) -> String {
+    match kind {
+        GuestKind::Qemu => format!("vm:{vmid}"),
+        GuestKind::Lxc => format!("ct:{vmid}"),
     }
 }

@@ -137,6 +137,19 @@ pub enum PveError {
         /// How long the wait lasted.
         waited: Duration,
     },
+    /// An HA request (`hastart`/`hastop`) was queued, but the guest did not reach the state
+    /// within the wait's timeout.
+    #[error("guest {vmid} still {status} after {waited:?} (HA request for {want})")]
+    HaStateTimeout {
+        /// The guest.
+        vmid: u32,
+        /// The status asked for (`running`, `stopped`).
+        want: String,
+        /// The status last seen.
+        status: String,
+        /// How long the wait lasted.
+        waited: Duration,
+    },
 }
 
 fn param_list(errors: &BTreeMap<String, String>) -> String {
@@ -166,7 +179,9 @@ impl PveError {
                     ErrorKind::TaskFailed
                 }
             }
-            PveError::TaskTimeout { .. } => ErrorKind::TaskTimeout,
+            PveError::TaskTimeout { .. } | PveError::HaStateTimeout { .. } => {
+                ErrorKind::TaskTimeout
+            }
         }
     }
 

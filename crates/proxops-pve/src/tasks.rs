@@ -50,6 +50,8 @@ impl WaitOptions {
             "qmdestroy" | "vzdestroy" | "resize" | "qmresize" | "vzresize" => 15,
             "qmshutdown" | "vzshutdown" => 15,
             "qmstart" | "vzstart" | "qmstop" | "vzstop" => 5,
+            // The request, and then the HA stack acting on it (waited for separately).
+            "hastart" | "hastop" => 15,
             _ => 30,
         };
         WaitOptions {

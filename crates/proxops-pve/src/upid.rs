@@ -44,6 +44,14 @@ impl Upid {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// Whether the task only queued a request to the HA manager: qemu-server
+    /// `src/PVE/API2/Qemu.pm` `vm_start`/`vm_stop`/`vm_shutdown` and pve-container
+    /// `src/PVE/API2/LXC/Status.pm` fork `hastart`/`hastop` for an HA-managed guest, and the
+    /// guest reaches the state later.
+    pub fn is_ha_request(&self) -> bool {
+        matches!(self.kind.as_str(), "hastart" | "hastop")
+    }
 }
 
 impl FromStr for Upid {

@@ -7,6 +7,7 @@ mod artifacts;
 mod background;
 mod cycle;
 mod edits;
+mod ha;
 mod ownership;
 mod pending;
 mod roundtrip;

@@ -206,7 +206,15 @@ pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
             st.guests
                 .values()
                 .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
-                .map(|g| row(g, st.stats.guests.get(&g.vmid))),
+                .map(|g| {
+                    let mut r = row(g, st.stats.guests.get(&g.vmid));
+                    // pve-manager `PVE/API2/Cluster.pm` `resources`: `hastate` from the manager
+                    // status, else the resource config's state; the simulator keeps the config.
+                    if let Some(h) = st.ha_of(g.vmid) {
+                        r["hastate"] = h.state.clone().into();
+                    }
+                    r
+                }),
         );
     }
     if want("storage") {

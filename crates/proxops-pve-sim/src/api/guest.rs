@@ -11,8 +11,10 @@ use crate::auth::now;
 use crate::error::ApiError;
 use crate::faults;
 use crate::schema::{self, Ty};
-use crate::state::{Guest, GuestKind, State};
+use crate::server::{Shared, lock};
+use crate::state::{Guest, GuestKind, State, ha_sid};
 use crate::tasks::{self, INJECTED};
+use std::sync::Arc;
 
 fn kind_path(kind: GuestKind) -> &'static str {
     match kind {
@@ -195,7 +197,12 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             "cpus".into(),
             super::cluster::guest_row(g, 0)["maxcpu"].clone(),
         );
-        obj.insert("ha".into(), json!({ "managed": 0 }));
+        // `PVE::HA::Config::get_service_status`: managed unless absent or ignored.
+        let ha = match st.ha_of(vmid).filter(|r| r.state != "ignored") {
+            Some(r) => json!({ "managed": 1, "state": r.state }),
+            None => json!({ "managed": 0 }),
+        };
+        obj.insert("ha".into(), ha);
         if kind == GuestKind::Qemu {
             obj.insert("qmpstatus".into(), g.status.clone().into());
             if let Some(a) = g.config.get("agent") {
@@ -244,6 +251,41 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
     }
     check_lock(ctx, g)?;
     let word = kind.word();
+    let user = ctx.who().task_user();
+    // qemu-server `src/PVE/API2/Qemu.pm` `vm_start`/`vm_stop`/`vm_shutdown` and pve-container
+    // `src/PVE/API2/LXC/Status.pm`: for an HA-managed guest (`PVE::HA::Config::vm_is_ha_managed`)
+    // the worker only asks the HA manager (`ha-manager set <sid> --state started` or
+    // `ha-manager crm-command stop <sid> <timeout>`); the CRM/LRM act on it later.
+    if st.ha_of(vmid).is_some_and(|r| r.state != "ignored") {
+        let (task, wanted, verb) = match action {
+            Power::Start => ("hastart", "started", "start"),
+            Power::Stop | Power::Shutdown => ("hastop", "stopped", "stop"),
+        };
+        let sid = ha_sid(kind, vmid);
+        let later = shared.clone();
+        let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+            if fail {
+                return Err(INJECTED.into());
+            }
+            let Some(res) = st.ha_resources.get_mut(&sid) else {
+                return Err(format!("resource '{sid}' is not HA managed"));
+            };
+            res.state = wanted.into();
+            ha_act_later(&later, sid, vmid, action);
+            Ok(vec![format!("Requesting HA {verb} for {word} {vmid}")])
+        });
+        let upid = tasks::spawn(
+            &shared,
+            &mut st,
+            &node,
+            task,
+            &vmid.to_string(),
+            &user,
+            None,
+            job,
+        );
+        return Ok(upid.into());
+    }
     let prefix = if kind == GuestKind::Qemu { "qm" } else { "vz" };
     let task = match action {
         Power::Start => "start",
@@ -257,25 +299,7 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
         let Some(g) = st.guests.get_mut(&vmid) else {
             return Err(format!("{word} {vmid} does not exist"));
         };
-        match action {
-            Power::Start if g.running() => Err(format!("{word} {vmid} already running")),
-            Power::Start => {
-                let pending = std::mem::take(&mut g.pending);
-                g.config.extend(pending);
-                for k in std::mem::take(&mut g.pending_delete) {
-                    g.config.remove(&k);
-                }
-                g.status = "running".into();
-                g.started_at = Some(now());
-                Ok(Vec::new())
-            }
-            Power::Shutdown if !g.running() => Err(format!("{word} {vmid} not running")),
-            Power::Stop | Power::Shutdown => {
-                g.status = "stopped".into();
-                g.started_at = None;
-                Ok(Vec::new())
-            }
-        }
+        apply_power(g, action)
     });
     let upid = tasks::spawn(
         &shared,
@@ -283,11 +307,74 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
         &node,
         &format!("{prefix}{task}"),
         &vmid.to_string(),
-        &ctx.who().task_user(),
+        &user,
         None,
         job,
     );
     Ok(upid.into())
+}
+
+/// Starts or stops a guest as the power workers do.
+fn apply_power(g: &mut Guest, action: Power) -> Result<Vec<String>, String> {
+    let (word, vmid) = (g.kind.word(), g.vmid);
+    match action {
+        Power::Start if g.running() => Err(format!("{word} {vmid} already running")),
+        Power::Start => {
+            let pending = std::mem::take(&mut g.pending);
+            g.config.extend(pending);
+            for k in std::mem::take(&mut g.pending_delete) {
+                g.config.remove(&k);
+            }
+            g.status = "running".into();
+            g.started_at = Some(now());
+            Ok(Vec::new())
+        }
+        Power::Shutdown if !g.running() => Err(format!("{word} {vmid} not running")),
+        Power::Stop | Power::Shutdown => {
+            g.status = "stopped".into();
+            g.started_at = None;
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The HA stack acting on a resource now asking to be started (or stopped).
+pub(crate) fn ha_request(shared: &Arc<Shared>, sid: String, vmid: u32, start: bool) {
+    let action = if start { Power::Start } else { Power::Stop };
+    ha_act_later(shared, sid, vmid, action);
+}
+
+/// The HA stack acting on a request: the CRM sees the new state and the LRM starts or stops the
+/// guest a while after the `hastart`/`hastop` worker ended (one more `hastart`/`hastop` task
+/// time here), so a caller that only waits for the task still finds the old status.
+fn ha_act_later(shared: &Arc<Shared>, sid: String, vmid: u32, action: Power) {
+    let kind = match action {
+        Power::Start => "hastart",
+        Power::Stop | Power::Shutdown => "hastop",
+    };
+    let delay = lock(&shared.durations).of(kind);
+    let shared2 = shared.clone();
+    let key = format!("ha:{sid}");
+    let key2 = key.clone();
+    let handle = tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let mut st = lock(&shared2.state);
+        // The LRM only acts while the resource still asks for this state.
+        let wanted = if action == Power::Start {
+            "started"
+        } else {
+            "stopped"
+        };
+        if st.ha_resources.get(&sid).is_some_and(|r| r.state == wanted) {
+            if let Some(g) = st.guests.get_mut(&vmid) {
+                let _ = apply_power(g, action);
+            }
+            shared2.persist(&st);
+        }
+        drop(st);
+        lock(&shared2.running).remove(&key2);
+    });
+    lock(&shared.running).insert(key, handle.abort_handle());
 }
 
 /// `POST .../template` as qemu-server `PVE/API2/Qemu.pm` `template` and pve-container
@@ -494,6 +581,7 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
     let shared = ctx.shared.clone();
     let unreferenced = ctx.flag("destroy-unreferenced-disks").unwrap_or(false);
+    let purge = ctx.flag("purge").unwrap_or(false);
     let mut st = ctx.state();
     let g = guest(&st, kind, &node, vmid)?;
     let word = kind.word();
@@ -502,18 +590,30 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             "can't remove {word} {vmid} - protection mode enabled"
         )));
     }
+    // qemu-server `src/PVE/API2/Qemu.pm` `destroy_vm` and pve-container `src/PVE/API2/LXC.pm`
+    // `destroy_vm`: `service_is_configured` without `purge` refuses (any HA state, even ignored).
+    if !purge && st.ha_of(vmid).is_some() {
+        return Err(ApiError::fail(format!(
+            "unable to remove {word} {vmid} - used in HA resources and purge parameter not set."
+        )));
+    }
     check_lock(ctx, g)?;
     if g.running() {
         return Err(ApiError::fail(format!(
             "{word} {vmid} is running - destroy failed"
         )));
     }
+    let sid = ha_sid(kind, vmid);
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
         if fail {
             return Err(INJECTED.into());
         }
         let log = disks::destroy_volumes(st, vmid, unreferenced)?;
         st.guests.remove(&vmid);
+        // `PVE::HA::Config::delete_service_from_config("vm:$vmid", $purge)` after the destroy.
+        if purge {
+            st.ha_resources.remove(&sid);
+        }
         Ok(log)
     });
     let kind_s = if kind == GuestKind::Qemu {

@@ -1,6 +1,6 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
-//! status, login), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
+//! status, login), [`ha`] (HA resources), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
@@ -10,6 +10,7 @@ pub(crate) mod cluster;
 pub(crate) mod debug;
 pub(crate) mod disks;
 pub(crate) mod guest;
+pub(crate) mod ha;
 pub(crate) mod hotplug;
 pub(crate) mod lxc;
 pub(crate) mod qemu;
@@ -147,6 +148,9 @@ routes! {
     "GET" "/cluster/resources" => cluster::resources,
     "GET" "/cluster/nextid" => cluster::nextid,
     "GET" "/cluster/status" => cluster::status,
+    "GET" "/cluster/ha/resources" => ha::list,
+    "POST" "/cluster/ha/resources" => ha::create,
+    "DELETE" "/cluster/ha/resources/{sid}" => ha::delete,
     "GET" "/access/permissions" => access::permissions,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,

@@ -50,6 +50,33 @@ pub static ENDPOINTS: &[Endpoint] = &[
     },
     Endpoint {
         method: "GET",
+        path: "/cluster/ha/resources",
+        params: &[
+        Param { name: "type", ty: Ty::Str, optional: true, enums: &["ct", "vm"], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "POST",
+        path: "/cluster/ha/resources",
+        params: &[
+        Param { name: "comment", ty: Ty::Str, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: Some(4096), pattern: None, requires: None },
+        Param { name: "group", ty: Ty::Str, optional: true, enums: &[], format: Fmt::Named("pve-configid"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "max_relocate", ty: Ty::Int, optional: true, enums: &[], format: Fmt::None, min: Some(0.0), max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "max_restart", ty: Ty::Int, optional: true, enums: &[], format: Fmt::None, min: Some(0.0), max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "sid", ty: Ty::Str, optional: false, enums: &[], format: Fmt::Named("pve-ha-resource-or-vm-id"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "state", ty: Ty::Str, optional: true, enums: &["started", "stopped", "enabled", "disabled", "ignored"], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "type", ty: Ty::Str, optional: true, enums: &["ct", "vm"], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "DELETE",
+        path: "/cluster/ha/resources/{sid}",
+        params: &[
+        Param { name: "sid", ty: Ty::Str, optional: false, enums: &[], format: Fmt::Named("pve-ha-resource-or-vm-id"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "GET",
         path: "/access/permissions",
         params: &[
         Param { name: "path", ty: Ty::Str, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },

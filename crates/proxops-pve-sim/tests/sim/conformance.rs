@@ -173,6 +173,16 @@ fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
         "GET /cluster/resources" => &["shared"],
         // GET /storage returns each storage's whole config, not only its id.
         "GET /storage" => &["type", "content", "shared", "nodes", "digest"],
+        // pve-ha-manager `src/PVE/API2/HA/Resources.pm` `index` returns each resource's whole
+        // config (`$api_copy_config`: the config, `sid` and `digest`), though the schema names `sid`.
+        "GET /cluster/ha/resources" => &[
+            "type",
+            "state",
+            "digest",
+            "comment",
+            "max_restart",
+            "max_relocate",
+        ],
         // qemu-server writes `meta` into every new config; config GET returns it.
         "GET /nodes/{node}/qemu/{vmid}/config" => &["meta"],
         // pct list rows say `type: lxc`.
@@ -270,9 +280,21 @@ async fn responses_match_the_schema_returns() {
         .ok(),
     )
     .await;
+    // HA-managed, so that `hastate` and the `ha` status are checked too.
+    sim.post(
+        "/cluster/ha/resources",
+        &[("sid", "vm:100"), ("state", "stopped")],
+    )
+    .await
+    .ok();
     let u = enc(upid.as_str().unwrap());
     for (m, t, p) in [
         ("GET", "/version", "/version".to_string()),
+        (
+            "GET",
+            "/cluster/ha/resources",
+            "/cluster/ha/resources".into(),
+        ),
         ("GET", "/nodes", "/nodes".into()),
         ("GET", "/nodes/{node}/status", "/nodes/pve1/status".into()),
         ("GET", "/cluster/resources", "/cluster/resources".into()),

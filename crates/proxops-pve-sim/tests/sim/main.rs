@@ -12,6 +12,7 @@ mod cluster;
 mod conformance;
 mod download;
 mod faults;
+mod ha;
 mod lxc;
 mod params;
 mod qemu;

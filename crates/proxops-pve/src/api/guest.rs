@@ -9,6 +9,7 @@ use super::opt_upid;
 use crate::client::PveClient;
 use crate::error::PveError;
 use crate::params::{Params, seg};
+use crate::tasks::WaitOptions;
 use crate::types::{
     CloneRequest, ConfigChange, DestroyOptions, GuestConfig, GuestRef, GuestStatus, GuestType,
     NodeGuest, PendingEntry,
@@ -199,6 +200,37 @@ impl PveClient {
             &Params::new(),
         )
         .await
+    }
+
+    /// Polls `GET .../status/current` until the guest's `status` is `want` (`running`,
+    /// `stopped`), with the poll intervals and timeout of `opts`; after an HA request
+    /// ([`Upid::is_ha_request`]) this is when the guest actually got there.
+    pub async fn wait_guest_status(
+        &self,
+        g: &GuestRef,
+        want: &str,
+        opts: &WaitOptions,
+    ) -> Result<GuestStatus, PveError> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + opts.timeout;
+        let mut interval = opts.first_poll;
+        loop {
+            let status = self.guest_status(g).await?;
+            if status.status == want {
+                return Ok(status);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(PveError::HaStateTimeout {
+                    vmid: g.vmid,
+                    want: want.to_string(),
+                    status: status.status,
+                    waited: started.elapsed(),
+                });
+            }
+            tokio::time::sleep(interval.min(deadline - now)).await;
+            interval = interval.mul_f64(opts.growth.max(1.0)).min(opts.max_poll);
+        }
     }
 
     /// `POST .../status/start`.
