@@ -909,3 +909,56 @@ fn a_clone_onto_another_node_from_local_storage_is_reported_at_plan_time() {
     assert!(!out.contains("create    VM/web"), "{out}");
     assert_eq!(site.guests().len(), 1);
 }
+
+#[test]
+fn the_agent_within_the_stats_interval_never_starts_or_templates_twice() {
+    let site = Site::new(&[
+        (WEB, guest("VM", "web", 120, "  state: started\n")),
+        (
+            "templatevm/lab/tpl.yaml",
+            guest("TemplateVM", "tpl", 130, ""),
+        ),
+    ]);
+    let data = tempfile::tempdir().unwrap();
+    let kinds = ["qmstart", "qmcreate", "qmtemplate"];
+    let agent_pass = |site: &Site| {
+        Command::new(proxops_bin())
+            .args([
+                "run",
+                "--once",
+                "--listen",
+                "127.0.0.1:0",
+                "--backend",
+                "sim",
+                "--sim-state",
+            ])
+            .arg(site.sim_file())
+            .arg("--data-dir")
+            .arg(data.path())
+            .arg("--repo")
+            .arg(site.path())
+            .output()
+            .unwrap()
+    };
+    let first = agent_pass(&site);
+    assert!(first.status.success(), "{}", text(&first));
+    let before = kinds.map(|k| task_count(&site, k));
+    // Two creates (the VM started by its create), one conversion.
+    assert_eq!(before, [0, 2, 1], "{}", text(&first));
+    for _ in 0..2 {
+        // The guests are newer than pvestatd's last round: `/cluster/resources` knows nothing.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        site.stage(|s| s["stats"] = serde_json::json!({ "taken_ms": now, "guests": {} }));
+        let out = agent_pass(&site);
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(
+            kinds.map(|k| task_count(&site, k)),
+            before,
+            "{}",
+            text(&out)
+        );
+    }
+}
