@@ -102,6 +102,43 @@ impl Site {
             .unwrap()
     }
 
+    /// One pass of the agent (`proxops run --once`) over every cluster, data under `data`.
+    fn agent_once(&self, data: &Path) -> Output {
+        Command::new(proxops_bin())
+            .args(["run", "--once", "--listen", "127.0.0.1:0"])
+            .args(["--backend", "sim", "--sim-state"])
+            .arg(self.sim_file())
+            .arg("--data-dir")
+            .arg(data)
+            .arg("--repo")
+            .arg(self.path())
+            .output()
+            .unwrap()
+    }
+
+    /// Stamps an empty stats snapshot now: what PVE serves right after guests were made, before
+    /// pvestatd saw them (`status: unknown`, no template flag for ten seconds). Returns the stamp.
+    fn stale_stats(&self) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        self.stage(|s| s["stats"] = serde_json::json!({ "taken_ms": now, "guests": {} }));
+        now
+    }
+
+    /// Adds a cluster with no resources on node pve1.
+    fn add_empty_cluster(&self, name: &str) {
+        self.write(
+            &format!("clusters/{name}/config.yaml"),
+            &format!("pve:\n  clusters:\n    {name}:\n      base-url: https://{name}.lan:8006\n      nodes: [pve1]\n"),
+        );
+        self.write(
+            &format!("clusters/{name}/resources.yaml"),
+            "resources: []\n",
+        );
+    }
+
     fn apply(&self) -> (Option<i32>, String) {
         let out = self.run(&["apply", "--yes"]);
         (out.status.code(), text(&out))
@@ -439,11 +476,7 @@ fn a_cluster_whose_directory_vanished_is_reported_and_its_guests_left_alone() {
     assert_eq!(site.apply().0, Some(0));
     // A second cluster appears and lab's directory goes.
     std::fs::remove_dir_all(site.path().join("clusters/lab")).unwrap();
-    site.write(
-        "clusters/other/config.yaml",
-        "pve:\n  clusters:\n    other:\n      base-url: https://other.lan:8006\n      nodes: [pve1]\n",
-    );
-    site.write("clusters/other/resources.yaml", "resources: []\n");
+    site.add_empty_cluster("other");
     site.commit("lab is gone");
     let out = Command::new(proxops_bin())
         .args(["apply", "--yes", "--backend", "sim", "--sim-state"])
@@ -691,11 +724,7 @@ fn a_clone_that_outlasts_the_task_timeout_is_repaired_once_it_finished() {
 #[test]
 fn the_sim_state_file_names_each_cluster_the_same_way_whichever_clusters_run() {
     let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
-    site.write(
-        "clusters/other/config.yaml",
-        "pve:\n  clusters:\n    other:\n      base-url: https://other.lan:8006\n      nodes: [pve1]\n",
-    );
-    site.write("clusters/other/resources.yaml", "resources: []\n");
+    site.add_empty_cluster("other");
     site.commit("a second cluster");
     // lab alone first, then every cluster: lab's state is the same file both times.
     let (code, out) = site.apply();
@@ -722,30 +751,10 @@ fn the_agent_names_a_cluster_whose_directory_vanished() {
     let site = Site::new(&[(WEB, guest("VM", "web", 120, ""))]);
     assert_eq!(site.apply().0, Some(0));
     std::fs::remove_dir_all(site.path().join("clusters/lab")).unwrap();
-    site.write(
-        "clusters/other/config.yaml",
-        "pve:\n  clusters:\n    other:\n      base-url: https://other.lan:8006\n      nodes: [pve1]\n",
-    );
-    site.write("clusters/other/resources.yaml", "resources: []\n");
+    site.add_empty_cluster("other");
     site.commit("lab is gone");
     let data = tempfile::tempdir().unwrap();
-    let out = Command::new(proxops_bin())
-        .args([
-            "run",
-            "--once",
-            "--listen",
-            "127.0.0.1:0",
-            "--backend",
-            "sim",
-            "--sim-state",
-        ])
-        .arg(site.sim_file())
-        .arg("--data-dir")
-        .arg(data.path())
-        .arg("--repo")
-        .arg(site.path())
-        .output()
-        .unwrap();
+    let out = site.agent_once(data.path());
     let log = text(&out);
     assert!(log.contains("cluster `lab` is gone"), "{log}");
     assert_eq!(site.guests().len(), 1, "{log}");
@@ -827,11 +836,7 @@ fn back_to_back_apply_and_converge_within_the_stats_interval_never_start_or_temp
         vec!["converge"],
         vec!["apply", "--yes"],
     ] {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        site.stage(|s| s["stats"] = serde_json::json!({ "taken_ms": now, "guests": {} }));
+        let now = site.stale_stats();
         let out = site.run(&args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
         assert_eq!(counts(&site), before, "{args:?}: {}", text(&out));
@@ -921,38 +926,15 @@ fn the_agent_within_the_stats_interval_never_starts_or_templates_twice() {
     ]);
     let data = tempfile::tempdir().unwrap();
     let kinds = ["qmstart", "qmcreate", "qmtemplate"];
-    let agent_pass = |site: &Site| {
-        Command::new(proxops_bin())
-            .args([
-                "run",
-                "--once",
-                "--listen",
-                "127.0.0.1:0",
-                "--backend",
-                "sim",
-                "--sim-state",
-            ])
-            .arg(site.sim_file())
-            .arg("--data-dir")
-            .arg(data.path())
-            .arg("--repo")
-            .arg(site.path())
-            .output()
-            .unwrap()
-    };
-    let first = agent_pass(&site);
+    let first = site.agent_once(data.path());
     assert!(first.status.success(), "{}", text(&first));
     let before = kinds.map(|k| task_count(&site, k));
     // Two creates (the VM started by its create), one conversion.
     assert_eq!(before, [0, 2, 1], "{}", text(&first));
     for _ in 0..2 {
         // The guests are newer than pvestatd's last round: `/cluster/resources` knows nothing.
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        site.stage(|s| s["stats"] = serde_json::json!({ "taken_ms": now, "guests": {} }));
-        let out = agent_pass(&site);
+        site.stale_stats();
+        let out = site.agent_once(data.path());
         assert!(out.status.success(), "{}", text(&out));
         assert_eq!(
             kinds.map(|k| task_count(&site, k)),

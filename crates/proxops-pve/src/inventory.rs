@@ -258,27 +258,10 @@ impl PveClient {
         guests: impl IntoIterator<Item = GuestRef>,
         concurrency: usize,
     ) -> BTreeMap<u32, Result<GuestConfig, PveError>> {
-        let sem = Arc::new(Semaphore::new(concurrency.max(1)));
-        let mut set = tokio::task::JoinSet::new();
-        for g in guests {
-            let client = self.clone();
-            let sem = sem.clone();
-            set.spawn(async move {
-                let _permit = sem.acquire_owned().await;
-                let result = client.guest_config(&g).await;
-                (g.vmid, result)
-            });
-        }
-        let mut out = BTreeMap::new();
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok((vmid, result)) => {
-                    out.insert(vmid, result);
-                }
-                Err(e) => tracing::warn!(error = %e, "config read task ended abnormally"),
-            }
-        }
-        out
+        self.per_guest(guests, concurrency, "config", |client, g| async move {
+            client.guest_config(&g).await
+        })
+        .await
     }
 
     /// `GET .../pending` of many guests with bounded concurrency, by vmid.
@@ -287,15 +270,34 @@ impl PveClient {
         guests: impl IntoIterator<Item = GuestRef>,
         concurrency: usize,
     ) -> BTreeMap<u32, Result<Vec<PendingEntry>, PveError>> {
+        self.per_guest(guests, concurrency, "pending", |client, g| async move {
+            client.guest_pending(&g).await
+        })
+        .await
+    }
+
+    /// One read per guest, at most `concurrency` in flight; one result per VMID.
+    async fn per_guest<T, F, Fut>(
+        &self,
+        guests: impl IntoIterator<Item = GuestRef>,
+        concurrency: usize,
+        what: &'static str,
+        read: F,
+    ) -> BTreeMap<u32, Result<T, PveError>>
+    where
+        T: Send + 'static,
+        F: Fn(PveClient, GuestRef) -> Fut,
+        Fut: std::future::Future<Output = Result<T, PveError>> + Send + 'static,
+    {
         let sem = Arc::new(Semaphore::new(concurrency.max(1)));
         let mut set = tokio::task::JoinSet::new();
         for g in guests {
-            let client = self.clone();
             let sem = sem.clone();
+            let vmid = g.vmid;
+            let request = read(self.clone(), g);
             set.spawn(async move {
                 let _permit = sem.acquire_owned().await;
-                let result = client.guest_pending(&g).await;
-                (g.vmid, result)
+                (vmid, request.await)
             });
         }
         let mut out = BTreeMap::new();
@@ -304,7 +306,7 @@ impl PveClient {
                 Ok((vmid, result)) => {
                     out.insert(vmid, result);
                 }
-                Err(e) => tracing::warn!(error = %e, "pending read task ended abnormally"),
+                Err(e) => tracing::warn!(error = %e, "a {what} read task ended abnormally"),
             }
         }
         out
