@@ -70,7 +70,9 @@ fn example_secrets(cluster: &str) -> ClusterSecrets {
                 "ssh-keys",
                 map(vec![(
                     "main",
-                    s("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAexample main@example"),
+                    s(
+                        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA4PEBESExQVFhcYGRobHB0eHyAhIiMkJSYnKCkqKywt main@example",
+                    ),
                 )]),
             ),
             (
@@ -152,7 +154,23 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                     .iter()
                     .map(|a| format!("{}/{}@{}", a.kind, a.name, a.node))
                     .collect();
-                assert_eq!(order, EXAMPLE_ORDER);
+                // cloudinit-vm's placeholder key ("replace it with your real public key") is
+                // one PVE's create refuses (pve-common `validate_ssh_public_keys`): the plan
+                // says so instead of sending it, and plans the rest in the expected order.
+                let expected: Vec<&str> = EXAMPLE_ORDER
+                    .iter()
+                    .copied()
+                    .filter(|k| *k != "VM/cloudinit-vm@pve01")
+                    .collect();
+                assert_eq!(order, expected);
+                let errors: Vec<(&str, &str)> = first
+                    .plan
+                    .errors
+                    .iter()
+                    .map(|e| (e.subject.as_str(), e.code.as_str()))
+                    .collect();
+                assert_eq!(errors, [("VM/cloudinit-vm", "proxops::ssh_key")]);
+                assert!(first.plan.errors[0].reason.contains("SSH key 1"));
                 // clone-vm is started with the rest (the reference implementation waited a cycle).
                 let state = conn.sim.as_ref().unwrap().state();
                 assert_eq!(state.guests[&901].status, "running");

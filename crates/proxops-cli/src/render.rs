@@ -107,11 +107,7 @@ pub fn plan(p: &ClusterPlan) -> String {
         let _ = writeln!(out, "  anomaly  {}: {}", a.subject, a.message);
     }
     for s in &p.errors {
-        let _ = writeln!(
-            out,
-            "  error    {}: {} [proxops::cloud_init_secret]",
-            s.subject, s.reason
-        );
+        let _ = writeln!(out, "  error    {}: {} [{}]", s.subject, s.reason, s.code);
     }
     for s in &p.skipped {
         let _ = writeln!(out, "  skipped  {}: {}", s.subject, s.reason);

@@ -13,10 +13,9 @@ use std::path::{Path, PathBuf};
 
 const TOKEN_SECRET: &str = "tok-5e1f0c2a-sops-only";
 const CI_PASSWORD: &str = "ci-pw-Qz7!sops-only";
-const SSH_KEY: &str =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHsopsOnlyKeyMaterialXyZ0123456789abcd ops@sops-only";
+const SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUm ops@sops-only";
 /// A fragment of the key that survives percent-encoding (PVE's `sshkeys` form).
-const SSH_KEY_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIHsopsOnlyKeyMaterialXyZ0123456789abcd";
+const SSH_KEY_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIAcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUm";
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -154,6 +154,18 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// A resource that cannot be planned until the repository or its secrets are fixed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceError {
+    /// `Kind/name`.
+    pub subject: String,
+    /// The stable code (`proxops::cloud_init_secret`, `proxops::ssh_key`).
+    pub code: String,
+    /// What is wrong and what to do; never a secret value.
+    pub reason: String,
+}
+
 /// The plan of one cluster.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -167,9 +179,10 @@ pub struct ClusterPlan {
     /// Resources not planned this cycle.
     pub skipped: Vec<Skipped>,
     /// Resources that cannot be planned until the repository or its secrets are fixed (a
-    /// cloud-init secret reference that does not resolve); a command exits non-zero.
+    /// cloud-init secret reference that does not resolve, an SSH key PVE would refuse); a
+    /// command exits non-zero.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<Skipped>,
+    pub errors: Vec<ResourceError>,
     /// Prunes held back (budget, empty-composition guard).
     pub deferred_prunes: Vec<Skipped>,
     /// Manifest settings PVE cannot express.

@@ -12,7 +12,8 @@ use crate::desired::{
 use crate::diff::{after_clone, diff_since, mark_pending};
 use crate::identity::{Guests, owned_by_proxops};
 use crate::plan::{
-    Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, SUSPENDED_PREFIX, Skipped, Verb,
+    Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, ResourceError, SUSPENDED_PREFIX,
+    Skipped, Verb,
 };
 use crate::secrets::ClusterSecrets;
 use proxops_graph::{Deferral, Graph, StepId};
@@ -220,14 +221,27 @@ pub async fn plan_cluster(
                 };
                 planner.guest_step(step.id, *d, before.as_deref(), &live)
             }
-            Err(DesiredError::Secret {
-                reference, reason, ..
-            }) => {
+            Err(e @ (DesiredError::Secret { .. } | DesiredError::SshKey { .. })) => {
                 let subject = planner.subject(step.id);
-                tracing::debug!(cluster, %subject, %reference, "not planned: a cloud-init secret does not resolve");
-                planner.plan.errors.push(Skipped {
+                let reason = match &e {
+                    DesiredError::Secret {
+                        reference, reason, ..
+                    } => format!("cloud-init secret `{reference}` cannot be resolved: {reason}"),
+                    DesiredError::SshKey {
+                        index,
+                        origin,
+                        reason,
+                        ..
+                    } => format!(
+                        "SSH key {index} ({origin}) is not one PVE accepts: {reason}; PVE refuses the whole write (\"SSH public key validation error\"), so nothing is sent: fix the key"
+                    ),
+                    _ => e.to_string(),
+                };
+                tracing::debug!(cluster, %subject, code = e.code(), "not planned: the manifest or its secrets must be fixed");
+                planner.plan.errors.push(ResourceError {
                     subject,
-                    reason: format!("cloud-init secret `{reference}` cannot be resolved: {reason}"),
+                    code: e.code().to_owned(),
+                    reason,
                 });
                 planner.blocked.insert(step.id);
                 planner.deferral = None;

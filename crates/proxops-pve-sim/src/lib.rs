@@ -30,6 +30,7 @@ mod reset;
 pub mod rng;
 pub mod schema;
 mod server;
+pub mod sshkeys;
 mod state;
 pub mod tasks;
 mod tls;

@@ -268,6 +268,8 @@ const REFUSALS: &[&str] = &[
     "can't clone",
     // qemu-server `$check_vm_modify_config_perm`: no privilege grants the key to anyone else.
     "only root can",
+    // pve-common `validate_ssh_public_keys`, run by qemu-server's create and config update.
+    "ssh public key validation error",
 ];
 
 /// Classifies an HTTP error answer.
@@ -333,6 +335,7 @@ mod tests {
             (500, "can't clone VM to node 'pve2' (VM uses local storage)"),
             (500, "only root can set 'args' config"),
             (500, "only root can set 'hostpci0' config for real devices"),
+            (500, "SSH public key validation error"),
         ];
         for (s, m) in permanent {
             assert_eq!(classify(s, m).class(), ErrorClass::Permanent, "{s} {m}");

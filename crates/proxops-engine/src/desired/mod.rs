@@ -172,6 +172,32 @@ pub enum DesiredError {
         /// Why, and what to do.
         reason: String,
     },
+    /// An SSH key that PVE's create and config update refuse (pve-common
+    /// `validate_ssh_public_keys`: "SSH public key validation error").
+    #[error("{resource}: SSH key {index} ({origin}) is one PVE refuses: {reason}")]
+    SshKey {
+        /// The resource.
+        resource: String,
+        /// Its position among the resource's keys, from 1.
+        index: usize,
+        /// `ssh-keys` or the secret reference it came from (never the key itself).
+        origin: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl DesiredError {
+    /// The stable code of the problem, as plans and diagnostics show it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DesiredError::Unresolved { .. } => "proxops::unresolved",
+            DesiredError::NotAGuest(_) => "proxops::not_a_guest",
+            DesiredError::NoDriver(_) => "proxops::no_driver",
+            DesiredError::Secret { .. } => "proxops::cloud_init_secret",
+            DesiredError::SshKey { .. } => "proxops::ssh_key",
+        }
+    }
 }
 
 /// What the drivers need besides the manifest: the cluster's name and graph, to resolve names to

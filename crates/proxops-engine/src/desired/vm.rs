@@ -281,6 +281,7 @@ pub(super) fn desired(
         }
         // `["*"]` leaves the keys to PVE.
         if !ci.ssh_keys.is_empty() && ci.ssh_keys != ["*"] {
+            check_ssh_keys(resource, &ci.ssh_keys, "listed in `ssh-keys`")?;
             o.push(owned(
                 "sshkeys",
                 encode_ssh_keys(&ci.ssh_keys),
@@ -292,6 +293,7 @@ pub(super) fn desired(
             let refs = ci.ssh_key_refs.join(", ");
             let keys = cx.secret(resource, &refs, |s| s.resolve_ssh_keys(&ci.ssh_key_refs))?;
             let lines: Vec<String> = keys.iter().map(|k| k.expose().to_owned()).collect();
+            check_ssh_keys(resource, &lines, &format!("from `{refs}`"))?;
             if lines.is_empty() {
                 return Err(DesiredError::Secret {
                     resource: resource.key().to_string(),
@@ -366,6 +368,23 @@ fn secret_owned(key: &str, wire: String, compare: Compare) -> Owned {
         secret: Some(Secret::new(wire)),
         ..owned(key, REDACTED, compare, false)
     }
+}
+
+/// Refuses the keys PVE would refuse: qemu-server's create and config update run pve-common
+/// `validate_ssh_public_keys` (`ssh-keygen -l` per line) and fail the whole request otherwise.
+fn check_ssh_keys(resource: &Resource, keys: &[String], origin: &str) -> Result<(), DesiredError> {
+    let lines = keys.iter().flat_map(|k| k.lines()).map(str::trim);
+    for (i, line) in lines.filter(|l| !l.is_empty()).enumerate() {
+        if let Err(reason) = proxops_model::kinds::common::check_ssh_public_key(line) {
+            return Err(DesiredError::SshKey {
+                resource: resource.key().to_string(),
+                index: i + 1,
+                origin: origin.to_owned(),
+                reason,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// PVE's `sshkeys` form: the keys (trimmed, deduplicated, in order) joined by newlines, then every

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::guest::{check_lock, digest};
 use super::{Ctx, check_node, guest, setconfig};
 use crate::auth::now;
+use crate::dispatch::percent_decode;
 use crate::error::ApiError;
 use crate::rng;
 use crate::state::{Guest, GuestKind, State};
@@ -91,6 +92,7 @@ fn default_boot(conf: &std::collections::BTreeMap<String, String>) -> Option<Str
 pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
+    check_sshkeys(ctx)?;
     if ctx.p("archive").is_some() {
         return Err(ApiError::fail(
             "restore from a backup archive is not supported by the simulator",
@@ -185,8 +187,21 @@ pub(crate) fn finish_create(
     Ok(Vec::new())
 }
 
+/// qemu-server `src/PVE/API2/Qemu.pm` (`create_vm`, `update_vm_api`) unescapes `sshkeys` and
+/// runs pve-common's `validate_ssh_public_keys` on it before anything else.
+fn check_sshkeys(ctx: &Ctx) -> Result<(), ApiError> {
+    match ctx.p("sshkeys") {
+        Some(v) => crate::sshkeys::validate_ssh_public_keys(&percent_decode(v, false))
+            .map_err(ApiError::fail),
+        None => Ok(()),
+    }
+}
+
 /// The shared part of the config setters: lock, digest, then the update.
 pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(), ApiError> {
+    if kind == GuestKind::Qemu {
+        check_sshkeys(ctx)?;
+    }
     let (node, vmid) = (ctx.node(), ctx.vmid());
     let g = guest(st, kind, &node, vmid)?;
     check_lock(ctx, g)?;

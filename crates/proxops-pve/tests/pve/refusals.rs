@@ -155,3 +155,37 @@ async fn permission_errors_are_final() {
     .await;
     assert_eq!(e.kind(), ErrorKind::Forbidden);
 }
+
+#[tokio::test]
+async fn an_ssh_key_pve_cannot_read_is_final_on_create_and_update() {
+    // pve-common `PVE::Tools::validate_ssh_public_keys` (ssh-keygen -l on each line), called
+    // by qemu-server `create_vm` and `update_vm_api`: the compat example's placeholder key,
+    // whose blob stops after the key type.
+    let placeholder = "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5AAAA%20you%40yourhost";
+    let sim = Sim::start().await;
+    let g = GuestRef::qemu("pve1", 100);
+    once(
+        &sim,
+        "POST",
+        "/nodes/{node}/qemu",
+        "SSH public key validation error",
+        sim.c.create_guest(&g, &map(&[("sshkeys", placeholder)])),
+    )
+    .await;
+    assert!(sim.h.state().guests.is_empty(), "nothing was created");
+    let g = sim.create_vm(100, &[]).await;
+    once(
+        &sim,
+        "PUT",
+        "/nodes/{node}/qemu/{vmid}/config",
+        "SSH public key validation error",
+        sim.c
+            .set_config(&g, &ConfigChange::default().set("sshkeys", placeholder)),
+    )
+    .await;
+    let real = "ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5AAAAICgk%2FuYqyivLPEvfGtyhotPwJ2%2B41CwEtBONZXjx6jCp%20admin%40workstation";
+    sim.c
+        .set_config(&g, &ConfigChange::default().set("sshkeys", real))
+        .await
+        .unwrap();
+}
