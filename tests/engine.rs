@@ -478,3 +478,109 @@ async fn retryable_faults_and_lock_contention_still_converge_within_three_cycles
     );
     calm.sim.unwrap().shutdown().await.unwrap();
 }
+
+/// Every value the simulator stored for the examples' guests, checked as PVE's config parsers
+/// read them: the schema of `PUT .../config` (property strings of drives, `net[n]`,
+/// `ipconfig[n]`, `rootfs`, `mp[n]`, `features`, named formats) and `sshkeys` through
+/// pve-common's `validate_ssh_public_keys`. (The same configs pass PVE's own Perl parsers:
+/// `../shared/tools/pve-oracle`, run by hand.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_config_the_engine_writes_for_the_examples_reads_back_in_pves_formats() {
+    use proxops_pve_sim::schema::{endpoint, validate};
+    let mut repos = vec![(load(&example("homelab")), vec!["home", "lab"])];
+    if let Some(dir) = shared("compat/examples") {
+        repos.push((load(&dir), vec!["example"]));
+    }
+    let mut checked = 0;
+    for (loaded, names) in &repos {
+        for name in names {
+            let (cluster, graph) = loaded.cluster(name);
+            let conn = simulator(cluster).await;
+            let options = PlanOptions {
+                secrets: Some(example_secrets(name)),
+                ..plan_options(cluster, None)
+            };
+            converge(
+                &conn.client,
+                name,
+                graph,
+                &options,
+                &ExecOptions::default(),
+                5,
+            )
+            .await
+            .unwrap();
+            let sim = conn.sim.unwrap();
+            let state = sim.state();
+            assert!(!state.guests.is_empty(), "{name}");
+            for (vmid, g) in &state.guests {
+                let kind = match g.kind {
+                    proxops_pve_sim::GuestKind::Qemu => "qemu",
+                    proxops_pve_sim::GuestKind::Lxc => "lxc",
+                };
+                let ep =
+                    endpoint("PUT", &format!("/nodes/{{node}}/{kind}/{{vmid}}/config")).unwrap();
+                assert!(g.pending.is_empty(), "{name} {vmid}: {:?}", g.pending);
+                for (key, value) in &g.config {
+                    if key == "meta" {
+                        // Written by PVE itself (qemu-server `create_vm`), never through the
+                        // API: the `pve-qemu-meta` format.
+                        let fields: Vec<&str> = value.split(',').collect();
+                        assert!(
+                            fields.len() == 2
+                                && fields[0].starts_with("creation-qemu=")
+                                && fields[1]
+                                    .strip_prefix("ctime=")
+                                    .is_some_and(|t| t.parse::<u64>().is_ok()),
+                            "{name} {vmid} meta={value}"
+                        );
+                        continue;
+                    }
+                    let params = [
+                        ("node".to_owned(), g.node.clone()),
+                        ("vmid".to_owned(), vmid.to_string()),
+                        (key.clone(), value.clone()),
+                    ]
+                    .into_iter()
+                    .collect();
+                    let errors = validate(ep, &params);
+                    assert!(
+                        errors.is_empty(),
+                        "{name} {kind} {vmid} {key}={value}: {errors:?}"
+                    );
+                    if key == "sshkeys" {
+                        let keys = percent_decode(value);
+                        proxops_pve_sim::sshkeys::validate_ssh_public_keys(&keys)
+                            .unwrap_or_else(|e| panic!("{name} {vmid}: {e}: {keys}"));
+                    }
+                    checked += 1;
+                }
+            }
+            sim.shutdown().await.unwrap();
+        }
+    }
+    assert!(checked > 100, "{checked} values checked");
+}
+
+/// `%XX` decoding, as `URI::Escape::uri_unescape`.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
