@@ -100,3 +100,36 @@ fn report_does_not_depend_on_composition_order() {
     // Same findings, same order; only composition line numbers could differ, and none is reported.
     assert_eq!(before, after);
 }
+
+/// The homelab ships the secrets files its cluster configs name, encrypted to the throw-away
+/// key beside them: each decrypts with that key and holds every key the config maps.
+#[test]
+fn homelab_secrets_files_decrypt_with_the_example_key_and_hold_the_mapped_credentials() {
+    use proxops_secrets::{IdentitySource, SecretKeys, decrypt_file};
+    let dir = example("homelab");
+    let repo = load(&dir);
+    let key = IdentitySource::key_file(dir.join("example-age-key.txt"));
+    for cluster in &repo.clusters {
+        let entry = cluster.entry.as_ref().unwrap();
+        let file = entry.secrets_file.as_deref().unwrap();
+        let path = dir.join("clusters").join(&cluster.name).join(file);
+        let document = decrypt_file(&path, &key).unwrap();
+        document.check_layout().unwrap();
+        let pve = entry.secrets.as_ref().and_then(|s| s.pve.as_ref()).unwrap();
+        let found = document
+            .credentials(&SecretKeys {
+                pve_user: pve.user.clone(),
+                pve_token_id: pve.token_id.clone(),
+                pve_token: pve.token.clone(),
+                ..SecretKeys::default()
+            })
+            .unwrap();
+        assert_eq!(found.pve_user.unwrap().expose(), "proxops@pve");
+        assert_eq!(found.pve_token_id.unwrap().expose(), cluster.name);
+        assert!(found.pve_token.is_some(), "{}", cluster.name);
+        // Without the key the file is refused, naming what to do.
+        let none = IdentitySource::keys("");
+        let e = decrypt_file(&path, &none).unwrap_err().to_string();
+        assert!(e.contains("age"), "{e}");
+    }
+}

@@ -236,7 +236,7 @@ fn verdict(
 }
 
 /// Renders an event on the terminal.
-fn print_event(event: &Event<'_>, multi: bool) {
+pub(crate) fn print_event(event: &Event<'_>, multi: bool) {
     match event {
         Event::Desired {
             cluster,

@@ -552,36 +552,6 @@ fn sim_seeds_the_storages_that_manifests_use() {
 }
 
 #[test]
-fn demo_applies_the_homelab_on_simulators_and_ends_converged() {
-    let out = proxops()
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .arg("demo")
-        .assert()
-        .success();
-    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let lab = stdout.split("== cluster lab").nth(1).unwrap();
-    insta::assert_snapshot!(lab, @r"
-     (simulated nodes: pve1)
-    cluster lab: 5 actions
-      level 0
-        download  DiskImage/debian-13-genericcloud  pve1  local:import/debian-13-genericcloud-amd64.qcow2 is not on pve1
-        download  ISO/debian-13-netinst             pve1  local:iso/debian-13.2.0-amd64-netinst.iso is not on pve1
-        download  CTTemplate/debian-13-standard     pve1  local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst is not on pve1
-      level 1
-        create    VM/sandbox-01 (100)               pve1  absent
-        create    LXC/ci-runner-01 (200)            pve1  absent
-      [lab] #0 download DiskImage/debian-13-genericcloud on pve1: done
-      [lab] #1 download ISO/debian-13-netinst on pve1: done
-      [lab] #2 download CTTemplate/debian-13-standard on pve1: done
-      [lab] #3 create VM/sandbox-01 (100) on pve1: done
-      [lab] #4 create LXC/ci-runner-01 (200) on pve1: done
-    cluster lab: 5 succeeded, 0 failed, 0 deferred, 0 not started
-    cluster lab: converged, nothing to do
-    ");
-    assert!(stdout.contains("cluster home: 11 succeeded, 0 failed, 0 deferred, 0 not started\ncluster home: converged, nothing to do\n"), "{stdout}");
-}
-
-#[test]
 fn apply_then_diff_on_a_persistent_simulator_shows_drift() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("lab.json");

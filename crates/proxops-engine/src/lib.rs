@@ -24,9 +24,10 @@
 //!   execute (bounded by one prune budget per run), receipts; a [`ClusterRun`] says how it
 //!   ended ([`RunResult`]: in sync, applied, stuck, ...). [`identity`] reads guests' identity
 //!   tags back, so no declared guest is pruned and no identity is on two guests.
-//! - [`cycle`]: plan-and-execute building blocks without planes or lease (tests, benchmarks,
-//!   the demo). [`backend`] connects to a cluster's PVE, or starts a simulator seeded from the
-//!   cluster.
+//! - [`cycle`]: plan-and-execute building blocks without planes or lease (tests, benchmarks).
+//!   [`backend`] connects to a cluster's PVE, or starts a simulator seeded from the cluster.
+//! - [`demo`]: `proxops demo`, the [`Reconciler`] on simulators in a private git copy of a
+//!   repository: apply, receipts, drift restored, a prune recorded ([`demo::DemoReport`]).
 //! - [`lease`]: a cluster's lease held for a cycle (renewed while it runs).
 //! - [`agent`]: the long-running agent of `proxops run`: a pass over every cluster each
 //!   interval, under a per-cluster lease, with an HTTP endpoint for health, metrics, status and
@@ -66,6 +67,7 @@
 pub mod agent;
 pub mod backend;
 pub mod cycle;
+pub mod demo;
 pub mod desired;
 pub mod diff;
 pub mod execute;

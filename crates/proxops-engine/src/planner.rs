@@ -981,6 +981,7 @@ impl Planner<'_> {
                 self.plan.deferred_prunes.push(defer(why));
             } else {
                 budget -= 1;
+                let reason = prune_reason(&subject, self.cx.cluster, options, budget);
                 let (kind, name) = subject.split_once('/').unwrap_or(("", &subject));
                 let id = self.plan.actions.len();
                 self.plan.actions.push(Action {
@@ -991,7 +992,7 @@ impl Planner<'_> {
                     node: live.node.clone(),
                     vmid: Some(live.vmid),
                     verb: Verb::Delete,
-                    reason: "no longer declared".into(),
+                    reason,
                     changes: Vec::new(),
                     resizes: Vec::new(),
                     restart: false,
@@ -1003,6 +1004,22 @@ impl Planner<'_> {
                 });
             }
         }
+    }
+}
+
+/// Why a guest is pruned, with the guards it passed: it is ours by its tags, and the prune
+/// fits the run's budget (`left` prunes remain after it).
+fn prune_reason(subject: &str, cluster: &str, options: &PlanOptions, left: usize) -> String {
+    let (kind, name) = subject.split_once('/').unwrap_or(("", subject));
+    let ours = format!(
+        "no longer declared; ours by its tags `{OWNER_TAG}` and `{}`",
+        identity_tag(cluster, kind, name)
+    );
+    if options.prune_budget == 0 {
+        format!("{ours}; no prune budget")
+    } else {
+        let used = options.prune_budget as usize - left;
+        format!("{ours}; prune {used} of {} this run", options.prune_budget)
     }
 }
 

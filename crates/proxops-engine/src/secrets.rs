@@ -32,6 +32,25 @@ enum State {
     Failed { file: String, reason: String },
 }
 
+/// Why a secrets file cannot be used, and what to do about it.
+fn unusable(e: &proxops_secrets::Error, shown: &str) -> String {
+    const ELSEWHERE: &str = "(credentials may also come from the environment, e.g. PROXOPS_PVE_TOKEN_<CLUSTER>; to try ProxOps without Proxmox VE, use --backend sim)";
+    match e {
+        proxops_secrets::Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            format!(
+                "the file does not exist: create it with `sops encrypt --age <your age public key> <plain.yaml> > {shown}` (a `secrets:` map with the keys the config names), or drop `secrets-file` from the cluster's config {ELSEWHERE}"
+            )
+        }
+        proxops_secrets::Error::NoIdentity { .. }
+        | proxops_secrets::Error::WrongIdentity { .. } => {
+            format!("{e} {ELSEWHERE}")
+        }
+        other => other.to_string(),
+    }
+}
+
 impl fmt::Debug for ClusterSecrets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
@@ -73,8 +92,8 @@ impl ClusterSecrets {
                         document: Arc::new(document),
                     },
                     Err(e) => State::Failed {
+                        reason: unusable(&e, &shown),
                         file: shown,
-                        reason: e.to_string(),
                     },
                 }
             }

@@ -2,18 +2,46 @@
 
 use crate::error::CliError;
 use crate::render;
-use crate::session::{BackendArgs, BackendKind, load, runtime};
-use proxops_engine::cycle::reconcile;
+use crate::session::runtime;
+use crate::writer::print_event;
+use proxops_engine::demo::{DemoEvent, DemoOptions, DemoReport};
+use proxops_engine::execute::Progress;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-/// Run ProxOps's main job with no Proxmox VE: start a simulator per cluster of a repository
-/// (default `examples/homelab`), plan, apply, and plan again to show the clusters converged.
+/// Run ProxOps's main job with no Proxmox VE, and show what makes it different.
+///
+/// The repository (default `examples/homelab`) is copied into a temporary git repository (yours
+/// is only read), and each cluster gets a simulator. Then: every cluster is planned and
+/// applied, with its desired plane and receipts recorded in git, and planned again (nothing to
+/// do); `proxops get` shows one cluster's resources CLEAN; a change made by hand in PVE is
+/// found as drift and restored; a manifest taken out of the composition is pruned, with its
+/// deletion intent and teardown recorded. Exit status: 0 when every step showed what it
+/// should, 1 otherwise, 2 for usage or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository.
     #[arg(long, value_name = "DIR", default_value = "examples/homelab")]
     pub repo: PathBuf,
+    /// Keep the temporary repository and the simulators' state (their paths are printed).
+    #[arg(long)]
+    pub keep: bool,
+    /// Print only the summary.
+    #[arg(long, short, conflicts_with = "output")]
+    pub quiet: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// Output formats of `demo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Each step as it happens, then a summary.
+    Text,
+    /// The report of every step, as JSON (nothing else on stdout).
+    Json,
 }
 
 /// Runs `proxops demo`.
@@ -24,51 +52,104 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             Some("run it from a ProxOps checkout, or pass --repo DIR".into()),
         ));
     }
-    let loaded = load(&args.repo, &[])?;
-    if loaded.any_invalid() {
-        return Ok(ExitCode::from(1));
+    let mut options = DemoOptions::new(&args.repo).with_keep(args.keep);
+    if args.output == Output::Text && !args.quiet {
+        options = options.with_events(Arc::new(print));
     }
-    let backend = BackendArgs {
-        backend: BackendKind::Sim,
-        sim_state: None,
-    };
-    let mut ok = true;
-    runtime()?.block_on(async {
-        for (cluster, graph) in loaded.clusters() {
-            let conn = backend.connect(&loaded, cluster).await?;
-            let nodes = cluster
-                .entry
-                .as_ref()
-                .map(|e| e.nodes.join(", "))
-                .unwrap_or_default();
-            println!("== cluster {} (simulated nodes: {nodes})", cluster.name);
-            let options = conn.plan_options(cluster);
-            let exec = conn.exec_options();
-            let first = reconcile(&conn.client, &cluster.name, graph, &options, &exec, false)
-                .await
-                .map_err(|e| CliError::Io(e.to_string()))?;
-            print!("{}", render::plan(&first.plan));
-            if let Some(report) = &first.report {
-                for (a, r) in first.plan.actions.iter().zip(&report.results) {
-                    println!("  {}", render::result_line(&cluster.name, a, r));
-                }
-                println!("{}", render::summary(report));
-                ok &= report.all_succeeded();
-            }
-            let again = reconcile(&conn.client, &cluster.name, graph, &options, &exec, true)
-                .await
-                .map_err(|e| CliError::Io(e.to_string()))?;
-            print!("{}", render::plan(&again.plan));
-            ok &= again.plan.state() == proxops_engine::PlanState::InSync;
-            if let Some(sim) = conn.sim {
-                let _ = sim.shutdown().await;
-            }
+    let report = runtime()?
+        .block_on(proxops_engine::demo::run(&options))
+        .map_err(|e| CliError::Io(format!("[{}] {e}", e.code())))?;
+    match args.output {
+        Output::Json => {
+            let json =
+                serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?;
+            println!("{json}");
         }
-        Ok::<(), CliError>(())
-    })?;
-    Ok(if ok {
+        Output::Text => print!("{}", summary(&report)),
+    }
+    Ok(if report.succeeded() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+fn print(event: &DemoEvent<'_>) {
+    match event {
+        DemoEvent::Step { number, title } => println!("\n== {number}. {title}"),
+        DemoEvent::Reconcile(e) => print_event(e, false),
+        DemoEvent::Progress {
+            cluster,
+            progress: Progress::Ended(a, r),
+        } => println!("  {}", render::result_line(cluster, a, r)),
+        DemoEvent::Resources(items) => print!("{}", super::get::render_table(items, false)),
+        DemoEvent::Note(text) => println!("{text}"),
+        _ => {}
+    }
+}
+
+/// What the demo showed, in a few lines.
+fn summary(r: &DemoReport) -> String {
+    let mut out = String::from("\n== summary\n");
+    for c in &r.clusters {
+        let tasks: usize = c.tasks.values().sum();
+        let listed: Vec<String> = c.tasks.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        out.push_str(&format!(
+            "cluster {}: {} action(s), {} succeeded, {} failed; {tasks} PVE task(s) ({}); next cycle: {}, {} task(s)\n",
+            c.cluster,
+            c.plan.as_ref().map_or(0, |p| p.actions.len()),
+            c.succeeded,
+            c.failed,
+            listed.join(", "),
+            word(c.again),
+            c.tasks_again
+        ));
+    }
+    out.push_str(&format!(
+        "get: {} of {} resource(s) of {} CLEAN\n",
+        r.get.clean,
+        r.get.items.len(),
+        r.get.cluster
+    ));
+    out.push_str(&format!(
+        "drift: {} ({}) {} and {}\n",
+        r.drift.subject,
+        r.drift.by_hand.join(", "),
+        if r.drift.found { "found" } else { "NOT found" },
+        if r.drift.restored {
+            "restored"
+        } else {
+            "NOT restored"
+        }
+    ));
+    out.push_str(&format!(
+        "prune: {} (vmid {}) {}; deletion intent {}; teardown {}; {} other guest(s) untouched\n",
+        r.prune.subject,
+        r.prune.vmid,
+        if r.prune.deleted {
+            "deleted"
+        } else {
+            "NOT deleted"
+        },
+        r.prune.intent.as_deref().unwrap_or("NOT recorded"),
+        if r.prune.teardown_recorded {
+            "recorded"
+        } else {
+            "NOT recorded"
+        },
+        r.prune.guests_left
+    ));
+    out.push_str(if r.succeeded() {
+        "demo: every step showed what it should\n"
+    } else {
+        "demo: some step did not show what it should (see above)\n"
+    });
+    out
+}
+
+fn word(result: proxops_engine::RunResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{result:?}"))
 }

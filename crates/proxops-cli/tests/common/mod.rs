@@ -1,4 +1,6 @@
 //! Helpers the CLI test binaries share.
+// Each test binary uses only some of these.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
