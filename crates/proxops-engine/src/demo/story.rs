@@ -407,6 +407,16 @@ impl Story<'_> {
             .filter_map(|c| c.receipts.as_ref())
             .map(|r| r.teardowns)
             .sum();
+        if let Some(path) = &intent {
+            self.note(&format!(
+                "the desired plane holds the deletion intent {path}; the observed plane, {}",
+                if teardowns > 0 {
+                    "its teardown"
+                } else {
+                    "no teardown yet"
+                }
+            ));
+        }
         let after = self.sim_state(cluster)?;
         let tag = identity_tag(cluster, resource.kind, resource.name());
         let deleted = !after.guests.contains_key(&vmid)
