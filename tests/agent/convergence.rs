@@ -29,6 +29,34 @@ fn commits_that_add_change_and_remove_manifests_are_converged_within_two_passes(
     });
     assert_eq!(first, names(LAB));
     assert_eq!(guests(&state), BTreeSet::from([100, 200]));
+    // Two more passes, inside the ten seconds the simulator's `/cluster/resources` lags (as
+    // pvestatd's): nothing is created, started or downloaded a second time.
+    let seen = agent.status().unwrap()["passes"].as_u64().unwrap();
+    wait_for(Duration::from_secs(60), "two more passes", || {
+        (agent.status()?["passes"].as_u64()? >= seen + 2).then_some(())
+    });
+    let sim: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let mut tasks: Vec<(String, String)> = sim["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["type"].as_str().unwrap().to_owned(),
+                t["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    tasks.sort();
+    let all = tasks.len();
+    tasks.dedup();
+    assert_eq!(tasks.len(), all, "a task ran twice: {:?}", sim["tasks"]);
+    let kinds: BTreeSet<&str> = tasks.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from(["download", "qmcreate", "vzcreate"]),
+        "{tasks:?}"
+    );
 
     // Add sandbox-02, give sandbox-01 more memory, drop ci-runner-01.
     let sandbox = repo.read("vm/lab/sandbox-01.yaml");
