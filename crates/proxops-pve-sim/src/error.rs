@@ -27,6 +27,9 @@ pub enum SimError {
     /// The server task ended with an error.
     #[error("server failed: {0}")]
     Server(String),
+    /// Guest config files could not be seeded.
+    #[error("cannot seed guests: {0}")]
+    Seed(String),
 }
 
 /// An API failure as PVE answers it.

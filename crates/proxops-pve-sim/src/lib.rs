@@ -29,6 +29,7 @@ mod hashes;
 mod reset;
 pub mod rng;
 pub mod schema;
+mod seed;
 mod server;
 pub mod sshkeys;
 mod state;
@@ -43,6 +44,7 @@ pub use config::{
 };
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
+pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};
 pub use state::{
     Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task, Volume,

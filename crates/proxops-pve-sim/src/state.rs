@@ -233,6 +233,10 @@ pub struct Guest {
     pub started_at: Option<u64>,
     /// Resource pool it belongs to (PVE keeps pools outside the guest config).
     pub pool: Option<String>,
+    /// A container's raw `lxc.*` lines, in file order (a key may repeat), which `GET .../config`
+    /// returns as `lxc: [[key, value], ...]` and no API call can set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub raw_lxc: Vec<(String, String)>,
 }
 
 impl Guest {

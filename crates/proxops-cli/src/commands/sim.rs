@@ -42,6 +42,12 @@ pub struct Args {
     /// Seed nodes and storages from this repository's cluster config and manifests.
     #[arg(long, value_name = "DIR")]
     pub seed_repo: Option<PathBuf>,
+    /// Create guests from PVE config files laid out as `/etc/pve` holds them
+    /// (`DIR/nodes/<node>/qemu-server/<vmid>.conf`, `DIR/nodes/<node>/lxc/<vmid>.conf`; files in
+    /// `DIR/qemu-server/` or `DIR/lxc/` go to the first node), with the volumes they name. Only
+    /// a fresh state is seeded: an existing `--state` file is loaded as it is.
+    #[arg(long, value_name = "DIR")]
+    pub seed_guest_configs: Option<PathBuf>,
     /// download-url makes up the files instead of fetching the URLs (for machines without a
     /// network; checksums are then not checked).
     #[arg(long)]
@@ -120,6 +126,24 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     }
     if let Some(dir) = &args.seed_repo {
         config.state = seed(dir, args.cluster.as_deref())?;
+    }
+    if let Some(dir) = &args.seed_guest_configs {
+        if config.state.nodes.is_empty() {
+            config.state = proxops_pve_sim::State::demo();
+        }
+        let seeded = proxops_pve_sim::seed_guest_configs(&mut config.state, dir)
+            .map_err(|e| CliError::usage(e.to_string(), None))?;
+        eprintln!(
+            "seeded {} guest(s) from {}",
+            seeded.guests.len(),
+            dir.display()
+        );
+        for s in &seeded.storages_added {
+            eprintln!("  storage added for the configs: {s}");
+        }
+        for w in &seeded.warnings {
+            eprintln!("  warning: {w}");
+        }
     }
     if let Some(path) = &args.state {
         config = config.with_state_file(path).map_err(|e| {

@@ -31,6 +31,9 @@ pub(crate) fn digest(g: &Guest) -> String {
     for (k, v) in &g.config {
         h.update(format!("{k}: {v}\n").as_bytes());
     }
+    for (k, v) in &g.raw_lxc {
+        h.update(format!("{k}: {v}\n").as_bytes());
+    }
     if !g.pending.is_empty() || !g.pending_delete.is_empty() {
         h.update(b"[PENDING]\n");
         for (k, v) in &g.pending {
@@ -126,6 +129,12 @@ fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         && !out.contains_key("parent")
     {
         out.insert("parent".into(), last.clone().into());
+    }
+    // pve-container `PVE::LXC::Config::parse_pct_config` keeps raw keys in `$conf->{lxc}`, a
+    // list of pairs, and `GET .../config` returns it so.
+    if !g.raw_lxc.is_empty() {
+        let pairs: Vec<Value> = g.raw_lxc.iter().map(|(k, v)| json!([k, v])).collect();
+        out.insert("lxc".into(), Value::Array(pairs));
     }
     out.insert("digest".into(), digest(g).into());
     Ok(Value::Object(out))

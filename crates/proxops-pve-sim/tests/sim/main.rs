@@ -16,6 +16,7 @@ mod ha;
 mod lxc;
 mod params;
 mod qemu;
+mod seed;
 mod state;
 mod storage;
 mod tasks;
