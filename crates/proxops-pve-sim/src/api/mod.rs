@@ -43,9 +43,25 @@ pub(crate) struct Ctx {
     pub n: u64,
     /// A `total` attribute beside `data` (task logs).
     pub total: Option<u64>,
+    /// Work the handler left to be done before the call answers (a synchronous allocation).
+    pub deferred: Option<crate::sync_work::Deferred>,
 }
 
 impl Ctx {
+    /// The same request without deferred work, for a job that makes the change later.
+    pub fn detached(&self) -> Ctx {
+        Ctx {
+            shared: self.shared.clone(),
+            principal: self.principal.clone(),
+            params: self.params.clone(),
+            method: self.method.clone(),
+            template: self.template,
+            n: self.n,
+            total: None,
+            deferred: None,
+        }
+    }
+
     pub fn p(&self, k: &str) -> Option<&str> {
         self.params.get(k).map(String::as_str)
     }
