@@ -195,6 +195,24 @@ impl PveError {
         self.class() == ErrorClass::Retryable
     }
 
+    /// Whether a write that failed so may have been carried out all the same: pveproxy's 595/596
+    /// (596 `Connection timed out` is its 30 s limit on a proxied call, pve-http-server
+    /// `src/PVE/APIServer/AnyEvent.pm` `proxy_request`, while pvedaemon finishes the request),
+    /// a reset connection or a timed-out request. Retrying such a write blindly can do it twice
+    /// (a second disk allocated); read the guest back first.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Proxy | ErrorKind::Connection | ErrorKind::Timeout
+        )
+    }
+
+    /// Whether pveproxy could not even hand the request on (595: AnyEvent::HTTP's "errors during
+    /// connection establishment"), so it was not carried out.
+    pub fn not_delivered(&self) -> bool {
+        self.status() == Some(595)
+    }
+
     /// The HTTP status of an API error.
     pub fn status(&self) -> Option<u16> {
         match self {
