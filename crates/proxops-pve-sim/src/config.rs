@@ -190,11 +190,17 @@ impl TaskDurations {
         self.sync_work.get(op).copied().unwrap_or(self.default)
     }
 
-    /// How long a config write waits for the guest's config lock: PVE's 10 s against
-    /// pveproxy's 30 s, on the same scale as `proxy_timeout`.
-    pub fn lock_timeout(&self) -> Duration {
+    /// A PVE-speed time on the simulator's scale, which `proxy_timeout` sets (30 s at PVE
+    /// speed): `background_delay` seconds, the config lock's wait.
+    pub fn scaled(&self, at_pve_speed: Duration) -> Duration {
         self.proxy_timeout
-            .mul_f64(PVE_LOCK_TIMEOUT.as_secs_f64() / PVE_PROXY_TIMEOUT.as_secs_f64())
+            .mul_f64(at_pve_speed.as_secs_f64() / PVE_PROXY_TIMEOUT.as_secs_f64())
+    }
+
+    /// How long a config write waits for the guest's config lock: PVE's 10 s on the
+    /// simulator's scale.
+    pub fn lock_timeout(&self) -> Duration {
+        self.scaled(PVE_LOCK_TIMEOUT)
     }
 }
 

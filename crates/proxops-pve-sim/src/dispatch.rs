@@ -172,6 +172,7 @@ pub(crate) async fn handle(
         n,
         total: None,
         deferred: None,
+        background: None,
     };
     match handler(&mut ctx) {
         Ok(_) if ctx.deferred.is_some() => {
@@ -180,6 +181,12 @@ pub(crate) async fn handle(
             };
             let deadline = arrived + lock(&shared.durations).proxy_timeout;
             sync_work::respond(shared.clone(), deferred, guard, deadline).await
+        }
+        Ok(data) if ctx.background.is_some() => {
+            let Some((upid, wait)) = ctx.background.take() else {
+                return ApiError::fail("no task to wait for").into_response();
+            };
+            sync_work::background_delay(&shared, data, &upid, wait, ctx.vmid()).await
         }
         Ok(data) => {
             if method != Method::GET {

@@ -157,3 +157,35 @@ pub(crate) async fn respond(
         Err(_) => timed_out(),
     }
 }
+
+/// qemu-server `update_vm_api` with `background_delay`: waits up to that long for the worker;
+/// answers `null` when it ended well, fails with `failed to update VM N: STATUS` when it did not,
+/// and answers the UPID when it still runs.
+pub(crate) async fn background_delay(
+    shared: &Shared,
+    upid_value: Value,
+    upid: &str,
+    wait: Duration,
+    vmid: u32,
+) -> Response {
+    let deadline = Instant::now() + wait;
+    loop {
+        let ended = lock(&shared.state)
+            .task_mut(upid)
+            .filter(|t| t.status == "stopped")
+            .map(|t| t.exitstatus.clone().unwrap_or_default());
+        match ended {
+            Some(status) if status == "OK" || status.starts_with("WARNINGS") => {
+                return with_reason(200, "OK", serde_json::json!({ "data": null }));
+            }
+            Some(status) => {
+                return ApiError::fail(format!("failed to update VM {vmid}: {status}"))
+                    .into_response();
+            }
+            None if Instant::now() >= deadline => {
+                return with_reason(200, "OK", serde_json::json!({ "data": upid_value }));
+            }
+            None => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+}

@@ -45,6 +45,8 @@ pub(crate) struct Ctx {
     pub total: Option<u64>,
     /// Work the handler left to be done before the call answers (a synchronous allocation).
     pub deferred: Option<crate::sync_work::Deferred>,
+    /// A task the call waits for before it answers (`background_delay`): its UPID and the wait.
+    pub background: Option<(String, std::time::Duration)>,
 }
 
 impl Ctx {
@@ -59,6 +61,7 @@ impl Ctx {
             n: self.n,
             total: None,
             deferred: None,
+            background: None,
         }
     }
 

@@ -271,7 +271,7 @@ pub(crate) fn config_async(ctx: &mut Ctx) -> Result<Value, ApiError> {
         crate::server::lock(&held).take();
         result
     });
-    Ok(tasks::spawn(
+    let upid = tasks::spawn(
         &shared,
         &mut st,
         &node,
@@ -280,6 +280,15 @@ pub(crate) fn config_async(ctx: &mut Ctx) -> Result<Value, ApiError> {
         &ctx.who().task_user(),
         Some(pre),
         job,
-    )
-    .into())
+    );
+    drop(st);
+    if let Some(secs) = ctx
+        .int("background_delay")
+        .and_then(|s| u64::try_from(s).ok())
+    {
+        let wait =
+            crate::server::lock(&shared.durations).scaled(std::time::Duration::from_secs(secs));
+        ctx.background = Some((upid.clone(), wait));
+    }
+    Ok(upid.into())
 }

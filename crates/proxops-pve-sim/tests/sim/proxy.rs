@@ -233,3 +233,46 @@ async fn an_lxc_mount_point_allocation_is_cut_and_lands() {
         .await;
     assert_eq!(locked.status, 200, "the lock is free once it landed");
 }
+
+// qemu-server `update_vm_api`: with `background_delay` (seconds, scaled like every PVE time
+// here: 30 s are the proxy timeout) POST waits that long for its worker, answers `null` when it
+// ended well, `failed to update VM N: ...` when it failed, and the UPID when it still runs.
+#[tokio::test]
+async fn background_delay_waits_for_the_worker() {
+    let sim = slow_storage(Duration::from_millis(50)).await;
+    let done = sim
+        .post(
+            "/nodes/pve1/qemu/100/config",
+            &[("scsi1", "local-lvm:2"), ("background_delay", "30")],
+        )
+        .await
+        .ok();
+    assert!(done.is_null(), "{done}");
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(c["scsi1"], "local-lvm:vm-100-disk-1,size=2G");
+    // 1 s at PVE speed is 10 ms here: the 50 ms allocation still runs.
+    let running = sim
+        .post(
+            "/nodes/pve1/qemu/100/config",
+            &[("scsi2", "local-lvm:2"), ("background_delay", "1")],
+        )
+        .await
+        .ok();
+    assert!(running.as_str().unwrap().contains(":qmconfig:100:"));
+    sim.wait_ok(&running).await;
+    sim.h.set_faults(proxops_pve_sim::FaultConfig {
+        failing_tasks: vec!["qmconfig".into()],
+        ..Default::default()
+    });
+    let failed = sim
+        .post(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "2"), ("background_delay", "30")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(
+        failed,
+        "failed to update VM 100: command failed: exit code 1 (injected task failure)"
+    );
+}
