@@ -138,6 +138,7 @@ pub(crate) async fn write(
                 changes,
                 removals,
                 some_landed,
+                ..
             } => (changes, removals, some_landed),
         };
         if round == ROUNDS {
@@ -238,6 +239,9 @@ enum Verdict<'a> {
         changes: Vec<&'a Change>,
         removals: Vec<&'a Removal>,
         some_landed: bool,
+        /// Whether a key in it can show the write landing (a secret that was set already
+        /// reads back masked, the same before and after: waiting for it shows nothing).
+        telling: bool,
     },
     /// A key holds what neither it held nor the write set.
     Foreign(String),
@@ -253,12 +257,19 @@ fn judge<'a>(w: &Write<'a>, seen: &Seen) -> Verdict<'a> {
             .collect()
     };
     let (mut changes, mut removals, mut landed) = (Vec::new(), Vec::new(), 0usize);
+    let (mut telling, mut blind) = (false, Vec::new());
     for c in w.changes {
         let merged = seen.merged.get(&c.key);
         let current = seen.current.get(&c.key);
+        if c.secret.is_some() && c.live.is_some() {
+            // Set before and read back masked: it cannot show whether it landed. It follows
+            // the others: written again with them, taken as landed with them.
+            blind.push(c);
+            continue;
+        }
         let done = if c.secret.is_some() {
             // Read back masked: only its presence tells.
-            c.live.is_none() && merged.is_some()
+            merged.is_some()
         } else {
             merged.map(String::as_str) == Some(c.wire())
                 || (merged != c.live.as_ref() && converged.contains(&c.key))
@@ -266,6 +277,7 @@ fn judge<'a>(w: &Write<'a>, seen: &Seen) -> Verdict<'a> {
         if done {
             landed += 1;
         } else if c.secret.is_some() || current == c.live.as_ref() {
+            telling = true;
             changes.push(c);
         } else {
             return Verdict::Foreign(format!(
@@ -279,24 +291,29 @@ fn judge<'a>(w: &Write<'a>, seen: &Seen) -> Verdict<'a> {
     for r in w.removals {
         match seen.current.get(&r.key) {
             _ if !seen.merged.contains_key(&r.key) => landed += 1,
-            Some(v) if r.live == REDACTED || *v == r.live => removals.push(r),
-            Some(v) => {
+            Some(v) if r.live == REDACTED || *v == r.live => {
+                telling = true;
+                removals.push(r);
+            }
+            v => {
                 return Verdict::Foreign(format!(
-                    "{} is now {v}, neither {} nor deleted",
-                    r.key, r.live
+                    "{} is now {}, neither {} nor deleted",
+                    r.key,
+                    v.map_or("pending", String::as_str),
+                    r.live
                 ));
             }
-            None => removals.push(r),
         }
     }
-    if changes.is_empty() && removals.is_empty() {
-        Verdict::Landed
-    } else {
-        Verdict::AsBefore {
-            changes,
-            removals,
-            some_landed: landed > 0,
-        }
+    if changes.is_empty() && removals.is_empty() && landed > 0 {
+        return Verdict::Landed;
+    }
+    changes.extend(blind);
+    Verdict::AsBefore {
+        changes,
+        removals,
+        some_landed: landed > 0,
+        telling,
     }
 }
 
@@ -313,7 +330,7 @@ async fn watch_landing<'a>(
         let seen = Seen::from_rows(&client.guest_pending(w.target).await?);
         let verdict = judge(w, &seen);
         let now = Instant::now();
-        if !matches!(verdict, Verdict::AsBefore { .. }) || now >= deadline {
+        if !matches!(verdict, Verdict::AsBefore { telling: true, .. }) || now >= deadline {
             return Ok((seen, verdict));
         }
         tokio::time::sleep(pause.min(deadline - now)).await;
@@ -323,7 +340,174 @@ async fn watch_landing<'a>(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::panic)]
+
     use super::*;
+    use crate::desired::{Compare, Owned};
+
+    fn owned(key: &str, value: &str, compare: Compare) -> Owned {
+        Owned {
+            key: key.into(),
+            value: value.into(),
+            compare,
+            restart: false,
+            secret: None,
+        }
+    }
+
+    fn desired(owned: Vec<Owned>) -> DesiredGuest {
+        DesiredGuest {
+            guest: GuestType::Qemu,
+            template: false,
+            node: "pve1".into(),
+            vmid: 100,
+            power: None,
+            clone: None,
+            owned,
+            create_only: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn change(key: &str, live: Option<&str>, value: &str) -> Change {
+        Change {
+            key: key.into(),
+            live: live.map(str::to_owned),
+            value: value.into(),
+            restart: false,
+            secret: None,
+            removed: Vec::new(),
+        }
+    }
+
+    fn row(key: &str, value: Option<&str>, pending: Option<&str>, delete: bool) -> PendingEntry {
+        PendingEntry {
+            key: key.into(),
+            value: value.map(str::to_owned),
+            pending: pending.map(str::to_owned),
+            delete,
+        }
+    }
+
+    fn verdict<'a>(w: &Write<'a>, rows: &[PendingEntry]) -> Verdict<'a> {
+        judge(w, &Seen::from_rows(rows))
+    }
+
+    #[test]
+    fn landed_as_written_in_pves_stored_form_or_pending() {
+        let target = GuestRef::qemu("pve1", 100);
+        let d = desired(vec![
+            owned("memory", "2048", Compare::Canonical),
+            owned("scsi1", "local-lvm:2", Compare::Disk),
+        ]);
+        let changes = [
+            change("memory", Some("1024"), "2048"),
+            change("scsi1", None, "local-lvm:2"),
+        ];
+        let removals = [Removal {
+            key: "description".into(),
+            live: "old".into(),
+            restart: false,
+        }];
+        let w = Write {
+            target: &target,
+            desired: &d,
+            changes: &changes,
+            removals: &removals,
+            digest: Some("d0".into()),
+        };
+        // A running guest: the memory waits as pending, the description's deletion too; the
+        // disk reads back as its allocated volume.
+        let rows = [
+            row("digest", Some("d1"), None, false),
+            row("memory", Some("1024"), Some("2048"), false),
+            row(
+                "scsi1",
+                Some("local-lvm:vm-100-disk-1,size=2G"),
+                None,
+                false,
+            ),
+            row("description", Some("old"), None, true),
+        ];
+        assert!(matches!(verdict(&w, &rows), Verdict::Landed));
+        // Nothing yet: all as before, and telling.
+        let rows = [
+            row("digest", Some("d0"), None, false),
+            row("memory", Some("1024"), None, false),
+            row("description", Some("old"), None, false),
+        ];
+        match verdict(&w, &rows) {
+            Verdict::AsBefore {
+                changes,
+                removals,
+                some_landed,
+                telling,
+            } => {
+                assert_eq!((changes.len(), removals.len()), (2, 1));
+                assert!(!some_landed && telling);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Partly: the rest is still as before.
+        let rows = [
+            row("memory", Some("2048"), None, false),
+            row("description", Some("old"), None, false),
+        ];
+        match verdict(&w, &rows) {
+            Verdict::AsBefore {
+                changes,
+                removals,
+                some_landed,
+                ..
+            } => {
+                assert_eq!(
+                    changes.iter().map(|c| &c.key).collect::<Vec<_>>(),
+                    ["scsi1"]
+                );
+                assert_eq!(removals.len(), 1);
+                assert!(some_landed);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Someone else's value.
+        let rows = [row("memory", Some("4096"), None, false)];
+        match verdict(&w, &rows) {
+            Verdict::Foreign(what) => {
+                assert_eq!(
+                    what,
+                    "memory is now 4096, neither 1024 nor the value written"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_secret_set_before_cannot_tell_and_follows_the_others() {
+        let target = GuestRef::qemu("pve1", 100);
+        let d = desired(vec![owned("ciuser", "ops", Compare::Canonical)]);
+        let mut password = change("cipassword", Some(REDACTED), REDACTED);
+        password.secret = Some(proxops_secrets::Secret::new("pw".to_owned()));
+        let changes = [change("ciuser", Some("root"), "ops"), password];
+        let w = Write {
+            target: &target,
+            desired: &d,
+            changes: &changes,
+            removals: &[],
+            digest: None,
+        };
+        let rows = [
+            row("ciuser", Some("ops"), None, false),
+            row("cipassword", Some("**********"), None, false),
+        ];
+        assert!(matches!(verdict(&w, &rows), Verdict::Landed));
+        let only = std::slice::from_ref(&changes[1]);
+        let w = Write { changes: only, ..w };
+        assert!(matches!(
+            verdict(&w, &rows),
+            Verdict::AsBefore { telling: false, .. }
+        ));
+    }
 
     #[test]
     fn storage_work_is_allocation_or_import() {
