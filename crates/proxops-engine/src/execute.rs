@@ -6,13 +6,14 @@
 //! action defers every action that depends on it (reported; planned again next cycle). A stop
 //! request lets running actions finish and starts no new one.
 
+use crate::config_write;
 use crate::desired::{DesiredArtifact, DesiredGuest};
 use crate::diff::{Change, Removal, Resize, after_clone};
 use crate::plan::{Action, ClusterPlan, Op, Verb};
 use proxops_pve::props::format_size;
 use proxops_pve::{
-    CloneRequest, ConfigChange, DestroyOptions, DownloadUrl, GuestRef, GuestType, PveClient,
-    PveError, TaskFilter, Upid, WaitOptions,
+    CloneRequest, DestroyOptions, DownloadUrl, GuestRef, GuestType, PveClient, PveError,
+    TaskFilter, Upid, WaitOptions,
 };
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -107,6 +108,10 @@ pub struct ExecOptions {
     pub stop: Option<watch::Receiver<bool>>,
     /// Called as actions start and end.
     pub progress: Option<ProgressFn>,
+    /// How long a config write whose answer was lost (pveproxy's 596 after its 30 s, a reset,
+    /// a timeout) is watched for landing, by reading the guest back, before the part not landed
+    /// is written again ([`crate::config_write`]).
+    pub outcome_wait: Duration,
 }
 
 impl Default for ExecOptions {
@@ -117,6 +122,8 @@ impl Default for ExecOptions {
             shutdown_timeout: 120,
             stop: None,
             progress: None,
+            // Twice pveproxy's limit: work it cut off has usually finished by then.
+            outcome_wait: Duration::from_secs(60),
         }
     }
 }
@@ -287,7 +294,7 @@ fn result(action: &Action, outcome: Outcome, upids: Vec<String>, took: Duration)
     }
 }
 
-async fn wait(
+pub(crate) async fn wait(
     client: &PveClient,
     options: &ExecOptions,
     upid: Upid,
@@ -357,6 +364,7 @@ async fn run(
         } => {
             let target = guest_ref(desired);
             let edit = Edit {
+                desired,
                 changes,
                 removals,
                 resizes,
@@ -447,6 +455,8 @@ fn guest_ref(d: &DesiredGuest) -> GuestRef {
 
 /// What one update writes to a guest.
 struct Edit<'a> {
+    /// What the guest should be.
+    desired: &'a DesiredGuest,
     changes: &'a [Change],
     removals: &'a [Removal],
     resizes: &'a [Resize],
@@ -462,22 +472,23 @@ async fn apply_changes(
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
     let Edit {
+        desired,
         changes,
         removals,
         resizes,
         digest,
     } = edit;
     if !changes.is_empty() || !removals.is_empty() {
-        // One write, so the digest guards the deletions too.
-        let change = ConfigChange {
-            set: changes
-                .iter()
-                .map(|c| (c.key.clone(), c.wire().to_owned()))
-                .collect(),
-            delete: removals.iter().map(|r| r.key.clone()).collect(),
+        // One write, so the digest guards the deletions too; POST when it allocates or imports
+        // qemu disks, read back when its answer is lost.
+        let write = config_write::Write {
+            target,
+            desired,
+            changes,
+            removals,
             digest,
         };
-        client.set_config(target, &change).await?;
+        config_write::write(client, write, options, upids).await?;
     }
     for r in resizes {
         if let Some(upid) = client
@@ -516,6 +527,7 @@ async fn create(
         // clone's own tags and drops the description unless the manifest declares one.
         let found = after_clone(d, &live.values);
         let edit = Edit {
+            desired: d,
             changes: &found.changes,
             removals: &found.removals,
             resizes: &found.resizes,

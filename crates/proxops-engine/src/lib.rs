@@ -16,7 +16,10 @@
 //!   (a download per node for artifacts; create, or clone then configure, for guests), update,
 //!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips.
 //! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
-//!   dependants of a failure; [`execute::CycleReport`] says what happened.
+//!   dependants of a failure; [`execute::CycleReport`] says what happened. Config writes that
+//!   allocate or import qemu disks go through PVE's asynchronous `POST .../config` (its task
+//!   awaited); a write whose answer was lost (pveproxy's `596` after 30 s) is read back before
+//!   anything is written again (`config_write`).
 //! - [`planes`]: publishes the desired plane before a cycle and receipts after it
 //!   ([`proxops_store`]), and reads both for `get` and `status`.
 //! - [`reconcile`]: the [`Reconciler`], the one cycle every writer runs (`apply`, `converge`,
@@ -66,6 +69,7 @@
 
 pub mod agent;
 pub mod backend;
+mod config_write;
 pub mod cycle;
 pub mod demo;
 pub mod desired;

@@ -278,14 +278,14 @@ fn bridge_needs(purpose: &str, value: &str, out: &mut Vec<Need>) {
     out.push(Need::one(purpose, path, "SDN.Use").at(format!("attach to {bridge}")));
 }
 
-fn is_volume(guest: GuestType, key: &str) -> bool {
+pub(crate) fn is_volume(guest: GuestType, key: &str) -> bool {
     match guest {
         GuestType::Qemu => qemu_drive(key),
         GuestType::Lxc => lxc_volume(key),
     }
 }
 
-/// What writing config keys needs, as `PUT .../config` checks it (`on_create`: as the create call
+/// What writing config keys needs, as `PUT`/`POST .../config` check it (`on_create`: as the create call
 /// checks it, where qemu checks drives by storage only).
 fn key_needs<'k>(
     purpose: &str,

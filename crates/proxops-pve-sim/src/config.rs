@@ -114,36 +114,93 @@ impl AclEntry {
     }
 }
 
-/// How long tasks run before they stop, per task type.
+/// pveproxy's limit on a proxied call: pve-http-server `src/PVE/APIServer/AnyEvent.pm`
+/// `proxy_request` calls `http_request(... timeout => 30 ...)`. Every `protected` call (config
+/// writes among them) goes through it, to pvedaemon (pve-manager `PVE/HTTPServer.pm`
+/// `rest_handler`: `proxy => 'localhost'`), and so does every `proxyto` call for another node.
+pub const PVE_PROXY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long PVE waits for a guest's config lock: pve-guest-common `PVE/AbstractConfig.pm`
+/// `lock_config` calls `lock_config_full($vmid, 10, ...)`.
+pub const PVE_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The simulator's time scale: a task at PVE speed is taken to last this long, so a task time
+/// `d` runs the simulator `d / 10 s` times PVE's speed, and pveproxy's 30 s become `3 d`.
+pub const PVE_TASK_TIME: Duration = Duration::from_secs(10);
+
+/// How long things take: tasks per type, the synchronous work inside a call, and pveproxy's
+/// timeout, all on one time scale ([`PVE_TASK_TIME`]).
+///
+/// A synchronous call that allocates or imports storage (`PUT .../config` with `scsi1:
+/// local-lvm:8`, `mp0: local-lvm:8,mp=/data` or `import-from=`) works for the sum of its
+/// operations' [`TaskDurations::sync_of`] before it answers. When that exceeds `proxy_timeout`
+/// the caller gets pveproxy's `596 Connection timed out` after `proxy_timeout`, while the work
+/// goes on and its change lands when it is done, as pvedaemon finishes the request anyway.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskDurations {
     /// Duration of any type not listed.
     pub default: Duration,
     /// Durations by task type (`qmclone`, `download`, ...).
     pub per_type: BTreeMap<String, Duration>,
+    /// Synchronous work per operation: `alloc` (a new volume) and `import` (an `import-from`
+    /// copy). Unlisted: `default`, the time of the task that would do the same work (POST
+    /// config's `qmconfig` worker).
+    #[serde(default)]
+    pub sync_work: BTreeMap<String, Duration>,
+    /// When the simulated pveproxy gives up on a synchronous call ([`PVE_PROXY_TIMEOUT`] on
+    /// the simulator's time scale: [`TaskDurations::uniform`] makes it 3 × the task time).
+    #[serde(default = "default_proxy_timeout")]
+    pub proxy_timeout: Duration,
+}
+
+fn default_proxy_timeout() -> Duration {
+    scaled(PVE_PROXY_TIMEOUT, Duration::from_millis(200))
+}
+
+/// A PVE-speed duration on the time scale where a task takes `task`.
+fn scaled(at_pve_speed: Duration, task: Duration) -> Duration {
+    at_pve_speed.mul_f64(task.as_secs_f64() / PVE_TASK_TIME.as_secs_f64())
 }
 
 impl Default for TaskDurations {
     fn default() -> Self {
-        TaskDurations {
-            default: Duration::from_millis(200),
-            per_type: BTreeMap::new(),
-        }
+        TaskDurations::uniform(Duration::from_millis(200))
     }
 }
 
 impl TaskDurations {
-    /// Every task type takes the same time.
+    /// Every task type takes the same time; synchronous work and pveproxy's timeout follow on
+    /// the same scale.
     pub fn uniform(d: Duration) -> TaskDurations {
         TaskDurations {
             default: d,
             per_type: BTreeMap::new(),
+            sync_work: BTreeMap::new(),
+            proxy_timeout: scaled(PVE_PROXY_TIMEOUT, d),
         }
     }
 
     /// The duration of a task type.
     pub fn of(&self, kind: &str) -> Duration {
         self.per_type.get(kind).copied().unwrap_or(self.default)
+    }
+
+    /// The synchronous work of one operation (`alloc`, `import`).
+    pub fn sync_of(&self, op: &str) -> Duration {
+        self.sync_work.get(op).copied().unwrap_or(self.default)
+    }
+
+    /// A PVE-speed time on the simulator's scale, which `proxy_timeout` sets (30 s at PVE
+    /// speed): `background_delay` seconds, the config lock's wait.
+    pub fn scaled(&self, at_pve_speed: Duration) -> Duration {
+        self.proxy_timeout
+            .mul_f64(at_pve_speed.as_secs_f64() / PVE_PROXY_TIMEOUT.as_secs_f64())
+    }
+
+    /// How long a config write waits for the guest's config lock: PVE's 10 s on the
+    /// simulator's scale.
+    pub fn lock_timeout(&self) -> Duration {
+        self.scaled(PVE_LOCK_TIMEOUT)
     }
 }
 

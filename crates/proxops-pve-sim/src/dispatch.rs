@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::api::{self, Ctx};
 use crate::error::{ApiError, with_reason};
 use crate::server::{Shared, lock};
-use crate::{auth, faults, schema};
+use crate::{auth, faults, schema, sync_work};
 
 /// Decodes `%XX` escapes (and `+` as space in forms).
 pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> String {
@@ -122,6 +122,8 @@ pub(crate) async fn handle(
     if let Some(resp) = faults::before_request(&shared, &method_s, &key, n, peer).await {
         return resp;
     }
+    // pveproxy's clock for a proxied call starts when it forwards the request.
+    let arrived = tokio::time::Instant::now();
     let Some((template, handler, vars)) = routed.filter(|_| path.starts_with("/api2/json")) else {
         return ApiError::Status(501, format!("Method '{method_s} {rel}' not implemented"))
             .into_response();
@@ -149,6 +151,18 @@ pub(crate) async fn handle(
         }
     }
 
+    // Synchronous config writes wait for the guest's config lock (held by a write still at
+    // work), as their handlers do in PVE; the wait counts against pveproxy's timeout.
+    let guard = match sync_work::locking_route(&method_s, template) {
+        Some(kind) => {
+            let vmid = params.get("vmid").and_then(|v| v.parse().ok()).unwrap_or(0);
+            match sync_work::lock_guest(&shared, kind, vmid).await {
+                Ok(g) => Some(g),
+                Err(e) => return e.into_response(),
+            }
+        }
+        None => None,
+    };
     let mut ctx = Ctx {
         shared: shared.clone(),
         principal,
@@ -157,8 +171,23 @@ pub(crate) async fn handle(
         template,
         n,
         total: None,
+        deferred: None,
+        background: None,
     };
     match handler(&mut ctx) {
+        Ok(_) if ctx.deferred.is_some() => {
+            let Some(deferred) = ctx.deferred.take() else {
+                return ApiError::fail("no deferred work").into_response();
+            };
+            let deadline = arrived + lock(&shared.durations).proxy_timeout;
+            sync_work::respond(shared.clone(), deferred, guard, deadline).await
+        }
+        Ok(data) if ctx.background.is_some() => {
+            let Some((upid, wait)) = ctx.background.take() else {
+                return ApiError::fail("no task to wait for").into_response();
+            };
+            sync_work::background_delay(&shared, data, &upid, wait, ctx.vmid()).await
+        }
         Ok(data) => {
             if method != Method::GET {
                 let st = lock(&shared.state);

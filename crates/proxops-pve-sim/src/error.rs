@@ -53,6 +53,21 @@ impl ApiError {
         ApiError::Params(BTreeMap::from([(name.to_string(), msg.into())]))
     }
 
+    /// The error as a task's exit status would carry it: the message, or PVE's
+    /// `parameter verification failed` with each parameter's text.
+    pub fn text(&self) -> String {
+        match self {
+            ApiError::Status(_, msg) => msg.trim_end().to_string(),
+            ApiError::Params(errors) => {
+                let parts: Vec<String> = errors
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", v.trim_end()))
+                    .collect();
+                format!("parameter verification failed - {}", parts.join(", "))
+            }
+        }
+    }
+
     /// The HTTP status code.
     pub fn status(&self) -> u16 {
         match self {

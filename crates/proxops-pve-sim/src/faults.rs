@@ -103,12 +103,9 @@ pub(crate) fn lock_contention(
             kind.word()
         )));
     }
-    let file = match kind {
-        GuestKind::Qemu => format!("/var/lock/qemu-server/lock-{vmid}.conf"),
-        GuestKind::Lxc => format!("/run/lock/lxc/pve-config-{vmid}.lock"),
-    };
     Err(ApiError::fail(format!(
-        "can't lock file '{file}' - got timeout"
+        "can't lock file '{}' - got timeout",
+        crate::sync_work::lock_file(kind, vmid)
     )))
 }
 

@@ -12,6 +12,8 @@
 //!   other failures with the message in the reason phrase and in `message`, 501 for unknown paths.
 //! - Tasks carry PVE's exact UPID ([`tasks::Upid`]), run for a configured time, then stop with
 //!   `OK` or the error text.
+//! - Synchronous calls that allocate or import storage take time too, and pveproxy cuts them
+//!   with `596 Connection timed out` while the work goes on ([`TaskDurations`]).
 //! - Faults ([`FaultConfig`]) are drawn from a seeded [`rng::SplitMix64`], so a run is
 //!   reproducible from its seed.
 //!
@@ -33,14 +35,15 @@ mod seed;
 mod server;
 pub mod sshkeys;
 mod state;
+mod sync_work;
 pub mod tasks;
 mod tls;
 
 pub use api::cluster::VERSION;
 pub use api::implemented;
 pub use config::{
-    AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, SimConfig,
-    TaskDurations, User,
+    AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, PVE_LOCK_TIMEOUT,
+    PVE_PROXY_TIMEOUT, PVE_TASK_TIME, SimConfig, TaskDurations, User,
 };
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub task_counts: Mutex<BTreeMap<String, u64>>,
     pub kills: Arc<Mutex<HashMap<SocketAddr, Arc<AtomicBool>>>>,
     pub running: Mutex<HashMap<String, AbortHandle>>,
+    /// Guests' config locks (pve-guest-common `lock_config`), by vmid.
+    pub config_locks: Mutex<HashMap<u32, Arc<tokio::sync::Mutex<()>>>>,
     pub http: reqwest::Client,
     pub started: std::time::Instant,
 }
@@ -107,6 +109,7 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         task_counts: Mutex::new(BTreeMap::new()),
         kills: kills.clone(),
         running: Mutex::new(HashMap::new()),
+        config_locks: Mutex::new(HashMap::new()),
         http,
         started: std::time::Instant::now(),
     });

@@ -254,6 +254,33 @@ impl PveClient {
         path: &str,
         params: &Params,
     ) -> Result<serde_json::Value, PveError> {
+        self.call_json_retrying(method, template, path, params, true)
+            .await
+    }
+
+    /// [`PveClient::call_json`] for a write that must not be sent twice: a failure that leaves
+    /// its outcome unknown ([`PveError::outcome_unknown`]: 595/596, a reset, a timeout) is
+    /// returned at once instead of retried, so the caller can read back what happened. Refusals
+    /// PVE makes before doing anything (locks, other server errors) are still retried.
+    pub async fn call_json_once(
+        &self,
+        method: Method,
+        template: &str,
+        path: &str,
+        params: &Params,
+    ) -> Result<serde_json::Value, PveError> {
+        self.call_json_retrying(method, template, path, params, false)
+            .await
+    }
+
+    async fn call_json_retrying(
+        &self,
+        method: Method,
+        template: &str,
+        path: &str,
+        params: &Params,
+        blind: bool,
+    ) -> Result<serde_json::Value, PveError> {
         let mut retry = 0u32;
         let mut relogged = false;
         loop {
@@ -266,6 +293,7 @@ impl PveClient {
                     }
                     relogged = true;
                 }
+                Err(e) if !blind && e.outcome_unknown() => return Err(e),
                 Err(e) if e.is_retryable() && retry + 1 < self.inner.retry.max_attempts => {
                     let wait = self.inner.retry.delay(retry, &self.inner.jitter);
                     tracing::debug!(error = %e, ?wait, "retrying");

@@ -51,6 +51,8 @@ pub enum ErrorKind {
     Decode,
     /// The client was configured wrongly, or an input (UPID, property string) is invalid.
     Invalid,
+    /// A write whose answer was lost and whose outcome reading the guest back could not settle.
+    Unsettled,
     /// A task ended with an error.
     TaskFailed,
     /// A task did not end within the wait's timeout.
@@ -119,6 +121,18 @@ pub enum PveError {
     /// Invalid configuration or input.
     #[error("{0}")]
     Config(String),
+    /// A write whose answer was lost ([`PveError::outcome_unknown`]) and whose outcome reading
+    /// the guest back did not settle (the guest holds what neither it held nor the write set,
+    /// or nothing settled within the bounded re-reads): not written again.
+    #[error("{method} {path}: {detail}")]
+    Unsettled {
+        /// `PUT`, `POST`.
+        method: String,
+        /// The concrete path.
+        path: String,
+        /// What was found, and the failure that lost the answer.
+        detail: String,
+    },
     /// A task ended with an error exit status.
     #[error("task {upid} failed: {exitstatus}")]
     TaskFailed {
@@ -171,6 +185,7 @@ impl PveError {
             PveError::Transport { kind, .. } => *kind,
             PveError::Decode { .. } => ErrorKind::Decode,
             PveError::Config(_) => ErrorKind::Invalid,
+            PveError::Unsettled { .. } => ErrorKind::Unsettled,
             PveError::TaskFailed { exitstatus, .. } => {
                 // A worker that could not take the guest's lock failed for a transient reason.
                 if is_lock_message(exitstatus) {
@@ -193,6 +208,34 @@ impl PveError {
     /// Whether trying again can help.
     pub fn is_retryable(&self) -> bool {
         self.class() == ErrorClass::Retryable
+    }
+
+    /// Whether a write that failed so may have been carried out all the same: pveproxy's 595/596
+    /// (596 `Connection timed out` is its 30 s limit on a proxied call, pve-http-server
+    /// `src/PVE/APIServer/AnyEvent.pm` `proxy_request`, while pvedaemon finishes the request),
+    /// a reset connection or a timed-out request. Retrying such a write blindly can do it twice
+    /// (a second disk allocated); read the guest back first.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Proxy | ErrorKind::Connection | ErrorKind::Timeout
+        )
+    }
+
+    /// Whether PVE refused a write because the config changed since the digest it carried was
+    /// read (qemu-server `update_vm_api`: `checksum mismatch`; pve-container and qemu's resize:
+    /// `PVE::Tools::assert_if_modified`).
+    pub fn is_digest_mismatch(&self) -> bool {
+        self.api().is_some_and(|f| {
+            let m = f.message.to_ascii_lowercase();
+            m.contains("checksum mismatch") || m.contains("detected modified configuration")
+        })
+    }
+
+    /// Whether pveproxy could not even hand the request on (595: AnyEvent::HTTP's "errors during
+    /// connection establishment"), so it was not carried out.
+    pub fn not_delivered(&self) -> bool {
+        self.status() == Some(595)
     }
 
     /// The HTTP status of an API error.

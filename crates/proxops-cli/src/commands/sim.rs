@@ -65,7 +65,9 @@ pub struct Args {
     #[arg(long = "acl", value_name = "PRINCIPAL:PATH:PRIVS")]
     pub acl: Vec<String>,
     /// How long every task (create, clone, download, start, ...) runs, e.g. `200ms` (the
-    /// default) or `5s` to watch an apply, or interrupt one, at leisure.
+    /// default) or `5s` to watch an apply, or interrupt one, at leisure. It sets the time scale
+    /// (a task at PVE speed is 10 s): pveproxy's 30 s limit on a call becomes 3 times this, and a
+    /// synchronous call allocating or importing storage works this long per volume.
     #[arg(long, value_name = "DURATION", value_parser = task_time)]
     pub task_time: Option<std::time::Duration>,
     /// How often guest stats in `/cluster/resources` (status, template, name, memory) are

@@ -10,6 +10,7 @@ mod edits;
 mod ha;
 mod ownership;
 mod pending;
+mod proxy;
 mod roundtrip;
 mod support;
 mod unprivileged;

@@ -172,6 +172,31 @@ pub(crate) fn allocate_named(
     Ok(volid)
 }
 
+/// The synchronous work a drive value makes PVE do (see [`crate::TaskDurations::sync_of`]):
+/// `alloc` for a new volume (`STORAGE:SIZE`, qemu's `STORAGE:cloudinit`), `import` for
+/// `STORAGE:0,import-from=VOLID` (a copy), nothing for an existing volume or a path. The same
+/// cases as [`process_drive`].
+pub(crate) fn work_of(kind: GuestKind, key: &str, value: &str) -> Option<&'static str> {
+    if !is_disk_key(kind, key) || key.starts_with("unused") {
+        return None;
+    }
+    let map = schema::parse_property_string(keys(kind, key), value).ok()?;
+    let file = get(&map, "file").or_else(|| get(&map, "volume"))?;
+    if file.starts_with('/') {
+        return None;
+    }
+    let (_, rest) = file.split_once(':')?;
+    if get(&map, "import-from").is_some() {
+        return Some("import");
+    }
+    if rest == "cloudinit" && kind == GuestKind::Qemu {
+        return Some("alloc");
+    }
+    let cdrom = get(&map, "media") == Some("cdrom");
+    let new = !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !cdrom;
+    new.then_some("alloc")
+}
+
 /// Turns a requested drive value into the stored one, allocating or importing volumes.
 pub(crate) fn process_drive(
     st: &mut State,

@@ -128,8 +128,9 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     .into())
 }
 
+/// PUT, the only config write pve-container has (`src/PVE/API2/LXC/Config.pm` `update_vm`): a
+/// new mount point's volume is allocated inside the call, under the config lock, with no
+/// worker, so the answer waits for it ([`crate::sync_work`]).
 pub(crate) fn config_sync(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    let mut st = ctx.state();
-    super::qemu::set_config(ctx, &mut st, GuestKind::Lxc)?;
-    Ok(Value::Null)
+    crate::sync_work::write(ctx, GuestKind::Lxc)
 }

@@ -43,9 +43,28 @@ pub(crate) struct Ctx {
     pub n: u64,
     /// A `total` attribute beside `data` (task logs).
     pub total: Option<u64>,
+    /// Work the handler left to be done before the call answers (a synchronous allocation).
+    pub deferred: Option<crate::sync_work::Deferred>,
+    /// A task the call waits for before it answers (`background_delay`): its UPID and the wait.
+    pub background: Option<(String, std::time::Duration)>,
 }
 
 impl Ctx {
+    /// The same request without deferred work, for a job that makes the change later.
+    pub fn detached(&self) -> Ctx {
+        Ctx {
+            shared: self.shared.clone(),
+            principal: self.principal.clone(),
+            params: self.params.clone(),
+            method: self.method.clone(),
+            template: self.template,
+            n: self.n,
+            total: None,
+            deferred: None,
+            background: None,
+        }
+    }
+
     pub fn p(&self, k: &str) -> Option<&str> {
         self.params.get(k).map(String::as_str)
     }

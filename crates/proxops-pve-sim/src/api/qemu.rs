@@ -221,33 +221,89 @@ pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(
     setconfig::update(ctx, st, kind, vmid)
 }
 
+/// PUT: synchronous (qemu-server `update_vm`, `&$update_vm_api($param, 1)`); work that allocates
+/// or imports storage delays the answer ([`crate::sync_work`]).
 pub(crate) fn config_sync(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    let mut st = ctx.state();
-    set_config(ctx, &mut st, GuestKind::Qemu)?;
-    Ok(Value::Null)
+    crate::sync_work::write(ctx, GuestKind::Qemu)
 }
 
+/// What qemu-server logs as a config worker starts: `update VM 100: -cores 2 -delete tags`
+/// (`update_vm_api`: the parameters other than node, vmid, digest, background_delay,
+/// skip_cloud_init and import-working-storage, sorted, `cipassword` hidden).
+fn update_line(ctx: &Ctx, vmid: u32) -> String {
+    const SKIP: &[&str] = &[
+        "node",
+        "vmid",
+        "digest",
+        "background_delay",
+        "skip_cloud_init",
+        "import-working-storage",
+    ];
+    let parts: Vec<String> = ctx
+        .params
+        .iter()
+        .filter(|(k, _)| !SKIP.contains(&k.as_str()))
+        .map(|(k, v)| {
+            let v = if k == "cipassword" { "<hidden>" } else { v };
+            format!("-{k} {v}")
+        })
+        .collect();
+    format!("update VM {vmid}: {}", parts.join(" "))
+}
+
+/// POST: qemu-server `update_vm_async` always forks a `qmconfig` worker. The checks before the
+/// fork (`$load_and_check_config->(0)`, parameters, permissions, storage access) answer at
+/// once; the worker takes the config lock, does the work and writes the change when it is
+/// done, so the call is never held up by it.
 pub(crate) fn config_async(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let shared = ctx.shared.clone();
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    let work = crate::sync_work::work_of_request(ctx, GuestKind::Qemu);
     let mut st = ctx.state();
-    set_config(ctx, &mut st, GuestKind::Qemu)?;
-    let job: tasks::Job = Box::new(|_: &mut State, fail| {
-        if fail {
+    let mut scratch = st.clone();
+    set_config(ctx, &mut scratch, GuestKind::Qemu)?;
+    drop(scratch);
+    let detached = ctx.detached();
+    let line = update_line(ctx, vmid);
+    let held = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (held2, shared2) = (held.clone(), shared.clone());
+    let pre: tasks::Work = Box::pin(async move {
+        let guard = crate::sync_work::lock_guest(&shared2, GuestKind::Qemu, vmid)
+            .await
+            .map_err(|e| e.text())?;
+        tokio::time::sleep(work).await;
+        *crate::server::lock(&held2) = Some(guard);
+        Ok(vec![line])
+    });
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        let result = if fail {
             Err(INJECTED.into())
         } else {
-            Ok(Vec::new())
-        }
+            set_config(&detached, st, GuestKind::Qemu)
+                .map(|()| Vec::new())
+                .map_err(|e| e.text())
+        };
+        crate::server::lock(&held).take();
+        result
     });
-    let (node, vmid) = (ctx.node(), ctx.vmid());
-    Ok(tasks::spawn(
+    let upid = tasks::spawn(
         &shared,
         &mut st,
         &node,
         "qmconfig",
         &vmid.to_string(),
         &ctx.who().task_user(),
-        None,
+        Some(pre),
         job,
-    )
-    .into())
+    );
+    drop(st);
+    if let Some(secs) = ctx
+        .int("background_delay")
+        .and_then(|s| u64::try_from(s).ok())
+    {
+        let wait =
+            crate::server::lock(&shared.durations).scaled(std::time::Duration::from_secs(secs));
+        ctx.background = Some((upid.clone(), wait));
+    }
+    Ok(upid.into())
 }

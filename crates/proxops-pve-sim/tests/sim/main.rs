@@ -15,6 +15,7 @@ mod faults;
 mod ha;
 mod lxc;
 mod params;
+mod proxy;
 mod qemu;
 mod seed;
 mod state;

@@ -161,8 +161,14 @@ impl PveClient {
         Ok(PendingEntry::rows_from_json(&data))
     }
 
-    /// `POST /nodes/{node}/qemu/{vmid}/config` (qemu only): the asynchronous change, which returns
-    /// a task when it has to do work in a worker (e.g. allocate disks), else `None`.
+    /// `POST /nodes/{node}/qemu/{vmid}/config` (qemu only): the asynchronous change. PVE always
+    /// forks a `qmconfig` worker and answers its UPID (qemu-server `src/PVE/API2/Qemu.pm`
+    /// `update_vm_api`); only with `background_delay` may it answer `null`, when the worker
+    /// ended within that time. Use it for work that takes long (allocating or importing disks):
+    /// the call itself is never held up by it.
+    ///
+    /// Not retried after a failure that leaves the outcome unknown
+    /// ([`PveError::outcome_unknown`]): the worker may run all the same.
     pub async fn set_config_async(
         &self,
         g: &GuestRef,
@@ -173,14 +179,26 @@ impl PveClient {
                 "asynchronous config changes exist for qemu only; use set_config".into(),
             ));
         }
-        self.guest_opt_upid(Method::POST, g, "/config", &change.params())
-            .await
+        let path = format!("{}/config", base(g));
+        let data = self
+            .call_json_once(
+                Method::POST,
+                template(g.kind, "/config"),
+                &path,
+                &change.params(),
+            )
+            .await?;
+        opt_upid("POST", &path, data)
     }
 
-    /// `PUT .../config`: the synchronous change (`delete=` and `digest` included).
+    /// `PUT .../config`: the synchronous change (`delete=` and `digest` included). PVE does the
+    /// whole change, disk allocation and `import-from` included, before it answers, and
+    /// pveproxy gives up on that answer after 30 s with `596 Connection timed out` while the
+    /// change goes on (see [`PveError::outcome_unknown`]). Such a failure is therefore not
+    /// retried: read the config back (its values and digest) to learn what landed.
     pub async fn set_config(&self, g: &GuestRef, change: &ConfigChange) -> Result<(), PveError> {
         let path = format!("{}/config", base(g));
-        self.call_json(
+        self.call_json_once(
             Method::PUT,
             template(g.kind, "/config"),
             &path,

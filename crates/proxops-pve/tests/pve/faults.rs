@@ -264,3 +264,46 @@ async fn permanent_errors_are_not_retried() {
     assert!(!e.is_retryable(), "{e}");
     assert_eq!(sim.h.total_requests(), before + 1);
 }
+
+// pveproxy cuts a proxied call after 30 s (pve-http-server `AnyEvent.pm` `proxy_request`) while
+// pvedaemon finishes it: a synchronous write that ran into that limit is not sent again, as a
+// second `scsi1: local-lvm:2` would allocate a second disk. The caller reads back instead.
+#[tokio::test]
+async fn a_write_cut_by_the_proxy_is_not_retried_blindly() {
+    let mut cfg = config();
+    cfg.task_durations.proxy_timeout = Duration::from_millis(200);
+    cfg.task_durations
+        .sync_work
+        .insert("alloc".into(), Duration::from_millis(500));
+    let sim = Sim::with(cfg).await;
+    let g = sim.create_vm(100, &[("scsi0", "local-lvm:4")]).await;
+    let c = client_with(&sim.h, many_retries());
+    let e = c
+        .set_config(&g, &ConfigChange::default().set("scsi1", "local-lvm:2"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(596), "{e}");
+    assert_eq!(e.message(), "Connection timed out");
+    assert!(e.outcome_unknown() && !e.not_delivered(), "{e}");
+    assert_eq!(sim.h.count("PUT", "/nodes/{node}/qemu/{vmid}/config"), 1);
+    // The work goes on and lands once.
+    let mut landed = None;
+    for _ in 0..100 {
+        let cfg = c.guest_config(&g).await.unwrap();
+        if let Some(v) = cfg.get("scsi1") {
+            landed = Some(v.to_string());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(landed.as_deref(), Some("local-lvm:vm-100-disk-1,size=2G"));
+    let disks = sim
+        .h
+        .state()
+        .volumes
+        .iter()
+        .filter(|v| v.vmid == Some(100))
+        .count();
+    assert_eq!(disks, 2, "scsi0 and scsi1, nothing more");
+    assert_eq!(sim.h.count("PUT", "/nodes/{node}/qemu/{vmid}/config"), 1);
+}
