@@ -41,10 +41,52 @@ pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn parse_form(text: &str, into: &mut BTreeMap<String, String>) {
-    for pair in text.split('&').filter(|p| !p.is_empty()) {
+/// Parameters as pve-http-server `PVE::APIServer::AnyEvent::decode_urlencoded` reads them:
+/// pairs split at `&` or `;`, and a repeated key collects every value.
+type Multi = BTreeMap<String, Vec<String>>;
+
+fn parse_form(text: &str) -> Multi {
+    let mut out = Multi::new();
+    for pair in text.split(['&', ';']).filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        into.insert(percent_decode(k, true), percent_decode(v, true));
+        out.entry(percent_decode(k, true))
+            .or_default()
+            .push(percent_decode(v, true));
+    }
+    out
+}
+
+/// One value per parameter, as pve-common `PVE::RESTHandler` (`$normalize_legacy_param_formats`)
+/// and `PVE::JSONSchema::check_type` treat repeated ones: joined with `,` for a string whose
+/// format is a `-list` (`tags`, `delete`), else refused ("type check ('string') failed - got
+/// ARRAY").
+fn single_values(
+    params: Multi,
+    endpoint: Option<&schema::Endpoint>,
+) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut out = BTreeMap::new();
+    let mut errors = BTreeMap::new();
+    for (k, mut values) in params {
+        if values.len() == 1 {
+            out.insert(k, values.pop().unwrap_or_default());
+            continue;
+        }
+        let param = endpoint.and_then(|ep| ep.param(&k));
+        let list = param.is_some_and(|p| {
+            p.ty == schema::Ty::Str
+                && matches!(p.format, schema::Fmt::Named(f) if f.ends_with("-list"))
+        });
+        if list {
+            out.insert(k, values.join(","));
+        } else {
+            let ty = param.map_or("string", |p| p.ty.name());
+            errors.insert(k, format!("type check ('{ty}') failed - got ARRAY"));
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::Params(errors))
     }
 }
 
@@ -57,32 +99,32 @@ fn json_scalar(v: &serde_json::Value) -> String {
     }
 }
 
-fn read_params(
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<BTreeMap<String, String>, ApiError> {
-    let mut params = BTreeMap::new();
-    if let Some(q) = uri.query() {
-        parse_form(q, &mut params);
-    }
-    if body.is_empty() {
-        return Ok(params);
-    }
-    let ctype = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if ctype.starts_with("application/json") {
-        let v: serde_json::Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::Status(400, format!("malformed JSON body - {e}")))?;
-        if let serde_json::Value::Object(map) = v {
-            for (k, v) in map {
-                params.insert(k, json_scalar(&v));
+fn read_params(uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Result<Multi, ApiError> {
+    let mut params = Multi::new();
+    if !body.is_empty() {
+        let ctype = headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if ctype.starts_with("application/json") {
+            let v: serde_json::Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::Status(400, format!("malformed JSON body - {e}")))?;
+            if let serde_json::Value::Object(map) = v {
+                for (k, v) in map {
+                    let values = match &v {
+                        serde_json::Value::Array(items) => items.iter().map(json_scalar).collect(),
+                        other => vec![json_scalar(other)],
+                    };
+                    params.insert(k, values);
+                }
             }
+        } else {
+            params = parse_form(&String::from_utf8_lossy(body));
         }
-    } else {
-        parse_form(&String::from_utf8_lossy(body), &mut params);
+    }
+    // `extract_params`: the query's parameters replace the body's.
+    if let Some(q) = uri.query() {
+        params.extend(parse_form(q));
     }
     Ok(params)
 }
@@ -129,7 +171,9 @@ pub(crate) async fn handle(
             .into_response();
     };
 
-    let mut params = match read_params(&uri, &headers, &body) {
+    let mut params = match read_params(&uri, &headers, &body)
+        .and_then(|p| single_values(p, schema::endpoint(&method_s, template)))
+    {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };

@@ -56,8 +56,17 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         })
         .filter_map(|(k, v)| volid_of(v).map(|vol| (k.clone(), vol.to_string())))
         .collect();
+    // qemu-server `clone_vm` clones a cloud-init drive as a new `vm-<newid>-cloudinit`
+    // (`drive_is_cdrom($drive, 1)` leaves it among the disks), never sharing the template's.
+    let cloudinit_keys: Vec<(String, String)> = src
+        .config
+        .iter()
+        .filter(|(k, v)| is_disk_key(kind, k) && v.contains("media=cdrom"))
+        .filter_map(|(k, v)| volid_of(v).map(|vol| (k.clone(), vol.to_string())))
+        .filter(|(_, vol)| vol.ends_with(&format!("vm-{}-cloudinit", src.vmid)))
+        .collect();
     if target != node {
-        let shared_all = disk_keys.iter().all(|(_, vol)| {
+        let shared_all = disk_keys.iter().chain(&cloudinit_keys).all(|(_, vol)| {
             let sid = vol.split(':').next().unwrap_or_default();
             st.storage(&node, sid).is_some_and(|s| s.shared)
         });
@@ -129,6 +138,25 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             });
             volid
         };
+        if let Some(v) = config.get_mut(k) {
+            *v = v.replacen(vol.as_str(), &new_vol, 1);
+        }
+    }
+    for (k, vol) in &cloudinit_keys {
+        let sid = storage
+            .clone()
+            .unwrap_or_else(|| vol.split(':').next().unwrap_or_default().to_string());
+        let name = format!("vm-{newid}-cloudinit");
+        let new_vol = disks::allocate_named(
+            &mut st,
+            &target,
+            &sid,
+            newid,
+            4 << 20,
+            Some("raw"),
+            kind,
+            Some(&name),
+        )?;
         if let Some(v) = config.get_mut(k) {
             *v = v.replacen(vol.as_str(), &new_vol, 1);
         }

@@ -198,3 +198,47 @@ async fn clone_to_another_node_needs_shared_storage() {
         "Configuration file 'nodes/pve1/qemu-server/201.conf' does not exist"
     );
 }
+
+#[tokio::test]
+async fn a_clone_gets_its_own_cloud_init_drive() {
+    // qemu-server `clone_vm`: the cloud-init drive is cloned as `vm-<newid>-cloudinit`, not
+    // shared with the template (a clone pointing at the template's drive would lose its
+    // cloud-init settings when either is regenerated).
+    let sim = Sim::start().await;
+    sim.create_vm(
+        "9000",
+        &[("scsi0", "local-lvm:2"), ("ide2", "local-lvm:cloudinit")],
+    )
+    .await;
+    sim.wait_ok(&sim.post("/nodes/pve1/qemu/9000/template", &[]).await.ok())
+        .await;
+    for (newid, full) in [("101", "1"), ("102", "0")] {
+        let upid = sim
+            .post(
+                "/nodes/pve1/qemu/9000/clone",
+                &[("newid", newid), ("full", full)],
+            )
+            .await
+            .ok();
+        sim.wait_ok(&upid).await;
+        let c = sim
+            .get(&format!("/nodes/pve1/qemu/{newid}/config"))
+            .await
+            .ok();
+        assert_eq!(
+            c["ide2"],
+            format!("local-lvm:vm-{newid}-cloudinit,media=cdrom"),
+            "{c}"
+        );
+        let volumes = sim.h.state().volumes;
+        assert!(
+            volumes
+                .iter()
+                .any(|v| v.volid == format!("local-lvm:vm-{newid}-cloudinit")
+                    && v.vmid == Some(newid.parse().unwrap())),
+            "{volumes:?}"
+        );
+    }
+    let t = sim.get("/nodes/pve1/qemu/9000/config").await.ok();
+    assert_eq!(t["ide2"], "local-lvm:vm-9000-cloudinit,media=cdrom");
+}

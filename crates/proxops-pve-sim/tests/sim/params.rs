@@ -143,3 +143,36 @@ async fn json_bodies_and_booleans() {
     assert_eq!(c["onboot"], 0);
     assert_eq!(c["protection"], 1);
 }
+
+#[tokio::test]
+async fn a_repeated_parameter_keeps_every_value_of_a_list_and_is_refused_elsewhere() {
+    // pve-http-server `decode_urlencoded` collects repeated keys into a list; pve-common
+    // `RESTHandler` joins it for a `-list` format (proxmoxer sends LXC `tags` so) and
+    // `JSONSchema::check_type` refuses it for any other string or number.
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[]).await;
+    sim.put(
+        "/nodes/pve1/qemu/100/config",
+        &[("tags", "web"), ("tags", "prod"), ("tags", "eu")],
+    )
+    .await
+    .ok();
+    let config = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    let mut tags: Vec<&str> = config["tags"].as_str().unwrap().split(';').collect();
+    tags.sort_unstable();
+    assert_eq!(tags, ["eu", "prod", "web"]);
+    let e = sim
+        .put(
+            "/nodes/pve1/qemu/100/config",
+            &[("cores", "1"), ("cores", "2"), ("name", "a"), ("name", "b")],
+        )
+        .await
+        .errors();
+    assert_eq!(e["cores"], "type check ('integer') failed - got ARRAY");
+    assert_eq!(e["name"], "type check ('string') failed - got ARRAY");
+    // A query parameter replaces the body's (`extract_params`).
+    let url = format!("{}?cores=3", "/nodes/pve1/qemu/100/config");
+    sim.put(&url, &[("cores", "2")]).await.ok();
+    let config = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert_eq!(config["cores"], 3);
+}
