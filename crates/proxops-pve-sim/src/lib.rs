@@ -44,6 +44,7 @@ pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
 pub use server::{SimHandle, start};
 pub use state::{
-    Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task, Volume,
+    Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, State, Stats, Storage, Task,
+    Vnet, Volume,
 };
 pub use tls::fingerprint;

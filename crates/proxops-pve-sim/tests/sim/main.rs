@@ -15,6 +15,7 @@ mod faults;
 mod ha;
 mod lxc;
 mod params;
+mod privileges;
 mod qemu;
 mod state;
 mod storage;
