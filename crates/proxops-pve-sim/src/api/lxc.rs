@@ -103,6 +103,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
             }
         }
     }
+    // `$conf->{unprivileged} = 1 if $unprivileged`: written when unprivileged (the default),
+    // left out (PVE's `0`) when not.
+    if unprivileged {
+        conf.insert("unprivileged".into(), "1".into());
+    } else {
+        conf.remove("unprivileged");
+    }
     conf.entry("arch".into()).or_insert_with(|| "amd64".into());
     conf.entry("ostype".into())
         .or_insert_with(|| ostype(&template).into());
