@@ -194,6 +194,35 @@ async fn args_is_root_only() {
     );
     let root = root(&sim).await;
     put_vm(&sim, &[("args", "-no-reboot")], &root).await.ok();
+    // A user other than root@pam, by ticket, with every privilege on `/`: refused too.
+    let mut cfg = config();
+    cfg.users.push(proxops_pve_sim::User {
+        userid: "admin@pve".into(),
+        password: "pw".into(),
+    });
+    cfg.acl = vec![AclEntry::admin("admin@pve")];
+    let other = Sim::with(cfg).await;
+    other.create_vm("100", &[]).await;
+    let login = other
+        .send(
+            "POST",
+            "/access/ticket",
+            &[("username", "admin@pve"), ("password", "pw")],
+            &Auth::None,
+        )
+        .await
+        .ok();
+    let admin = Auth::Ticket {
+        ticket: login["ticket"].as_str().unwrap().into(),
+        csrf: Some(login["CSRFPreventionToken"].as_str().unwrap().into()),
+    };
+    assert_eq!(
+        put_vm(&other, &[("args", "-no-reboot")], &admin)
+            .await
+            .fail(500),
+        "only root can set 'args' config"
+    );
+    put_vm(&other, &[("memory", "2048")], &admin).await.ok();
 }
 
 // qemu-server `$check_vm_create_serial_perm` and `update_vm_api`: a socket is VM.Config.HWType,
