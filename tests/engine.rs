@@ -6,15 +6,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proxops_e2e::{copy_tree, example, shared};
-use proxops_engine::backend::{Backend, Connection, connect};
+use proxops_engine::backend::{Backend, Connection, connect, seed_state};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
 use proxops_engine::execute::{ExecOptions, Outcome};
 use proxops_engine::plan::Verb;
 use proxops_engine::planner::PlanOptions;
+use proxops_engine::privileges;
 use proxops_engine::secrets::ClusterSecrets;
 use proxops_graph::{Graph, check_repository};
 use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
-use proxops_pve_sim::{EndpointClass, FaultConfig};
+use proxops_pve::{Credentials, PveClient, TlsVerification};
+use proxops_pve_sim::{
+    EndpointClass, FaultConfig, SimConfig, SimHandle, TaskDurations, User, start,
+};
 use proxops_secrets::{Document, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -94,6 +98,33 @@ async fn simulator(cluster: &Cluster) -> Connection {
         .unwrap()
 }
 
+/// A simulator seeded for the cluster, and a client logged in as root@pam with a password:
+/// what only root@pam may write (the compat example's raw PCI devices) needs it.
+async fn root_simulator(cluster: &Cluster) -> (SimHandle, PveClient) {
+    let sim = start(SimConfig {
+        state: seed_state(&Registry::builtin(), cluster),
+        task_durations: TaskDurations::uniform(Duration::from_millis(10)),
+        offline_downloads: true,
+        users: vec![User {
+            userid: "root@pam".into(),
+            password: "root-password".into(),
+        }],
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = PveClient::builder(
+        sim.base_url(),
+        Credentials::password("root@pam", "root-password"),
+    )
+    .tls(TlsVerification::Fingerprint(
+        sim.fingerprint.parse().unwrap(),
+    ))
+    .build()
+    .unwrap();
+    (sim, client)
+}
+
 /// Section 3 of EXPECTATIONS.md: the first apply of the example cluster.
 const EXAMPLE_ORDER: &[&str] = &[
     "DiskImage/debian-13-cloud@pve01",
@@ -120,23 +151,23 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
     for (loaded, names) in &repos {
         for name in names {
             let (cluster, graph) = loaded.cluster(name);
-            let conn = simulator(cluster).await;
+            // The homelab applies with the simulator's token (root@pam!proxops, not root@pam);
+            // the compat example passes raw PCI devices, which only root@pam may set.
+            let (sim, client) = if *name == "example" {
+                root_simulator(cluster).await
+            } else {
+                let conn = simulator(cluster).await;
+                (conn.sim.unwrap(), conn.client)
+            };
             // The example's SOPS file is encrypted to a throw-away key: its cloud-init material
             // is supplied in memory instead.
             let options = PlanOptions {
                 secrets: Some(example_secrets(name)),
                 ..plan_options(cluster, None)
             };
-            let cycles = converge(
-                &conn.client,
-                name,
-                graph,
-                &options,
-                &ExecOptions::default(),
-                5,
-            )
-            .await
-            .unwrap();
+            let cycles = converge(&client, name, graph, &options, &ExecOptions::default(), 5)
+                .await
+                .unwrap();
             let first = &cycles[0];
             let report = first.report.as_ref().unwrap();
             assert!(report.all_succeeded(), "{name}: {report:#?}");
@@ -172,7 +203,7 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                 assert_eq!(errors, [("VM/cloudinit-vm", "proxops::ssh_key")]);
                 assert!(first.plan.errors[0].reason.contains("SSH key 1"));
                 // clone-vm is started with the rest (the reference implementation waited a cycle).
-                let state = conn.sim.as_ref().unwrap().state();
+                let state = sim.state();
                 assert_eq!(state.guests[&901].status, "running");
                 // The cloud-init secrets reached PVE; the plan showed them redacted.
                 let config = &state.guests[&413].config;
@@ -181,9 +212,95 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                 let plan = serde_json::to_string(&first.plan).unwrap();
                 assert!(!plan.contains("example-ci-password"));
             }
-            conn.sim.unwrap().shutdown().await.unwrap();
+            if *name == "home" {
+                // TrueNAS got its HBA through the seeded PCI mapping, and runs.
+                let truenas = &sim.state().guests[&140];
+                assert_eq!(truenas.config["hostpci0"], "mapping=hba,pcie=1");
+                assert_eq!(truenas.status, "running");
+            }
+            sim.shutdown().await.unwrap();
         }
     }
+}
+
+/// Issue 14 item 3's acceptance, engine side: with a raw PCI device instead of the mapping,
+/// `doctor`'s table names the root-only need before anything is applied, and the apply with
+/// the simulator's token (`root@pam!proxops`: every privilege, not root@pam) fails on that VM
+/// with qemu-server's `check_hostpci_perm` wording, once: the client takes the refusal as
+/// final and never retries it; everything else is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_pci_device_is_refused_to_a_token_once_and_named_before_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&example("homelab"), dir.path()).unwrap();
+    edit(
+        dir.path(),
+        "vm/home/truenas.yaml",
+        "mapping: hba ",
+        "device: \"0000:03:00.0\" ",
+    );
+    let loaded = load(dir.path());
+    let (cluster, graph) = loaded.cluster("home");
+    let conn = simulator(cluster).await;
+    let sim = conn.sim.as_ref().unwrap();
+    let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
+    // What doctor reads: the plan's needs, with the VNets' zones.
+    let planned = proxops_engine::planner::plan_cluster(&conn.client, "home", graph, &plan)
+        .await
+        .unwrap();
+    let net = privileges::Network::read(&conn.client).await.unwrap();
+    let needs = privileges::plan_needs(&planned, graph, &plan.drivers, &net);
+    let held = privileges::held(&conn.client, privileges::paths(&needs))
+        .await
+        .unwrap();
+    let missing = privileges::missing(&needs, &held, false);
+    let text: Vec<String> = missing
+        .iter()
+        .map(|m| format!("{}: needed to {}", m.requirement, m.needed_by()))
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "hostpci0 uses a raw device: only root@pam may set it; use a PCI resource mapping: needed to create VM/truenas (vmid 140) (set hostpci0)"
+        ]
+    );
+    sim.reset_counters();
+    let cycle = reconcile(&conn.client, "home", graph, &plan, &exec, false)
+        .await
+        .unwrap();
+    let report = cycle.report.unwrap();
+    let failed: Vec<(&str, String)> = report
+        .results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Failed { error } => Some((r.subject.as_str(), error.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 1, "{report:#?}");
+    assert_eq!(failed[0].0, "VM/truenas");
+    assert!(
+        failed[0]
+            .1
+            .contains("only root can set 'hostpci0' config for non-mapped devices"),
+        "{failed:?}"
+    );
+    assert_eq!(
+        report.count(|o| *o == Outcome::Succeeded),
+        report.results.len() - 1,
+        "{report:#?}"
+    );
+    // One create request per created VM: the refused one was sent once.
+    let creates = cluster
+        .resources
+        .iter()
+        .filter(|r| matches!(&r.spec, proxops_model::Spec::Vm(v) if v.clone.is_none()))
+        .count() as u64;
+    assert!(creates >= 2, "{:#?}", cluster.resources);
+    assert_eq!(sim.count("POST", "/nodes/{node}/qemu"), creates);
+    assert!(!sim.state().guests.contains_key(&140));
+    // As root@pam (a password login) the same plan has no unmet need.
+    assert!(privileges::missing(&needs, &held, true).is_empty());
+    conn.sim.unwrap().shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1026,6 +1026,71 @@ fn doctor_on_the_embedded_simulator_passes() {
     assert!(!stdout.contains("FAIL"), "{stdout}");
 }
 
+/// `doctor` with a plain API token (the embedded simulator's `root@pam!proxops`: every
+/// privilege, not root@pam) names every write that only root@pam may do, with its remedy,
+/// before anything is applied: a raw PCI device, a raw USB device, an LXC bind mount
+/// (qemu-server `check_hostpci_perm`, `check_usb_perm`; pve-container
+/// `check_ct_modify_config_perm`).
+#[test]
+fn doctor_names_every_root_only_need_before_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&homelab(), dir.path());
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        std::fs::write(path, text.replace(from, to)).unwrap();
+    };
+    edit(
+        "vm/home/truenas.yaml",
+        "        mapping: hba ",
+        "        device: \"0000:03:00.0\" ",
+    );
+    edit(
+        "vm/home/truenas.yaml",
+        "        pcie: true\n",
+        "        pcie: true\n    usb-devices:\n      - slot: usb0\n        host: \"0951:1666\"\n",
+    );
+    edit(
+        "lxc/home/pihole.yaml",
+        "  networks:\n",
+        "  bind-mounts:\n    - host-path: /srv/pihole\n      mount-point: /etc/pihole\n  networks:\n",
+    );
+    let out = proxops()
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .env_remove("PROXOPS_PVE_TOKEN_HOME")
+        .env_remove("SOPS_AGE_KEY")
+        .env("SOPS_AGE_KEY_FILE", "/nonexistent/key.txt")
+        .args(["doctor", "--backend", "sim", "--cluster", "home", "--repo"])
+        .arg(dir.path())
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let failures: Vec<&str> = stdout.lines().filter(|l| l.contains("FAIL")).collect();
+    assert_eq!(
+        failures,
+        [
+            "  FAIL  privileges   hostpci0 uses a raw device: only root@pam may set it; use a PCI resource mapping: needed to create VM/truenas (vmid 140) (set hostpci0)",
+            "  FAIL  privileges   usb0 uses a raw device: only root@pam may set it; use a USB resource mapping: needed to create VM/truenas (vmid 140) (set usb0)",
+            "  FAIL  privileges   mp0 is a bind mount (/srv/pihole): only root@pam may set it; use a mount point on a storage (`mount-points`): needed to create LXC/pihole (vmid 200) (set mp0)",
+        ],
+        "{stdout}"
+    );
+    // The example itself, with its PCI mapping, asks nothing of root@pam.
+    let out = proxops()
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .env_remove("PROXOPS_PVE_TOKEN_HOME")
+        .env_remove("SOPS_AGE_KEY")
+        .env("SOPS_AGE_KEY_FILE", "/nonexistent/key.txt")
+        .args(["doctor", "--backend", "sim", "--cluster", "home", "--repo"])
+        .arg(homelab())
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("ok    privileges"), "{stdout}");
+    assert!(!stdout.contains("root@pam may"), "{stdout}");
+}
+
 #[test]
 fn sim_refuses_a_malformed_acl() {
     let out = proxops()

@@ -10,11 +10,11 @@ use proxops_model::config::{AuthMethod, ConfigFile, LogLevel};
 use proxops_model::settings::{
     ClusterSettings, Credential, FlagSettings, Layers, Origin, Tls, cluster_variable, effective,
 };
-use proxops_model::{Cluster, Registry};
+use proxops_model::{Cluster, Registry, Spec};
 use proxops_pve::{Credentials, PveClient, PveError, TlsVerification, WaitOptions};
 use proxops_pve_sim::{
-    AclEntry, ApiToken, Node, SimConfig, SimError, SimHandle, State, Storage, TaskDurations, User,
-    start,
+    AclEntry, ApiToken, Mapping, Mappings, Node, SimConfig, SimError, SimHandle, State, Storage,
+    TaskDurations, User, start,
 };
 use proxops_secrets::{Secret, SecretKeys};
 use std::collections::BTreeMap;
@@ -343,6 +343,7 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
     nodes.sort();
     nodes.dedup();
     State {
+        mappings: seed_mappings(cluster),
         cluster_name: cluster.name.clone(),
         nodes: nodes
             .into_iter()
@@ -354,6 +355,36 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
             .collect(),
         ..State::default()
     }
+}
+
+/// The PCI and USB resource mappings the cluster's VMs name, each with an entry for the VM's
+/// node: an administrator creates them in PVE (Datacenter > Resource Mappings), and the
+/// simulator, having no hardware, maps each to a placeholder device (PCI `0000:00:00.0`, id
+/// `0000:0000`).
+fn seed_mappings(cluster: &Cluster) -> Mappings {
+    let mut out = Mappings::default();
+    let add = |table: &mut BTreeMap<String, Mapping>, id: &str, entry: String| {
+        let m = table.entry(id.to_owned()).or_default();
+        if !m.map.contains(&entry) {
+            m.map.push(entry);
+        }
+    };
+    for r in &cluster.resources {
+        let Spec::Vm(vm) = &r.spec else {
+            continue;
+        };
+        let Some(hw) = &vm.hardware else {
+            continue;
+        };
+        for id in hw.pci_devices.iter().filter_map(|d| d.mapping.as_deref()) {
+            let entry = format!("id=0000:0000,node={},path=0000:00:00.0", vm.node);
+            add(&mut out.pci, id, entry);
+        }
+        for id in hw.usb_devices.iter().filter_map(|d| d.mapping.as_deref()) {
+            add(&mut out.usb, id, format!("id=0000:0000,node={}", vm.node));
+        }
+    }
+    out
 }
 
 /// A cluster's credentials from the environment alone and its SOPS file under `repo`, with

@@ -493,6 +493,17 @@ fn overlay(
         }
     }
     let mut removed = Vec::new();
+    // A passed-through device is a host device or a mapping, never both (qemu-server
+    // `PCI.pm` `parse_hostpci`: "Cannot set both 'host' and 'mapping'"): the one the manifest
+    // names replaces the other.
+    let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    if guest == GuestType::Qemu && matches!(family, "hostpci" | "usb") {
+        for (have, other) in [("host", "mapping"), ("mapping", "host")] {
+            if want.get(have).is_some() && merged.remove(other).is_some() {
+                removed.push(other.to_owned());
+            }
+        }
+    }
     // A previous value that does not parse proves nothing about its sub-keys.
     if let Some(previous) =
         before.and_then(|b| PropertyString::parse_key(guest, key, &b.value).ok())
@@ -510,6 +521,8 @@ fn overlay(
             }
         }
     }
+    removed.sort();
+    removed.dedup();
     Some((current.render(), merged.render(), removed))
 }
 
@@ -701,6 +714,41 @@ mod tests {
         assert!(found.removals.is_empty() && found.anomalies.is_empty());
         // Not knowing what was written before, nothing is taken out.
         assert!(diff(&now, &state).is_converged());
+    }
+
+    #[test]
+    fn a_mapping_replaces_a_raw_device_and_the_other_way_round() {
+        let now = guest(vec![
+            owned("hostpci0", "mapping=hba,pcie=1", Compare::SubKeys, true),
+            owned("usb0", "0951:1666", Compare::SubKeys, true),
+        ]);
+        let state = live(&[
+            ("hostpci0", "0000:03:00.0,pcie=1,x-vga=1"),
+            ("usb0", "mapping=stick,usb3=1"),
+        ]);
+        let found = diff(&now, &state);
+        let got: Vec<(&str, &str, Vec<String>)> = found
+            .changes
+            .iter()
+            .map(|c| (c.key.as_str(), c.value.as_str(), c.removed.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "hostpci0",
+                    "mapping=hba,pcie=1,x-vga=1",
+                    vec!["host".to_owned()]
+                ),
+                ("usb0", "0951:1666,usb3=1", vec!["mapping".to_owned()]),
+            ]
+        );
+        // PVE's canonical form: booleans as parsed, sub-keys in any order.
+        let same = live(&[
+            ("hostpci0", "pcie=true,mapping=hba"),
+            ("usb0", "host=0951:1666"),
+        ]);
+        assert!(diff(&now, &same).is_converged(), "{:#?}", diff(&now, &same));
     }
 
     #[test]

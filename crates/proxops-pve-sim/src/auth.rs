@@ -29,6 +29,14 @@ impl Principal {
     pub fn task_user(&self) -> String {
         self.tokenid.clone().unwrap_or_else(|| self.userid.clone())
     }
+
+    /// Whether the checks reserved to `root@pam` pass: only for the user itself, never for a
+    /// token, not even `root@pam!name` (pve-manager `PVE/HTTPServer.pm` `auth_handler` makes the
+    /// token id the request's user, and qemu-server and pve-container compare
+    /// `$authuser eq 'root@pam'`).
+    pub fn is_root(&self) -> bool {
+        self.tokenid.is_none() && self.userid == "root@pam"
+    }
 }
 
 pub(crate) fn now() -> u64 {
@@ -166,9 +174,10 @@ fn covers(acl_path: &str, path: &str) -> bool {
 /// Whether a principal holds a privilege on a path.
 pub(crate) fn allowed(shared: &Shared, who: &Principal, path: &str, privilege: &str) -> bool {
     let cfg = &shared.config;
-    if who.tokenid.as_deref() == Some(cfg.token.id.as_str())
-        || (who.tokenid.is_none() && who.userid == "root@pam")
-    {
+    // The principal token is a token of root@pam without privilege separation: it holds every
+    // privilege (pve-access-control `PVE::RPCEnvironment::permissions` gives such a token its
+    // user's), yet it is not root@pam for the root-only checks ([`Principal::is_root`]).
+    if who.tokenid.as_deref() == Some(cfg.token.id.as_str()) || who.is_root() {
         return true;
     }
     // A token named in the ACL has its own privileges; otherwise it has its user's.
@@ -246,6 +255,24 @@ pub(crate) fn privileges_at(shared: &Shared, who: &Principal, path: &str) -> Vec
     names.dedup();
     names.retain(|p| allowed(shared, who, path, p));
     names
+}
+
+/// 403 unless the principal holds one of the privileges: pve-access-control
+/// `PVE::RPCEnvironment::check_any`, "Permission check failed (PATH, A|B)".
+pub(crate) fn require_any(
+    shared: &Shared,
+    who: &Principal,
+    path: &str,
+    privileges: &[&str],
+) -> Result<(), ApiError> {
+    if privileges.iter().any(|p| allowed(shared, who, path, p)) {
+        Ok(())
+    } else {
+        Err(ApiError::Status(
+            403,
+            format!("Permission check failed ({path}, {})", privileges.join("|")),
+        ))
+    }
 }
 
 /// 403 unless the principal holds the privilege.

@@ -50,6 +50,7 @@ pub use faults::draw as fault_draw;
 pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};
 pub use state::{
-    Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task, Volume,
+    Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, State, Stats, Storage, Task,
+    Vnet, Volume,
 };
 pub use tls::fingerprint;

@@ -32,6 +32,56 @@ pub struct State {
     pub stats: Stats,
     /// HA resources by sid (`vm:100`, `ct:101`), as `/etc/pve/ha/resources.cfg` holds them.
     pub ha_resources: BTreeMap<String, HaResource>,
+    /// Cluster resource mappings (`/etc/pve/mapping/pci.cfg` and `usb.cfg`).
+    pub mappings: Mappings,
+    /// SDN VNets by name (`/etc/pve/sdn/vnets.cfg`); a bridge not listed is a plain Linux
+    /// bridge of the `localnetwork` zone.
+    pub vnets: BTreeMap<String, Vnet>,
+}
+
+/// The PCI and USB resource mappings by id (pve-guest-common `src/PVE/Mapping/PCI.pm` and
+/// `USB.pm`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Mappings {
+    /// PCI mappings (`hostpciN: mapping=<id>`).
+    pub pci: BTreeMap<String, Mapping>,
+    /// USB mappings (`usbN: mapping=<id>`).
+    pub usb: BTreeMap<String, Mapping>,
+}
+
+/// One resource mapping: a logical device with one entry per node that has it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Mapping {
+    /// Free-form description.
+    pub description: Option<String>,
+    /// Per-node entries as PVE stores them: `id=1000:0087,node=pve2,path=0000:03:00.0` (PCI) or
+    /// `id=0951:1666,node=pve1` (USB).
+    pub map: Vec<String>,
+}
+
+impl Mapping {
+    /// Whether an entry names the node (`get_node_mapping`: `node=<name>` among its keys).
+    pub fn on_node(&self, node: &str) -> bool {
+        self.map.iter().any(|entry| {
+            entry
+                .split(',')
+                .any(|part| part.trim().strip_prefix("node=") == Some(node))
+        })
+    }
+}
+
+/// One SDN VNet (pve-network `PVE::Network::SDN::Vnets`): the zone its ACL paths live under.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Vnet {
+    /// The zone (`/sdn/zones/<zone>/<vnet>`).
+    pub zone: String,
+    /// VLAN tag or VXLAN VNI.
+    pub tag: Option<u32>,
+    /// Alias name.
+    pub alias: Option<String>,
 }
 
 /// One HA resource (pve-ha-manager `src/PVE/HA/Resources.pm` properties).
@@ -413,6 +463,14 @@ impl State {
     /// The task with a UPID, mutably.
     pub fn task_mut(&mut self, upid: &str) -> Option<&mut Task> {
         self.tasks.iter_mut().find(|t| t.upid == upid)
+    }
+
+    /// The SDN zone of a bridge: its VNet's, else `localnetwork` (pve-guest-common
+    /// `src/PVE/GuestHelpers.pm` `check_vnet_access`).
+    pub fn zone_of(&self, bridge: &str) -> &str {
+        self.vnets
+            .get(bridge)
+            .map_or("localnetwork", |v| v.zone.as_str())
     }
 
     /// The HA resource managing a guest, if any (pve-ha-manager `src/PVE/HA/Config.pm`

@@ -309,10 +309,13 @@ const REFUSALS: &[&str] = &[
     // qemu-server / pve-container `clone_vm`: a guest on local storage stays on its node.
     "uses local storage)",
     "can't clone",
-    // qemu-server `$check_vm_modify_config_perm`: no privilege grants the key to anyone else.
+    // qemu-server `$check_vm_modify_config_perm`, `check_hostpci_perm`, `check_usb_perm` and
+    // the serial checks: no privilege grants the key to anyone else.
     "only root can",
     // pve-common `validate_ssh_public_keys`, run by qemu-server's create and config update.
     "ssh public key validation error",
+    // qemu-server `check_hostpci_perm`/`check_usb_perm`: a device without host or mapping.
+    "either 'host' or 'mapping' must be set",
 ];
 
 /// Classifies an HTTP error answer.
@@ -379,6 +382,30 @@ mod tests {
             (500, "only root can set 'args' config"),
             (500, "only root can set 'hostpci0' config for real devices"),
             (500, "SSH public key validation error"),
+            // qemu-server `check_hostpci_perm`, `check_usb_perm`, `update_vm_api`'s serial
+            // check; pve-container `check_ct_modify_config_perm` (`raise_perm_exc`, 403).
+            (
+                500,
+                "only root can set 'hostpci0' config for non-mapped devices",
+            ),
+            (500, "only root can set 'usb0' config for real devices"),
+            (
+                500,
+                "only root can modify 'serial1' config for real devices",
+            ),
+            (500, "either 'host' or 'mapping' must be set."),
+            (
+                403,
+                "Permission check failed (mount point type bind is only allowed for root@pam)",
+            ),
+            (
+                403,
+                "Permission check failed (changing feature flags (except nesting) is only allowed for root@pam)",
+            ),
+            (
+                403,
+                "Permission check failed (/mapping/pci/hba, Mapping.Use)",
+            ),
         ];
         for (s, m) in permanent {
             assert_eq!(classify(s, m).class(), ErrorClass::Permanent, "{s} {m}");

@@ -57,8 +57,8 @@ pub use tasks::{TaskFilter, TaskOutcome, WaitOptions};
 pub use tls::{Fingerprint, TlsVerification};
 pub use types::{
     CloneRequest, ClusterResource, ConfigChange, DestroyOptions, DownloadUrl, GuestConfig,
-    GuestRef, GuestStatus, GuestType, NodeGuest, NodeInfo, PendingEntry, StorageVolume, TaskEntry,
-    TaskLogLine, TaskStatus, Version, exit_ok, split_tags,
+    GuestRef, GuestStatus, GuestType, NodeGuest, NodeInfo, PendingEntry, SdnVnet, StorageVolume,
+    TaskEntry, TaskLogLine, TaskStatus, Version, exit_ok, split_tags,
 };
 pub use upid::Upid;
 

@@ -98,6 +98,18 @@ pub struct NodeInfo {
     pub ssl_fingerprint: Option<String>,
 }
 
+/// One SDN VNet of `GET /cluster/sdn/vnets`: the zone its ACL paths live under
+/// (`/sdn/zones/<zone>/<vnet>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct SdnVnet {
+    /// The VNet's name, which guests use as their bridge.
+    pub vnet: String,
+    /// Its zone.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub zone: Option<String>,
+}
+
 /// One row of `GET /cluster/resources` (guests, nodes, storages, pools, SDN zones).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]

@@ -24,7 +24,9 @@ use std::process::ExitCode;
 /// fingerprint or the CA file's, warning when verification is off (`endpoint`); the credentials
 /// authenticate (`auth`); the token holds every privilege, on its ACL path, that the planner's
 /// reads and the cluster's planned actions need, read with `GET /access/permissions`
-/// (`privileges`: each missing one with its path and what needs it).
+/// (`privileges`: each missing one with its path and what needs it), and every write that only
+/// root@pam may do is named with its remedy unless the credentials are a password login as
+/// root@pam (a token never is root, not even `root@pam!name`).
 ///
 /// Exit status: 0 when no check fails (warnings allowed), 1 when one does, 2 for usage or I/O
 /// problems.
@@ -156,8 +158,11 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
 
     // 2. Credentials.
     let secrets = ClusterSecrets::load(Some(&loaded.dir), cluster);
+    // Only a password login as root@pam skips PVE's checks; every token is checked.
+    let mut root = false;
     let who = match credentials_from(&settings, &secrets) {
         Ok(c) => {
+            root = privileges::is_root(&c);
             let who = identity(&c);
             report.line(
                 Status::Ok,
@@ -256,7 +261,19 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
             return shutdown(conn).await;
         }
     };
-    let needs = privileges::plan_needs(&plan, graph, &options.drivers);
+    // The VNets' zones, which the bridges' SDN.Use paths name.
+    let net = match privileges::Network::read(&conn.client).await {
+        Ok(n) => n,
+        Err(e) => {
+            report.line(
+                Status::Warn,
+                "privileges",
+                &format!("cannot read the SDN VNets (GET /cluster/sdn/vnets), every bridge is taken as a plain one of zone localnetwork: {e}"),
+            );
+            privileges::Network::default()
+        }
+    };
+    let needs = privileges::plan_needs(&plan, graph, &options.drivers, &net);
     let paths = privileges::paths(&needs);
     let held = match privileges::held(&conn.client, paths.iter().cloned()).await {
         Ok(h) => h,
@@ -269,22 +286,26 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
             return shutdown(conn).await;
         }
     };
-    let missing = privileges::missing(&needs, &held);
+    let missing = privileges::missing(&needs, &held, root);
     for m in &missing {
         let status = if m.optional {
             Status::Warn
         } else {
             Status::Fail
         };
-        report.line(
-            status,
-            "privileges",
-            &format!("missing {}: needed to {}", m.requirement, m.needed_by()),
-        );
+        let line = if m.root_only {
+            format!("{}: needed to {}", m.requirement, m.needed_by())
+        } else {
+            format!("missing {}: needed to {}", m.requirement, m.needed_by())
+        };
+        report.line(status, "privileges", &line);
     }
     if missing.iter().all(|m| m.optional) {
-        let requirements: std::collections::BTreeSet<String> =
-            needs.iter().map(privileges::Need::requirement).collect();
+        let requirements: std::collections::BTreeSet<String> = needs
+            .iter()
+            .filter(|n| n.root_only.is_none())
+            .map(privileges::Need::requirement)
+            .collect();
         report.line(
             Status::Ok,
             "privileges",

@@ -14,7 +14,8 @@ use std::process::ExitCode;
 /// It prints its URL, its certificate's SHA-256 fingerprint (pin it in a cluster's
 /// `fingerprint:`) and the API token it accepts. With `--state FILE` the cluster state survives
 /// restarts; with `--seed-repo DIR` a fresh state gets the nodes of a cluster's allowlist, with
-/// `local` (dir) and `local-lvm` (lvmthin) on each, plus every storage its manifests use.
+/// `local` (dir) and `local-lvm` (lvmthin) on each, plus every storage its manifests use and
+/// every PCI/USB resource mapping its VMs name.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Address to listen on (port 0 picks a free port).
@@ -39,7 +40,8 @@ pub struct Args {
         hide_env_values = true
     )]
     pub password: Option<String>,
-    /// Seed nodes and storages from this repository's cluster config and manifests.
+    /// Seed nodes, storages and resource mappings from this repository's cluster config and
+    /// manifests.
     #[arg(long, value_name = "DIR")]
     pub seed_repo: Option<PathBuf>,
     /// Create guests from PVE config files laid out as `/etc/pve` holds them
@@ -227,7 +229,8 @@ async fn shutdown_signal() -> std::io::Result<()> {
     }
 }
 
-/// A simulator state with the nodes of one cluster and the storages its manifests use.
+/// A simulator state with the nodes of one cluster and the storages and mappings its manifests
+/// use.
 fn seed(dir: &std::path::Path, cluster: Option<&str>) -> Result<State, CliError> {
     let source = FsSource::new(dir).map_err(|e| {
         CliError::usage(

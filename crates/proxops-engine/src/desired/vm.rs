@@ -228,12 +228,29 @@ pub(super) fn desired(
                 true,
             ));
         }
+        // A raw device is the bare `host` value; a mapping `mapping=<id>` (qemu-server
+        // `PCI.pm`/`USB.pm`: the two exclude each other, which the diff keeps so).
         for pci in &h.pci_devices {
-            let mut value = pci.device.trim().to_ascii_lowercase();
+            let mut value = match (&pci.mapping, &pci.device) {
+                (Some(id), _) => format!("mapping={id}"),
+                (None, Some(device)) => device.trim().to_ascii_lowercase(),
+                (None, None) => continue,
+            };
             if let Some(b) = pci.pcie {
                 value.push_str(&format!(",pcie={}", flag(b)));
             }
             o.push(owned(pci.slot.clone(), value, Compare::SubKeys, true));
+        }
+        for usb in &h.usb_devices {
+            let mut value = match (&usb.mapping, &usb.host) {
+                (Some(id), _) => format!("mapping={id}"),
+                (None, Some(host)) => host.trim().to_owned(),
+                (None, None) => continue,
+            };
+            if let Some(b) = usb.usb3 {
+                value.push_str(&format!(",usb3={}", flag(b)));
+            }
+            o.push(owned(usb.slot.clone(), value, Compare::SubKeys, true));
         }
     }
     if let Some(opts) = &spec.options {

@@ -3,7 +3,7 @@
 //! only reported; without a previous document nothing is removed, only reported; a clone drops
 //! its template's tags and description.
 
-use crate::support::{graph_of, manifest, one_node, simulator};
+use crate::support::{graph_of, manifest, one_node, root_simulator, simulator};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, KeyChange, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
@@ -420,7 +420,8 @@ async fn a_containers_removed_nic_and_feature_are_removed_too() {
         size: 120 << 20,
         ..proxops_pve_sim::Volume::default()
     });
-    let (sim, client) = simulator(state).await;
+    // keyctl is a feature only root@pam may set (pve-container `check_ct_modify_config_perm`).
+    let (sim, client) = root_simulator(state).await;
     let (v1, v2) = (ct(true), ct(false));
     let p = plan(&client, &[CT_TEMPLATE, &v1], None).await;
     assert_eq!(p.actions.len(), 1, "{p:#?}");

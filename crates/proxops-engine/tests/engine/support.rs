@@ -34,24 +34,49 @@ pub async fn offline_simulator(state: State) -> (SimHandle, PveClient) {
     started(state, true).await
 }
 
+/// [`simulator`], the client logged in as root@pam with a password: what only root@pam may
+/// write (a container's features besides `nesting`, raw devices) needs it, a token never will.
+pub async fn root_simulator(state: State) -> (SimHandle, PveClient) {
+    let root = Credentials::Password {
+        username: "root@pam".into(),
+        password: "root-password".into(),
+    };
+    launch(state, false, Some(root)).await
+}
+
 async fn started(state: State, offline_downloads: bool) -> (SimHandle, PveClient) {
-    let config = SimConfig {
+    launch(state, offline_downloads, None).await
+}
+
+async fn launch(
+    state: State,
+    offline_downloads: bool,
+    login: Option<Credentials>,
+) -> (SimHandle, PveClient) {
+    let mut config = SimConfig {
         state,
         task_durations: TaskDurations::uniform(Duration::from_millis(20)),
         offline_downloads,
         ..SimConfig::default()
     };
+    if let Some(Credentials::Password { username, password }) = &login {
+        config.users.push(proxops_pve_sim::User {
+            userid: username.clone(),
+            password: password.expose().to_owned(),
+        });
+    }
     let sim = start(config).await.unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::parse_token(&sim.token.to_string()).unwrap(),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .timeout(Duration::from_secs(20))
-    .build()
-    .unwrap();
+    let credentials = match login {
+        Some(c) => c,
+        None => Credentials::parse_token(&sim.token.to_string()).unwrap(),
+    };
+    let client = PveClient::builder(sim.base_url(), credentials)
+        .tls(TlsVerification::Fingerprint(
+            sim.fingerprint.parse().unwrap(),
+        ))
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
     (sim, client)
 }
 

@@ -67,7 +67,9 @@ async fn containers_are_created_unprivileged_unless_declared_otherwise() {
     assert_eq!(plan(&client, &ct(None)).await.state(), PlanState::InSync);
     s.shutdown().await.unwrap();
     let (s, client) = sim().await;
-    assert_eq!(create(&client, &ct(Some(false))).await, "0");
+    // pve-container `create_vm` writes `unprivileged: 1` only (`$conf->{unprivileged} = 1 if
+    // $unprivileged`): a privileged container has no such key, which reads as PVE's 0.
+    assert_eq!(create(&client, &ct(Some(false))).await, "");
     assert_eq!(
         plan(&client, &ct(Some(false))).await.state(),
         PlanState::InSync

@@ -435,6 +435,18 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
         common::check_tag(cx, tag, &path!["tags", i]);
     }
     check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
+    // pve-container's API takes only its config schema (`additionalProperties => 0`): raw
+    // `lxc.*` keys live in `/etc/pve/lxc/<vmid>.conf` alone, for root@pam as for anyone.
+    for key in spec.extra.keys().filter(|k| k.starts_with("lxc.")) {
+        cx.invalid(
+            &cx.key_path(&path!["extra"], key),
+            format!("`{key}` is a raw LXC key: the PVE API refuses these for every user"),
+            Some(format!(
+                "add it to /etc/pve/lxc/{}.conf on the node instead",
+                spec.vmid
+            )),
+        );
+    }
 }
 
 /// A container NIC's addresses as pve-container's schema has them (`PVE/LXC/Config.pm`, the

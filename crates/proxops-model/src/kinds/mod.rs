@@ -3,6 +3,7 @@
 pub mod artifact;
 pub mod common;
 pub mod lxc;
+pub mod passthrough;
 pub mod vm;
 
 pub use artifact::{ArtifactClass, ArtifactKind, ArtifactSpec, Checksum, ChecksumAlgorithm};

@@ -1,6 +1,7 @@
 //! `kind: VM` and `kind: TemplateVM`: QEMU guests (SPEC.md sections 8.1 and 8.2).
 
 use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+pub use super::passthrough::{PciDevice, UsbDevice};
 use crate::Code;
 use crate::kind::{
     Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceSource,
@@ -36,7 +37,7 @@ pub struct VmSpec {
     /// Network interfaces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<VmNetwork>,
-    /// Machine, firmware, CD-ROM, cloud-init drive, EFI, TPM and PCI passthrough.
+    /// Machine, firmware, CD-ROM, cloud-init drive, EFI, TPM, PCI and USB passthrough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<VmHardware>,
     /// Boot and management options.
@@ -191,9 +192,12 @@ pub struct VmHardware {
     /// The TPM state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpm: Option<Tpm>,
-    /// Host PCI devices passed through.
+    /// Host PCI devices passed through, each a raw device (root@pam only) or a resource mapping.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pci_devices: Vec<PciDevice>,
+    /// Host USB devices passed through, each a raw device (root@pam only) or a resource mapping.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usb_devices: Vec<UsbDevice>,
 }
 
 /// PVE machine types.
@@ -301,19 +305,6 @@ pub enum TpmVersion {
     /// TPM 2.0.
     #[serde(rename = "v2.0")]
     V2_0,
-}
-
-/// One host PCI device passed through.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct PciDevice {
-    /// The slot, `hostpci0`-`hostpci15`.
-    pub slot: String,
-    /// The device address: `[domain:]bus:device[.function]`, e.g. `0000:17:00` or `01:00.0`.
-    pub device: String,
-    /// Attach as PCI Express (needs `machine: q35`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pcie: Option<bool>,
 }
 
 /// Boot and management options; a `false` or absent boolean is left to PVE.
@@ -507,10 +498,10 @@ const RESERVED_EXTRA: &[&str] = &[
     "template",
 ];
 const RESERVED_EXTRA_PREFIXES: &[&str] = &[
-    "scsi", "virtio", "sata", "ide", "net", "ipconfig", "hostpci",
+    "scsi", "virtio", "sata", "ide", "net", "ipconfig", "hostpci", "usb",
 ];
 
-fn slot_in(slot: &str, prefix: &str, max: u32) -> bool {
+pub(crate) fn slot_in(slot: &str, prefix: &str, max: u32) -> bool {
     slot.strip_prefix(prefix)
         .filter(|n| {
             !n.is_empty()
@@ -526,23 +517,6 @@ fn disk_slot_valid(slot: &str) -> bool {
         || slot_in(slot, "virtio", 15)
         || slot_in(slot, "sata", 5)
         || slot_in(slot, "ide", 3)
-}
-
-fn is_bdf(device: &str) -> bool {
-    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let (addr, func) = match device.split_once('.') {
-        Some((a, f)) => (a, Some(f)),
-        None => (device, None),
-    };
-    if func.is_some_and(|f| !(f.len() == 1 && matches!(f.as_bytes()[0], b'0'..=b'7'))) {
-        return false;
-    }
-    let parts: Vec<&str> = addr.split(':').collect();
-    match parts.as_slice() {
-        [domain, bus, dev] => hex(domain, 4) && hex(bus, 2) && hex(dev, 2),
-        [bus, dev] => hex(bus, 2) && hex(dev, 2),
-        _ => false,
-    }
 }
 
 /// Checks of one VM or TemplateVM spec beyond its types.
@@ -784,31 +758,7 @@ fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
             None => {}
         }
     }
-    let mut slots = BTreeSet::new();
-    for (i, dev) in hw.pci_devices.iter().enumerate() {
-        if !slot_in(&dev.slot, "hostpci", 15) {
-            cx.invalid(
-                &path!["hardware", "pci-devices", i, "slot"],
-                format!("`{}` is not a PCI slot (hostpci0-hostpci15)", dev.slot),
-                None,
-            );
-        } else if !slots.insert(dev.slot.clone()) {
-            cx.invalid(
-                &path!["hardware", "pci-devices", i, "slot"],
-                format!("PCI slot `{}` is used twice", dev.slot),
-                None,
-            );
-        }
-        if !is_bdf(&dev.device.trim().to_ascii_lowercase()) {
-            cx.invalid(
-                &path!["hardware", "pci-devices", i, "device"],
-                format!("`{}` is not a PCI address", dev.device),
-                Some(
-                    "write `[domain:]bus:device[.function]`, e.g. `0000:17:00` or `01:00.0`".into(),
-                ),
-            );
-        }
-    }
+    super::passthrough::validate(&hw.pci_devices, &hw.usb_devices, cx);
 }
 
 fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
@@ -1207,6 +1157,7 @@ impl KindDef for VmKind {
 
 #[cfg(test)]
 mod tests {
+    use super::super::passthrough::is_bdf;
     use super::*;
 
     fn ipc(ip: Option<&str>, gw: Option<&str>, ip6: Option<&str>, gw6: Option<&str>) -> IpConfig {

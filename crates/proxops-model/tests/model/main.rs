@@ -9,6 +9,7 @@ mod codes;
 mod custom_kind;
 mod expectations;
 mod fuzz;
+mod passthrough;
 mod pve_enums;
 mod schema;
 mod snapshots;

@@ -219,7 +219,13 @@ pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
     }
     if want("storage") {
         for n in &st.nodes {
-            for s in &n.storages {
+            // pve-manager `PVE/API2/Cluster.pm` `resources`: a storage row only with
+            // `Datastore.Audit` on it.
+            for s in n
+                .storages
+                .iter()
+                .filter(|s| ctx.allowed(&format!("/storage/{}", s.storage), "Datastore.Audit"))
+            {
                 let used: u64 = st.volumes_on(&n.node, s).map(|v| v.size).sum();
                 rows.push(json!({
                     "id": format!("storage/{}/{}", n.node, s.storage), "type": "storage",

@@ -305,6 +305,14 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
         if fail {
             return Err(INJECTED.into());
         }
+        if action == Power::Start
+            && kind == GuestKind::Qemu
+            && let Some(g) = st.guests.get(&vmid)
+            && !g.running()
+            && let Some(msg) = super::mapping::missing_on_start(st, g)
+        {
+            return Err(msg);
+        }
         let Some(g) = st.guests.get_mut(&vmid) else {
             return Err(format!("{word} {vmid} does not exist"));
         };

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Ctx, check_node, setconfig};
+use super::{Ctx, check_node, perms, setconfig};
 use crate::error::ApiError;
 use crate::state::{Guest, GuestKind, State};
 use crate::tasks;
@@ -44,6 +44,13 @@ fn ostype(template: &str) -> &'static str {
 
 pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
+    let mut requested = setconfig::requested(ctx);
+    let unprivileged = setconfig::lxc_create_unprivileged(&requested);
+    // pve-container `src/PVE/API2/LXC.pm` `create_vm`: a privileged container needs
+    // `Sys.Modify` on `/`, checked before `VM.Allocate`.
+    if !unprivileged {
+        ctx.require("/", "Sys.Modify")?;
+    }
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
     let template = ctx.req("ostemplate")?;
     let shared = ctx.shared.clone();
@@ -68,12 +75,21 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         &format!("/storage/{}", vol.storage),
         "Datastore.AllocateSpace",
     )?;
-    let mut requested = setconfig::requested(ctx);
     let storage = ctx.p("storage").unwrap_or("local").to_string();
     requested
         .entry("rootfs".into())
         .or_insert_with(|| format!("{storage}:4"));
-    setconfig::check_storage_privileges(ctx, GuestKind::Lxc, &requested)?;
+    // `check_ct_modify_config_perm` over the keys left after `unprivileged` is taken out; it
+    // checks the new volumes' storages too.
+    let mut keys = requested.clone();
+    keys.remove("unprivileged");
+    let req = perms::Request {
+        vmid,
+        sets: &keys,
+        deletes: &[],
+        old: None,
+    };
+    perms::lxc(ctx, &st, &req, unprivileged)?;
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {
@@ -86,6 +102,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 return Err(e);
             }
         }
+    }
+    // `$conf->{unprivileged} = 1 if $unprivileged`: written when unprivileged (the default),
+    // left out (PVE's `0`) when not.
+    if unprivileged {
+        conf.insert("unprivileged".into(), "1".into());
+    } else {
+        conf.remove("unprivileged");
     }
     conf.entry("arch".into()).or_insert_with(|| "amd64".into());
     conf.entry("ostype".into())

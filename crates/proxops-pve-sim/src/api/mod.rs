@@ -1,6 +1,7 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
-//! status, login), [`ha`] (HA resources), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
+//! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
+//! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
@@ -13,7 +14,10 @@ pub(crate) mod guest;
 pub(crate) mod ha;
 pub(crate) mod hotplug;
 pub(crate) mod lxc;
+pub(crate) mod mapping;
+pub(crate) mod perms;
 pub(crate) mod qemu;
+pub(crate) mod sdn;
 pub(crate) mod setconfig;
 pub(crate) mod storage;
 pub(crate) mod tasks;
@@ -103,6 +107,15 @@ impl Ctx {
         auth::require(&self.shared, &self.who(), path, privilege)
     }
 
+    pub fn require_any(&self, path: &str, privileges: &[&str]) -> Result<(), ApiError> {
+        auth::require_any(&self.shared, &self.who(), path, privileges)
+    }
+
+    /// Whether the request's user is `root@pam` itself (a token never is).
+    pub fn root(&self) -> bool {
+        self.who().is_root()
+    }
+
     pub fn allowed(&self, path: &str, privilege: &str) -> bool {
         auth::allowed(&self.shared, &self.who(), path, privilege)
     }
@@ -170,6 +183,11 @@ routes! {
     "GET" "/cluster/ha/resources" => ha::list,
     "POST" "/cluster/ha/resources" => ha::create,
     "DELETE" "/cluster/ha/resources/{sid}" => ha::delete,
+    "GET" "/cluster/mapping/pci" => mapping::pci_list,
+    "GET" "/cluster/mapping/pci/{id}" => mapping::pci_get,
+    "GET" "/cluster/mapping/usb" => mapping::usb_list,
+    "GET" "/cluster/mapping/usb/{id}" => mapping::usb_get,
+    "GET" "/cluster/sdn/vnets" => sdn::vnets,
     "GET" "/access/permissions" => access::permissions,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,

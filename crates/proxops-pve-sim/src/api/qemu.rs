@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::guest::{check_lock, digest};
-use super::{Ctx, check_node, guest, setconfig};
+use super::{Ctx, check_node, guest, perms, setconfig};
 use crate::auth::now;
 use crate::dispatch::percent_decode;
 use crate::error::ApiError;
@@ -110,6 +110,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     }
     let requested = setconfig::requested(ctx);
     setconfig::check_storage_privileges(ctx, GuestKind::Qemu, &requested)?;
+    let req = perms::Request {
+        vmid,
+        sets: &requested,
+        deletes: &[],
+        old: None,
+    };
+    perms::qemu_create(ctx, &st, &req)?;
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {

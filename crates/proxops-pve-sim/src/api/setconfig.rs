@@ -1,13 +1,13 @@
 //! Writing guest configs, shared by create and the config setters of qemu and lxc: each value
 //! becomes what PVE stores (allocated disks, NICs with MACs, normalised tags, booleans as 0/1),
 //! `delete=` moves owned disks to `unusedN`, running guests collect non-hotpluggable changes as
-//! pending ([`super::hotplug`]), and each key needs its `VM.Config.*` privilege.
+//! pending ([`super::hotplug`]), and each key needs what [`super::perms`] says.
 
 use std::collections::BTreeMap;
 
 use super::Ctx;
 use super::disks::{self, is_disk_key, volid_of};
-use super::hotplug;
+use super::{hotplug, perms};
 use crate::error::ApiError;
 use crate::schema::{self, Ty, split_list};
 use crate::state::{GuestKind, State};
@@ -41,21 +41,12 @@ fn family(key: &str) -> &str {
     key.trim_end_matches(|c: char| c.is_ascii_digit())
 }
 
-/// The privilege PVE checks for changing a config key.
-pub(crate) fn privilege(kind: GuestKind, key: &str) -> &'static str {
-    if is_disk_key(kind, key) {
-        return "VM.Config.Disk";
-    }
-    match family(key) {
-        "cores" | "sockets" | "cpu" | "cpulimit" | "cpuunits" | "vcpus" | "affinity" | "numa" => {
-            "VM.Config.CPU"
-        }
-        "memory" | "balloon" | "shares" | "swap" => "VM.Config.Memory",
-        "net" => "VM.Config.Network",
-        "ipconfig" | "ciuser" | "cipassword" | "citype" | "cicustom" | "nameserver"
-        | "searchdomain" | "sshkeys" | "ciupgrade" => "VM.Config.Cloudinit",
-        _ => "VM.Config.Options",
-    }
+/// Whether an LXC create asks for an unprivileged container: pve-container
+/// `src/PVE/API2/LXC.pm` `create_vm` takes `unprivileged` out of the config keys, 1 when absent.
+pub(crate) fn lxc_create_unprivileged(requested: &BTreeMap<String, String>) -> bool {
+    requested
+        .get("unprivileged")
+        .is_none_or(|v| schema::parse_bool(v) != Some(false))
 }
 
 /// Normalises tags as PVE stores them: lowercased, unique, sorted, `;`-separated.
@@ -117,108 +108,6 @@ pub(crate) fn requested(ctx: &Ctx) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Checks the `VM.Config.*` privilege of every key a request changes or deletes.
-pub(crate) fn check_privileges(
-    ctx: &Ctx,
-    kind: GuestKind,
-    vmid: u32,
-    keys: &[String],
-) -> Result<(), ApiError> {
-    let path = format!("/vms/{vmid}");
-    let who = ctx.who();
-    // qemu-server skips the checks only for the user root@pam itself, not for its tokens
-    // (`$authuser` is then `root@pam!name`).
-    let root = who.userid == "root@pam" && who.tokenid.is_none();
-    keys.iter().try_for_each(|k| {
-        if kind == GuestKind::Qemu && !root && qemu_root_only(k) {
-            return Err(ApiError::fail(format!("only root can set '{k}' config")));
-        }
-        ctx.require(&path, privilege(kind, k))
-    })
-}
-
-/// qemu keys no privilege grants: qemu-server `src/PVE/API2/Qemu.pm`,
-/// `$check_vm_modify_config_perm` dies "only root can set '$opt' config" for every key outside
-/// its option lists (`args`, `hookscript`, `affinity`, ...). Drives, NICs and the devices it
-/// checks elsewhere are not among them.
-fn qemu_root_only(key: &str) -> bool {
-    const LISTED: &[&str] = &[
-        // $cpuoptions
-        "cores",
-        "cpu",
-        "runningcpu",
-        "cpulimit",
-        "cpuunits",
-        "numa",
-        "smp",
-        "sockets",
-        "vcpus",
-        // $memoryoptions
-        "memory",
-        "balloon",
-        "shares",
-        "allow-ksm",
-        // $hwtypeoptions
-        "acpi",
-        "hotplug",
-        "kvm",
-        "machine",
-        "runningmachine",
-        "scsihw",
-        "smbios1",
-        "tablet",
-        "vga",
-        "watchdog",
-        "audio0",
-        "rng0",
-        // $generaloptions
-        "agent",
-        "autostart",
-        "bios",
-        "description",
-        "keyboard",
-        "localtime",
-        "migrate_downtime",
-        "migrate_speed",
-        "name",
-        "onboot",
-        "ostype",
-        "protection",
-        "reboot",
-        "startdate",
-        "startup",
-        "tdf",
-        "template",
-        // $vmpoweroptions, $diskoptions
-        "freeze",
-        "boot",
-        "bootdisk",
-        "vmstatestorage",
-        // $cloudinitoptions
-        "cicustom",
-        "cipassword",
-        "citype",
-        "ciuser",
-        "ciupgrade",
-        "nameserver",
-        "searchdomain",
-        "sshkeys",
-        "running-nets-host-mtu",
-        "vmstate",
-        "cdrom",
-        "tags",
-    ];
-    let fam = family(key);
-    let indexed = fam.len() < key.len();
-    !(LISTED.contains(&key)
-        || is_disk_key(GuestKind::Qemu, key)
-        || (indexed
-            && matches!(
-                fam,
-                "numa" | "net" | "ipconfig" | "unused" | "serial" | "usb" | "hostpci" | "virtiofs"
-            )))
-}
-
 /// `Datastore.AllocateSpace` on every storage a request allocates a new disk on
 /// (`STORAGE:SIZE`), as qemu-server and pve-container check before allocating.
 pub(crate) fn check_storage_privileges(
@@ -268,15 +157,25 @@ pub(crate) fn update(
             "unable to delete required option 'rootfs'",
         ));
     }
-    let mut keys: Vec<String> = sets
-        .keys()
-        .cloned()
-        .chain(deletes.iter().cloned())
-        .collect();
-    keys.sort();
-    check_privileges(ctx, kind, vmid, &keys)?;
-    check_storage_privileges(ctx, kind, &sets)?;
-    let running = st.guests.get(&vmid).is_some_and(|g| g.running());
+    let Some(g) = st.guests.get(&vmid) else {
+        return Err(super::no_config(kind, &node, vmid));
+    };
+    let req = perms::Request {
+        vmid,
+        sets: &sets,
+        deletes: &deletes,
+        old: Some(&g.config),
+    };
+    match kind {
+        GuestKind::Qemu => {
+            perms::qemu_update(ctx, st, &req, || check_storage_privileges(ctx, kind, &sets))?
+        }
+        GuestKind::Lxc => {
+            let unprivileged = g.config.get("unprivileged").is_some_and(|v| v == "1");
+            perms::lxc(ctx, st, &req, unprivileged)?;
+        }
+    }
+    let running = g.running();
 
     let mut stored = Vec::new();
     for (k, v) in &sets {

@@ -77,6 +77,42 @@ pub static ENDPOINTS: &[Endpoint] = &[
     },
     Endpoint {
         method: "GET",
+        path: "/cluster/mapping/pci",
+        params: &[
+        Param { name: "check-node", ty: Ty::Str, optional: true, enums: &[], format: Fmt::Named("pve-node"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "GET",
+        path: "/cluster/mapping/pci/{id}",
+        params: &[
+        Param { name: "id", ty: Ty::Str, optional: false, enums: &[], format: Fmt::Named("pve-configid"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "GET",
+        path: "/cluster/mapping/usb",
+        params: &[
+        Param { name: "check-node", ty: Ty::Str, optional: true, enums: &[], format: Fmt::Named("pve-node"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "GET",
+        path: "/cluster/mapping/usb/{id}",
+        params: &[
+        Param { name: "id", ty: Ty::Str, optional: false, enums: &[], format: Fmt::Named("pve-configid"), min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "GET",
+        path: "/cluster/sdn/vnets",
+        params: &[
+        Param { name: "pending", ty: Ty::Bool, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },
+        Param { name: "running", ty: Ty::Bool, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },
+        ],
+    },
+    Endpoint {
+        method: "GET",
         path: "/access/permissions",
         params: &[
         Param { name: "path", ty: Ty::Str, optional: true, enums: &[], format: Fmt::None, min: None, max: None, max_len: None, pattern: None, requires: None },

@@ -183,6 +183,15 @@ fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
             "max_restart",
             "max_relocate",
         ],
+        // pve-manager `PVE/API2/Cluster/Mapping/PCI.pm` and `USB.pm` `index` return each
+        // mapping's whole config (the section's `type`) and the config `digest`.
+        "GET /cluster/mapping/pci" => &["type", "digest"],
+        // The USB index sets `errors` (with `check-node` only); its 8.4 schema names a
+        // required `error` instead.
+        "GET /cluster/mapping/usb" => &["type", "digest", "-error"],
+        // The 8.4 schema lists no fields of a VNet; 9.1's lists these (pve-network
+        // `PVE/API2/Network/SDN/Vnets.pm` `index`: the VNet's config with `vnet` and `digest`).
+        "GET /cluster/sdn/vnets" => &["vnet", "type", "zone", "tag", "alias", "digest"],
         // qemu-server writes `meta` into every new config; config GET returns it.
         "GET /nodes/{node}/qemu/{vmid}/config" => &["meta"],
         // pct list rows say `type: lxc`.
@@ -193,7 +202,8 @@ fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
     }
 }
 
-/// Checks a value against a schema `returns` node; `extra` names fields allowed beyond it.
+/// Checks a value against a schema `returns` node; `extra` names fields allowed beyond it, and
+/// (as `-name`) required fields PVE does not send.
 fn check_value(schema: &Value, v: &Value, at: &str, extra: &[&str], errs: &mut Vec<String>) {
     let ty = schema["type"].as_str();
     let ok = match ty {
@@ -228,7 +238,11 @@ fn check_value(schema: &Value, v: &Value, at: &str, extra: &[&str], errs: &mut V
             }
         }
         for (k, s) in props {
-            if !truthy(&s["optional"]) && !k.ends_with("[n]") && !obj.contains_key(k) {
+            if !truthy(&s["optional"])
+                && !k.ends_with("[n]")
+                && !obj.contains_key(k)
+                && !extra.contains(&format!("-{k}").as_str())
+            {
                 errs.push(format!("{at}.{k}: required but missing"));
             }
         }
@@ -249,7 +263,26 @@ async fn responses_match_the_schema_returns() {
             format: "tzst".into(),
             size: 1 << 20,
             ..Default::default()
-        })
+        });
+        let mapping = |entry: &str| proxops_pve_sim::Mapping {
+            description: Some("d".into()),
+            map: vec![entry.into()],
+        };
+        st.mappings.pci.insert(
+            "hba".into(),
+            mapping("id=1000:0087,node=pve1,path=0000:03:00.0"),
+        );
+        st.mappings
+            .usb
+            .insert("stick".into(), mapping("id=0951:1666,node=pve1"));
+        st.vnets.insert(
+            "tenant1".into(),
+            proxops_pve_sim::Vnet {
+                zone: "tenants".into(),
+                tag: Some(100),
+                alias: Some("a".into()),
+            },
+        );
     });
     // (method, path template, request path, parameters)
     type Call<'a> = (&'a str, &'a str, String, Vec<(&'a str, &'a str)>);
@@ -296,6 +329,19 @@ async fn responses_match_the_schema_returns() {
             "/cluster/ha/resources".into(),
         ),
         ("GET", "/nodes", "/nodes".into()),
+        ("GET", "/cluster/mapping/pci", "/cluster/mapping/pci".into()),
+        (
+            "GET",
+            "/cluster/mapping/pci/{id}",
+            "/cluster/mapping/pci/hba".into(),
+        ),
+        ("GET", "/cluster/mapping/usb", "/cluster/mapping/usb".into()),
+        (
+            "GET",
+            "/cluster/mapping/usb/{id}",
+            "/cluster/mapping/usb/stick".into(),
+        ),
+        ("GET", "/cluster/sdn/vnets", "/cluster/sdn/vnets".into()),
         ("GET", "/nodes/{node}/status", "/nodes/pve1/status".into()),
         ("GET", "/cluster/resources", "/cluster/resources".into()),
         ("GET", "/cluster/status", "/cluster/status".into()),

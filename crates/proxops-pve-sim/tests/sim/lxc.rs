@@ -248,6 +248,8 @@ async fn running_ct_applies_fast_plug_keys_and_keeps_the_rest_pending() {
             ("cores", "1"),
             ("tty", "2"),
             ("memory", "512"),
+            // A token may change `features` of an unprivileged CT only.
+            ("unprivileged", "1"),
         ] {
             g.config.insert(k.into(), v.into());
         }

@@ -16,6 +16,7 @@ mod ha;
 mod lxc;
 mod params;
 mod proxy;
+mod privileges;
 mod qemu;
 mod seed;
 mod state;

@@ -1,4 +1,5 @@
-//! `GET /version`, `GET /nodes`, `GET /cluster/resources`, `GET /cluster/nextid`.
+//! `GET /version`, `GET /nodes`, `GET /cluster/resources`, `GET /cluster/nextid`,
+//! `GET /cluster/sdn/vnets`.
 
 use reqwest::Method;
 
@@ -6,7 +7,7 @@ use crate::client::PveClient;
 use crate::error::PveError;
 use crate::lenient;
 use crate::params::Params;
-use crate::types::{ClusterResource, NodeInfo, Version};
+use crate::types::{ClusterResource, NodeInfo, SdnVnet, Version};
 
 impl PveClient {
     /// `GET /version`.
@@ -32,6 +33,18 @@ impl PveClient {
             "/cluster/resources",
             "/cluster/resources",
             &params,
+        )
+        .await
+    }
+
+    /// `GET /cluster/sdn/vnets`: the SDN VNets the credentials may see (`SDN.Audit` or
+    /// `SDN.Allocate` on `/sdn/zones/<zone>/<vnet>`).
+    pub async fn sdn_vnets(&self) -> Result<Vec<SdnVnet>, PveError> {
+        self.call(
+            Method::GET,
+            "/cluster/sdn/vnets",
+            "/cluster/sdn/vnets",
+            &Params::new(),
         )
         .await
     }

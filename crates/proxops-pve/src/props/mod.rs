@@ -72,34 +72,105 @@ impl Format {
 }
 
 /// Formats the schema names but does not define inline (named formats of PVE's code).
-pub static NAMED: &[Format] = &[Format {
-    // pve-qm-ipconfig: cloud-init addresses; no default key.
-    guest: "qemu",
-    param: "ipconfig[n]",
-    default_key: None,
-    keys: &[
-        KeyDef {
-            name: "gw",
-            kind: KeyKind::Plain,
-            required: false,
-        },
-        KeyDef {
-            name: "gw6",
-            kind: KeyKind::Plain,
-            required: false,
-        },
-        KeyDef {
-            name: "ip",
-            kind: KeyKind::Plain,
-            required: false,
-        },
-        KeyDef {
-            name: "ip6",
-            kind: KeyKind::Plain,
-            required: false,
-        },
-    ],
-}];
+pub static NAMED: &[Format] = &[
+    Format {
+        // pve-qm-ipconfig: cloud-init addresses; no default key.
+        guest: "qemu",
+        param: "ipconfig[n]",
+        default_key: None,
+        keys: &[
+            KeyDef {
+                name: "gw",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "gw6",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "ip",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "ip6",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+        ],
+    },
+    Format {
+        // pve-qm-hostpci (qemu-server `src/PVE/QemuServer/PCI.pm` `$hostpci_fmt`): a host device
+        // (`host`, the default key) or a cluster resource mapping (`mapping`), never both.
+        guest: "qemu",
+        param: "hostpci[n]",
+        default_key: Some("host"),
+        keys: &[
+            KeyDef {
+                name: "device-id",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "host",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "legacy-igd",
+                kind: KeyKind::Bool,
+                required: false,
+            },
+            KeyDef {
+                name: "mapping",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "mdev",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "pcie",
+                kind: KeyKind::Bool,
+                required: false,
+            },
+            KeyDef {
+                name: "rombar",
+                kind: KeyKind::Bool,
+                required: false,
+            },
+            KeyDef {
+                name: "romfile",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "sub-device-id",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "sub-vendor-id",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "vendor-id",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "x-vga",
+                kind: KeyKind::Bool,
+                required: false,
+            },
+        ],
+    },
+];
 
 /// The format of a config key (`scsi0` → `scsi[n]`, `efidisk0`, `rootfs`), if it is a property
 /// string ProxOps knows.
