@@ -143,7 +143,8 @@ pub(crate) async fn handle(
         params.insert(k, v);
     }
     if let Some(ep) = schema::endpoint(&method_s, template) {
-        let errors = schema::validate(ep, &params);
+        let version = lock(&shared.state).pve_version;
+        let errors = schema::validate(ep, version, &params);
         if !errors.is_empty() {
             return ApiError::Params(errors).into_response();
         }

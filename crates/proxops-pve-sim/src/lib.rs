@@ -2,13 +2,14 @@
 //! double of its end-to-end tests. It is an independent implementation of PVE's side (it uses
 //! none of the ProxOps crates), checked against PVE's official API schema.
 //!
-//! - [`start`] takes a [`SimConfig`] (listen address, initial [`State`], state file, accepted
+//! - [`start`] takes a [`SimConfig`] (listen address, the [`PveVersion`] it answers as (8.4 or
+//!   9.1), initial [`State`], state file, accepted
 //!   [`ApiToken`]s, [`User`]s and [`AclEntry`]s, [`TaskDurations`], [`FaultConfig`]) and returns a
 //!   [`SimHandle`]: address, [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the
 //!   certificate's SHA-256 `fingerprint` in PVE's `AA:BB:..` form, the token, request counters,
 //!   the state, and graceful [`SimHandle::shutdown`].
 //! - The API answers under `/api2/json` with PVE's paths, parameters ([`schema::ENDPOINTS`],
-//!   validated before any handler runs), wording and shapes: 400 `{"data":null,"errors":{..}}`,
+//!   validated against the version's definitions before any handler runs), wording and shapes: 400 `{"data":null,"errors":{..}}`,
 //!   other failures with the message in the reason phrase and in `message`, 501 for unknown paths.
 //! - Tasks carry PVE's exact UPID ([`tasks::Upid`]), run for a configured time, then stop with
 //!   `OK` or the error text.
@@ -33,8 +34,8 @@ mod server;
 mod state;
 pub mod tasks;
 mod tls;
+mod version;
 
-pub use api::cluster::VERSION;
 pub use api::implemented;
 pub use config::{
     AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, SimConfig,
@@ -47,3 +48,4 @@ pub use state::{
     Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task, Volume,
 };
 pub use tls::fingerprint;
+pub use version::PveVersion;

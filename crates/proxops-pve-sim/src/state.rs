@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::SimError;
+use crate::version::PveVersion;
 
 /// The whole simulated cluster.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -32,6 +33,10 @@ pub struct State {
     pub stats: Stats,
     /// HA resources by sid (`vm:100`, `ct:101`), as `/etc/pve/ha/resources.cfg` holds them.
     pub ha_resources: BTreeMap<String, HaResource>,
+    /// The PVE version the cluster runs. [`crate::start`] sets it from
+    /// [`crate::SimConfig::pve_version`]; a state file records it, so that a restart without a
+    /// version of its own keeps the cluster's.
+    pub pve_version: PveVersion,
 }
 
 /// One HA resource (pve-ha-manager `src/PVE/HA/Resources.pm` properties).
@@ -296,31 +301,23 @@ pub struct Task {
 }
 
 impl State {
-    /// A small cluster: node `pve1` with `local` (dir: iso, vztmpl, import, backup, snippets) and
-    /// `local-lvm` (lvmthin: images, rootdir).
+    /// A small cluster of the default version (9.1): node `pve1` with PVE's default storages,
+    /// `local` (dir: iso, vztmpl, backup, import) and `local-lvm` (lvmthin: images, rootdir).
     pub fn demo() -> State {
+        State::demo_of(PveVersion::default())
+    }
+
+    /// A small cluster of a version: node `pve1` with the storages a fresh install of that
+    /// version has ([`PveVersion::default_storages`]).
+    pub fn demo_of(version: PveVersion) -> State {
         State {
             cluster_name: "sim".into(),
             nodes: vec![Node {
                 node: "pve1".into(),
-                storages: vec![
-                    Storage {
-                        storage: "local".into(),
-                        kind: "dir".into(),
-                        content: ["iso", "vztmpl", "import", "backup", "snippets"]
-                            .map(String::from)
-                            .to_vec(),
-                        ..Storage::default()
-                    },
-                    Storage {
-                        storage: "local-lvm".into(),
-                        kind: "lvmthin".into(),
-                        content: vec!["images".into(), "rootdir".into()],
-                        ..Storage::default()
-                    },
-                ],
+                storages: version.default_storages(),
                 ..Node::default()
             }],
+            pve_version: version,
             ..State::default()
         }
     }

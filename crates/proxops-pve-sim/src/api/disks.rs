@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use crate::rng;
 use crate::schema::{self, PropMap, Sub};
 use crate::state::{GuestKind, State, Volume};
+use crate::version::PveVersion;
 
 /// Whether a config key holds a disk of the guest kind.
 pub(crate) fn is_disk_key(kind: GuestKind, key: &str) -> bool {
@@ -65,12 +66,12 @@ pub(crate) fn volid_of(value: &str) -> Option<&str> {
     (first.contains(':') && !first.starts_with('/')).then_some(first)
 }
 
-fn keys(kind: GuestKind, key: &str) -> &'static [Sub] {
+fn keys(version: PveVersion, kind: GuestKind, key: &str) -> &'static [Sub] {
     let path = match kind {
         GuestKind::Qemu => "/nodes/{node}/qemu",
         GuestKind::Lxc => "/nodes/{node}/lxc",
     };
-    schema::prop_keys("POST", path, key).unwrap_or(&[])
+    schema::prop_keys(version, "POST", path, key).unwrap_or(&[])
 }
 
 fn get<'a>(map: &'a PropMap, k: &str) -> Option<&'a str> {
@@ -181,7 +182,7 @@ pub(crate) fn process_drive(
     key: &str,
     value: &str,
 ) -> Result<String, ApiError> {
-    let subs = keys(kind, key);
+    let subs = keys(st.pve_version, kind, key);
     let mut map =
         schema::parse_property_string(subs, value).map_err(|e| ApiError::param(key, e))?;
     let file = get(&map, "file")
@@ -223,9 +224,10 @@ pub(crate) fn process_drive(
                 .volume(node, src)
                 .ok_or_else(|| ApiError::fail(format!("volume '{src}' does not exist")))?;
             // qemu-server `API2/Qemu.pm` `$check_storage_access`: an import source must be an
-            // image or import volume, and a whole OVA is an appliance, not a disk (only its
-            // `x.ova/disk.vmdk` members need extraction and import).
-            if source.content != "images" && source.content != "import" {
+            // image or (since 8.3) an import volume, and a whole OVA is an appliance, not a disk
+            // (only its `x.ova/disk.vmdk` members need extraction and import).
+            let import_ok = st.pve_version.import_content() && source.content == "import";
+            if source.content != "images" && !import_ok {
                 return Err(ApiError::param(
                     key,
                     format!(
@@ -278,8 +280,13 @@ fn random_mac() -> String {
 }
 
 /// Completes a NIC value: a MAC when missing; qemu writes `model=MAC` first, lxc `type=veth`.
-pub(crate) fn process_nic(kind: GuestKind, key: &str, value: &str) -> Result<String, ApiError> {
-    let subs = keys(kind, key);
+pub(crate) fn process_nic(
+    version: PveVersion,
+    kind: GuestKind,
+    key: &str,
+    value: &str,
+) -> Result<String, ApiError> {
+    let subs = keys(version, kind, key);
     let mut map =
         schema::parse_property_string(subs, value).map_err(|e| ApiError::param(key, e))?;
     match kind {

@@ -27,7 +27,7 @@ pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> V
             .filter(|g| g.kind == kind && g.node == node)
             .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
             .map(|g| {
-                let mut row = super::cluster::guest_row(g, now);
+                let mut row = super::cluster::guest_row(st.pve_version, g, now);
                 if let Some(obj) = row.as_object_mut() {
                     obj.remove("id");
                     obj.remove("node");
@@ -107,7 +107,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         )));
     }
     let requested = setconfig::requested(ctx);
-    setconfig::check_storage_privileges(ctx, GuestKind::Qemu, &requested)?;
+    setconfig::check_storage_access(ctx, &st, GuestKind::Qemu, &requested, setconfig::Write::Create)?;
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {
