@@ -15,6 +15,8 @@
 //! - [`planner`]: a cluster's graph and live inventory in, a [`plan::ClusterPlan`] out: create
 //!   (a download per node for artifacts; create, or clone then configure, for guests), update,
 //!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips.
+//!   [`compat`]: what the cluster's PVE would refuse, checked at plan time: its version's rules
+//!   (`GET /version`, read once per connection) and storages without the content a step needs.
 //! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
 //!   dependants of a failure; [`execute::CycleReport`] says what happened.
 //! - [`planes`]: publishes the desired plane before a cycle and receipts after it
@@ -65,6 +67,7 @@
 
 pub mod agent;
 pub mod backend;
+pub mod compat;
 pub mod cycle;
 pub mod desired;
 pub mod diff;

@@ -162,6 +162,15 @@ impl Storage {
     }
 }
 
+/// A storage an administrator added (`/etc/pve/storage.cfg`), on some nodes or all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredStorage {
+    /// The storage.
+    pub storage: Storage,
+    /// The nodes that have it (empty: every node).
+    pub nodes: Vec<String>,
+}
+
 /// One volume of storage content.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -317,6 +326,47 @@ impl State {
                 storages: version.default_storages(),
                 ..Node::default()
             }],
+            pve_version: version,
+            ..State::default()
+        }
+    }
+
+    /// A cluster of `nodes` as a fresh install of `version` with the administrator's storages
+    /// added: each node has PVE's default storages ([`PveVersion::default_storages`]) and every
+    /// declared storage that names it (or no node); a declared storage named like a default
+    /// replaces it. Nothing else: a storage no one declared does not exist.
+    pub fn seeded(
+        cluster_name: &str,
+        nodes: &[String],
+        version: PveVersion,
+        declared: &[DeclaredStorage],
+    ) -> State {
+        let nodes = nodes
+            .iter()
+            .map(|node| {
+                let mut storages = version.default_storages();
+                for d in declared
+                    .iter()
+                    .filter(|d| d.nodes.is_empty() || d.nodes.contains(node))
+                {
+                    match storages
+                        .iter_mut()
+                        .find(|s| s.storage == d.storage.storage)
+                    {
+                        Some(s) => *s = d.storage.clone(),
+                        None => storages.push(d.storage.clone()),
+                    }
+                }
+                Node {
+                    node: node.clone(),
+                    storages,
+                    ..Node::default()
+                }
+            })
+            .collect();
+        State {
+            cluster_name: cluster_name.to_owned(),
+            nodes,
             pve_version: version,
             ..State::default()
         }
