@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, shared};
+use proxops_e2e::{copy_tree, example, shared, with_compat_storages};
 use proxops_engine::backend::{Backend, Connection, connect};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
 use proxops_engine::execute::{ExecOptions, Outcome};
@@ -118,6 +118,12 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
     for (loaded, names) in &repos {
         for name in names {
             let (cluster, graph) = loaded.cluster(name);
+            // The compat example's config does not describe its storages: declared here.
+            let cluster = &if *name == "example" {
+                with_compat_storages(cluster)
+            } else {
+                cluster.clone()
+            };
             let conn = simulator(cluster).await;
             // The example's SOPS file is encrypted to a throw-away key: its cloud-init material
             // is supplied in memory instead.

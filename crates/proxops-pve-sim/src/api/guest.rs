@@ -191,9 +191,6 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         obj.remove("node");
         obj.remove("maxcpu");
         obj.remove("type");
-        if kind == GuestKind::Qemu {
-            obj.remove("disk");
-        }
         obj.insert(
             "cpus".into(),
             super::cluster::guest_row(st.pve_version, g, 0)["maxcpu"].clone(),

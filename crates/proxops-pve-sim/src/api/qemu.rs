@@ -37,13 +37,10 @@ pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> V
                     if !g.is_template() {
                         obj.remove("template");
                     }
-                    match kind {
-                        GuestKind::Lxc => {
-                            obj.insert("type".into(), "lxc".into());
-                        }
-                        GuestKind::Qemu => {
-                            obj.remove("disk");
-                        }
+                    // qemu-server `PVE/QemuServer.pm` `vmstatus` keeps `disk: 0` ("no info
+                    // available"), though the schema does not list it.
+                    if kind == GuestKind::Lxc {
+                        obj.insert("type".into(), "lxc".into());
                     }
                 }
                 row

@@ -210,6 +210,9 @@ fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
             "max_restart",
             "max_relocate",
         ],
+        // qemu-server `PVE/QemuServer.pm` `vmstatus` sets `disk: 0` for every VM ("no info
+        // available"); the list and `status/current` return its rows as they are.
+        "GET /nodes/{node}/qemu" | "GET /nodes/{node}/qemu/{vmid}/status/current" => &["disk"],
         // qemu-server writes `meta` into every new config; config GET returns it.
         "GET /nodes/{node}/qemu/{vmid}/config" => &["meta"],
         // Content rows name their content type.
