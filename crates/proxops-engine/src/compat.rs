@@ -58,7 +58,7 @@ pub fn artifact_problem(release: Release, a: &DesiredArtifact) -> Option<String>
     }
     if a.content == "import" && !release.import_content() {
         return Some(format!(
-            "storages hold `import` content (disk images to import) only from PVE 8.3; the cluster runs PVE {release}: upgrade it, or give the disk an empty size instead of an image"
+            "storages hold `import` content (disk images to import) only from PVE 8.3; the cluster runs PVE {release}: upgrade it to 8.3 or later"
         ));
     }
     None
@@ -171,5 +171,27 @@ mod tests {
         assert_eq!(new_volume_storage("local-lvm:vm-100-disk-0"), None);
         assert_eq!(new_volume_storage("none,media=cdrom"), None);
         assert_eq!(new_volume_storage("/mnt/data,mp=/data"), None);
+    }
+
+    #[test]
+    fn artifacts_by_release() {
+        let artifact = |content: &'static str, filename: &str| DesiredArtifact {
+            nodes: vec!["pve1".into()],
+            storage: "local".into(),
+            content,
+            filename: filename.into(),
+            volid: format!("local:{content}/{filename}"),
+            download: Vec::new(),
+        };
+        let oci = artifact("vztmpl", "alpine.TAR");
+        assert!(artifact_problem(Release(9, 0), &oci).is_some_and(|m| m.contains("PVE 9.0")));
+        assert_eq!(artifact_problem(Release(9, 1), &oci), None);
+        assert_eq!(
+            artifact_problem(Release(8, 4), &artifact("vztmpl", "debian.tar.zst")),
+            None
+        );
+        let image = artifact("import", "debian.qcow2");
+        assert!(artifact_problem(Release(8, 2), &image).is_some_and(|m| m.contains("8.3")));
+        assert_eq!(artifact_problem(Release(8, 3), &image), None);
     }
 }

@@ -13,4 +13,5 @@ mod pending;
 mod roundtrip;
 mod support;
 mod unprivileged;
+mod versions;
 mod wire;

@@ -20,3 +20,4 @@ mod state;
 mod storage;
 mod tasks;
 mod tls;
+mod versions;
