@@ -254,17 +254,13 @@ pub fn with_compat_storages(cluster: &proxops_model::Cluster) -> proxops_model::
         .entry
         .as_mut()
         .expect("the compat example's cluster has a config");
-    entry
-        .simulation
-        .get_or_insert_default()
-        .storages
-        .extend([
-            storage(
-                "local",
-                StorageType::Dir,
-                &[Iso, Vztmpl, Backup, Import, Rootdir],
-            ),
-            storage("vm_disks", StorageType::Lvmthin, &[Images, Rootdir]),
-        ]);
+    entry.simulation.get_or_insert_default().storages.extend([
+        storage(
+            "local",
+            StorageType::Dir,
+            &[Iso, Vztmpl, Backup, Import, Rootdir],
+        ),
+        storage("vm_disks", StorageType::Lvmthin, &[Images, Rootdir]),
+    ]);
     cluster
 }

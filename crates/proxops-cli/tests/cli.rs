@@ -596,7 +596,13 @@ fn sim_seeds_pve_default_storages_and_the_declared_ones() {
     );
     // A storage PVE could not have is refused, as in a cluster config.
     let out = proxops()
-        .args(["sim", "--listen", "127.0.0.1:0", "--storage", "vm_disks:lvmthin:iso"])
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--storage",
+            "vm_disks:lvmthin:iso",
+        ])
         .assert()
         .failure();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
@@ -616,7 +622,7 @@ fn demo_applies_the_homelab_on_simulators_and_ends_converged() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let lab = stdout.split("== cluster lab").nth(1).unwrap();
     insta::assert_snapshot!(lab, @r"
-     (simulated nodes: pve1)
+     (simulated PVE 8.4.1, nodes: pve1)
     cluster lab: 5 actions
       level 0
         download  DiskImage/debian-13-genericcloud  pve1  local:import/debian-13-genericcloud-amd64.qcow2 is not on pve1

@@ -366,12 +366,7 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster, seed: &SimSeed) -> Sta
         .chain(&seed.storages)
         .map(declared_storage)
         .collect();
-    State::seeded(
-        &cluster.name,
-        &nodes,
-        sim_version(cluster, seed),
-        &storages,
-    )
+    State::seeded(&cluster.name, &nodes, sim_version(cluster, seed), &storages)
 }
 
 /// A cluster's credentials from the environment alone and its SOPS file under `repo`, with

@@ -45,7 +45,8 @@ pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
 pub use server::{SimHandle, start};
 pub use state::{
-    DeclaredStorage, Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task, Volume,
+    DeclaredStorage, Guest, GuestKind, GuestStats, HaResource, Node, State, Stats, Storage, Task,
+    Volume,
 };
 pub use tls::fingerprint;
 pub use version::PveVersion;

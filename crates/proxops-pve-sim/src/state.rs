@@ -349,10 +349,7 @@ impl State {
                     .iter()
                     .filter(|d| d.nodes.is_empty() || d.nodes.contains(node))
                 {
-                    match storages
-                        .iter_mut()
-                        .find(|s| s.storage == d.storage.storage)
-                    {
+                    match storages.iter_mut().find(|s| s.storage == d.storage.storage) {
                         Some(s) => *s = d.storage.clone(),
                         None => storages.push(d.storage.clone()),
                     }

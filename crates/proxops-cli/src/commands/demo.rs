@@ -41,7 +41,17 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 .as_ref()
                 .map(|e| e.nodes.join(", "))
                 .unwrap_or_default();
-            println!("== cluster {} (simulated nodes: {nodes})", cluster.name);
+            // The release the simulator answers as (the cluster's `simulation.pve-version`);
+            // the client keeps it, so the plan does not ask again.
+            let version = conn
+                .client
+                .pve_version()
+                .await
+                .map_err(|e| CliError::Io(e.to_string()))?;
+            println!(
+                "== cluster {} (simulated PVE {}, nodes: {nodes})",
+                cluster.name, version.version
+            );
             let options = conn.plan_options(cluster);
             let exec = conn.exec_options();
             let first = reconcile(&conn.client, &cluster.name, graph, &options, &exec, false)

@@ -2,7 +2,9 @@
 
 use crate::error::CliError;
 use proxops_engine::backend::{SimSeed, declared_storage, seed_state, sim_version};
-use proxops_model::config::{ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType};
+use proxops_model::config::{
+    ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType,
+};
 use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
 use proxops_pve_sim::{AclEntry, ApiToken, PveVersion, SimConfig, State, User, start};
 use std::io::Write;
@@ -90,17 +92,22 @@ fn storage_flag(text: &str) -> Result<SimStorage, CliError> {
     let bad = |why: String| {
         CliError::usage(
             format!("invalid --storage `{text}`: {why}"),
-            Some("the form is NAME:TYPE:CONTENT[,CONTENT...], e.g. vm_disks:lvmthin:images,rootdir".into()),
+            Some(
+                "the form is NAME:TYPE:CONTENT[,CONTENT...], e.g. vm_disks:lvmthin:images,rootdir"
+                    .into(),
+            ),
         )
     };
     let mut parts = text.splitn(3, ':');
-    let (Some(name), Some(kind), Some(content)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(name), Some(kind), Some(content)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad("it needs a name, a type and content types".into()));
     };
     let word = |w: &str| serde_json::Value::String(w.trim().to_owned());
-    let kind: StorageType = serde_json::from_value(word(kind))
-        .map_err(|_| bad(format!("`{kind}` is not a PVE storage type (dir, lvmthin, nfs, zfspool, ...)")))?;
+    let kind: StorageType = serde_json::from_value(word(kind)).map_err(|_| {
+        bad(format!(
+            "`{kind}` is not a PVE storage type (dir, lvmthin, nfs, zfspool, ...)"
+        ))
+    })?;
     let content = content
         .split(',')
         .filter(|c| !c.trim().is_empty())

@@ -48,7 +48,9 @@ async fn a_plain_tar_template_needs_pve_9_1() {
     assert!(p.actions.is_empty(), "{p:#?}");
     assert_eq!(
         anomalies(&p),
-        ["CTTemplate/alpine-oci: `alpine-oci.tar` is a plain .tar container template, which PVE accepts only from 9.1 (pve-storage `$VZTMPL_EXT_RE_1`); the cluster runs PVE 8.4: use a compressed template (.tar.zst, .tar.gz, .tar.xz or .tar.bz2)"]
+        [
+            "CTTemplate/alpine-oci: `alpine-oci.tar` is a plain .tar container template, which PVE accepts only from 9.1 (pve-storage `$VZTMPL_EXT_RE_1`); the cluster runs PVE 8.4: use a compressed template (.tar.zst, .tar.gz, .tar.xz or .tar.bz2)"
+        ]
     );
     sim.shutdown().await.unwrap();
 
@@ -74,7 +76,9 @@ async fn a_storage_without_the_content_fails_at_plan_time() {
     assert!(p.actions.is_empty(), "{p:#?}");
     assert_eq!(
         anomalies(&p),
-        ["VM/web: scsi0: storage `local` on `pve1` does not hold `images` content (disk images; it holds iso, vztmpl, import, snippets), so PVE refuses the volume: enable `images` on it (Datacenter > Storage) or use another storage"]
+        [
+            "VM/web: scsi0: storage `local` on `pve1` does not hold `images` content (disk images; it holds iso, vztmpl, import, snippets), so PVE refuses the volume: enable `images` on it (Datacenter > Storage) or use another storage"
+        ]
     );
     let ghost = plan(&client, &[&vm("ghost", "")]).await;
     assert_eq!(
@@ -93,10 +97,11 @@ async fn a_storage_without_the_content_fails_at_plan_time() {
     let p = plan(&client, &[&more]).await;
     assert!(p.actions.is_empty(), "{p:#?}");
     assert!(
-        anomalies(&p)[0].starts_with("VM/web: scsi1: storage `local` on `pve1` does not hold `images` content"),
+        anomalies(&p)[0]
+            .starts_with("VM/web: scsi1: storage `local` on `pve1` does not hold `images` content"),
         "{p:#?}"
     );
-    assert!(sim.state().guests[&120].config.get("scsi1").is_none());
+    assert!(!sim.state().guests[&120].config.contains_key("scsi1"));
     sim.shutdown().await.unwrap();
 }
 
@@ -110,7 +115,9 @@ async fn a_create_parameter_of_9_1_is_refused_for_8_4() {
     assert!(p.actions.is_empty(), "{p:#?}");
     assert_eq!(
         anomalies(&p),
-        ["VM/web: `extra` sets allow-ksm, which PVE has only from 9.1; the cluster runs PVE 8.4: remove it"]
+        [
+            "VM/web: `extra` sets allow-ksm, which PVE has only from 9.1; the cluster runs PVE 8.4: remove it"
+        ]
     );
     sim.shutdown().await.unwrap();
     let (sim, client) = offline_simulator(of(PveVersion::V9_1)).await;

@@ -26,7 +26,9 @@ pub struct SimulationConfig {
 }
 
 /// The PVE releases the simulator can answer as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum SimPveVersion {
     /// Proxmox VE 8.4.
     #[serde(rename = "8.4")]
@@ -88,7 +90,9 @@ pub enum StorageType {
 }
 
 /// PVE's storage content types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ContentType {
     /// VM disk images.
@@ -154,10 +158,9 @@ impl StorageType {
             }
             StorageType::Glusterfs => &[Images, Vztmpl, Iso, Backup, Snippets, Import],
             StorageType::Cephfs => &[Vztmpl, Iso, Backup, Snippets, Import],
-            StorageType::Lvm
-            | StorageType::Lvmthin
-            | StorageType::Rbd
-            | StorageType::Zfspool => &[Images, Rootdir],
+            StorageType::Lvm | StorageType::Lvmthin | StorageType::Rbd | StorageType::Zfspool => {
+                &[Images, Rootdir]
+            }
             StorageType::Zfs | StorageType::Iscsi | StorageType::Iscsidirect => &[Images],
             StorageType::Esxi => &[Import],
             StorageType::Pbs => &[Backup],
@@ -232,11 +235,7 @@ impl SimulationConfig {
                 let mut path = here("nodes");
                 path.push(PathSeg::Index(j));
                 if !is_valid_node(node) {
-                    problem(
-                        path,
-                        format!("`{node}` is not a valid PVE node name"),
-                        None,
-                    );
+                    problem(path, format!("`{node}` is not a valid PVE node name"), None);
                 } else if !nodes.is_empty() && !nodes.contains(node) {
                     problem(
                         path,
@@ -309,7 +308,9 @@ mod tests {
         );
         bad.pve_version = Some(SimPveVersion::V8_4);
         assert!(
-            !bad.check(&[]).iter().any(|p| p.message.contains("glusterfs")),
+            !bad.check(&[])
+                .iter()
+                .any(|p| p.message.contains("glusterfs")),
             "8.4 still has glusterfs"
         );
     }

@@ -148,7 +148,9 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
                 }
                 GuestKind::Lxc => Some(base),
             };
-            if let Some(fresh) = without_mac.and_then(|w| disks::process_nic(version, kind, k, &w).ok()) {
+            if let Some(fresh) =
+                without_mac.and_then(|w| disks::process_nic(version, kind, k, &w).ok())
+            {
                 *v = fresh;
             }
         }

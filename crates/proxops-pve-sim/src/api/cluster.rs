@@ -53,7 +53,8 @@ pub(crate) fn node_status(ctx: &mut Ctx) -> Result<Value, ApiError> {
         .ok_or_else(|| ApiError::fail("no such node"))?;
     let v = st.pve_version;
     let kernel = v.kernel();
-    let mut memory = json!({ "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) });
+    let mut memory =
+        json!({ "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) });
     if v >= PveVersion::V9_1 {
         // pve-manager 9 `PVE/API2/Nodes.pm` `status`: `available` from /proc/meminfo's
         // MemAvailable (the 9.1 schema requires it).

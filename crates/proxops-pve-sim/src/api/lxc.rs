@@ -73,7 +73,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     requested
         .entry("rootfs".into())
         .or_insert_with(|| format!("{storage}:4"));
-    setconfig::check_storage_access(ctx, &st, GuestKind::Lxc, &requested, setconfig::Write::Create)?;
+    setconfig::check_storage_access(
+        ctx,
+        &st,
+        GuestKind::Lxc,
+        &requested,
+        setconfig::Write::Create,
+    )?;
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {

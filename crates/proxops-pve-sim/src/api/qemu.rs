@@ -104,7 +104,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         )));
     }
     let requested = setconfig::requested(ctx);
-    setconfig::check_storage_access(ctx, &st, GuestKind::Qemu, &requested, setconfig::Write::Create)?;
+    setconfig::check_storage_access(
+        ctx,
+        &st,
+        GuestKind::Qemu,
+        &requested,
+        setconfig::Write::Create,
+    )?;
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {

@@ -212,7 +212,9 @@ pub fn max_index(family: &str) -> u32 {
 impl Endpoint {
     /// The parameters `version` defines.
     pub fn params_of(&self, version: PveVersion) -> impl Iterator<Item = &'static Param> + '_ {
-        self.params.iter().filter(move |p| p.versions.contains(version))
+        self.params
+            .iter()
+            .filter(move |p| p.versions.contains(version))
     }
 
     /// The definition a given parameter name falls under in `version` (`scsi3` under `scsi[n]`).

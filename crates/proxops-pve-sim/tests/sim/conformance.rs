@@ -93,7 +93,9 @@ fn check_endpoint(ep: &Endpoint, version: PveVersion, info: &Value, errs: &mut V
     let ours: Vec<&str> = ep.params_of(version).map(|p| p.name).collect();
     let unique: BTreeSet<&str> = ours.iter().copied().collect();
     if unique.len() != ours.len() {
-        errs.push(format!("{where_}: a parameter has two rows for one version"));
+        errs.push(format!(
+            "{where_}: a parameter has two rows for one version"
+        ));
     }
     let ours = unique;
     let theirs: BTreeSet<&str> = props.keys().map(String::as_str).collect();

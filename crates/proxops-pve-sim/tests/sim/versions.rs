@@ -105,10 +105,7 @@ async fn parameters_follow_the_release_schema() {
     let upid = old.post("/nodes/pve1/qemu", &geometry).await.ok();
     old.wait_ok(&upid).await;
     let gone = new.post("/nodes/pve1/qemu", &geometry).await.errors();
-    assert!(
-        gone["scsi0"].as_str().unwrap().contains("cyls"),
-        "{gone}"
-    );
+    assert!(gone["scsi0"].as_str().unwrap().contains("cyls"), "{gone}");
 }
 
 /// pve-storage `src/PVE/Storage.pm` `$VZTMPL_EXT_RE_1`: `\.tar\.(gz|xz|zst|bz2)` through 8.x,
@@ -256,7 +253,10 @@ async fn storage_without_the_content_type_refuses_as_pve() {
     );
     // Without a rootfs the container goes to `storage`, which defaults to `local`.
     let default = sim
-        .post("/nodes/pve1/lxc", &[("vmid", "200"), ("ostemplate", TEMPLATE)])
+        .post(
+            "/nodes/pve1/lxc",
+            &[("vmid", "200"), ("ostemplate", TEMPLATE)],
+        )
         .await
         .errors();
     assert_eq!(
@@ -288,10 +288,7 @@ async fn storage_without_the_content_type_refuses_as_pve() {
         .ok();
     sim.wait_ok(&upid).await;
     let mp = sim
-        .put(
-            "/nodes/pve1/lxc/200/config",
-            &[("mp0", "local:1,mp=/data")],
-        )
+        .put("/nodes/pve1/lxc/200/config", &[("mp0", "local:1,mp=/data")])
         .await
         .fail(500);
     assert_eq!(
