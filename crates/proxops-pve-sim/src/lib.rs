@@ -2,15 +2,18 @@
 //! double of its end-to-end tests. It is an independent implementation of PVE's side (it uses
 //! none of the ProxOps crates), checked against PVE's official API schema.
 //!
-//! - [`start`] takes a [`SimConfig`] (listen address, the [`PveVersion`] it answers as (8.4 or
-//!   9.1), initial [`State`], state file, accepted
-//!   [`ApiToken`]s, [`User`]s and [`AclEntry`]s, [`TaskDurations`], [`FaultConfig`]) and returns a
-//!   [`SimHandle`]: address, [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the
-//!   certificate's SHA-256 `fingerprint` in PVE's `AA:BB:..` form, the token, request counters,
-//!   the state, and graceful [`SimHandle::shutdown`].
+//! - [`start`] takes a [`SimConfig`] (listen address, the [`PveVersion`] it answers as, 8.4 or
+//!   9.1, initial [`State`], state file, accepted [`ApiToken`]s, [`User`]s and [`AclEntry`]s,
+//!   [`TaskDurations`], [`FaultConfig`]) and returns a [`SimHandle`]: address,
+//!   [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the certificate's SHA-256
+//!   `fingerprint` in PVE's `AA:BB:..` form, the token, request counters, the state, and
+//!   graceful [`SimHandle::shutdown`].
 //! - The API answers under `/api2/json` with PVE's paths, parameters ([`schema::ENDPOINTS`],
-//!   validated against the version's definitions before any handler runs), wording and shapes: 400 `{"data":null,"errors":{..}}`,
-//!   other failures with the message in the reason phrase and in `message`, 501 for unknown paths.
+//!   validated against the release's definitions before any handler runs), wording and shapes:
+//!   400 `{"data":null,"errors":{..}}`, other failures with the message in the reason phrase and
+//!   in `message`, 501 for unknown paths.
+//! - Storages are PVE's ([`State::seeded`]: a fresh install's of the release plus the
+//!   [`DeclaredStorage`]s), never made up to fit a request.
 //! - Tasks carry PVE's exact UPID ([`tasks::Upid`]), run for a configured time, then stop with
 //!   `OK` or the error text.
 //! - Faults ([`FaultConfig`]) are drawn from a seeded [`rng::SplitMix64`], so a run is
