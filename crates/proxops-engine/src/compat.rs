@@ -82,13 +82,15 @@ pub fn create_problem(release: Release, d: &DesiredGuest) -> Option<String> {
 }
 
 /// The storage a drive value allocates a new volume on (`STORAGE:SIZE`,
-/// `STORAGE:0,import-from=...`, `STORAGE:cloudinit`), if it does.
-fn new_volume_storage(value: &str) -> Option<&str> {
+/// `STORAGE:0,import-from=...`, `STORAGE:cloudinit`), and whether PVE checks its content type
+/// first: not for a cloud-init drive (qemu-server `API2/Qemu.pm` `$check_storage_access` has
+/// "nothing to check" for it, and `PVE::Storage::vdisk_alloc` checks no content).
+fn new_volume_storage(value: &str) -> Option<(&str, bool)> {
     let first = value.split(',').next()?;
     let (storage, rest) = first.split_once(':')?;
-    let new = rest == "cloudinit"
-        || (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
-    (new && !storage.is_empty() && !first.starts_with('/')).then_some(storage)
+    let sized = !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let new = sized || rest == "cloudinit";
+    (new && !storage.is_empty() && !first.starts_with('/')).then_some((storage, sized))
 }
 
 /// Whether a config key holds a disk of the guest type (the drives PVE allocates).
@@ -124,7 +126,7 @@ pub fn storage_problem<'a>(
         if !is_disk_key(guest, key) {
             continue;
         }
-        let Some(sid) = new_volume_storage(value) else {
+        let Some((sid, checked)) = new_volume_storage(value) else {
             continue;
         };
         let Some(storage) = inventory.storage(node, sid) else {
@@ -132,7 +134,7 @@ pub fn storage_problem<'a>(
                 "{key}: storage `{sid}` does not exist on node `{node}`"
             ));
         };
-        if !storage.content.iter().any(|c| c == content) {
+        if checked && !storage.content.iter().any(|c| c == content) {
             let holds = if storage.content.is_empty() {
                 "no content".to_owned()
             } else {
@@ -162,12 +164,18 @@ mod tests {
         assert_eq!(Release::of(&v("x", "y")), None);
         assert!(!Release(9, 0).plain_tar_templates() && Release(9, 1).plain_tar_templates());
         assert!(!Release(8, 2).import_content() && Release(8, 3).import_content());
-        assert_eq!(new_volume_storage("local-lvm:32,ssd=1"), Some("local-lvm"));
+        assert_eq!(
+            new_volume_storage("local-lvm:32,ssd=1"),
+            Some(("local-lvm", true))
+        );
         assert_eq!(
             new_volume_storage("vm_disks:0,import-from=local:import/x.qcow2"),
-            Some("vm_disks")
+            Some(("vm_disks", true))
         );
-        assert_eq!(new_volume_storage("local-lvm:cloudinit"), Some("local-lvm"));
+        assert_eq!(
+            new_volume_storage("local:cloudinit"),
+            Some(("local", false))
+        );
         assert_eq!(new_volume_storage("local-lvm:vm-100-disk-0"), None);
         assert_eq!(new_volume_storage("none,media=cdrom"), None);
         assert_eq!(new_volume_storage("/mnt/data,mp=/data"), None);

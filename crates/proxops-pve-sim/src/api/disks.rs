@@ -128,7 +128,10 @@ pub(crate) fn allocate_named(
         GuestKind::Qemu => ("images", "vm images"),
         GuestKind::Lxc => ("rootdir", "container directories"),
     };
-    if !storage.has_content(content) {
+    // A cloud-init drive (a fixed name) is allocated whatever the storage's content types:
+    // qemu-server `API2/Qemu.pm` `create_disks` calls `PVE::Storage::vdisk_alloc`, which checks
+    // none, and `$check_storage_access` has "nothing to check" for `cloudinit`.
+    if fixed.is_none() && !storage.has_content(content) {
         return Err(ApiError::fail(format!(
             "storage '{sid}' does not support {what}"
         )));

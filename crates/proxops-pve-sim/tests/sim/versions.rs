@@ -266,7 +266,21 @@ async fn storage_without_the_content_type_refuses_as_pve() {
     assert!(sim.h.state().guests.is_empty(), "nothing was created");
     assert_eq!(sim.h.state().volumes.len(), 1, "nothing was allocated");
 
-    sim.create_vm("100", &[("scsi0", "local-lvm:4")]).await;
+    // A cloud-init drive is not checked: `$check_storage_access` has "nothing to check" for it,
+    // and `PVE::Storage::vdisk_alloc` checks no content type.
+    sim.create_vm(
+        "100",
+        &[("scsi0", "local-lvm:4"), ("ide2", "local:cloudinit")],
+    )
+    .await;
+    let config = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert!(
+        config["ide2"]
+            .as_str()
+            .unwrap()
+            .starts_with("local:100/vm-100-cloudinit"),
+        "{config}"
+    );
     let added = sim
         .put("/nodes/pve1/qemu/100/config", &[("scsi1", "local:1")])
         .await
