@@ -71,9 +71,9 @@ pub struct Args {
     /// refreshed, e.g. `10s` (PVE's pvestatd interval, the default) or `0s` for always current.
     #[arg(long, value_name = "DURATION", value_parser = task_time)]
     pub stats_interval: Option<std::time::Duration>,
-    /// The PVE release to answer as: `8.4` or `9.1` (default: the seed cluster's
-    /// `simulation.pve-version`, a kept state's, else 9.1). Its API schema checks the
-    /// parameters; its rules apply (plain `.tar` templates only from 9.1).
+    /// The PVE release to answer as: `8.4` or `9.1` (default: the release a kept `--state`
+    /// records, else the seed cluster's `simulation.pve-version`, else 9.1). Its API schema
+    /// checks the parameters; its rules apply (plain `.tar` templates only from 9.1).
     #[arg(long, value_name = "VERSION", value_parser = pve_version)]
     pub pve_version: Option<PveVersion>,
     /// Add a storage to every node (repeatable): `NAME:TYPE:CONTENT[,CONTENT...]`, e.g.
