@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, shared};
-use proxops_engine::backend::{Backend, Connection, connect, seed_state};
+use proxops_e2e::{copy_tree, example, shared, with_compat_storages};
+use proxops_engine::backend::{Backend, Connection, SimSeed, connect, seed_state};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
 use proxops_engine::execute::{ExecOptions, Outcome};
 use proxops_engine::plan::Verb;
@@ -102,7 +102,7 @@ async fn simulator(cluster: &Cluster) -> Connection {
 /// what only root@pam may write (the compat example's raw PCI devices) needs it.
 async fn root_simulator(cluster: &Cluster) -> (SimHandle, PveClient) {
     let sim = start(SimConfig {
-        state: seed_state(&Registry::builtin(), cluster),
+        state: seed_state(&Registry::builtin(), cluster, &SimSeed::default()),
         task_durations: TaskDurations::uniform(Duration::from_millis(10)),
         offline_downloads: true,
         users: vec![User {
@@ -151,6 +151,12 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
     for (loaded, names) in &repos {
         for name in names {
             let (cluster, graph) = loaded.cluster(name);
+            // The compat example's config does not describe its storages: declared here.
+            let cluster = &if *name == "example" {
+                with_compat_storages(cluster)
+            } else {
+                cluster.clone()
+            };
             // The homelab applies with the simulator's token (root@pam!proxops, not root@pam);
             // the compat example passes raw PCI devices, which only root@pam may set.
             let (sim, client) = if *name == "example" {
@@ -612,22 +618,27 @@ async fn every_config_the_engine_writes_for_the_examples_reads_back_in_pves_form
     for (loaded, names) in &repos {
         for name in names {
             let (cluster, graph) = loaded.cluster(name);
-            let conn = simulator(cluster).await;
+            // As the convergence test: the compat example's storages declared here, and its
+            // raw PCI devices written as root@pam.
+            let cluster = &if *name == "example" {
+                with_compat_storages(cluster)
+            } else {
+                cluster.clone()
+            };
+            let (sim, client) = if *name == "example" {
+                root_simulator(cluster).await
+            } else {
+                let conn = simulator(cluster).await;
+                (conn.sim.unwrap(), conn.client)
+            };
             let options = PlanOptions {
                 secrets: Some(example_secrets(name)),
                 ..plan_options(cluster, None)
             };
-            converge(
-                &conn.client,
-                name,
-                graph,
-                &options,
-                &ExecOptions::default(),
-                5,
-            )
-            .await
-            .unwrap();
-            let sim = conn.sim.unwrap();
+            let cycles = converge(&client, name, graph, &options, &ExecOptions::default(), 5)
+                .await
+                .unwrap();
+            assert!(cycles.last().unwrap().plan.is_empty(), "{name}");
             let state = sim.state();
             assert!(!state.guests.is_empty(), "{name}");
             for (vmid, g) in &state.guests {
@@ -660,7 +671,7 @@ async fn every_config_the_engine_writes_for_the_examples_reads_back_in_pves_form
                     ]
                     .into_iter()
                     .collect();
-                    let errors = validate(ep, &params);
+                    let errors = validate(ep, state.pve_version, &params);
                     assert!(
                         errors.is_empty(),
                         "{name} {kind} {vmid} {key}={value}: {errors:?}"

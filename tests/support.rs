@@ -234,3 +234,33 @@ pub fn http_with(
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
     Some((status, body.to_owned()))
 }
+
+/// The shared compat example's cluster with the storages its manifests use beyond a fresh PVE
+/// install's, declared as the cluster config's `simulation.storages` would (the example must
+/// not be edited): VM disks go on `vm_disks`, an LVM-thin pool the administrator added, and
+/// container root volumes on `local`, which such a cluster has enabled for container volumes
+/// besides the installer's iso, vztmpl, backup and import.
+pub fn with_compat_storages(cluster: &proxops_model::Cluster) -> proxops_model::Cluster {
+    use proxops_model::config::{ContentType::*, SimStorage, StorageType};
+    let storage = |name: &str, kind, content: &[proxops_model::config::ContentType]| SimStorage {
+        name: name.into(),
+        kind,
+        content: content.to_vec(),
+        shared: None,
+        nodes: Vec::new(),
+    };
+    let mut cluster = cluster.clone();
+    let entry = cluster
+        .entry
+        .as_mut()
+        .expect("the compat example's cluster has a config");
+    entry.simulation.get_or_insert_default().storages.extend([
+        storage(
+            "local",
+            StorageType::Dir,
+            &[Iso, Vztmpl, Backup, Import, Rootdir],
+        ),
+        storage("vm_disks", StorageType::Lvmthin, &[Images, Rootdir]),
+    ]);
+    cluster
+}

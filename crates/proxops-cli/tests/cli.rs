@@ -484,36 +484,11 @@ fn sim_needs_a_cluster_when_the_repository_has_several() {
     );
 }
 
-#[test]
-fn sim_seeds_the_storages_that_manifests_use() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    write(
-        root,
-        "clusters/lab/config.yaml",
-        "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n",
-    );
-    write(
-        root,
-        "clusters/lab/resources.yaml",
-        "resources:\n  - ../../vm/lab/web.yaml\n  - ../../iso/lab/boot.yaml\n",
-    );
-    write(
-        root,
-        "vm/lab/web.yaml",
-        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 101\n  memory: 1GiB\n  cpu: {type: host, cores: 1}\n  disks: [{storage: fast-ssd, size: 8GiB}]\n  hardware:\n    cdrom: {iso: boot}\n",
-    );
-    write(
-        root,
-        "iso/lab/boot.yaml",
-        "apiVersion: proxops/v1alpha1\nkind: ISO\nmetadata:\n  name: boot\nspec:\n  node: pve1\n  storage: isos\n  filename: boot.iso\n  url: https://example.invalid/boot.iso\n",
-    );
-    let state = root.join("state.json");
+/// Runs `proxops sim` with `args` until it printed its URL; returns it running.
+fn sim_until_listening(args: &[&std::ffi::OsStr]) -> Running {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
-        .args(["sim", "--listen", "127.0.0.1:0", "--seed-repo"])
-        .arg(root)
-        .arg("--state")
-        .arg(&state)
+        .args(["sim", "--listen", "127.0.0.1:0"])
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -525,29 +500,115 @@ fn sim_seeds_the_storages_that_manifests_use() {
         .read_line(&mut first)
         .unwrap();
     assert!(first.starts_with("url: https://127.0.0.1:"), "{first}");
+    sim
+}
+
+/// `storage type [content]` of each storage of the first node of a state file.
+fn seeded_storages(state: &Path) -> (Vec<String>, serde_json::Value) {
     let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
-    let storages: Vec<String> = saved["nodes"][0]["storages"]
+        serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
+    let storages = saved["nodes"][0]["storages"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| {
             format!(
-                "{} {} {}",
+                "{} {} {}{}",
                 s["storage"].as_str().unwrap(),
                 s["type"].as_str().unwrap(),
-                s["content"]
+                s["content"],
+                if s["shared"] == true { " shared" } else { "" }
             )
         })
         .collect();
+    (storages, saved["pve_version"].clone())
+}
+
+/// Storages as PVE has them: a fresh install's defaults of the simulated release (pve-installer
+/// `Proxmox/Install/StorageConfig.pm` `get_lvm_thin_config`; `import` on `local` only from the
+/// 9.0 installer), the cluster config's `simulation.storages` and `--storage`; a storage that
+/// only a manifest names is not made up.
+#[test]
+fn sim_seeds_pve_default_storages_and_the_declared_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "clusters/lab/config.yaml",
+        "pve:\n  clusters:\n    lab:\n      base-url: https://lab.example.invalid:8006\n      nodes: [pve1]\n      simulation:\n        pve-version: \"8.4\"\n        storages:\n          - {name: fast-ssd, type: lvmthin, content: [images]}\n          - {name: isos, type: nfs, content: [iso], shared: true}\n",
+    );
+    write(
+        root,
+        "clusters/lab/resources.yaml",
+        "resources:\n  - ../../vm/lab/web.yaml\n",
+    );
+    write(
+        root,
+        "vm/lab/web.yaml",
+        "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: web\nspec:\n  node: pve1\n  vmid: 101\n  memory: 1GiB\n  cpu: {type: host, cores: 1}\n  disks: [{storage: ghost, size: 8GiB}]\n",
+    );
+    let state = root.join("state.json");
+    let sim = sim_until_listening(&[
+        "--seed-repo".as_ref(),
+        root.as_os_str(),
+        "--state".as_ref(),
+        state.as_os_str(),
+    ]);
+    let (storages, version) = seeded_storages(&state);
+    drop(sim);
+    assert_eq!(version, "8.4", "the cluster config's release");
     assert_eq!(
         storages,
         [
-            r#"fast-ssd lvmthin ["images"]"#,
-            r#"isos dir ["iso"]"#,
-            r#"local dir ["iso","vztmpl","import","backup","snippets"]"#,
+            r#"local dir ["iso","vztmpl","backup"]"#,
             r#"local-lvm lvmthin ["images","rootdir"]"#,
+            r#"fast-ssd lvmthin ["images"]"#,
+            r#"isos nfs ["iso"] shared"#,
+        ],
+        "no `ghost`: only PVE's and the declared storages"
+    );
+    // --storage adds (or replaces) storages; --pve-version overrides the config's release.
+    let state = root.join("flags.json");
+    let sim = sim_until_listening(&[
+        "--seed-repo".as_ref(),
+        root.as_os_str(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--pve-version".as_ref(),
+        "9.1".as_ref(),
+        "--storage".as_ref(),
+        "local:dir:iso,vztmpl,backup,import,rootdir".as_ref(),
+        "--storage".as_ref(),
+        "vm_disks:zfspool:images,rootdir".as_ref(),
+    ]);
+    let (storages, version) = seeded_storages(&state);
+    drop(sim);
+    assert_eq!(version, "9.1");
+    assert_eq!(
+        storages,
+        [
+            r#"local dir ["iso","vztmpl","backup","import","rootdir"]"#,
+            r#"local-lvm lvmthin ["images","rootdir"]"#,
+            r#"fast-ssd lvmthin ["images"]"#,
+            r#"isos nfs ["iso"] shared"#,
+            r#"vm_disks zfspool ["images","rootdir"]"#,
         ]
+    );
+    // A storage PVE could not have is refused, as in a cluster config.
+    let out = proxops()
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--storage",
+            "vm_disks:lvmthin:iso",
+        ])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("a `lvmthin` storage cannot hold `iso` content"),
+        "{stderr}"
     );
 }
 

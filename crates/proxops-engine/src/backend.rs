@@ -6,15 +6,15 @@ use crate::cycle::plan_options;
 use crate::execute::ExecOptions;
 use crate::planner::PlanOptions;
 use crate::secrets::ClusterSecrets;
-use proxops_model::config::{AuthMethod, ConfigFile, LogLevel};
+use proxops_model::config::{AuthMethod, ConfigFile, LogLevel, SimPveVersion, SimStorage};
 use proxops_model::settings::{
     ClusterSettings, Credential, FlagSettings, Layers, Origin, Tls, cluster_variable, effective,
 };
 use proxops_model::{Cluster, Registry, Spec};
 use proxops_pve::{Credentials, PveClient, PveError, TlsVerification, WaitOptions};
 use proxops_pve_sim::{
-    AclEntry, ApiToken, Mapping, Mappings, Node, SimConfig, SimError, SimHandle, State, Storage,
-    TaskDurations, User, start,
+    AclEntry, ApiToken, DeclaredStorage, Mapping, Mappings, PveVersion, SimConfig, SimError,
+    SimHandle, State, Storage, TaskDurations, User, start,
 };
 use proxops_secrets::{Secret, SecretKeys};
 use std::collections::BTreeMap;
@@ -175,8 +175,9 @@ pub async fn connect_with(
             state_file,
             task_time,
         } => {
+            let seed = SimSeed::default();
             let mut config = SimConfig {
-                state: seed_state(registry, cluster),
+                state: seed_state(registry, cluster, &seed),
                 task_durations: TaskDurations::uniform(*task_time),
                 offline_downloads: true,
                 ..SimConfig::default()
@@ -186,6 +187,9 @@ pub async fn connect_with(
                     .with_state_file(path)
                     .map_err(|e| ConnectError::Sim(name.clone(), e))?;
             }
+            // The cluster config says which release the cluster runs, whatever a kept state
+            // recorded.
+            config.pve_version = sim_version(cluster, &seed);
             // The cluster's own credentials when they resolve, else the simulator's token.
             let configured = match credentials_from(&settings, &secrets) {
                 Ok(c) => Some(c),
@@ -288,30 +292,53 @@ fn ca_path(
     }
 }
 
-/// A simulator state with the cluster's nodes (its allowlist, plus any node a manifest names),
-/// each with PVE's default storages (`local`: dir, `local-lvm`: lvmthin) and every storage the
-/// cluster's manifests use, with the content types they need.
-pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
-    let storage = |name: &str, kind: &str, content: &[&str]| Storage {
-        storage: name.into(),
-        kind: kind.into(),
-        content: content.iter().map(|c| (*c).to_owned()).collect(),
-        ..Storage::default()
-    };
-    let mut storages: BTreeMap<String, Storage> = BTreeMap::from([
-        (
-            "local".to_owned(),
-            storage(
-                "local",
-                "dir",
-                &["iso", "vztmpl", "import", "backup", "snippets"],
-            ),
-        ),
-        (
-            "local-lvm".to_owned(),
-            storage("local-lvm", "lvmthin", &["images", "rootdir"]),
-        ),
-    ]);
+/// Storages and a PVE release for a simulator beyond what the cluster config's `simulation:`
+/// says (`proxops sim --storage`, `--pve-version`; tests that run a repository whose config
+/// does not describe its storages).
+#[derive(Debug, Clone, Default)]
+pub struct SimSeed {
+    /// The release to answer as instead of the config's.
+    pub pve_version: Option<PveVersion>,
+    /// Storages added after the config's (one with a name already declared replaces it).
+    pub storages: Vec<SimStorage>,
+}
+
+/// The PVE release a simulator of the cluster answers as: `seed`'s, else the cluster config's
+/// `simulation.pve-version`, else 9.1.
+pub fn sim_version(cluster: &Cluster, seed: &SimSeed) -> PveVersion {
+    seed.pve_version.unwrap_or_else(|| {
+        match cluster
+            .entry
+            .as_ref()
+            .and_then(|e| e.simulation.as_ref())
+            .and_then(|s| s.pve_version)
+        {
+            Some(SimPveVersion::V8_4) => PveVersion::V8_4,
+            Some(SimPveVersion::V9_1) | None => PveVersion::default(),
+        }
+    })
+}
+
+/// A declared storage as the simulator keeps it.
+pub fn declared_storage(s: &SimStorage) -> DeclaredStorage {
+    DeclaredStorage {
+        storage: Storage {
+            storage: s.name.clone(),
+            kind: s.kind.as_str().to_owned(),
+            shared: s.shared.unwrap_or(false),
+            content: s.content.iter().map(|c| c.as_str().to_owned()).collect(),
+            ..Storage::default()
+        },
+        nodes: s.nodes.clone(),
+    }
+}
+
+/// A simulator state with the cluster's nodes (its allowlist, plus any node a manifest names)
+/// and the storages PVE has: a fresh install's defaults of the simulated release, plus the
+/// storages the cluster config's `simulation.storages` and `seed` declare. No storage is made up
+/// to fit the manifests: one that names a storage the cluster lacks, or puts content on one
+/// that does not hold it, fails as it would on PVE.
+pub fn seed_state(registry: &Registry, cluster: &Cluster, seed: &SimSeed) -> State {
     let mut nodes: Vec<String> = cluster
         .entry
         .as_ref()
@@ -326,35 +353,23 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster) -> State {
                 nodes.push(n.into_owned());
             }
         }
-        for used in kind.storages(&r.spec) {
-            // Files (ISOs, templates, imports) need a directory storage; disks a block one.
-            let file = matches!(used.content, "iso" | "vztmpl" | "import");
-            let entry = storages.entry(used.storage.clone()).or_insert_with(|| {
-                storage(&used.storage, if file { "dir" } else { "lvmthin" }, &[])
-            });
-            if file && !entry.file_based() {
-                entry.kind = "dir".into();
-            }
-            if !entry.has_content(used.content) {
-                entry.content.push(used.content.to_owned());
-            }
-        }
     }
     nodes.sort();
     nodes.dedup();
-    State {
-        mappings: seed_mappings(cluster),
-        cluster_name: cluster.name.clone(),
-        nodes: nodes
-            .into_iter()
-            .map(|node| Node {
-                node,
-                storages: storages.values().cloned().collect(),
-                ..Node::default()
-            })
-            .collect(),
-        ..State::default()
-    }
+    let configured = cluster
+        .entry
+        .as_ref()
+        .and_then(|e| e.simulation.as_ref())
+        .map(|s| s.storages.as_slice())
+        .unwrap_or_default();
+    let storages: Vec<DeclaredStorage> = configured
+        .iter()
+        .chain(&seed.storages)
+        .map(declared_storage)
+        .collect();
+    let mut state = State::seeded(&cluster.name, &nodes, sim_version(cluster, seed), &storages);
+    state.mappings = seed_mappings(cluster);
+    state
 }
 
 /// The PCI and USB resource mappings the cluster's VMs name, each with an entry for the VM's

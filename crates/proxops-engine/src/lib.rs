@@ -15,6 +15,8 @@
 //! - [`planner`]: a cluster's graph and live inventory in, a [`plan::ClusterPlan`] out: create
 //!   (a download per node for artifacts; create, or clone then configure, for guests), update,
 //!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips.
+//!   [`compat`]: what the cluster's PVE would refuse, checked at plan time: its version's rules
+//!   (`GET /version`, read once per connection) and storages without the content a step needs.
 //! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
 //!   dependants of a failure; [`execute::CycleReport`] says what happened. Config writes that
 //!   allocate or import qemu disks go through PVE's asynchronous `POST .../config` (its task
@@ -69,6 +71,7 @@
 
 pub mod agent;
 pub mod backend;
+pub mod compat;
 mod config_write;
 pub mod cycle;
 pub mod demo;

@@ -4,8 +4,11 @@
 //! guests of ours (live power state), the content of each (node, storage) an artifact uses,
 //! and the config of each guest of ours; never waits for a guest agent. A step that cannot be
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
-//! its dependants are skipped this cycle, so nothing is built on an unknown foundation.
+//! its dependants are skipped this cycle, so nothing is built on an unknown foundation. What
+//! the cluster's PVE would refuse (its version, [`crate::compat`], read once per connection,
+//! or a storage without the content a step puts there) is an anomaly before anything is sent.
 
+use crate::compat::{self, Release};
 use crate::desired::{
     Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
@@ -81,6 +84,9 @@ pub enum PlanError {
     /// The inventory listing failed.
     #[error("cannot read the cluster's inventory: {0}")]
     Inventory(#[source] PveError),
+    /// `GET /version` failed.
+    #[error("cannot read the cluster's PVE version: {0}")]
+    Version(#[source] PveError),
 }
 
 /// Plans one cluster against the live state `client` reaches.
@@ -91,6 +97,9 @@ pub async fn plan_cluster(
     options: &PlanOptions,
 ) -> Result<ClusterPlan, PlanError> {
     let mut inventory = client.inventory().await.map_err(PlanError::Inventory)?;
+    // Read once per connection (the client keeps it): which PVE rules apply.
+    let version = client.pve_version().await.map_err(PlanError::Version)?;
+    let release = Release::of(&version);
     // `/cluster/resources` serves power state and template flag from a stats cache up to 10 s
     // old (pve-manager `PVE/API2Tools.pm` `extract_vm_stats`): a guest just started or made a
     // template still looks stopped or a plain guest there. The power state of our guests comes
@@ -133,7 +142,14 @@ pub async fn plan_cluster(
         blocked: BTreeSet::new(),
         deferral: None,
         config_concurrency: options.config_concurrency,
+        release,
     };
+    if release.is_none() {
+        planner.plan.warnings.push(format!(
+            "the cluster's /version (release `{}`, version `{}`) names no PVE release: the version rules (plain .tar templates from 9.1, import content from 8.3) are not checked",
+            version.release, version.version
+        ));
+    }
     for (node, kind, e) in list_failures {
         planner.plan.warnings.push(format!(
             "cannot read the {} guests of node `{node}`: {e}; their power state is unknown and they are not planned this cycle",
@@ -295,6 +311,8 @@ struct Planner<'a> {
     deferral: Option<Deferral>,
     /// Config reads in flight at once.
     config_concurrency: usize,
+    /// The cluster's PVE release (`None`: `/version` named none; its rules are not checked).
+    release: Option<Release>,
 }
 
 impl Planner<'_> {
@@ -421,6 +439,33 @@ impl Planner<'_> {
         id
     }
 
+    /// Why PVE would refuse to create `d`: a parameter its release lacks, or a new volume on a
+    /// storage without the guest's content type. A clone's new volumes are the slots its
+    /// template does not have (the others come from the template).
+    fn create_problem(
+        &self,
+        d: &DesiredGuest,
+        configs: &BTreeMap<u32, Result<GuestConfig, PveError>>,
+    ) -> Option<String> {
+        if let Some(why) = self
+            .release
+            .and_then(|release| compat::create_problem(release, d))
+        {
+            return Some(why);
+        }
+        let config = d.create_config();
+        // A template whose config was not read: its slots are unknown, so nothing is claimed.
+        let template: Option<&GuestConfig> = match &d.clone {
+            Some(c) => Some(configs.get(&c.vmid)?.as_ref().ok()?),
+            None => None,
+        };
+        let new = config
+            .iter()
+            .filter(|(k, _)| template.is_none_or(|t| !t.values.contains_key(*k)))
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        compat::storage_problem(self.inventory, &d.node, d.guest, new)
+    }
+
     async fn artifact_step(
         &mut self,
         client: &PveClient,
@@ -439,6 +484,12 @@ impl Planner<'_> {
                 a.storage, a.content
             );
             return self.block(step, reason, true);
+        }
+        if let Some(why) = self
+            .release
+            .and_then(|release| compat::artifact_problem(release, &a))
+        {
+            return self.block(step, why, true);
         }
         match self.inventory.contents(client, node, &a.storage).await {
             Err(e) => self.block(
@@ -559,6 +610,9 @@ impl Planner<'_> {
                 && let Some(Ok(template)) = configs.get(&c.vmid)
                 && let Some(why) = self.local_drives(template, &c.node, &d.node, c.vmid)
             {
+                return self.block(step, why, true);
+            }
+            if let Some(why) = self.create_problem(&d, configs) {
                 return self.block(step, why, true);
             }
             let reason = match &d.clone {
@@ -736,6 +790,15 @@ impl Planner<'_> {
             });
             found.changes.retain(|c| !c.restart);
             found.removals.retain(|r| !r.restart);
+        }
+        // New volumes (a disk added to the manifest) must find their storage's content type.
+        let added = found
+            .changes
+            .iter()
+            .filter(|c| c.live.is_none())
+            .map(|c| (c.key.as_str(), c.value.as_str()));
+        if let Some(why) = compat::storage_problem(self.inventory, &d.node, d.guest, added) {
+            return self.block(step, why, true);
         }
         if !found.is_converged() {
             let restart = found.needs_restart() && running;

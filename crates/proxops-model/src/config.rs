@@ -9,6 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod simulation;
+
+pub use simulation::{ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType};
+
 /// A configuration file: `proxops.yaml`, or a cluster's `config.yaml` (which must declare exactly
 /// one `pve.clusters` entry, named after its directory).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -149,6 +153,10 @@ pub struct ClusterEntry {
     /// What the agent does about drift: `correct` it (default) or only `report` it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftMode>,
+    /// How the built-in simulator stands in for this cluster: the PVE release and the storages
+    /// besides PVE's defaults (`--backend sim`, `proxops demo`, `proxops sim --seed-repo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<SimulationConfig>,
 }
 
 impl std::fmt::Debug for ClusterEntry {
@@ -164,6 +172,7 @@ impl std::fmt::Debug for ClusterEntry {
             planes,
             promotion,
             drift,
+            simulation,
         } = self;
         f.debug_struct("ClusterEntry")
             .field("base_url", &redact_url(base_url))
@@ -176,6 +185,7 @@ impl std::fmt::Debug for ClusterEntry {
             .field("planes", planes)
             .field("promotion", promotion)
             .field("drift", drift)
+            .field("simulation", simulation)
             .finish()
     }
 }
@@ -533,6 +543,9 @@ impl ClusterEntry {
             }
         }
         out.extend(self.check_planes());
+        if let Some(sim) = &self.simulation {
+            out.extend(sim.check(&self.nodes));
+        }
         out
     }
 
@@ -701,6 +714,7 @@ mod tests {
             }),
             promotion: None,
             drift: None,
+            simulation: None,
         };
         assert!(entry("deploy/home", "observed/home").check().is_empty());
         let same = entry("deploy/home", "refs/heads/deploy/home").check();
@@ -801,6 +815,7 @@ mod tests {
             planes: None,
             promotion: None,
             drift: None,
+            simulation: None,
         };
         assert!(!format!("{entry:?}").contains("hunter2"));
         let problems = entry.check();

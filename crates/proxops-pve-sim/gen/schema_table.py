@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-"""Writes src/schema/table.rs: the parameter definitions of the endpoints the simulator implements.
+"""Writes src/schema/table.rs: the parameter definitions of the endpoints the simulator implements,
+for both PVE versions it serves (8.4 and 9.1), in one table.
 
-Only facts are taken from the PVE schema (names, types, enums, formats, limits, patterns), never its
-descriptions. Run from the crate directory with the schema's path:
-    python3 gen/schema_table.py ../../../shared/pve-api/pve-api-8.4.2.tree.json > src/schema/table.rs
-The crate never reads the schema at run time; tests/sim/conformance.rs checks this table against it.
+Only facts are taken from the PVE schemas (names, types, enums, formats, limits, patterns), never
+their descriptions. A parameter whose facts are the same in both versions is one row; one that
+differs, or exists in one version only, is a row per version marked `versions: V84` or `V91`.
+Rows and property-string keys list only what differs from the defaults (`..P`, `..S`), so the
+table stays compact. Run from the crate directory with both schemas' paths:
+    python3 gen/schema_table.py ../../../shared/pve-api/pve-api-8.4.2.tree.json \
+        ../../../shared/pve-api/pve-api-9.1.3.tree.json > src/schema/table.rs
+The crate never reads the schemas at run time; tests/sim/conformance.rs checks this table against
+each of them.
 """
-import json, sys
+import json, sys, os
 
 ENDPOINTS = [
     ("GET", "/version"), ("GET", "/nodes"), ("GET", "/nodes/{node}/status"),
@@ -40,6 +46,9 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/tasks/{upid}/log"), ("DELETE", "/nodes/{node}/tasks/{upid}"),
 ]
 
+# The versions, in the order of the command line, with their `Versions` constant.
+VERSIONS = ["V84", "V91"]
+
 TY = {"string": "Str", "integer": "Int", "number": "Num", "boolean": "Bool"}
 
 
@@ -48,8 +57,6 @@ def rs(s):
 
 
 def num(v):
-    if v is None:
-        return "None"
     return f"Some({float(v)!r})"
 
 
@@ -57,8 +64,7 @@ def strs(xs):
     return "&[" + ", ".join(rs(x) for x in xs) + "]"
 
 
-def main():
-    tree = json.load(open(sys.argv[1]))
+def index(path):
     idx = {}
 
     def walk(n):
@@ -66,68 +72,112 @@ def main():
         for c in n.get("children") or []:
             walk(c)
 
-    for n in tree:
+    for n in json.load(open(path)):
         walk(n)
+    return idx
 
-    subsets = {}  # canonical json of a property-string format -> const name
-    sub_out = []
 
-    def sub_const(fmt):
-        key = json.dumps(fmt, sort_keys=True)
-        if key in subsets:
-            return subsets[key]
-        name = f"PS{len(subsets)}"
-        subsets[key] = name
-        rows = []
-        for k in sorted(fmt):
-            d = fmt[k]
-            if "alias" in d:
-                ka = d.get("keyAlias"); rows.append(f"    Sub::alias({rs(k)}, {rs(d['alias'])}, {('Some(' + rs(ka) + ')') if ka else 'None'}),")
-                continue
-            ty = TY.get(d.get("type", "string"), "Str")
-            f = d.get("format") if isinstance(d.get("format"), str) else None
-            rows.append(
-                f"    Sub {{ name: {rs(k)}, ty: Ty::{ty}, optional: {str(bool(d.get('optional'))).lower()}, "
-                f"default_key: {str(bool(d.get('default_key'))).lower()}, enums: {strs(d.get('enum') or [])}, "
-                f"format: {('Some(' + rs(f) + ')') if f else 'None'}, alias: None, key_alias: None }},"
-            )
-        sub_out.append(f"const {name}: &[Sub] = &[\n" + "\n".join(rows) + "\n];\n")
-        return name
+subsets = {}  # the rows of a property-string format -> const name
+sub_out = []
 
+
+def sub_const(fmt):
+    rows = []
+    for k in sorted(fmt):
+        d = fmt[k]
+        if "alias" in d:
+            ka = d.get("keyAlias")
+            rows.append(f"    Sub::alias({rs(k)}, {rs(d['alias'])}, {('Some(' + rs(ka) + ')') if ka else 'None'}),")
+            continue
+        fields = [f"name: {rs(k)}"]
+        ty = TY.get(d.get("type", "string"), "Str")
+        if ty != "Str":
+            fields.append(f"ty: Ty::{ty}")
+        if d.get("optional"):
+            fields.append("optional: true")
+        if d.get("default_key"):
+            fields.append("default_key: true")
+        if d.get("enum"):
+            fields.append(f"enums: {strs(d['enum'])}")
+        f = d.get("format") if isinstance(d.get("format"), str) else None
+        if f:
+            fields.append(f"format: Some({rs(f)})")
+        rows.append("    Sub { " + ", ".join(fields) + ", ..S },")
+    key = "\n".join(rows)
+    if key in subsets:
+        return subsets[key]
+    name = f"PS{len(subsets)}"
+    subsets[key] = name
+    sub_out.append(f"const {name}: &[Sub] = &[\n{key}\n];\n")
+    return name
+
+
+def param_fields(k, d):
+    """The fields of a parameter row that differ from the defaults, without `versions`."""
+    fields = [f"name: {rs(k)}"]
+    ty = TY.get(d.get("type", "string"), "Str")
+    if ty != "Str":
+        fields.append(f"ty: Ty::{ty}")
+    if d.get("optional"):
+        fields.append("optional: true")
+    if d.get("enum"):
+        fields.append(f"enums: {strs(d['enum'])}")
+    f = d.get("format")
+    if isinstance(f, dict):
+        fields.append(f"format: Fmt::Prop({sub_const(f)})")
+    elif isinstance(f, str):
+        fields.append(f"format: Fmt::Named({rs(f)})")
+    if d.get("minimum") is not None:
+        fields.append(f"min: {num(d['minimum'])}")
+    if d.get("maximum") is not None:
+        fields.append(f"max: {num(d['maximum'])}")
+    if d.get("maxLength"):
+        fields.append(f"max_len: Some({d['maxLength']})")
+    if d.get("pattern"):
+        fields.append(f"pattern: Some({rs(d['pattern'])})")
+    if d.get("requires"):
+        fields.append(f"requires: Some({rs(d['requires'])})")
+    return fields
+
+
+def main():
+    paths = sys.argv[1:]
+    if len(paths) != len(VERSIONS):
+        sys.exit(f"usage: {sys.argv[0]} " + " ".join(f"<{v} schema>" for v in VERSIONS))
+    trees = [index(p) for p in paths]
     eps = []
     for method, path in ENDPOINTS:
-        info = idx[path]["info"][method]
-        props = info.get("parameters", {}).get("properties", {})
+        per_version = []
+        for idx in trees:
+            props = idx[path]["info"][method].get("parameters", {}).get("properties", {})
+            per_version.append({k: param_fields(k, props[k]) for k in props})
         rows = []
-        for k in sorted(props):
-            d = props[k]
-            ty = TY.get(d.get("type", "string"), "Str")
-            f = d.get("format")
-            if isinstance(f, dict):
-                fmt = f"Fmt::Prop({sub_const(f)})"
-            elif isinstance(f, str):
-                fmt = f"Fmt::Named({rs(f)})"
-            else:
-                fmt = "Fmt::None"
-            rows.append(
-                f"        Param {{ name: {rs(k)}, ty: Ty::{ty}, optional: {str(bool(d.get('optional'))).lower()}, "
-                f"enums: {strs(d.get('enum') or [])}, format: {fmt}, min: {num(d.get('minimum'))}, "
-                f"max: {num(d.get('maximum'))}, max_len: {('Some(' + str(d['maxLength']) + ')') if d.get('maxLength') else 'None'}, "
-                f"pattern: {('Some(' + rs(d['pattern']) + ')') if d.get('pattern') else 'None'}, "
-                f"requires: {('Some(' + rs(d['requires']) + ')') if d.get('requires') else 'None'} }},"
-            )
+        for k in sorted(set().union(*per_version)):
+            defs = [pv.get(k) for pv in per_version]
+            if all(d is not None and d == defs[0] for d in defs):
+                rows.append("        Param { " + ", ".join(defs[0]) + ", ..P },")
+                continue
+            for v, d in zip(VERSIONS, defs):
+                if d is not None:
+                    rows.append("        Param { " + ", ".join(d + [f"versions: {v}"]) + ", ..P },")
+        body = "\n".join(rows)
         eps.append(
-            f"    Endpoint {{\n        method: {rs(method)},\n        path: {rs(path)},\n        params: &[\n"
-            + "\n".join(rows)
-            + "\n        ],\n    },"
+            f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, params: &[\n{body}\n    ] }},"
+            if rows
+            else f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, params: &[] }},"
         )
-    print("// @generated by gen/schema_table.py from pve-api-8.4.2.tree.json (facts only: names, types,")
-    print("// enums, formats, limits). Do not edit by hand; tests/sim/conformance.rs checks it against the schema.")
+    names = ", ".join(os.path.basename(p) for p in paths)
+    print(f"// @generated by gen/schema_table.py from {names} (facts only: names,")
+    print("// types, enums, formats, limits). Do not edit by hand; tests/sim/conformance.rs checks it against")
+    print("// each schema.")
     print("#![allow(clippy::approx_constant, clippy::unreadable_literal)]\n")
-    print("use super::{Endpoint, Fmt, Param, Sub, Ty};\n")
-    body = "/// Every implemented endpoint with its parameters, in the schema's order of paths.\n"
-    body += "pub static ENDPOINTS: &[Endpoint] = &[\n" + "\n".join(eps) + "\n];\n"
-    print(body)
+    print("use super::{Endpoint, Fmt, Param, Sub, Ty, Versions};\n")
+    print("const P: Param = Param::DEFAULT;")
+    print("const S: Sub = Sub::DEFAULT;")
+    print("const V84: Versions = Versions::V8_4;")
+    print("const V91: Versions = Versions::V9_1;\n")
+    print("/// Every implemented endpoint with its parameters, in the schema's order of paths.")
+    print("pub static ENDPOINTS: &[Endpoint] = &[\n" + "\n".join(eps) + "\n];\n")
     print("\n".join(sub_out))
 
 

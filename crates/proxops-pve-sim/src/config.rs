@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::error::SimError;
 use crate::rng;
 use crate::state::State;
+use crate::version::PveVersion;
 
 /// An API token `USER@REALM!TOKENID=SECRET`.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,6 +264,9 @@ pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(10);
 pub struct SimConfig {
     /// Address to listen on (port 0 picks a free one).
     pub listen: SocketAddr,
+    /// The PVE version answered as (default 9.1): `/version`, the parameter schema, the
+    /// version's response fields and rules. It is written into the state.
+    pub pve_version: PveVersion,
     /// The initial cluster state (a seed or a loaded dump).
     pub state: State,
     /// When set, the state is saved there after every change and at shutdown.
@@ -293,6 +297,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            pve_version: PveVersion::default(),
             state: State::demo(),
             state_file: None,
             token: ApiToken::random(),
@@ -309,12 +314,24 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    /// Uses a state file: loads it when it exists (else keeps `state` as the seed) and saves
-    /// every change to it.
+    /// A default configuration answering as `version`, with the demo cluster of that version
+    /// ([`State::demo_of`]).
+    pub fn of_version(version: PveVersion) -> SimConfig {
+        SimConfig {
+            pve_version: version,
+            state: State::demo_of(version),
+            ..SimConfig::default()
+        }
+    }
+
+    /// Uses a state file: loads it when it exists (else keeps `state` as the seed), taking the
+    /// PVE version it records, and saves every change to it. Set `pve_version` afterwards to
+    /// serve the cluster as another version (an upgrade).
     pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Result<SimConfig, SimError> {
         let path = path.into();
         if path.exists() {
             self.state = State::load(&path)?;
+            self.pve_version = self.state.pve_version;
         }
         self.state_file = Some(path);
         Ok(self)

@@ -63,6 +63,7 @@ fn parse_form(text: &str) -> Multi {
 fn single_values(
     params: Multi,
     endpoint: Option<&schema::Endpoint>,
+    version: crate::PveVersion,
 ) -> Result<BTreeMap<String, String>, ApiError> {
     let mut out = BTreeMap::new();
     let mut errors = BTreeMap::new();
@@ -71,7 +72,7 @@ fn single_values(
             out.insert(k, values.pop().unwrap_or_default());
             continue;
         }
-        let param = endpoint.and_then(|ep| ep.param(&k));
+        let param = endpoint.and_then(|ep| ep.param(version, &k));
         let list = param.is_some_and(|p| {
             p.ty == schema::Ty::Str
                 && matches!(p.format, schema::Fmt::Named(f) if f.ends_with("-list"))
@@ -171,9 +172,10 @@ pub(crate) async fn handle(
             .into_response();
     };
 
-    let mut params = match read_params(&uri, &headers, &body)
-        .and_then(|p| single_values(p, schema::endpoint(&method_s, template)))
-    {
+    let mut params = match read_params(&uri, &headers, &body).and_then(|p| {
+        let version = lock(&shared.state).pve_version;
+        single_values(p, schema::endpoint(&method_s, template), version)
+    }) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -189,7 +191,8 @@ pub(crate) async fn handle(
         params.insert(k, v);
     }
     if let Some(ep) = schema::endpoint(&method_s, template) {
-        let errors = schema::validate(ep, &params);
+        let version = lock(&shared.state).pve_version;
+        let errors = schema::validate(ep, version, &params);
         if !errors.is_empty() {
             return ApiError::Params(errors).into_response();
         }

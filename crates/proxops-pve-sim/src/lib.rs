@@ -2,14 +2,18 @@
 //! double of its end-to-end tests. It is an independent implementation of PVE's side (it uses
 //! none of the ProxOps crates), checked against PVE's official API schema.
 //!
-//! - [`start`] takes a [`SimConfig`] (listen address, initial [`State`], state file, accepted
-//!   [`ApiToken`]s, [`User`]s and [`AclEntry`]s, [`TaskDurations`], [`FaultConfig`]) and returns a
-//!   [`SimHandle`]: address, [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the
-//!   certificate's SHA-256 `fingerprint` in PVE's `AA:BB:..` form, the token, request counters,
-//!   the state, and graceful [`SimHandle::shutdown`].
+//! - [`start`] takes a [`SimConfig`] (listen address, the [`PveVersion`] it answers as, 8.4 or
+//!   9.1, initial [`State`], state file, accepted [`ApiToken`]s, [`User`]s and [`AclEntry`]s,
+//!   [`TaskDurations`], [`FaultConfig`]) and returns a [`SimHandle`]: address,
+//!   [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the certificate's SHA-256
+//!   `fingerprint` in PVE's `AA:BB:..` form, the token, request counters, the state, and
+//!   graceful [`SimHandle::shutdown`].
 //! - The API answers under `/api2/json` with PVE's paths, parameters ([`schema::ENDPOINTS`],
-//!   validated before any handler runs), wording and shapes: 400 `{"data":null,"errors":{..}}`,
-//!   other failures with the message in the reason phrase and in `message`, 501 for unknown paths.
+//!   validated against the release's definitions before any handler runs), wording and shapes:
+//!   400 `{"data":null,"errors":{..}}`, other failures with the message in the reason phrase and
+//!   in `message`, 501 for unknown paths.
+//! - Storages are PVE's ([`State::seeded`]: a fresh install's of the release plus the
+//!   [`DeclaredStorage`]s), never made up to fit a request.
 //! - Tasks carry PVE's exact UPID ([`tasks::Upid`]), run for a configured time, then stop with
 //!   `OK` or the error text.
 //! - Synchronous calls that allocate or import storage take time too, and pveproxy cuts them
@@ -38,8 +42,8 @@ mod state;
 mod sync_work;
 pub mod tasks;
 mod tls;
+mod version;
 
-pub use api::cluster::VERSION;
 pub use api::implemented;
 pub use config::{
     AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, PVE_LOCK_TIMEOUT,
@@ -50,7 +54,8 @@ pub use faults::draw as fault_draw;
 pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};
 pub use state::{
-    Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, State, Stats, Storage, Task,
-    Vnet, Volume,
+    DeclaredStorage, Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, State,
+    Stats, Storage, Task, Vnet, Volume,
 };
 pub use tls::fingerprint;
+pub use version::PveVersion;

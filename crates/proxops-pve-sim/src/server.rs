@@ -98,6 +98,7 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
     if state.cluster_name.is_empty() {
         state.cluster_name = "sim".into();
     }
+    state.pve_version = config.pve_version;
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         config: config.clone(),

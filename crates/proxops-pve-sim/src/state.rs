@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::SimError;
+use crate::version::PveVersion;
 
 /// The whole simulated cluster.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -37,6 +38,10 @@ pub struct State {
     /// SDN VNets by name (`/etc/pve/sdn/vnets.cfg`); a bridge not listed is a plain Linux
     /// bridge of the `localnetwork` zone.
     pub vnets: BTreeMap<String, Vnet>,
+    /// The PVE version the cluster runs. [`crate::start`] sets it from
+    /// [`crate::SimConfig::pve_version`]; a state file records it, so that a restart without a
+    /// version of its own keeps the cluster's.
+    pub pve_version: PveVersion,
 }
 
 /// The PCI and USB resource mappings by id (pve-guest-common `src/PVE/Mapping/PCI.pm` and
@@ -207,6 +212,15 @@ impl Storage {
     }
 }
 
+/// A storage an administrator added (`/etc/pve/storage.cfg`), on some nodes or all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredStorage {
+    /// The storage.
+    pub storage: Storage,
+    /// The nodes that have it (empty: every node).
+    pub nodes: Vec<String>,
+}
+
 /// One volume of storage content.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -350,31 +364,61 @@ pub struct Task {
 }
 
 impl State {
-    /// A small cluster: node `pve1` with `local` (dir: iso, vztmpl, import, backup, snippets) and
-    /// `local-lvm` (lvmthin: images, rootdir).
+    /// A small cluster of the default version (9.1): node `pve1` with PVE's default storages,
+    /// `local` (dir: iso, vztmpl, backup, import) and `local-lvm` (lvmthin: images, rootdir).
     pub fn demo() -> State {
+        State::demo_of(PveVersion::default())
+    }
+
+    /// A small cluster of a version: node `pve1` with the storages a fresh install of that
+    /// version has ([`PveVersion::default_storages`]).
+    pub fn demo_of(version: PveVersion) -> State {
         State {
             cluster_name: "sim".into(),
             nodes: vec![Node {
                 node: "pve1".into(),
-                storages: vec![
-                    Storage {
-                        storage: "local".into(),
-                        kind: "dir".into(),
-                        content: ["iso", "vztmpl", "import", "backup", "snippets"]
-                            .map(String::from)
-                            .to_vec(),
-                        ..Storage::default()
-                    },
-                    Storage {
-                        storage: "local-lvm".into(),
-                        kind: "lvmthin".into(),
-                        content: vec!["images".into(), "rootdir".into()],
-                        ..Storage::default()
-                    },
-                ],
+                storages: version.default_storages(),
                 ..Node::default()
             }],
+            pve_version: version,
+            ..State::default()
+        }
+    }
+
+    /// A cluster of `nodes` as a fresh install of `version` with the administrator's storages
+    /// added: each node has PVE's default storages ([`PveVersion::default_storages`]) and every
+    /// declared storage that names it (or no node); a declared storage named like a default
+    /// replaces it. Nothing else: a storage no one declared does not exist.
+    pub fn seeded(
+        cluster_name: &str,
+        nodes: &[String],
+        version: PveVersion,
+        declared: &[DeclaredStorage],
+    ) -> State {
+        let nodes = nodes
+            .iter()
+            .map(|node| {
+                let mut storages = version.default_storages();
+                for d in declared
+                    .iter()
+                    .filter(|d| d.nodes.is_empty() || d.nodes.contains(node))
+                {
+                    match storages.iter_mut().find(|s| s.storage == d.storage.storage) {
+                        Some(s) => *s = d.storage.clone(),
+                        None => storages.push(d.storage.clone()),
+                    }
+                }
+                Node {
+                    node: node.clone(),
+                    storages,
+                    ..Node::default()
+                }
+            })
+            .collect();
+        State {
+            cluster_name: cluster_name.to_owned(),
+            nodes,
+            pve_version: version,
             ..State::default()
         }
     }

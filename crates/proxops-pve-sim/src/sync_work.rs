@@ -80,9 +80,10 @@ pub(crate) fn locking_route(method: &str, template: &str) -> Option<GuestKind> {
 /// The synchronous work of a config write: the sum over the volumes it allocates or imports.
 pub(crate) fn work_of_request(ctx: &Ctx, kind: GuestKind) -> Duration {
     let durations = lock(&ctx.shared.durations).clone();
+    let version = lock(&ctx.shared.state).pve_version;
     setconfig::requested(ctx)
         .iter()
-        .filter_map(|(k, v)| disks::work_of(kind, k, v))
+        .filter_map(|(k, v)| disks::work_of(version, kind, k, v))
         .map(|op| durations.sync_of(op))
         .sum()
 }

@@ -148,6 +148,7 @@ impl ClientBuilder {
                 counters: RequestCounters::default(),
                 limits: MutationLimits::new(self.mutations_per_node),
                 insecure,
+                version: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -173,6 +174,8 @@ struct Inner {
     counters: RequestCounters,
     limits: MutationLimits,
     insecure: bool,
+    /// The cluster's `/version`, read once per client (see [`PveClient::pve_version`]).
+    version: tokio::sync::OnceCell<crate::types::Version>,
 }
 
 /// An async PVE API client. Cheap to clone (shared pool, session, counters and limits).
@@ -204,6 +207,16 @@ impl PveClient {
     /// Whether certificate verification is off (callers warn on every cycle).
     pub fn is_insecure(&self) -> bool {
         self.inner.insecure
+    }
+
+    /// The cluster's `GET /version`, read once per client (a connection) and kept: the PVE
+    /// version decides what a plan may ask of the cluster. A failed read is not kept.
+    pub async fn pve_version(&self) -> Result<crate::types::Version, PveError> {
+        self.inner
+            .version
+            .get_or_try_init(|| self.version())
+            .await
+            .cloned()
     }
 
     /// Requests sent, by `METHOD /path/{template}` (each attempt and login counts).

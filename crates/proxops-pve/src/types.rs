@@ -70,6 +70,20 @@ pub struct Version {
     pub repoid: String,
 }
 
+impl Version {
+    /// The point release as (major, minor): from `release` (`9.1`), else from the first two
+    /// numbers of `version` (`9.1.3`); `None` when neither reads as one.
+    pub fn release_number(&self) -> Option<(u32, u32)> {
+        let parse = |text: &str| {
+            let mut parts = text.trim().split('.');
+            let major = parts.next()?.parse().ok()?;
+            let minor = parts.next()?.parse().ok()?;
+            Some((major, minor))
+        };
+        parse(&self.release).or_else(|| parse(&self.version))
+    }
+}
+
 /// One row of `GET /nodes`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]

@@ -250,7 +250,8 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
         Ok(p) => p,
         Err(e) => {
             let reason = match &e {
-                proxops_engine::planner::PlanError::Inventory(pe) => match pe.missing_privilege() {
+                proxops_engine::planner::PlanError::Inventory(pe)
+                | proxops_engine::planner::PlanError::Version(pe) => match pe.missing_privilege() {
                     Some((path, privilege)) => {
                         format!("cannot plan: {privilege} on {path} is missing ({e})")
                     }

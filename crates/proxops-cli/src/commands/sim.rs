@@ -1,9 +1,12 @@
 //! `proxops sim`.
 
 use crate::error::CliError;
-use proxops_engine::backend::seed_state;
+use proxops_engine::backend::{SimSeed, declared_storage, seed_state, sim_version};
+use proxops_model::config::{
+    ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType,
+};
 use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
-use proxops_pve_sim::{AclEntry, ApiToken, SimConfig, State, User, start};
+use proxops_pve_sim::{AclEntry, ApiToken, PveVersion, SimConfig, State, User, start};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,10 +15,12 @@ use std::process::ExitCode;
 /// Run the Proxmox VE API simulator as an HTTPS server, until Ctrl-C or SIGTERM.
 ///
 /// It prints its URL, its certificate's SHA-256 fingerprint (pin it in a cluster's
-/// `fingerprint:`) and the API token it accepts. With `--state FILE` the cluster state survives
-/// restarts; with `--seed-repo DIR` a fresh state gets the nodes of a cluster's allowlist, with
-/// `local` (dir) and `local-lvm` (lvmthin) on each, plus every storage its manifests use and
-/// every PCI/USB resource mapping its VMs name.
+/// `fingerprint:`) and the API token it accepts. It answers as PVE 9.1, or 8.4 with
+/// `--pve-version 8.4`. With `--state FILE` the cluster state survives restarts; with
+/// `--seed-repo DIR` a fresh state gets the nodes of a cluster's allowlist, each with the
+/// storages of a fresh PVE install (`local` dir, `local-lvm` lvmthin) plus those the cluster
+/// config's `simulation.storages` and `--storage` declare, and every PCI/USB resource mapping
+/// its VMs name; without it, node `pve1` with them.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Address to listen on (port 0 picks a free port).
@@ -76,6 +81,85 @@ pub struct Args {
     /// refreshed, e.g. `10s` (PVE's pvestatd interval, the default) or `0s` for always current.
     #[arg(long, value_name = "DURATION", value_parser = task_time)]
     pub stats_interval: Option<std::time::Duration>,
+    /// The PVE release to answer as: `8.4` or `9.1` (default: the release a kept `--state`
+    /// records, else the seed cluster's `simulation.pve-version`, else 9.1). Its API schema
+    /// checks the parameters; its rules apply (plain `.tar` templates only from 9.1).
+    #[arg(long, value_name = "VERSION", value_parser = pve_version)]
+    pub pve_version: Option<PveVersion>,
+    /// Add a storage to every node (repeatable): `NAME:TYPE:CONTENT[,CONTENT...]`, e.g.
+    /// `vm_disks:lvmthin:images,rootdir`. One named like a default (`local`, `local-lvm`) or a
+    /// configured one replaces it.
+    #[arg(long = "storage", value_name = "NAME:TYPE:CONTENT")]
+    pub storages: Vec<String>,
+}
+
+fn pve_version(text: &str) -> Result<PveVersion, String> {
+    text.parse()
+}
+
+/// One `--storage` value, checked as a cluster config's `simulation.storages` entry is.
+fn storage_flag(text: &str) -> Result<SimStorage, CliError> {
+    let bad = |why: String| {
+        CliError::usage(
+            format!("invalid --storage `{text}`: {why}"),
+            Some(
+                "the form is NAME:TYPE:CONTENT[,CONTENT...], e.g. vm_disks:lvmthin:images,rootdir"
+                    .into(),
+            ),
+        )
+    };
+    let mut parts = text.splitn(3, ':');
+    let (Some(name), Some(kind), Some(content)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad("it needs a name, a type and content types".into()));
+    };
+    let word = |w: &str| serde_json::Value::String(w.trim().to_owned());
+    let kind: StorageType = serde_json::from_value(word(kind)).map_err(|_| {
+        bad(format!(
+            "`{kind}` is not a PVE storage type (dir, lvmthin, nfs, zfspool, ...)"
+        ))
+    })?;
+    let content = content
+        .split(',')
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            serde_json::from_value::<ContentType>(word(c)).map_err(|_| {
+                bad(format!(
+                    "`{c}` is not a content type (images, rootdir, vztmpl, iso, backup, snippets, import)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SimStorage {
+        name: name.to_owned(),
+        kind,
+        content,
+        shared: None,
+        nodes: Vec::new(),
+    })
+}
+
+/// The `--storage` values, each valid for the simulated release.
+fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, CliError> {
+    let storages = args
+        .storages
+        .iter()
+        .map(|s| storage_flag(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let problems = SimulationConfig {
+        pve_version: Some(match version {
+            PveVersion::V8_4 => SimPveVersion::V8_4,
+            PveVersion::V9_1 => SimPveVersion::V9_1,
+        }),
+        storages: storages.clone(),
+    }
+    .check(&[]);
+    match problems.first() {
+        Some(p) => Err(CliError::usage(
+            format!("invalid --storage: {}", p.message),
+            p.help.clone(),
+        )),
+        None => Ok(storages),
+    }
 }
 
 fn task_time(text: &str) -> Result<std::time::Duration, String> {
@@ -128,9 +212,18 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     if let Some(t) = args.stats_interval {
         config.stats_interval = t;
     }
-    if let Some(dir) = &args.seed_repo {
-        config.state = seed(dir, args.cluster.as_deref())?;
-    }
+    (config.state, config.pve_version) = match &args.seed_repo {
+        Some(dir) => seed(dir, args)?,
+        None => {
+            let version = args.pve_version.unwrap_or_default();
+            let storages: Vec<_> = storage_flags(args, version)?
+                .iter()
+                .map(declared_storage)
+                .collect();
+            let state = State::seeded("sim", &["pve1".to_owned()], version, &storages);
+            (state, version)
+        }
+    };
     if let Some(dir) = &args.seed_guest_configs {
         if config.state.nodes.is_empty() {
             config.state = proxops_pve_sim::State::demo();
@@ -156,6 +249,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 None,
             )
         })?;
+    }
+    // A release given on the command line wins over a kept state's (an upgrade, say).
+    if let Some(v) = args.pve_version {
+        config.pve_version = v;
     }
     if let Some(token) = &args.token {
         config.token = token.parse::<ApiToken>().map_err(|e| {
@@ -229,9 +326,10 @@ async fn shutdown_signal() -> std::io::Result<()> {
     }
 }
 
-/// A simulator state with the nodes of one cluster and the storages and mappings its manifests
-/// use.
-fn seed(dir: &std::path::Path, cluster: Option<&str>) -> Result<State, CliError> {
+/// A simulator state with the nodes of one cluster, PVE's default storages and the declared
+/// ones, and the release it runs.
+fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), CliError> {
+    let cluster = args.cluster.as_deref();
     let source = FsSource::new(dir).map_err(|e| {
         CliError::usage(
             format!("cannot open repository {}: {e}", dir.display()),
@@ -253,5 +351,11 @@ fn seed(dir: &std::path::Path, cluster: Option<&str>) -> Result<State, CliError>
             Some(format!("add --cluster with one of: {}", names.join(", "))),
         ));
     };
-    Ok(seed_state(&registry, chosen))
+    let mut seed = SimSeed {
+        pve_version: args.pve_version,
+        storages: Vec::new(),
+    };
+    let version = sim_version(chosen, &seed);
+    seed.storages = storage_flags(args, version)?;
+    Ok((seed_state(&registry, chosen, &seed), version))
 }

@@ -12,6 +12,7 @@
 //! | planning: a declared guest | `VM.Audit` on `/vms/{vmid}` (listed and its config read) |
 //! | planning: an artifact's storage | `Datastore.Audit` on `/storage/{storage}` (its row in `/cluster/resources` and its content) |
 //! | planning: prunes | `VM.Audit` on `/vms` (to see undeclared guests of ours; optional) |
+//! | planning: the PVE release | none (`GET /version` is open to every user: pve-manager `PVE/API2.pm` `version`, `user => 'all'`) |
 //! | download | `Datastore.AllocateTemplate` on `/storage/{storage}`, and `Sys.Audit` + `Sys.Modify` on `/` or `Sys.AccessNetwork` on `/nodes/{node}` |
 //! | create | `VM.Allocate` on `/vms/{vmid}`; per key below (qemu: drives by storage only); new disks `Datastore.AllocateSpace` on `/storage/{storage}`; ISOs, templates and imports `Datastore.Allocate`, `Datastore.AllocateSpace` or `Datastore.Audit` on theirs; a privileged container `Sys.Modify` on `/`; `VM.PowerMgmt` when started |
 //! | clone | `VM.Clone` on `/vms/{source}`, `VM.Allocate` on `/vms/{vmid}`, `Datastore.AllocateSpace` on the disks' storages, `SDN.Use` on the bridges; then every owned key as an update may write it |

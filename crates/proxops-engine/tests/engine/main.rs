@@ -14,4 +14,5 @@ mod proxy;
 mod roundtrip;
 mod support;
 mod unprivileged;
+mod versions;
 mod wire;

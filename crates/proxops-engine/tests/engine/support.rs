@@ -24,7 +24,8 @@ pub fn homelab() -> (Repository, Vec<(String, Graph)>) {
     (repo, graphs)
 }
 
-/// A simulator with `state`, quick tasks, and a client pinned to its certificate.
+/// A simulator with `state` (answering as the PVE release it records), quick tasks, and a
+/// client pinned to its certificate.
 pub async fn simulator(state: State) -> (SimHandle, PveClient) {
     started(state, false).await
 }
@@ -54,6 +55,7 @@ async fn launch(
     login: Option<Credentials>,
 ) -> (SimHandle, PveClient) {
     let mut config = SimConfig {
+        pve_version: state.pve_version,
         state,
         task_durations: TaskDurations::uniform(Duration::from_millis(20)),
         offline_downloads,

@@ -21,6 +21,7 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     ctx.require(&format!("/vms/{newid}"), "VM.Allocate")?;
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
+    let version = st.pve_version;
     let src = guest(&st, kind, &node, vmid)?.clone();
     let word = kind.word();
     let full = ctx.flag("full").unwrap_or(!src.is_template());
@@ -175,7 +176,9 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
                 }
                 GuestKind::Lxc => Some(base),
             };
-            if let Some(fresh) = without_mac.and_then(|w| disks::process_nic(kind, k, &w).ok()) {
+            if let Some(fresh) =
+                without_mac.and_then(|w| disks::process_nic(version, kind, k, &w).ok())
+            {
                 *v = fresh;
             }
         }

@@ -7,12 +7,13 @@ use super::{Ctx, check_node};
 use crate::auth;
 use crate::error::ApiError;
 use crate::state::{Guest, GuestKind, GuestStats, State, Stats};
+use crate::version::PveVersion;
 
-/// The PVE version the simulator answers as (its schema is 8.4.2).
-pub const VERSION: &str = "8.4.1";
-
-pub(crate) fn version(_: &mut Ctx) -> Result<Value, ApiError> {
-    Ok(json!({ "version": VERSION, "release": "8.4", "repoid": "2a5fa54a8503f96d" }))
+/// pve-manager `PVE/API2.pm` `version`: the pve-manager version, the point release and the
+/// build's `repoid`, the same three fields in 8.4 and 9.1.
+pub(crate) fn version(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let v = ctx.state().pve_version;
+    Ok(json!({ "version": v.manager_version(), "release": v.release(), "repoid": v.repoid() }))
 }
 
 fn uptime(ctx: &Ctx) -> u64 {
@@ -50,16 +51,25 @@ pub(crate) fn node_status(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let n = st
         .node(&node)
         .ok_or_else(|| ApiError::fail("no such node"))?;
+    let v = st.pve_version;
+    let kernel = v.kernel();
+    let mut memory =
+        json!({ "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) });
+    if v >= PveVersion::V9_1 {
+        // pve-manager 9 `PVE/API2/Nodes.pm` `status`: `available` from /proc/meminfo's
+        // MemAvailable (the 9.1 schema requires it).
+        memory["available"] = n.maxmem.saturating_sub(2 << 30).into();
+    }
     Ok(json!({
         "uptime": uptime(ctx), "cpu": 0.02, "wait": 0, "idle": 0,
         "loadavg": ["0.10", "0.05", "0.01"],
-        "memory": { "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) },
+        "memory": memory,
         "swap": { "total": 0, "used": 0, "free": 0 },
         "rootfs": { "total": 100u64 << 30, "used": 4u64 << 30, "free": 96u64 << 30, "avail": 96u64 << 30 },
         "cpuinfo": { "cpus": n.maxcpu, "sockets": 1, "cores": n.maxcpu, "model": "QEMU Virtual CPU" },
-        "kversion": "Linux 6.8.12-9-pve #1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9",
-        "pveversion": format!("pve-manager/{VERSION}/2a5fa54a8503f96d"),
-        "current-kernel": { "sysname": "Linux", "release": "6.8.12-9-pve", "version": "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9", "machine": "x86_64" },
+        "kversion": format!("Linux {kernel} #1 SMP PREEMPT_DYNAMIC PMX {}", kernel.trim_end_matches("-pve")),
+        "pveversion": format!("pve-manager/{}/{}", v.manager_version(), v.repoid()),
+        "current-kernel": { "sysname": "Linux", "release": kernel, "version": format!("#1 SMP PREEMPT_DYNAMIC PMX {}", kernel.trim_end_matches("-pve")), "machine": "x86_64" },
         "boot-info": { "mode": "efi", "secureboot": 0 },
         "ksm": { "shared": 0 },
     }))
@@ -118,8 +128,10 @@ fn current_stats(g: &Guest, uptime_now: u64) -> GuestStats {
 /// A guest row from its stats, with `lock`, `tags` and `pool` read live (pve-manager
 /// `PVE/API2/Cluster.pm` `resources`: `get_guest_config_properties([lock tags])` and the
 /// user config's pools). Without stats the row is what `extract_vm_stats` gives a guest the
-/// RRD does not know yet: identity and `status: unknown`.
-fn row(g: &Guest, stats: Option<&GuestStats>) -> Value {
+/// RRD does not know yet: identity and `status: unknown`. From PVE 9 the stats carry `memhost`
+/// too (`extract_vm_stats`: `$entry->{memhost}` from the `pve-vm-9.0` RRD format, where
+/// pvestatd's `update_lxc_status` leaves it undefined: 0 for containers).
+fn row(version: PveVersion, g: &Guest, stats: Option<&GuestStats>) -> Value {
     let mut row = json!({
         "id": format!("{}/{}", g.kind.as_str(), g.vmid), "type": g.kind.as_str(),
         "vmid": g.vmid, "node": g.node, "status": "unknown",
@@ -132,6 +144,10 @@ fn row(g: &Guest, stats: Option<&GuestStats>) -> Value {
         });
         if let (Some(obj), Value::Object(more)) = (row.as_object_mut(), more) {
             obj.extend(more);
+        }
+        if version >= PveVersion::V9_1 {
+            let memhost = if g.kind == GuestKind::Qemu { s.mem } else { 0 };
+            row["memhost"] = memhost.into();
         }
     }
     if let Some(l) = g.lock() {
@@ -148,9 +164,29 @@ fn row(g: &Guest, stats: Option<&GuestStats>) -> Value {
 
 /// A guest row with its stats as they are now: what the per-node lists show (qemu-server
 /// `PVE/QemuServer.pm` `vmstatus` and pve-container `PVE/LXC.pm` `vmstatus` read the running
-/// state and the config live).
-pub(crate) fn guest_row(g: &Guest, uptime_now: u64) -> Value {
-    row(g, Some(&current_stats(g, uptime_now)))
+/// state and the config live). PVE 9's `vmstatus` adds the cgroup's pressure stall averages of
+/// a running guest (`pressurecpusome`, ..., `read_cgroup_pressure`); qemu's also `memhost`
+/// (0 when stopped), which [`row`] gives every guest with stats.
+pub(crate) fn guest_row(version: PveVersion, g: &Guest, uptime_now: u64) -> Value {
+    let mut r = row(version, g, Some(&current_stats(g, uptime_now)));
+    if g.kind == GuestKind::Lxc
+        && let Some(obj) = r.as_object_mut()
+    {
+        obj.remove("memhost");
+    }
+    if version >= PveVersion::V9_1 && g.running() {
+        for key in [
+            "pressurecpusome",
+            "pressurecpufull",
+            "pressureiosome",
+            "pressureiofull",
+            "pressurememorysome",
+            "pressurememoryfull",
+        ] {
+            r[key] = 0.0.into();
+        }
+    }
+    r
 }
 
 /// Milliseconds since the epoch.
@@ -207,7 +243,7 @@ pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 .values()
                 .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
                 .map(|g| {
-                    let mut r = row(g, st.stats.guests.get(&g.vmid));
+                    let mut r = row(st.pve_version, g, st.stats.guests.get(&g.vmid));
                     // pve-manager `PVE/API2/Cluster.pm` `resources`: `hastate` from the manager
                     // status, else the resource config's state; the simulator keeps the config.
                     if let Some(h) = st.ha_of(g.vmid) {

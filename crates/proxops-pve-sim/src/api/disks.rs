@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use crate::rng;
 use crate::schema::{self, PropMap, Sub};
 use crate::state::{GuestKind, State, Volume};
+use crate::version::PveVersion;
 
 /// Whether a config key holds a disk of the guest kind.
 pub(crate) fn is_disk_key(kind: GuestKind, key: &str) -> bool {
@@ -65,12 +66,12 @@ pub(crate) fn volid_of(value: &str) -> Option<&str> {
     (first.contains(':') && !first.starts_with('/')).then_some(first)
 }
 
-fn keys(kind: GuestKind, key: &str) -> &'static [Sub] {
+fn keys(version: PveVersion, kind: GuestKind, key: &str) -> &'static [Sub] {
     let path = match kind {
         GuestKind::Qemu => "/nodes/{node}/qemu",
         GuestKind::Lxc => "/nodes/{node}/lxc",
     };
-    schema::prop_keys("POST", path, key).unwrap_or(&[])
+    schema::prop_keys(version, "POST", path, key).unwrap_or(&[])
 }
 
 fn get<'a>(map: &'a PropMap, k: &str) -> Option<&'a str> {
@@ -127,7 +128,10 @@ pub(crate) fn allocate_named(
         GuestKind::Qemu => ("images", "vm images"),
         GuestKind::Lxc => ("rootdir", "container directories"),
     };
-    if !storage.has_content(content) {
+    // A cloud-init drive (a fixed name) is allocated whatever the storage's content types:
+    // qemu-server `API2/Qemu.pm` `create_disks` calls `PVE::Storage::vdisk_alloc`, which checks
+    // none, and `$check_storage_access` has "nothing to check" for `cloudinit`.
+    if fixed.is_none() && !storage.has_content(content) {
         return Err(ApiError::fail(format!(
             "storage '{sid}' does not support {what}"
         )));
@@ -176,11 +180,16 @@ pub(crate) fn allocate_named(
 /// `alloc` for a new volume (`STORAGE:SIZE`, qemu's `STORAGE:cloudinit`), `import` for
 /// `STORAGE:0,import-from=VOLID` (a copy), nothing for an existing volume or a path. The same
 /// cases as [`process_drive`].
-pub(crate) fn work_of(kind: GuestKind, key: &str, value: &str) -> Option<&'static str> {
+pub(crate) fn work_of(
+    version: PveVersion,
+    kind: GuestKind,
+    key: &str,
+    value: &str,
+) -> Option<&'static str> {
     if !is_disk_key(kind, key) || key.starts_with("unused") {
         return None;
     }
-    let map = schema::parse_property_string(keys(kind, key), value).ok()?;
+    let map = schema::parse_property_string(keys(version, kind, key), value).ok()?;
     let file = get(&map, "file").or_else(|| get(&map, "volume"))?;
     if file.starts_with('/') {
         return None;
@@ -206,7 +215,7 @@ pub(crate) fn process_drive(
     key: &str,
     value: &str,
 ) -> Result<String, ApiError> {
-    let subs = keys(kind, key);
+    let subs = keys(st.pve_version, kind, key);
     let mut map =
         schema::parse_property_string(subs, value).map_err(|e| ApiError::param(key, e))?;
     let file = get(&map, "file")
@@ -248,9 +257,10 @@ pub(crate) fn process_drive(
                 .volume(node, src)
                 .ok_or_else(|| ApiError::fail(format!("volume '{src}' does not exist")))?;
             // qemu-server `API2/Qemu.pm` `$check_storage_access`: an import source must be an
-            // image or import volume, and a whole OVA is an appliance, not a disk (only its
-            // `x.ova/disk.vmdk` members need extraction and import).
-            if source.content != "images" && source.content != "import" {
+            // image or (since 8.3) an import volume, and a whole OVA is an appliance, not a disk
+            // (only its `x.ova/disk.vmdk` members need extraction and import).
+            let import_ok = st.pve_version.import_content() && source.content == "import";
+            if source.content != "images" && !import_ok {
                 return Err(ApiError::param(
                     key,
                     format!(
@@ -303,8 +313,13 @@ fn random_mac() -> String {
 }
 
 /// Completes a NIC value: a MAC when missing; qemu writes `model=MAC` first, lxc `type=veth`.
-pub(crate) fn process_nic(kind: GuestKind, key: &str, value: &str) -> Result<String, ApiError> {
-    let subs = keys(kind, key);
+pub(crate) fn process_nic(
+    version: PveVersion,
+    kind: GuestKind,
+    key: &str,
+    value: &str,
+) -> Result<String, ApiError> {
+    let subs = keys(version, kind, key);
     let mut map =
         schema::parse_property_string(subs, value).map_err(|e| ApiError::param(key, e))?;
     match kind {

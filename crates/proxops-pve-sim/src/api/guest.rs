@@ -14,6 +14,7 @@ use crate::schema::{self, Ty};
 use crate::server::{Shared, lock};
 use crate::state::{Guest, GuestKind, State, ha_sid};
 use crate::tasks::{self, INJECTED};
+use crate::version::PveVersion;
 use std::sync::Arc;
 
 fn kind_path(kind: GuestKind) -> &'static str {
@@ -51,9 +52,9 @@ pub(crate) fn digest(g: &Guest) -> String {
 }
 
 /// A config value typed as the schema types it (integers and booleans as numbers).
-pub(crate) fn typed(kind: GuestKind, key: &str, value: &str) -> Value {
+pub(crate) fn typed(version: PveVersion, kind: GuestKind, key: &str, value: &str) -> Value {
     let ty = schema::endpoint("PUT", kind_path(kind))
-        .and_then(|ep| ep.param(key))
+        .and_then(|ep| ep.param(version, key))
         .map(|p| p.ty);
     match ty {
         Some(Ty::Int) | Some(Ty::Bool) => value
@@ -120,7 +121,7 @@ fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     }
     let mut out = serde_json::Map::new();
     for (k, v) in &conf {
-        out.insert(k.clone(), typed(kind, k, masked(k, v)));
+        out.insert(k.clone(), typed(st.pve_version, kind, k, masked(k, v)));
     }
     // A guest with snapshots names the newest as the current state's `parent` (qemu-server
     // `PVE::AbstractConfig::snapshot_prepare` sets `$conf->{parent}` when a snapshot is taken;
@@ -193,18 +194,15 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     let st = ctx.state();
     let g = guest(&st, kind, &node, vmid)?;
-    let mut row = super::cluster::guest_row(g, now());
+    let mut row = super::cluster::guest_row(st.pve_version, g, now());
     if let Some(obj) = row.as_object_mut() {
         obj.remove("id");
         obj.remove("node");
         obj.remove("maxcpu");
         obj.remove("type");
-        if kind == GuestKind::Qemu {
-            obj.remove("disk");
-        }
         obj.insert(
             "cpus".into(),
-            super::cluster::guest_row(g, 0)["maxcpu"].clone(),
+            super::cluster::guest_row(st.pve_version, g, 0)["maxcpu"].clone(),
         );
         // `PVE::HA::Config::get_service_status`: managed unless absent or ignored.
         let ha = match st.ha_of(vmid).filter(|r| r.state != "ignored") {

@@ -79,6 +79,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     requested
         .entry("rootfs".into())
         .or_insert_with(|| format!("{storage}:4"));
+    setconfig::check_storage_access(
+        ctx,
+        &st,
+        GuestKind::Lxc,
+        &requested,
+        setconfig::Write::Create,
+    )?;
     // `check_ct_modify_config_perm` over the keys left after `unprivileged` is taken out; it
     // checks the new volumes' storages too.
     let mut keys = requested.clone();

@@ -28,7 +28,7 @@ pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> V
             .filter(|g| g.kind == kind && g.node == node)
             .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
             .map(|g| {
-                let mut row = super::cluster::guest_row(g, now);
+                let mut row = super::cluster::guest_row(st.pve_version, g, now);
                 if let Some(obj) = row.as_object_mut() {
                     obj.remove("id");
                     obj.remove("node");
@@ -38,13 +38,10 @@ pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> V
                     if !g.is_template() {
                         obj.remove("template");
                     }
-                    match kind {
-                        GuestKind::Lxc => {
-                            obj.insert("type".into(), "lxc".into());
-                        }
-                        GuestKind::Qemu => {
-                            obj.remove("disk");
-                        }
+                    // qemu-server `PVE/QemuServer.pm` `vmstatus` keeps `disk: 0` ("no info
+                    // available"), though the schema does not list it.
+                    if kind == GuestKind::Lxc {
+                        obj.insert("type".into(), "lxc".into());
                     }
                 }
                 row
@@ -109,7 +106,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         )));
     }
     let requested = setconfig::requested(ctx);
-    setconfig::check_storage_privileges(ctx, GuestKind::Qemu, &requested)?;
+    setconfig::check_storage_access(
+        ctx,
+        &st,
+        GuestKind::Qemu,
+        &requested,
+        setconfig::Write::Create,
+    )?;
     let req = perms::Request {
         vmid,
         sets: &requested,

@@ -11,6 +11,7 @@ use super::{hotplug, perms};
 use crate::error::ApiError;
 use crate::schema::{self, Ty, split_list};
 use crate::state::{GuestKind, State};
+use crate::version::PveVersion;
 
 /// Parameters of the config endpoints that are not config keys.
 pub(crate) const CONTROL: &[&str] = &[
@@ -60,13 +61,13 @@ pub(crate) fn normalise_tags(v: &str) -> String {
     tags.join(";")
 }
 
-fn param_type(kind: GuestKind, key: &str) -> Option<Ty> {
+fn param_type(version: PveVersion, kind: GuestKind, key: &str) -> Option<Ty> {
     let path = match kind {
         GuestKind::Qemu => "/nodes/{node}/qemu",
         GuestKind::Lxc => "/nodes/{node}/lxc",
     };
     schema::endpoint("POST", path)
-        .and_then(|e| e.param(key))
+        .and_then(|e| e.param(version, key))
         .map(|p| p.ty)
 }
 
@@ -83,12 +84,12 @@ pub(crate) fn stored_value(
         return disks::process_drive(st, node, vmid, kind, key, value);
     }
     if family(key) == "net" {
-        return disks::process_nic(kind, key, value);
+        return disks::process_nic(st.pve_version, kind, key, value);
     }
     if key == "tags" {
         return Ok(normalise_tags(value));
     }
-    if param_type(kind, key) == Some(Ty::Bool) {
+    if param_type(st.pve_version, kind, key) == Some(Ty::Bool) {
         return Ok(if schema::parse_bool(value) == Some(true) {
             "1"
         } else {
@@ -108,27 +109,86 @@ pub(crate) fn requested(ctx: &Ctx) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `Datastore.AllocateSpace` on every storage a request allocates a new disk on
-/// (`STORAGE:SIZE`), as qemu-server and pve-container check before allocating.
-pub(crate) fn check_storage_privileges(
+/// Whether a request creates the guest or changes an existing one (PVE checks storages of
+/// the two differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// `POST /nodes/{node}/{qemu,lxc}`.
+    Create,
+    /// A config PUT or POST.
+    Update,
+}
+
+/// The storage checks PVE makes before it allocates anything: `Datastore.AllocateSpace` on
+/// every storage a new disk (`STORAGE:SIZE`) goes to, that storage's existence, and that it
+/// holds the guest's content type, in PVE's words:
+/// - qemu (create and update): qemu-server `src/PVE/API2/Qemu.pm` `$check_storage_access`,
+///   `raise_param_exc({ storage => "storage '$storeid' does not support vm images" })` for a
+///   new disk on a storage without `images`;
+/// - lxc create: pve-container `src/PVE/API2/LXC.pm` `$check_and_activate_storage` for every
+///   volume mount point, `raise_param_exc({ storage => "storage '$sid' does not support
+///   container directories" })` without `rootdir`;
+/// - lxc update: pve-container `src/PVE/LXC/Config.pm` `update_pct_config`
+///   `$check_content_type`, `die "storage '$sid' does not allow content type 'rootdir'
+///   (Container)\n"`.
+///
+/// A storage that does not exist fails as `PVE::Storage::storage_config` does: `storage '$sid'
+/// does not exist`.
+pub(crate) fn check_storage_access(
     ctx: &Ctx,
+    st: &State,
     kind: GuestKind,
     sets: &BTreeMap<String, String>,
+    write: Write,
 ) -> Result<(), ApiError> {
+    let node = ctx.node();
     for (k, v) in sets {
         if !is_disk_key(kind, k) || family(k) == "unused" {
             continue;
         }
-        let file = v.split(',').next().unwrap_or_default();
-        let file = file
+        let first = v.split(',').next().unwrap_or_default();
+        let file = first
             .strip_prefix("file=")
-            .or_else(|| file.strip_prefix("volume="))
-            .unwrap_or(file);
-        if let Some((sid, size)) = file.split_once(':')
-            && !size.is_empty()
-            && size.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        {
+            .or_else(|| first.strip_prefix("volume="))
+            .unwrap_or(first);
+        // Paths (bind mounts, devices), `none`, `cdrom` and cdrom drives hold no guest content.
+        let cdrom = v.split(',').any(|p| p == "media=cdrom");
+        let Some((sid, rest)) = file.split_once(':').filter(|_| !file.starts_with('/')) else {
+            continue;
+        };
+        let new = !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        let checked = match kind {
+            GuestKind::Qemu => new && !cdrom,
+            GuestKind::Lxc => true,
+        };
+        if !checked {
+            continue;
+        }
+        if new {
             ctx.require(&format!("/storage/{sid}"), "Datastore.AllocateSpace")?;
+        }
+        let storage = st
+            .storage(&node, sid)
+            .ok_or_else(|| ApiError::fail(format!("storage '{sid}' does not exist")))?;
+        match (kind, write) {
+            (GuestKind::Qemu, _) if !storage.has_content("images") => {
+                return Err(ApiError::param(
+                    "storage",
+                    format!("storage '{sid}' does not support vm images"),
+                ));
+            }
+            (GuestKind::Lxc, Write::Create) if !storage.has_content("rootdir") => {
+                return Err(ApiError::param(
+                    "storage",
+                    format!("storage '{sid}' does not support container directories"),
+                ));
+            }
+            (GuestKind::Lxc, Write::Update) if !storage.has_content("rootdir") => {
+                return Err(ApiError::fail(format!(
+                    "storage '{sid}' does not allow content type 'rootdir' (Container)"
+                )));
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -167,12 +227,13 @@ pub(crate) fn update(
         old: Some(&g.config),
     };
     match kind {
-        GuestKind::Qemu => {
-            perms::qemu_update(ctx, st, &req, || check_storage_privileges(ctx, kind, &sets))?
-        }
+        GuestKind::Qemu => perms::qemu_update(ctx, st, &req, || {
+            check_storage_access(ctx, st, kind, &sets, Write::Update)
+        })?,
         GuestKind::Lxc => {
             let unprivileged = g.config.get("unprivileged").is_some_and(|v| v == "1");
             perms::lxc(ctx, st, &req, unprivileged)?;
+            check_storage_access(ctx, st, kind, &sets, Write::Update)?;
         }
     }
     let running = g.running();

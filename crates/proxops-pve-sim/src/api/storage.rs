@@ -10,6 +10,7 @@ use crate::auth::now;
 use crate::error::ApiError;
 use crate::state::{State, Volume};
 use crate::tasks::{self, INJECTED};
+use crate::version::PveVersion;
 
 pub(crate) fn config_index(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let st = ctx.state();
@@ -169,23 +170,38 @@ pub(crate) fn volume_delete(ctx: &mut Ctx) -> Result<Value, ApiError> {
     .into())
 }
 
-/// The volume format and whether the filename has the right extension for a content type.
-fn format_for(content: &str, filename: &str) -> Option<String> {
+/// The volume format of a file name with the right extension for a content type, else the
+/// message pve-storage `src/PVE/API2/Storage/Status.pm` `download_url` raises for `filename`.
+/// The extensions are pve-storage `src/PVE/Storage.pm`'s: `$ISO_EXT_RE_0`, `$VZTMPL_EXT_RE_1`
+/// (a plain `.tar` only from PVE 9.1, [`PveVersion::plain_tar_templates`]; its format is then
+/// `tar`, else `t` and the compressor, as `Plugin.pm` `get_subdir_files` lists it) and
+/// `$UPLOAD_IMPORT_EXT_RE_1` (import content, [`PveVersion::import_content`]).
+fn format_for(version: PveVersion, content: &str, filename: &str) -> Result<String, ApiError> {
     let lower = filename.to_lowercase();
+    let wrong = || ApiError::param("filename", "wrong file extension");
     match content {
         "iso" => [".iso", ".img"]
             .iter()
             .any(|e| lower.ends_with(e))
-            .then(|| "iso".to_string()),
+            .then(|| "iso".to_string())
+            .ok_or_else(wrong),
         "vztmpl" => ["gz", "xz", "zst", "bz2"]
             .iter()
             .find(|e| lower.ends_with(&format!(".tar.{e}")))
-            .map(|e| format!("t{e}")),
-        "import" => ["ova", "qcow2", "raw", "vmdk"]
+            .map(|e| format!("t{e}"))
+            .or_else(|| {
+                (version.plain_tar_templates() && lower.ends_with(".tar")).then(|| "tar".into())
+            })
+            .ok_or_else(wrong),
+        "import" if version.import_content() => ["ova", "qcow2", "raw", "vmdk"]
             .iter()
             .find(|e| lower.ends_with(&format!(".{e}")))
-            .map(|e| e.to_string()),
-        _ => None,
+            .map(|e| e.to_string())
+            .ok_or_else(|| ApiError::param("filename", "invalid filename or wrong extension")),
+        _ => Err(ApiError::param(
+            "content",
+            format!("upload content-type '{content}' is not allowed"),
+        )),
     }
 }
 
@@ -231,14 +247,14 @@ pub(crate) fn download_url(ctx: &mut Ctx) -> Result<Value, ApiError> {
             storage.kind
         )));
     }
+    // pve-storage `Status.pm` `download_url`: `die "storage '$storage' is not configured for
+    // content-type '$content'\n"`, a plain failure.
     if !storage.has_content(&content) {
-        return Err(ApiError::param(
-            "content",
-            format!("storage '{sid}' is not configured for content-type '{content}'"),
-        ));
+        return Err(ApiError::fail(format!(
+            "storage '{sid}' is not configured for content-type '{content}'"
+        )));
     }
-    let format = format_for(&content, &filename)
-        .ok_or_else(|| ApiError::param("filename", "wrong file extension"))?;
+    let format = format_for(st.pve_version, &content, &filename)?;
     let volid = format!("{sid}:{content}/{filename}");
     let dir = if content == "vztmpl" {
         "template/cache".to_string()

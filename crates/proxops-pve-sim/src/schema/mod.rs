@@ -1,7 +1,8 @@
 //! The parameter definitions of every implemented endpoint ([`ENDPOINTS`], taken from PVE's API
-//! schema 8.4.2 and checked against it by the conformance test) and the validation PVE's
-//! `PVE::JSONSchema` applies before a handler runs: unknown parameters, missing ones, types,
-//! enums, limits, `requires`, named formats and property strings.
+//! schemas 8.4.2 and 9.1.3 and checked against each by the conformance test; a definition that
+//! differs between them is one per [`Versions`]) and the validation PVE's `PVE::JSONSchema`
+//! applies before a handler runs: unknown parameters, missing ones, types, enums, limits,
+//! `requires`, named formats and property strings.
 
 mod formats;
 #[rustfmt::skip]
@@ -10,6 +11,8 @@ mod table;
 pub use table::ENDPOINTS;
 
 use std::collections::BTreeMap;
+
+use crate::version::PveVersion;
 
 pub(crate) use formats::{check_named_format, split_list};
 
@@ -35,6 +38,28 @@ impl Ty {
             Ty::Num => "number",
             Ty::Bool => "boolean",
         }
+    }
+}
+
+/// The PVE versions a definition holds for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions(u8);
+
+impl Versions {
+    /// PVE 8.4 only.
+    pub const V8_4: Versions = Versions(1);
+    /// PVE 9.1 only.
+    pub const V9_1: Versions = Versions(2);
+    /// Every version served.
+    pub const ALL: Versions = Versions(3);
+
+    /// Whether the definition holds for `version`.
+    pub const fn contains(self, version: PveVersion) -> bool {
+        let bit = match version {
+            PveVersion::V8_4 => 1,
+            PveVersion::V9_1 => 2,
+        };
+        self.0 & bit != 0
     }
 }
 
@@ -71,6 +96,18 @@ pub struct Sub {
 }
 
 impl Sub {
+    /// A required string key with no enum, format or alias (the generated table's base).
+    pub const DEFAULT: Sub = Sub {
+        name: "",
+        ty: Ty::Str,
+        optional: false,
+        default_key: false,
+        enums: &[],
+        format: None,
+        alias: None,
+        key_alias: None,
+    };
+
     /// An alias entry (`volume` for `file`, `virtio` for `macaddr` with model).
     pub const fn alias(
         name: &'static str,
@@ -113,16 +150,37 @@ pub struct Param {
     pub pattern: Option<&'static str>,
     /// Another parameter that must be given with this one.
     pub requires: Option<&'static str>,
+    /// The versions whose schema defines the parameter so.
+    pub versions: Versions,
 }
 
-/// One endpoint: method, path template under `/api2/json`, parameters (path ones included).
+impl Param {
+    /// A required string parameter of every version with no limits (the generated table's base).
+    pub const DEFAULT: Param = Param {
+        name: "",
+        ty: Ty::Str,
+        optional: false,
+        enums: &[],
+        format: Fmt::None,
+        min: None,
+        max: None,
+        max_len: None,
+        pattern: None,
+        requires: None,
+        versions: Versions::ALL,
+    };
+}
+
+/// One endpoint: method, path template under `/api2/json`, parameters (path ones included) of
+/// every version.
 #[derive(Debug, Clone, Copy)]
 pub struct Endpoint {
     /// `GET`, `POST`, `PUT` or `DELETE`.
     pub method: &'static str,
     /// Path template such as `/nodes/{node}/qemu/{vmid}/config`.
     pub path: &'static str,
-    /// Parameters in name order.
+    /// Parameters in name order; a name whose definition differs between versions has one row
+    /// per version.
     pub params: &'static [Param],
 }
 
@@ -152,9 +210,16 @@ pub fn max_index(family: &str) -> u32 {
 }
 
 impl Endpoint {
-    /// The definition a given parameter name falls under (`scsi3` under `scsi[n]`).
-    pub fn param(&self, name: &str) -> Option<&'static Param> {
-        if let Some(p) = self.params.iter().find(|p| p.name == name) {
+    /// The parameters `version` defines.
+    pub fn params_of(&self, version: PveVersion) -> impl Iterator<Item = &'static Param> + '_ {
+        self.params
+            .iter()
+            .filter(move |p| p.versions.contains(version))
+    }
+
+    /// The definition a given parameter name falls under in `version` (`scsi3` under `scsi[n]`).
+    pub fn param(&self, version: PveVersion, name: &str) -> Option<&'static Param> {
+        if let Some(p) = self.params_of(version).find(|p| p.name == name) {
             return Some(p);
         }
         let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
@@ -171,7 +236,7 @@ impl Endpoint {
             return None;
         }
         let want = format!("{family}[n]");
-        self.params.iter().find(|p| p.name == want)
+        self.params_of(version).find(|p| p.name == want)
     }
 }
 
@@ -184,11 +249,16 @@ pub fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-/// Checks request parameters against an endpoint, returning PVE's per-parameter messages.
-pub fn validate(ep: &Endpoint, params: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+/// Checks request parameters against an endpoint as `version` defines it, returning PVE's
+/// per-parameter messages.
+pub fn validate(
+    ep: &Endpoint,
+    version: PveVersion,
+    params: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
     let mut errors = BTreeMap::new();
     for (name, value) in params {
-        match ep.param(name) {
+        match ep.param(version, name) {
             None => {
                 errors.insert(
                     name.clone(),
@@ -210,7 +280,7 @@ pub fn validate(ep: &Endpoint, params: &BTreeMap<String, String>) -> BTreeMap<St
             }
         }
     }
-    for p in ep.params {
+    for p in ep.params_of(version) {
         if !p.optional && !p.name.ends_with("[n]") && !params.contains_key(p.name) {
             errors.insert(
                 p.name.to_string(),
@@ -367,9 +437,14 @@ pub fn print_property_string(keys: &[Sub], map: &PropMap) -> String {
     parts.join(",")
 }
 
-/// The property-string keys of a parameter of an endpoint, if it is one.
-pub fn prop_keys(method: &str, path: &str, param: &str) -> Option<&'static [Sub]> {
-    match endpoint(method, path)?.param(param)?.format {
+/// The property-string keys of a parameter of an endpoint in `version`, if it is one.
+pub fn prop_keys(
+    version: PveVersion,
+    method: &str,
+    path: &str,
+    param: &str,
+) -> Option<&'static [Sub]> {
+    match endpoint(method, path)?.param(version, param)?.format {
         Fmt::Prop(keys) => Some(keys),
         _ => None,
     }

@@ -7,8 +7,7 @@ use serde_json::Value;
 async fn version_nodes_and_status() {
     let sim = Sim::start().await;
     let v = sim.get("/version").await.ok();
-    assert_eq!(v["version"], proxops_pve_sim::VERSION);
-    assert_eq!(v["release"], "8.4");
+    assert_eq!(v["release"], "9.1", "9.1 is the default");
     let nodes = sim.get("/nodes").await.ok();
     assert_eq!(nodes[0]["node"], "pve1");
     assert_eq!(nodes[0]["status"], "online");
@@ -23,7 +22,7 @@ async fn version_nodes_and_status() {
         ns["pveversion"]
             .as_str()
             .unwrap()
-            .starts_with("pve-manager/8.4")
+            .starts_with("pve-manager/9.1")
     );
     let missing = sim.get("/nodes/nope/status").await.fail(500);
     assert!(missing.starts_with("hostname lookup 'nope' failed"));

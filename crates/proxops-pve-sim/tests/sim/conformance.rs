@@ -1,17 +1,29 @@
-//! Conformance with PVE's official API schema (../shared/pve-api/pve-api-8.4.2.tree.json, read
-//! only here, never by the simulator): the crate's parameter table equals the schema's for every
-//! implemented endpoint, and the responses of a scripted session match the schema's `returns`.
+//! Conformance with PVE's official API schemas (../shared/pve-api/pve-api-8.4.2.tree.json and
+//! pve-api-9.1.3.tree.json, read only here, never by the simulator): for each version the
+//! simulator serves, the crate's parameter table (its rows for that version) equals the schema's
+//! for every implemented endpoint, and the responses of a scripted session against a simulator
+//! of that version match the schema's `returns`.
 
 use crate::support::{Sim, enc};
+use proxops_pve_sim::PveVersion;
 use proxops_pve_sim::schema::{ENDPOINTS, Endpoint, Fmt, Ty};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// The schema, or `None` (test skipped) when ../shared is absent and not required.
-fn schema() -> Option<Value> {
+/// The schema file of a version.
+fn schema_file(version: PveVersion) -> &'static str {
+    match version {
+        PveVersion::V8_4 => "pve-api-8.4.2.tree.json",
+        PveVersion::V9_1 => "pve-api-9.1.3.tree.json",
+    }
+}
+
+/// The schema of a version, or `None` (test skipped) when ../shared is absent and not required.
+fn schema(version: PveVersion) -> Option<Value> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/pve-api/pve-api-8.4.2.tree.json");
+        .join("../../../shared/pve-api")
+        .join(schema_file(version));
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(serde_json::from_str(&text).expect("the schema is JSON")),
         Err(e) => {
@@ -67,8 +79,8 @@ fn truthy(v: &Value) -> bool {
     matches!(v, Value::Bool(true)) || v.as_i64() == Some(1)
 }
 
-fn check_endpoint(ep: &Endpoint, info: &Value, errs: &mut Vec<String>) {
-    let where_ = format!("{} {}", ep.method, ep.path);
+fn check_endpoint(ep: &Endpoint, version: PveVersion, info: &Value, errs: &mut Vec<String>) {
+    let where_ = format!("{version} {} {}", ep.method, ep.path);
     let method = &info[ep.method];
     if method.is_null() {
         errs.push(format!("{where_}: not in the schema"));
@@ -78,7 +90,14 @@ fn check_endpoint(ep: &Endpoint, info: &Value, errs: &mut Vec<String>) {
         .as_object()
         .cloned()
         .unwrap_or_default();
-    let ours: BTreeSet<&str> = ep.params.iter().map(|p| p.name).collect();
+    let ours: Vec<&str> = ep.params_of(version).map(|p| p.name).collect();
+    let unique: BTreeSet<&str> = ours.iter().copied().collect();
+    if unique.len() != ours.len() {
+        errs.push(format!(
+            "{where_}: a parameter has two rows for one version"
+        ));
+    }
+    let ours = unique;
     let theirs: BTreeSet<&str> = props.keys().map(String::as_str).collect();
     if ours != theirs {
         errs.push(format!(
@@ -87,7 +106,7 @@ fn check_endpoint(ep: &Endpoint, info: &Value, errs: &mut Vec<String>) {
             theirs.difference(&ours).collect::<Vec<_>>()
         ));
     }
-    for p in ep.params {
+    for p in ep.params_of(version) {
         let Some(d) = props.get(p.name) else { continue };
         let at = format!("{where_} {}", p.name);
         let want_ty = d["type"].as_str().unwrap_or("string");
@@ -142,13 +161,18 @@ fn check_endpoint(ep: &Endpoint, info: &Value, errs: &mut Vec<String>) {
 
 #[test]
 fn parameter_table_matches_the_schema() {
-    let Some(tree) = schema() else { return };
-    let idx = index(&tree);
     let mut errs = Vec::new();
-    for ep in ENDPOINTS {
-        match idx.get(ep.path) {
-            Some(info) => check_endpoint(ep, info, &mut errs),
-            None => errs.push(format!("{} {}: path not in the schema", ep.method, ep.path)),
+    for version in PveVersion::ALL {
+        let Some(tree) = schema(version) else { return };
+        let idx = index(&tree);
+        for ep in ENDPOINTS {
+            match idx.get(ep.path) {
+                Some(info) => check_endpoint(ep, version, info, &mut errs),
+                None => errs.push(format!(
+                    "{version} {} {}: path not in the schema",
+                    ep.method, ep.path
+                )),
+            }
         }
     }
     // Every implemented route has a table entry, and the other way round.
@@ -163,10 +187,15 @@ fn parameter_table_matches_the_schema() {
     );
 }
 
-/// Fields real PVE returns beyond what its 8.4 schema lists for an endpoint (checked against
-/// PVE's sources and real output): the simulator returns them on purpose.
+/// Fields real PVE returns beyond what its schema lists for an endpoint (checked against PVE's
+/// sources and real output): the simulator returns them on purpose.
 fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
     match endpoint {
+        // pve-container 9 `src/PVE/LXC.pm` `vmstatus` sets `pressurecpufull` of a running
+        // container too, though its schema lists only the other five pressure fields.
+        "GET /nodes/{node}/lxc" | "GET /nodes/{node}/lxc/{vmid}/status/current" => {
+            &["type", "pressurecpufull"]
+        }
         // /nodes rows come from the same resource data as /cluster/resources.
         "GET /nodes" => &["id", "type", "disk", "maxdisk"],
         // Storage rows of /cluster/resources carry the shared flag.
@@ -192,10 +221,11 @@ fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
         // The 8.4 schema lists no fields of a VNet; 9.1's lists these (pve-network
         // `PVE/API2/Network/SDN/Vnets.pm` `index`: the VNet's config with `vnet` and `digest`).
         "GET /cluster/sdn/vnets" => &["vnet", "type", "zone", "tag", "alias", "digest"],
+        // qemu-server `PVE/QemuServer.pm` `vmstatus` sets `disk: 0` for every VM ("no info
+        // available"); the list and `status/current` return its rows as they are.
+        "GET /nodes/{node}/qemu" | "GET /nodes/{node}/qemu/{vmid}/status/current" => &["disk"],
         // qemu-server writes `meta` into every new config; config GET returns it.
         "GET /nodes/{node}/qemu/{vmid}/config" => &["meta"],
-        // pct list rows say `type: lxc`.
-        "GET /nodes/{node}/lxc" => &["type"],
         // Content rows name their content type.
         "GET /nodes/{node}/storage/{storage}/content" => &["content"],
         _ => &[],
@@ -251,9 +281,22 @@ fn check_value(schema: &Value, v: &Value, at: &str, extra: &[&str], errs: &mut V
 
 #[tokio::test]
 async fn responses_match_the_schema_returns() {
-    let Some(tree) = schema() else { return };
-    let idx = index(&tree);
-    let sim = Sim::start().await;
+    for version in PveVersion::ALL {
+        let Some(tree) = schema(version) else { return };
+        let errs = scripted_session(version, &index(&tree)).await;
+        assert!(
+            errs.is_empty(),
+            "{version}: {} differences:\n{}",
+            errs.len(),
+            errs.join("\n")
+        );
+    }
+}
+
+/// Runs the scripted session against a simulator of `version`; returns the differences from
+/// that version's schema `returns`.
+async fn scripted_session(version: PveVersion, idx: &BTreeMap<String, Value>) -> Vec<String> {
+    let sim = Sim::of(version).await;
     sim.h.with_state(|st| {
         st.volumes.push(proxops_pve_sim::Volume {
             node: "pve1".into(),
@@ -460,6 +503,43 @@ async fn responses_match_the_schema_returns() {
             beyond_schema(&at),
             &mut errs,
         );
+        if data.is_string() {
+            sim.wait(&data).await;
+        }
+    }
+    // VM 100 runs soon (HA-managed: the start only queued a request); then what a running
+    // guest's rows carry (9.1: `memhost`, pressure stalls).
+    for _ in 0..200 {
+        let now = sim.get("/nodes/pve1/qemu/100/status/current").await.ok();
+        if now["status"] == "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let running = [
+        ("/nodes/{node}/qemu", "/nodes/pve1/qemu"),
+        (
+            "/nodes/{node}/qemu/{vmid}/status/current",
+            "/nodes/pve1/qemu/100/status/current",
+        ),
+    ];
+    for (t, p) in running {
+        let data = sim.get(p).await.ok();
+        let row = if data.is_array() { &data[0] } else { &data };
+        assert_eq!(row["status"], "running", "{t}");
+        assert_eq!(
+            row.get("pressurecpusome").is_some(),
+            version >= PveVersion::V9_1,
+            "{version} {t}: pressure fields are PVE 9's"
+        );
+        let at = format!("GET {t}");
+        check_value(
+            &idx[t]["GET"]["returns"],
+            &data,
+            &at,
+            beyond_schema(&at),
+            &mut errs,
+        );
     }
     // Writes that answer UPIDs or null, each waited for before the next.
     let writes: Vec<Call> = vec![
@@ -560,10 +640,5 @@ async fn responses_match_the_schema_returns() {
     let next = sim.get("/cluster/nextid").await.ok();
     assert!(next.as_str().is_some_and(|s| s.parse::<u32>().is_ok()));
     assert_eq!(idx["/cluster/nextid"]["GET"]["returns"]["type"], "integer");
-    assert!(
-        errs.is_empty(),
-        "{} differences:\n{}",
-        errs.len(),
-        errs.join("\n")
-    );
+    errs
 }

@@ -83,8 +83,11 @@ async fn create_stores_config_as_pve_does() {
     let wrongcontent = sim
         .post("/nodes/pve1/qemu", &[("vmid", "101"), ("scsi0", "local:8")])
         .await
-        .fail(500);
-    assert_eq!(wrongcontent, "storage 'local' does not support vm images");
+        .errors();
+    assert_eq!(
+        wrongcontent["storage"],
+        "storage 'local' does not support vm images"
+    );
 }
 
 #[tokio::test]

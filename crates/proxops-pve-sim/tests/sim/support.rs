@@ -1,7 +1,7 @@
 //! Shared test support: a started simulator with a pinned HTTPS client, request helpers that keep
 //! status, reason phrase and body, and a bounded task wait.
 
-use proxops_pve_sim::{SimConfig, SimHandle, TaskDurations, User, start};
+use proxops_pve_sim::{PveVersion, SimConfig, SimHandle, TaskDurations, User, start};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
@@ -159,21 +159,31 @@ pub struct Sim {
     pub auth: Auth,
 }
 
-/// The test configuration: fast tasks, a password user.
+/// The test configuration: fast tasks, a password user, the default version (9.1).
 pub fn config() -> SimConfig {
+    config_of(PveVersion::default())
+}
+
+/// The test configuration answering as `version`, with that version's demo cluster.
+pub fn config_of(version: PveVersion) -> SimConfig {
     SimConfig {
         task_durations: TaskDurations::uniform(Duration::from_millis(40)),
         users: vec![User {
             userid: "root@pam".into(),
             password: PASSWORD.into(),
         }],
-        ..SimConfig::default()
+        ..SimConfig::of_version(version)
     }
 }
 
 impl Sim {
     pub async fn start() -> Sim {
         Sim::with(config()).await
+    }
+
+    /// A simulator answering as `version`.
+    pub async fn of(version: PveVersion) -> Sim {
+        Sim::with(config_of(version)).await
     }
 
     pub async fn with(cfg: SimConfig) -> Sim {

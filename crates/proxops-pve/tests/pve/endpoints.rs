@@ -10,8 +10,16 @@ use std::collections::HashMap;
 async fn cluster_reads() {
     let sim = Sim::start().await;
     let v = sim.c.version().await.unwrap();
-    assert_eq!(v.version, proxops_pve_sim::VERSION);
-    assert!(!v.release.is_empty());
+    assert_eq!(
+        v.version,
+        proxops_pve_sim::PveVersion::default().manager_version()
+    );
+    assert_eq!(v.release_number(), Some((9, 1)));
+    // Read once per client: the second ask is answered from memory.
+    let before = sim.c.counters().count("GET", "/version");
+    assert_eq!(sim.c.pve_version().await.unwrap(), v);
+    assert_eq!(sim.c.pve_version().await.unwrap(), v);
+    assert_eq!(sim.c.counters().count("GET", "/version"), before + 1);
 
     let nodes = sim.c.nodes().await.unwrap();
     assert_eq!(nodes.len(), 1);
