@@ -169,6 +169,17 @@ impl Story<'_> {
     }
 
     async fn apply(&self, head: &Head, cluster: &str) -> Result<ClusterApplied, DemoError> {
+        if let Some(c) = head.repository.cluster(cluster) {
+            let nodes = c
+                .entry
+                .as_ref()
+                .map(|e| e.nodes.join(", "))
+                .unwrap_or_default();
+            let version = crate::backend::sim_version(c, &crate::backend::SimSeed::default());
+            self.note(&format!(
+                "cluster {cluster}: a simulated PVE {version}, nodes {nodes}"
+            ));
+        }
         let first = self.cycle(head, cluster).await;
         failed_run(&first)?;
         let tasks = self.sim_state(cluster)?.tasks.len();
