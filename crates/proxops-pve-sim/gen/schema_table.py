@@ -38,6 +38,11 @@ ENDPOINTS = [
     ("POST", "/nodes/{node}/lxc/{vmid}/status/start"), ("POST", "/nodes/{node}/lxc/{vmid}/status/stop"),
     ("POST", "/nodes/{node}/lxc/{vmid}/status/shutdown"), ("POST", "/nodes/{node}/lxc/{vmid}/clone"),
     ("POST", "/nodes/{node}/lxc/{vmid}/template"), ("PUT", "/nodes/{node}/lxc/{vmid}/resize"),
+    *[(m, f"/nodes/{{node}}/{k}/{{vmid}}/snapshot{p}")
+      for k in ("qemu", "lxc")
+      for (m, p) in (("GET", ""), ("POST", ""), ("GET", "/{snapname}"), ("DELETE", "/{snapname}"),
+                     ("GET", "/{snapname}/config"), ("PUT", "/{snapname}/config"),
+                     ("POST", "/{snapname}/rollback"))],
     ("GET", "/nodes/{node}/storage"), ("GET", "/nodes/{node}/storage/{storage}/content"),
     ("GET", "/nodes/{node}/storage/{storage}/content/{volume}"),
     ("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}"),

@@ -291,8 +291,12 @@ pub struct Guest {
     pub pending: BTreeMap<String, String>,
     /// Keys pending deletion.
     pub pending_delete: Vec<String>,
-    /// Snapshot names.
+    /// Snapshot names, oldest first.
     pub snapshots: Vec<String>,
+    /// What each snapshot holds (a snapshot made through the API; one seeded by name only has
+    /// none).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub snapshot_data: BTreeMap<String, Snapshot>,
     /// When it was last started.
     pub started_at: Option<u64>,
     /// Resource pool it belongs to (PVE keeps pools outside the guest config).
@@ -301,6 +305,22 @@ pub struct Guest {
     /// returns as `lxc: [[key, value], ...]` and no API call can set.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub raw_lxc: Vec<(String, String)>,
+}
+
+/// One snapshot section of a guest config (pve-guest-common `AbstractConfig`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Snapshot {
+    /// The config as it was.
+    pub config: BTreeMap<String, String>,
+    /// Its description.
+    pub description: String,
+    /// When it was taken (seconds since the epoch).
+    pub snaptime: u64,
+    /// Whether it holds the RAM of a running VM.
+    pub vmstate: bool,
+    /// The snapshot it was taken on top of.
+    pub parent: Option<String>,
 }
 
 impl Guest {

@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -19,6 +19,7 @@ pub(crate) mod perms;
 pub(crate) mod qemu;
 pub(crate) mod sdn;
 pub(crate) mod setconfig;
+pub(crate) mod snapshot;
 pub(crate) mod storage;
 pub(crate) mod tasks;
 
@@ -206,6 +207,13 @@ routes! {
     "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
     "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
     "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
+    "GET" "/nodes/{node}/qemu/{vmid}/snapshot" => snapshot::qemu_list,
+    "POST" "/nodes/{node}/qemu/{vmid}/snapshot" => snapshot::qemu_create,
+    "GET" "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}" => snapshot::qemu_index,
+    "DELETE" "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}" => snapshot::qemu_delete,
+    "GET" "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config" => snapshot::qemu_config,
+    "PUT" "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config" => snapshot::qemu_update,
+    "POST" "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback" => snapshot::qemu_rollback,
     "GET" "/nodes/{node}/lxc" => lxc::list,
     "POST" "/nodes/{node}/lxc" => lxc::create,
     "GET" "/nodes/{node}/lxc/{vmid}" => guest::lxc_index,
@@ -220,6 +228,13 @@ routes! {
     "POST" "/nodes/{node}/lxc/{vmid}/clone" => guest::lxc_clone,
     "POST" "/nodes/{node}/lxc/{vmid}/template" => guest::lxc_template,
     "PUT" "/nodes/{node}/lxc/{vmid}/resize" => guest::lxc_resize,
+    "GET" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_list,
+    "POST" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_create,
+    "GET" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}" => snapshot::lxc_index,
+    "DELETE" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}" => snapshot::lxc_delete,
+    "GET" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config" => snapshot::lxc_config,
+    "PUT" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config" => snapshot::lxc_update,
+    "POST" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback" => snapshot::lxc_rollback,
     "GET" "/nodes/{node}/storage" => storage::list,
     "GET" "/nodes/{node}/storage/{storage}/content" => storage::content,
     "GET" "/nodes/{node}/storage/{storage}/content/{volume}" => storage::volume_info,

@@ -623,6 +623,83 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "size", pattern: Some("\\+?\\d+(\\.\\d+)?[KMGT]?"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
     ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/snapshot", params: &[
+        Param { name: "description", optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+        Param { name: "vmstate", ty: Ty::Bool, optional: true, ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "DELETE", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", params: &[
+        Param { name: "force", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "PUT", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", params: &[
+        Param { name: "description", optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "start", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/snapshot", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/snapshot", params: &[
+        Param { name: "description", optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "DELETE", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", params: &[
+        Param { name: "force", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "PUT", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", params: &[
+        Param { name: "description", optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
+        Param { name: "start", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
     Endpoint { method: "GET", path: "/nodes/{node}/storage", params: &[
         Param { name: "content", optional: true, format: Fmt::Named("pve-storage-content-list"), ..P },
         Param { name: "enabled", ty: Ty::Bool, optional: true, ..P },

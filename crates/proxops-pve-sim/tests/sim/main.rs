@@ -19,6 +19,7 @@ mod privileges;
 mod proxy;
 mod qemu;
 mod seed;
+mod snapshot;
 mod state;
 mod storage;
 mod tasks;
