@@ -23,6 +23,8 @@ ENDPOINTS = [
     ("GET", "/cluster/mapping/usb"), ("GET", "/cluster/mapping/usb/{id}"),
     ("GET", "/cluster/sdn/vnets"),
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
+    ("GET", "/pools"), ("POST", "/pools"), ("PUT", "/pools"), ("DELETE", "/pools"),
+    ("GET", "/pools/{poolid}"), ("PUT", "/pools/{poolid}"), ("DELETE", "/pools/{poolid}"),
     ("GET", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/qemu"),
     ("GET", "/nodes/{node}/qemu/{vmid}"), ("DELETE", "/nodes/{node}/qemu/{vmid}"),
     ("GET", "/nodes/{node}/qemu/{vmid}/config"), ("POST", "/nodes/{node}/qemu/{vmid}/config"),

@@ -54,8 +54,8 @@ pub use faults::draw as fault_draw;
 pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};
 pub use state::{
-    DeclaredStorage, Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, Snapshot,
-    State, Stats, Storage, Task, Vnet, Volume,
+    DeclaredStorage, Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, Pool,
+    Snapshot, State, Stats, Storage, Task, Vnet, Volume,
 };
 pub use tls::fingerprint;
 pub use version::PveVersion;

@@ -42,6 +42,18 @@ pub struct State {
     /// [`crate::SimConfig::pve_version`]; a state file records it, so that a restart without a
     /// version of its own keeps the cluster's.
     pub pve_version: PveVersion,
+    /// Resource pools by id (`user.cfg`); a guest's membership is its `pool`.
+    pub pools: BTreeMap<String, Pool>,
+}
+
+/// One resource pool (pve-access-control `user.cfg` `pool:` lines).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Pool {
+    /// Its comment.
+    pub comment: Option<String>,
+    /// Member storages.
+    pub storage: Vec<String>,
 }
 
 /// The PCI and USB resource mappings by id (pve-guest-common `src/PVE/Mapping/PCI.pm` and

@@ -21,6 +21,10 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     ctx.require(&format!("/vms/{newid}"), "VM.Allocate")?;
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
+    // qemu-server `create_vm` / pve-container `create_vm` / `clone_vm`: `check_pool_exist`.
+    if let Some(pool) = ctx.p("pool") {
+        super::pool::check_pool_exists(&st, pool)?;
+    }
     let version = st.pve_version;
     let src = guest(&st, kind, &node, vmid)?.clone();
     let word = kind.word();

@@ -55,6 +55,10 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let template = ctx.req("ostemplate")?;
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
+    // qemu-server `create_vm` / pve-container `create_vm` / `clone_vm`: `check_pool_exist`.
+    if let Some(pool) = ctx.p("pool") {
+        super::pool::check_pool_exists(&st, pool)?;
+    }
     check_node(&st, &node)?;
     if let Some(g) = st.guests.get(&vmid) {
         return Err(ApiError::fail(format!(

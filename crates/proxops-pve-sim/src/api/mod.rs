@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -16,6 +16,7 @@ pub(crate) mod hotplug;
 pub(crate) mod lxc;
 pub(crate) mod mapping;
 pub(crate) mod perms;
+pub(crate) mod pool;
 pub(crate) mod qemu;
 pub(crate) mod sdn;
 pub(crate) mod setconfig;
@@ -192,6 +193,13 @@ routes! {
     "GET" "/access/permissions" => access::permissions,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,
+    "GET" "/pools" => pool::index,
+    "POST" "/pools" => pool::create,
+    "PUT" "/pools" => pool::update,
+    "DELETE" "/pools" => pool::delete,
+    "GET" "/pools/{poolid}" => pool::read,
+    "PUT" "/pools/{poolid}" => pool::update,
+    "DELETE" "/pools/{poolid}" => pool::delete,
     "GET" "/nodes/{node}/qemu" => qemu::list,
     "POST" "/nodes/{node}/qemu" => qemu::create,
     "GET" "/nodes/{node}/qemu/{vmid}" => guest::qemu_index,

@@ -133,14 +133,19 @@ pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
         {
             bad(format!("invalid bridge ID '{v}'"))
         }
+        // pve-access-control `PVE::AccessControl::verify_poolname`: up to three levels.
+        "pve-poolid" if v.split('/').count() > 3 => bad(format!(
+            "pool name '{v}' nested too deeply (max levels = 3)"
+        )),
         "pve-poolid"
-            if !is_ident(
-                v,
-                |c| c.is_alphanumeric() || "-_".contains(c),
-                |c| c.is_alphanumeric() || "-_.".contains(c),
-            ) =>
+            if !v.split('/').all(|level| {
+                !level.is_empty()
+                    && level
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || ".-_".contains(c))
+            }) =>
         {
-            bad(format!("pool name '{v}' contains illegal characters"))
+            bad(format!("pool name '{v}' contains invalid characters"))
         }
         _ => Ok(()),
     }

@@ -75,6 +75,40 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "glusterfs", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V84, ..P },
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V91, ..P },
     ] },
+    Endpoint { method: "GET", path: "/pools", params: &[
+        Param { name: "poolid", optional: true, format: Fmt::Named("pve-poolid"), ..P },
+        Param { name: "type", optional: true, enums: &["qemu", "lxc", "storage"], requires: Some("poolid"), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/pools", params: &[
+        Param { name: "comment", optional: true, ..P },
+        Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
+    ] },
+    Endpoint { method: "PUT", path: "/pools", params: &[
+        Param { name: "allow-move", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "comment", optional: true, ..P },
+        Param { name: "delete", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
+        Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id-list"), ..P },
+        Param { name: "vms", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
+    ] },
+    Endpoint { method: "DELETE", path: "/pools", params: &[
+        Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/pools/{poolid}", params: &[
+        Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
+        Param { name: "type", optional: true, enums: &["qemu", "lxc", "storage"], ..P },
+    ] },
+    Endpoint { method: "PUT", path: "/pools/{poolid}", params: &[
+        Param { name: "allow-move", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "comment", optional: true, ..P },
+        Param { name: "delete", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
+        Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id-list"), ..P },
+        Param { name: "vms", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
+    ] },
+    Endpoint { method: "DELETE", path: "/pools/{poolid}", params: &[
+        Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
+    ] },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu", params: &[
         Param { name: "full", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },

@@ -15,6 +15,7 @@ mod faults;
 mod ha;
 mod lxc;
 mod params;
+mod pool;
 mod privileges;
 mod proxy;
 mod qemu;
