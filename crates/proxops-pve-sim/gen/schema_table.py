@@ -40,6 +40,8 @@ ENDPOINTS = [
     ("POST", "/nodes/{node}/lxc/{vmid}/status/start"), ("POST", "/nodes/{node}/lxc/{vmid}/status/stop"),
     ("POST", "/nodes/{node}/lxc/{vmid}/status/shutdown"), ("POST", "/nodes/{node}/lxc/{vmid}/clone"),
     ("POST", "/nodes/{node}/lxc/{vmid}/template"), ("PUT", "/nodes/{node}/lxc/{vmid}/resize"),
+    *[("POST", f"/nodes/{{node}}/{k}/{{vmid}}/status/{a}")
+      for k in ("qemu", "lxc") for a in ("reboot", "suspend", "resume") + (("reset",) if k == "qemu" else ())],
     *[(m, f"/nodes/{{node}}/{k}/{{vmid}}/snapshot{p}")
       for k in ("qemu", "lxc")
       for (m, p) in (("GET", ""), ("POST", ""), ("GET", "/{snapname}"), ("DELETE", "/{snapname}"),

@@ -311,6 +311,10 @@ pub struct Guest {
     pub snapshot_data: BTreeMap<String, Snapshot>,
     /// When it was last started.
     pub started_at: Option<u64>,
+    /// A running guest paused (`qm suspend`, `pct suspend`): still `running`, `qmpstatus`
+    /// `paused`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// Resource pool it belongs to (PVE keeps pools outside the guest config).
     pub pool: Option<String>,
     /// A container's raw `lxc.*` lines, in file order (a key may repeat), which `GET .../config`

@@ -211,7 +211,12 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         };
         obj.insert("ha".into(), ha);
         if kind == GuestKind::Qemu {
-            obj.insert("qmpstatus".into(), g.status.clone().into());
+            let qmp = if g.paused {
+                "paused".to_owned()
+            } else {
+                g.status.clone()
+            };
+            obj.insert("qmpstatus".into(), qmp.into());
             if let Some(a) = g.config.get("agent") {
                 obj.insert(
                     "agent".into(),
@@ -237,6 +242,28 @@ enum Power {
     Start,
     Stop,
     Shutdown,
+    /// Shutdown and start in one worker (pending changes apply).
+    Reboot,
+    /// A hard reset of the running machine (its config, pending included, unchanged).
+    Reset,
+    /// Pause a running guest.
+    Suspend,
+    /// Continue a paused one.
+    Resume,
+}
+
+impl Power {
+    fn word(self) -> &'static str {
+        match self {
+            Power::Start => "start",
+            Power::Stop => "stop",
+            Power::Shutdown => "shutdown",
+            Power::Reboot => "reboot",
+            Power::Reset => "reset",
+            Power::Suspend => "suspend",
+            Power::Resume => "resume",
+        }
+    }
 }
 
 fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiError> {
@@ -256,6 +283,18 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
     if action == Power::Start && kind == GuestKind::Lxc && g.running() {
         return Err(ApiError::fail(format!("CT {vmid} already running")));
     }
+    // qemu-server `vm_reboot`, `vm_reset`, `vm_suspend` check the VM runs before they fork (as
+    // pve-container's `vm_reboot`/`vm_suspend` do).
+    if matches!(
+        action,
+        Power::Reboot | Power::Reset | Power::Suspend | Power::Resume
+    ) && !g.running()
+    {
+        return Err(ApiError::fail(format!(
+            "{} {vmid} not running",
+            kind.word()
+        )));
+    }
     check_lock(ctx, g)?;
     let word = kind.word();
     let user = ctx.who().task_user();
@@ -265,8 +304,8 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
     // `ha-manager crm-command stop <sid> <timeout>`); the CRM/LRM act on it later.
     if st.ha_of(vmid).is_some_and(|r| r.state != "ignored") {
         let (task, wanted, verb) = match action {
-            Power::Start => ("hastart", "started", "start"),
-            Power::Stop | Power::Shutdown => ("hastop", "stopped", "stop"),
+            Power::Start | Power::Resume => ("hastart", "started", "start"),
+            _ => ("hastop", "stopped", "stop"),
         };
         let sid = ha_sid(kind, vmid);
         let later = shared.clone();
@@ -294,11 +333,7 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
         return Ok(upid.into());
     }
     let prefix = if kind == GuestKind::Qemu { "qm" } else { "vz" };
-    let task = match action {
-        Power::Start => "start",
-        Power::Stop => "stop",
-        Power::Shutdown => "shutdown",
-    };
+    let task = action.word();
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
         if fail {
             return Err(INJECTED.into());
@@ -348,6 +383,24 @@ fn apply_power(g: &mut Guest, action: Power) -> Result<Vec<String>, String> {
         Power::Stop | Power::Shutdown => {
             g.status = "stopped".into();
             g.started_at = None;
+            g.paused = false;
+            Ok(Vec::new())
+        }
+        _ if !g.running() => Err(format!("{word} {vmid} not running")),
+        Power::Reboot => {
+            apply_power(g, Power::Stop)?;
+            apply_power(g, Power::Start)
+        }
+        Power::Reset => {
+            g.paused = false;
+            Ok(Vec::new())
+        }
+        Power::Suspend => {
+            g.paused = true;
+            Ok(Vec::new())
+        }
+        Power::Resume => {
+            g.paused = false;
             Ok(Vec::new())
         }
     }
@@ -364,8 +417,8 @@ pub(crate) fn ha_request(shared: &Arc<Shared>, sid: String, vmid: u32, start: bo
 /// time here), so a caller that only waits for the task still finds the old status.
 fn ha_act_later(shared: &Arc<Shared>, sid: String, vmid: u32, action: Power) {
     let kind = match action {
-        Power::Start => "hastart",
-        Power::Stop | Power::Shutdown => "hastop",
+        Power::Start | Power::Resume => "hastart",
+        _ => "hastop",
     };
     let delay = lock(&shared.durations).of(kind);
     let shared2 = shared.clone();
@@ -375,7 +428,7 @@ fn ha_act_later(shared: &Arc<Shared>, sid: String, vmid: u32, action: Power) {
         tokio::time::sleep(delay).await;
         let mut st = lock(&shared2.state);
         // The LRM only acts while the resource still asks for this state.
-        let wanted = if action == Power::Start {
+        let wanted = if matches!(action, Power::Start | Power::Resume) {
             "started"
         } else {
             "stopped"
@@ -668,6 +721,10 @@ both! {
     qemu_start => power(Power::Start); lxc_start => power(Power::Start);
     qemu_stop => power(Power::Stop); lxc_stop => power(Power::Stop);
     qemu_shutdown => power(Power::Shutdown); lxc_shutdown => power(Power::Shutdown);
+    qemu_reboot => power(Power::Reboot); lxc_reboot => power(Power::Reboot);
+    qemu_suspend => power(Power::Suspend); lxc_suspend => power(Power::Suspend);
+    qemu_resume => power(Power::Resume); lxc_resume => power(Power::Resume);
+    qemu_reset => power(Power::Reset);
     qemu_template => template; lxc_template => template;
     qemu_resize => resize; lxc_resize => resize;
     qemu_destroy => destroy; lxc_destroy => destroy;

@@ -657,6 +657,42 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "size", pattern: Some("\\+?\\d+(\\.\\d+)?[KMGT]?"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
     ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/reboot", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/suspend", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "statestorage", optional: true, format: Fmt::Named("pve-storage-id"), requires: Some("todisk"), ..P },
+        Param { name: "todisk", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/resume", params: &[
+        Param { name: "nocheck", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/reset", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/reboot", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/suspend", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/resume", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },

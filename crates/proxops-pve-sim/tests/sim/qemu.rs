@@ -778,3 +778,45 @@ async fn a_pending_write_changes_the_digest() {
         .fail(500);
     assert_eq!(stale, "checksum mismatch (file change by other user?)");
 }
+
+#[tokio::test]
+async fn reboot_reset_suspend_and_resume_as_qemu_server_does_them() {
+    // qemu-server `API2/Qemu.pm` `vm_reboot`, `vm_reset`, `vm_suspend`, `vm_resume`: each needs
+    // a running VM; a reboot (shutdown and start in one worker) applies pending changes, a
+    // reset does not; a suspended VM stays `running` with `qmpstatus: paused`.
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("memory", "1024")]).await;
+    let base = "/nodes/pve1/qemu/100/status";
+    let refused = sim.post(&format!("{base}/reboot"), &[]).await.fail(500);
+    assert_eq!(refused, "VM 100 not running");
+    sim.wait_ok(&sim.post(&format!("{base}/start"), &[]).await.ok())
+        .await;
+    // Memory without hotplug waits for a restart.
+    sim.put("/nodes/pve1/qemu/100/config", &[("memory", "2048")])
+        .await
+        .ok();
+    let upid = sim.post(&format!("{base}/reset"), &[]).await.ok();
+    assert!(upid.as_str().unwrap().contains(":qmreset:100:"));
+    sim.wait_ok(&upid).await;
+    let current = sim.get("/nodes/pve1/qemu/100/config?current=1").await.ok();
+    assert_eq!(
+        current["memory"], "1024",
+        "a reset keeps the pending change pending"
+    );
+    let upid = sim.post(&format!("{base}/reboot"), &[]).await.ok();
+    assert!(upid.as_str().unwrap().contains(":qmreboot:100:"));
+    sim.wait_ok(&upid).await;
+    let current = sim.get("/nodes/pve1/qemu/100/config?current=1").await.ok();
+    assert_eq!(current["memory"], "2048", "the reboot applied it");
+    sim.wait_ok(&sim.post(&format!("{base}/suspend"), &[]).await.ok())
+        .await;
+    let s = sim.get(&format!("{base}/current")).await.ok();
+    assert_eq!(
+        (s["status"].as_str(), s["qmpstatus"].as_str()),
+        (Some("running"), Some("paused"))
+    );
+    sim.wait_ok(&sim.post(&format!("{base}/resume"), &[]).await.ok())
+        .await;
+    let s = sim.get(&format!("{base}/current")).await.ok();
+    assert_eq!(s["qmpstatus"], "running");
+}
