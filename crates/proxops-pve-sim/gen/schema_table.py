@@ -42,6 +42,9 @@ ENDPOINTS = [
     ("POST", "/nodes/{node}/lxc/{vmid}/template"), ("PUT", "/nodes/{node}/lxc/{vmid}/resize"),
     *[("POST", f"/nodes/{{node}}/{k}/{{vmid}}/status/{a}")
       for k in ("qemu", "lxc") for a in ("reboot", "suspend", "resume") + (("reset",) if k == "qemu" else ())],
+    ("GET", "/nodes/{node}/qemu/{vmid}/agent"), ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping"),
+    *[("GET", f"/nodes/{{node}}/qemu/{{vmid}}/agent/{c}")
+      for c in ("info", "network-get-interfaces", "get-osinfo", "get-host-name", "get-time")],
     *[(m, f"/nodes/{{node}}/{k}/{{vmid}}/snapshot{p}")
       for k in ("qemu", "lxc")
       for (m, p) in (("GET", ""), ("POST", ""), ("GET", "/{snapname}"), ("DELETE", "/{snapname}"),

@@ -2,10 +2,11 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
+pub(crate) mod agent;
 pub(crate) mod clone;
 pub(crate) mod cluster;
 pub(crate) mod debug;
@@ -219,6 +220,13 @@ routes! {
     "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
     "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
     "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
+    "GET" "/nodes/{node}/qemu/{vmid}/agent" => agent::index,
+    "POST" "/nodes/{node}/qemu/{vmid}/agent/ping" => agent::ping,
+    "GET" "/nodes/{node}/qemu/{vmid}/agent/info" => agent::info,
+    "GET" "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces" => agent::interfaces,
+    "GET" "/nodes/{node}/qemu/{vmid}/agent/get-osinfo" => agent::osinfo,
+    "GET" "/nodes/{node}/qemu/{vmid}/agent/get-host-name" => agent::host_name,
+    "GET" "/nodes/{node}/qemu/{vmid}/agent/get-time" => agent::time,
     "GET" "/nodes/{node}/qemu/{vmid}/snapshot" => snapshot::qemu_list,
     "POST" "/nodes/{node}/qemu/{vmid}/snapshot" => snapshot::qemu_create,
     "GET" "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}" => snapshot::qemu_index,

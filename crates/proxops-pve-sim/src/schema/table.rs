@@ -693,6 +693,34 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
     ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/agent/ping", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/info", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/get-host-name", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/get-time", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },

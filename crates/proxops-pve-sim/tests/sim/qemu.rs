@@ -820,3 +820,56 @@ async fn reboot_reset_suspend_and_resume_as_qemu_server_does_them() {
     let s = sim.get(&format!("{base}/current")).await.ok();
     assert_eq!(s["qmpstatus"], "running");
 }
+
+#[tokio::test]
+async fn the_guest_agent_answers_once_configured_and_running() {
+    // qemu-server `PVE::QemuServer::Agent::assert_agent_available` and `API2/Qemu/Agent.pm`.
+    let sim = Sim::start().await;
+    sim.create_vm(
+        "100",
+        &[
+            ("name", "web"),
+            ("net0", "virtio=BC:24:11:00:00:01,bridge=vmbr0"),
+            ("net1", "virtio=BC:24:11:00:00:02,bridge=vmbr1"),
+            ("ipconfig0", "ip=10.1.2.3/24,gw=10.1.2.1"),
+            ("ipconfig1", "ip=dhcp"),
+        ],
+    )
+    .await;
+    let agent = "/nodes/pve1/qemu/100/agent";
+    let none = sim.post(&format!("{agent}/ping"), &[]).await.fail(500);
+    assert_eq!(none, "No QEMU guest agent configured");
+    sim.put("/nodes/pve1/qemu/100/config", &[("agent", "1")])
+        .await
+        .ok();
+    let stopped = sim
+        .get(&format!("{agent}/network-get-interfaces"))
+        .await
+        .fail(500);
+    assert_eq!(stopped, "VM 100 is not running");
+    sim.wait_ok(
+        &sim.post("/nodes/pve1/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
+    assert_eq!(
+        sim.post(&format!("{agent}/ping"), &[]).await.ok(),
+        serde_json::json!({ "result": {} })
+    );
+    let nics = sim
+        .get(&format!("{agent}/network-get-interfaces"))
+        .await
+        .ok();
+    let nics = nics["result"].as_array().unwrap();
+    assert_eq!(nics.len(), 3);
+    assert_eq!(nics[1]["name"], "eth0");
+    assert_eq!(nics[1]["hardware-address"], "bc:24:11:00:00:01");
+    assert_eq!(nics[1]["ip-addresses"][0]["ip-address"], "10.1.2.3");
+    assert_eq!(nics[1]["ip-addresses"][0]["prefix"], 24);
+    assert_eq!(nics[2]["ip-addresses"][0]["ip-address"], "10.0.100.11");
+    let host = sim.get(&format!("{agent}/get-host-name")).await.ok();
+    assert_eq!(host["result"]["host-name"], "web");
+    let os = sim.get(&format!("{agent}/get-osinfo")).await.ok();
+    assert_eq!(os["result"]["id"], "linux");
+}
