@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -16,6 +16,7 @@ pub(crate) mod ha;
 pub(crate) mod hotplug;
 pub(crate) mod lxc;
 pub(crate) mod mapping;
+pub(crate) mod migrate;
 pub(crate) mod perms;
 pub(crate) mod pool;
 pub(crate) mod qemu;
@@ -218,6 +219,7 @@ routes! {
     "POST" "/nodes/{node}/qemu/{vmid}/status/suspend" => guest::qemu_suspend,
     "POST" "/nodes/{node}/qemu/{vmid}/status/resume" => guest::qemu_resume,
     "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
+    "POST" "/nodes/{node}/qemu/{vmid}/migrate" => migrate::qemu,
     "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
     "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
     "GET" "/nodes/{node}/qemu/{vmid}/agent" => agent::index,
@@ -249,6 +251,7 @@ routes! {
     "POST" "/nodes/{node}/lxc/{vmid}/status/suspend" => guest::lxc_suspend,
     "POST" "/nodes/{node}/lxc/{vmid}/status/resume" => guest::lxc_resume,
     "POST" "/nodes/{node}/lxc/{vmid}/clone" => guest::lxc_clone,
+    "POST" "/nodes/{node}/lxc/{vmid}/migrate" => migrate::lxc,
     "POST" "/nodes/{node}/lxc/{vmid}/template" => guest::lxc_template,
     "PUT" "/nodes/{node}/lxc/{vmid}/resize" => guest::lxc_resize,
     "GET" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_list,

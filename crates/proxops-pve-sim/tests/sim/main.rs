@@ -14,6 +14,7 @@ mod download;
 mod faults;
 mod ha;
 mod lxc;
+mod migrate;
 mod params;
 mod pool;
 mod privileges;

@@ -1,0 +1,167 @@
+//! Migration to another node of the cluster, as qemu-server `src/PVE/API2/Qemu.pm` `migrate_vm`
+//! with `src/PVE/QemuMigrate.pm`, and pve-container `src/PVE/API2/LXC.pm` `migrate_vm` with
+//! `src/PVE/LXC/Migrate.pm`, refuse and do it: the checks before the worker (`target is local
+//! node.`, a node that is not in the cluster, a running guest without `online`/`restart`), then
+//! a `qmigrate`/`vzmigrate` worker that moves local volumes to the same storage on the target
+//! (refusing a running VM's local disks without `with-local-disks`, and a storage the target
+//! lacks) and the guest with them. An HA-managed guest's migration is a `hamigrate` request.
+
+use serde_json::Value;
+
+use super::guest::check_lock;
+use super::{Ctx, guest};
+use crate::error::ApiError;
+use crate::state::{GuestKind, State};
+use crate::tasks::{self, INJECTED};
+
+pub(crate) fn qemu(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    migrate(ctx, GuestKind::Qemu)
+}
+
+pub(crate) fn lxc(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    migrate(ctx, GuestKind::Lxc)
+}
+
+fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Migrate")?;
+    let target = ctx.req("target")?;
+    if target == node {
+        return Err(ApiError::param("target", "target is local node."));
+    }
+    let online = ctx.flag("online").unwrap_or(false);
+    let restart = ctx.flag("restart").unwrap_or(false);
+    let local_disks = ctx.flag("with-local-disks").unwrap_or(false);
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    // `PVE::Cluster::check_node_exists`.
+    if st.node(&target).is_none() {
+        return Err(ApiError::fail(format!("no such cluster node '{target}'")));
+    }
+    let g = guest(&st, kind, &node, vmid)?;
+    check_lock(ctx, g)?;
+    let running = g.running();
+    match kind {
+        GuestKind::Qemu if running && !online => {
+            return Err(ApiError::fail("can't migrate running VM without --online"));
+        }
+        GuestKind::Lxc if running && !online && !restart => {
+            return Err(ApiError::fail(
+                "can't migrate running container without --online or --restart",
+            ));
+        }
+        _ => {}
+    }
+    let user = ctx.who().task_user();
+    if st.ha_of(vmid).is_some_and(|r| r.state != "ignored") {
+        // `ha-manager migrate`: the CRM moves it later; here the request is all the task does.
+        let word = kind.word();
+        let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+            if fail {
+                return Err(INJECTED.into());
+            }
+            move_guest(st, vmid, &target, true, true)?;
+            Ok(vec![format!(
+                "Requesting HA migration for {word} {vmid} to node {target}"
+            )])
+        });
+        return Ok(tasks::spawn(
+            &shared,
+            &mut st,
+            &node,
+            "hamigrate",
+            &vmid.to_string(),
+            &user,
+            None,
+            job,
+        )
+        .into());
+    }
+    // PVE's task types: `qmigrate` (sic) and `vzmigrate`.
+    let task = if kind == GuestKind::Qemu {
+        "qmigrate"
+    } else {
+        "vzmigrate"
+    };
+    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
+        if kind == GuestKind::Lxc && online {
+            return Err("lxc live migration is currently not implemented".into());
+        }
+        if fail {
+            return Err(INJECTED.into());
+        }
+        let allow_local = kind == GuestKind::Lxc || !running || local_disks;
+        move_guest(st, vmid, &target, allow_local, false)?;
+        Ok(Vec::new())
+    });
+    Ok(tasks::spawn(
+        &shared,
+        &mut st,
+        &node,
+        task,
+        &vmid.to_string(),
+        &user,
+        None,
+        job,
+    )
+    .into())
+}
+
+/// Moves the guest and its local volumes to `target` (each to the storage of the same id there).
+fn move_guest(
+    st: &mut State,
+    vmid: u32,
+    target: &str,
+    allow_local: bool,
+    ha: bool,
+) -> Result<(), String> {
+    let Some(g) = st.guests.get(&vmid).cloned() else {
+        return Err("guest vanished".into());
+    };
+    let source = g.node.clone();
+    let mut moved = Vec::new();
+    for (key, value) in &g.config {
+        if !super::disks::is_disk_key(g.kind, key) {
+            continue;
+        }
+        let Some(volid) = super::disks::volid_of(value) else {
+            continue;
+        };
+        let Some((sid, _)) = volid.split_once(':') else {
+            continue;
+        };
+        let Some(storage) = st.storage(&source, sid) else {
+            continue;
+        };
+        if storage.shared {
+            continue;
+        }
+        if value.contains("media=cdrom") {
+            return Err(format!("can't migrate local cdrom image '{volid}'"));
+        }
+        if !allow_local && !ha {
+            return Err(format!(
+                "can't migrate local disk '{volid}': can't live migrate attached local disks without with-local-disks option"
+            ));
+        }
+        if st.storage(target, sid).is_none() {
+            return Err(format!(
+                "storage '{sid}' is not available on node '{target}'"
+            ));
+        }
+        moved.push(volid.to_owned());
+    }
+    for v in st.volumes.iter_mut() {
+        if v.node == source && moved.contains(&v.volid) {
+            v.node = target.to_owned();
+        }
+    }
+    if let Some(g) = st.guests.get_mut(&vmid) {
+        g.node = target.to_owned();
+        if g.kind == GuestKind::Lxc && g.running() {
+            // Restart mode: stopped on the source, started on the target.
+            g.started_at = Some(crate::auth::now());
+        }
+    }
+    Ok(())
+}
