@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -20,6 +20,7 @@ pub(crate) mod migrate;
 pub(crate) mod perms;
 pub(crate) mod pool;
 pub(crate) mod qemu;
+pub(crate) mod reads;
 pub(crate) mod sdn;
 pub(crate) mod setconfig;
 pub(crate) mod snapshot;
@@ -195,6 +196,11 @@ routes! {
     "GET" "/access/permissions" => access::permissions,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,
+    "GET" "/storage/{storage}" => reads::storage_config,
+    "GET" "/cluster/backup-info/not-backed-up" => reads::not_backed_up,
+    "GET" "/nodes/{node}/replication" => reads::replication,
+    "GET" "/nodes/{node}/subscription" => reads::subscription,
+    "GET" "/nodes/{node}/dns" => reads::dns,
     "GET" "/pools" => pool::index,
     "POST" "/pools" => pool::create,
     "PUT" "/pools" => pool::update,

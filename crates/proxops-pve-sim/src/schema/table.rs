@@ -75,6 +75,20 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "glusterfs", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V84, ..P },
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V91, ..P },
     ] },
+    Endpoint { method: "GET", path: "/storage/{storage}", params: &[
+        Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/cluster/backup-info/not-backed-up", params: &[] },
+    Endpoint { method: "GET", path: "/nodes/{node}/replication", params: &[
+        Param { name: "guest", ty: Ty::Int, optional: true, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/subscription", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/dns", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+    ] },
     Endpoint { method: "GET", path: "/pools", params: &[
         Param { name: "poolid", optional: true, format: Fmt::Named("pve-poolid"), ..P },
         Param { name: "type", optional: true, enums: &["qemu", "lxc", "storage"], requires: Some("poolid"), ..P },

@@ -20,6 +20,7 @@ mod pool;
 mod privileges;
 mod proxy;
 mod qemu;
+mod reads;
 mod seed;
 mod snapshot;
 mod state;

@@ -28,17 +28,29 @@ async fn a_vm_migrates_offline_with_its_local_disks_and_online_only_when_asked()
     sim.wait_ok(&upid).await;
     let state = sim.h.state();
     assert_eq!(state.guests[&100].node, "pve2");
-    let disk = state.volumes.iter().find(|v| v.volid == "local-lvm:vm-100-disk-0").unwrap();
+    let disk = state
+        .volumes
+        .iter()
+        .find(|v| v.volid == "local-lvm:vm-100-disk-0")
+        .unwrap();
     assert_eq!(disk.node, "pve2");
     sim.get("/nodes/pve2/qemu/100/config").await.ok();
     // Running: only online, and local disks only with with-local-disks.
-    sim.wait_ok(&sim.post("/nodes/pve2/qemu/100/status/start", &[]).await.ok())
-        .await;
+    sim.wait_ok(
+        &sim.post("/nodes/pve2/qemu/100/status/start", &[])
+            .await
+            .ok(),
+    )
+    .await;
     let back = "/nodes/pve2/qemu/100/migrate";
     let offline = sim.post(back, &[("target", "pve1")]).await.fail(500);
     assert_eq!(offline, "can't migrate running VM without --online");
     let t = sim
-        .wait(&sim.post(back, &[("target", "pve1"), ("online", "1")]).await.ok())
+        .wait(
+            &sim.post(back, &[("target", "pve1"), ("online", "1")])
+                .await
+                .ok(),
+        )
         .await;
     assert!(
         t["exitstatus"]
@@ -48,9 +60,16 @@ async fn a_vm_migrates_offline_with_its_local_disks_and_online_only_when_asked()
         "{t}"
     );
     sim.wait_ok(
-        &sim.post(back, &[("target", "pve1"), ("online", "1"), ("with-local-disks", "1")])
-            .await
-            .ok(),
+        &sim.post(
+            back,
+            &[
+                ("target", "pve1"),
+                ("online", "1"),
+                ("with-local-disks", "1"),
+            ],
+        )
+        .await
+        .ok(),
     )
     .await;
     let g = &sim.h.state().guests[&100];

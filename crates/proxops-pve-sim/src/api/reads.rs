@@ -1,0 +1,97 @@
+//! Read-only endpoints that monitoring and inventory tools call (prometheus-pve-exporter's
+//! default collectors, Ansible's info modules), answered as pve-manager does for a cluster
+//! without backup jobs, replication jobs or a subscription:
+//! - `GET /cluster/backup-info/not-backed-up` (`PVE/API2/Cluster/BackupInfo.pm`): every guest
+//!   the user may audit, none being covered by a job;
+//! - `GET /nodes/{node}/replication` (`PVE/API2/Replication.pm`): no jobs;
+//! - `GET /nodes/{node}/subscription` (`PVE/API2/Subscription.pm`): `notfound`;
+//! - `GET /storage/{storage}` (pve-storage `PVE/API2/Storage/Config.pm` `read`);
+//! - `GET /nodes/{node}/dns` (`PVE/API2/Nodes.pm` via `PVE::INotify` `resolv.conf`).
+
+use serde_json::{Value, json};
+
+use super::{Ctx, check_node};
+use crate::error::ApiError;
+use crate::state::GuestKind;
+
+pub(crate) fn not_backed_up(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    ctx.require("/", "Sys.Audit")?;
+    let st = ctx.state();
+    let rows = st
+        .guests
+        .values()
+        .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
+        .map(|g| {
+            let (kind, key) = match g.kind {
+                GuestKind::Qemu => ("qemu", "name"),
+                GuestKind::Lxc => ("lxc", "hostname"),
+            };
+            let mut row = json!({ "vmid": g.vmid, "type": kind });
+            if let Some(name) = g.config.get(key) {
+                row["name"] = json!(name);
+            }
+            row
+        })
+        .collect();
+    Ok(Value::Array(rows))
+}
+
+pub(crate) fn replication(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let st = ctx.state();
+    check_node(&st, &ctx.node())?;
+    Ok(json!([]))
+}
+
+pub(crate) fn subscription(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let node = ctx.node();
+    let st = ctx.state();
+    check_node(&st, &node)?;
+    let mut out = json!({
+        "status": "notfound",
+        "message": "There is no subscription key",
+        "url": "https://www.proxmox.com/en/proxmox-virtual-environment/pricing",
+    });
+    if ctx.allowed(&format!("/nodes/{node}"), "Sys.Audit") {
+        // A stable made-up server id per node (PVE derives it from a MAC address).
+        let id: String = format!(
+            "{:032X}",
+            node.bytes().fold(0u128, |h, b| h
+                .wrapping_mul(131)
+                .wrapping_add(u128::from(b)))
+        );
+        out["serverid"] = json!(id);
+    }
+    Ok(out)
+}
+
+pub(crate) fn storage_config(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let sid = ctx.req("storage")?;
+    ctx.require(&format!("/storage/{sid}"), "Datastore.Allocate")?;
+    let st = ctx.state();
+    let found = st
+        .nodes
+        .iter()
+        .flat_map(|n| n.storages.iter())
+        .find(|s| s.storage == sid)
+        .ok_or_else(|| ApiError::fail(format!("storage '{sid}' does not exist")))?;
+    let mut content = found.content.clone();
+    content.sort();
+    let mut out = json!({
+        "storage": found.storage,
+        "type": found.kind,
+        "content": content.join(","),
+        "digest": "0000000000000000000000000000000000000000",
+    });
+    if found.shared {
+        out["shared"] = json!(1);
+    }
+    Ok(out)
+}
+
+pub(crate) fn dns(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let node = ctx.node();
+    ctx.require(&format!("/nodes/{node}"), "Sys.Audit")?;
+    let st = ctx.state();
+    check_node(&st, &node)?;
+    Ok(json!({ "search": "lan", "dns1": "192.0.2.53" }))
+}

@@ -1,0 +1,28 @@
+//! What monitoring and inventory tools read (pve-manager `Cluster/BackupInfo.pm`,
+//! `Replication.pm`, `Subscription.pm`, `Nodes.pm` dns; pve-storage `Storage/Config.pm`).
+
+use crate::support::Sim;
+use serde_json::json;
+
+#[tokio::test]
+async fn backup_info_replication_subscription_storage_and_dns() {
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("name", "web")]).await;
+    let none = sim.get("/cluster/backup-info/not-backed-up").await.ok();
+    assert_eq!(
+        none,
+        json!([{ "vmid": 100, "type": "qemu", "name": "web" }])
+    );
+    assert_eq!(sim.get("/nodes/pve1/replication").await.ok(), json!([]));
+    let sub = sim.get("/nodes/pve1/subscription").await.ok();
+    assert_eq!(sub["status"], "notfound");
+    assert_eq!(sub["message"], "There is no subscription key");
+    assert!(sub["serverid"].is_string());
+    let local = sim.get("/storage/local-lvm").await.ok();
+    assert_eq!(local["type"], "lvmthin");
+    assert_eq!(local["content"], "images,rootdir");
+    let missing = sim.get("/storage/nas").await.fail(500);
+    assert_eq!(missing, "storage 'nas' does not exist");
+    let dns = sim.get("/nodes/pve1/dns").await.ok();
+    assert!(dns["dns1"].is_string());
+}
