@@ -23,6 +23,7 @@ ENDPOINTS = [
     ("GET", "/cluster/mapping/usb"), ("GET", "/cluster/mapping/usb/{id}"),
     ("GET", "/cluster/sdn/vnets"),
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
+    ("GET", "/access/users"), ("GET", "/access/groups"), ("GET", "/access/domains"),
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
     ("GET", "/nodes/{node}/replication"), ("GET", "/nodes/{node}/subscription"),
     ("GET", "/nodes/{node}/dns"),

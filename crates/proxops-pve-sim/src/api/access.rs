@@ -69,3 +69,58 @@ pub(crate) fn permissions(ctx: &mut Ctx) -> Result<Value, ApiError> {
     }
     Ok(Value::Object(out))
 }
+
+/// `GET /access/users` (pve-access-control `PVE/API2/User.pm` `index`): `root@pam`, the login
+/// users and the owners of the accepted tokens, each `enable: 1`; with `full=1` their tokens.
+pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let cfg = &ctx.shared.config;
+    let mut tokens: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for t in std::iter::once(&cfg.token).chain(&cfg.extra_tokens) {
+        if let Some((user, name)) = t.id.split_once('!') {
+            tokens
+                .entry(user.to_owned())
+                .or_default()
+                .push(name.to_owned());
+        }
+    }
+    let mut ids: std::collections::BTreeSet<String> =
+        cfg.users.iter().map(|u| u.userid.clone()).collect();
+    ids.insert("root@pam".into());
+    ids.extend(tokens.keys().cloned());
+    let full = ctx.flag("full").unwrap_or(false);
+    let rows = ids
+        .into_iter()
+        .filter(|id| {
+            ctx.allowed(&format!("/access/users/{id}"), "User.Modify")
+                || ctx.allowed("/access", "Sys.Audit")
+                || *id == ctx.who().userid
+        })
+        .map(|id| {
+            let mut row = serde_json::json!({ "userid": id, "enable": 1, "expire": 0 });
+            if full {
+                let list: Vec<Value> = tokens
+                    .get(&id)
+                    .into_iter()
+                    .flatten()
+                    .map(|t| serde_json::json!({ "tokenid": t, "privsep": 1, "expire": 0 }))
+                    .collect();
+                row["tokens"] = Value::Array(list);
+            }
+            row
+        })
+        .collect();
+    Ok(Value::Array(rows))
+}
+
+/// `GET /access/groups`: the simulator has none.
+pub(crate) fn groups(_ctx: &mut Ctx) -> Result<Value, ApiError> {
+    Ok(Value::Array(Vec::new()))
+}
+
+/// `GET /access/domains` (`PVE/API2/Domains.pm`): the two realms every PVE has.
+pub(crate) fn domains(_ctx: &mut Ctx) -> Result<Value, ApiError> {
+    Ok(serde_json::json!([
+        { "realm": "pam", "type": "pam", "comment": "Linux PAM standard authentication" },
+        { "realm": "pve", "type": "pve", "comment": "Proxmox VE authentication server" },
+    ]))
+}

@@ -75,6 +75,12 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "glusterfs", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V84, ..P },
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V91, ..P },
     ] },
+    Endpoint { method: "GET", path: "/access/users", params: &[
+        Param { name: "enabled", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "full", ty: Ty::Bool, optional: true, ..P },
+    ] },
+    Endpoint { method: "GET", path: "/access/groups", params: &[] },
+    Endpoint { method: "GET", path: "/access/domains", params: &[] },
     Endpoint { method: "GET", path: "/storage/{storage}", params: &[
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
     ] },

@@ -26,3 +26,22 @@ async fn backup_info_replication_subscription_storage_and_dns() {
     let dns = sim.get("/nodes/pve1/dns").await.ok();
     assert!(dns["dns1"].is_string());
 }
+
+#[tokio::test]
+async fn users_with_their_tokens_and_the_two_realms() {
+    // pve-access-control `API2/User.pm` `index` (`full=1` lists tokens), `API2/Domains.pm`.
+    let sim = Sim::start().await;
+    let users = sim.req("GET", "/access/users", &[("full", "1")]).await.ok();
+    let root = users
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["userid"] == "root@pam")
+        .unwrap();
+    assert_eq!(root["enable"], 1);
+    assert_eq!(root["tokens"].as_array().unwrap().len(), 1, "{users}");
+    let realms = sim.get("/access/domains").await.ok();
+    assert_eq!(realms[0]["realm"], "pam");
+    assert_eq!(realms[1]["realm"], "pve");
+    assert_eq!(sim.get("/access/groups").await.ok(), json!([]));
+}
