@@ -642,3 +642,32 @@ async fn scripted_session(version: PveVersion, idx: &BTreeMap<String, Value>) ->
     assert_eq!(idx["/cluster/nextid"]["GET"]["returns"]["type"], "integer");
     errs
 }
+
+/// docs/simulator-vs-fakepve.md lists every endpoint the simulator serves, and only those.
+#[test]
+fn the_docs_list_the_endpoints_served() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/simulator-vs-fakepve.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let listed: BTreeSet<String> = text
+        .split("<!-- endpoints -->")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("- `")?
+                .strip_suffix('`')
+                .map(str::to_owned)
+        })
+        .collect();
+    let served: BTreeSet<String> = proxops_pve_sim::implemented()
+        .into_iter()
+        .map(|(m, p)| format!("{m} {p}"))
+        .collect();
+    let missing: Vec<_> = served.difference(&listed).collect();
+    let extra: Vec<_> = listed.difference(&served).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "not listed: {missing:?}; not served: {extra:?}"
+    );
+}
