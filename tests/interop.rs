@@ -145,3 +145,42 @@ async fn the_same_requests_to_fakepve_differ_only_as_documented() {
     assert!(stdout.contains(r#""steps": 31"#), "{stdout}");
     sim.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_pve_exporter_scrapes_the_simulator_with_its_default_collectors() {
+    let Some(python) = python() else { return };
+    let token = "root@pam!exporter=scrape-secret";
+    let sim = simulator(token).await;
+    // A running VM and a stopped container besides the template.
+    sim.with_state(|st| {
+        let mut vm = st.guests[&9000].clone();
+        vm.vmid = 100;
+        vm.status = "running".into();
+        vm.config.remove("template");
+        vm.config.insert("name".into(), "web".into());
+        vm.config.insert("onboot".into(), "1".into());
+        st.guests.insert(100, vm);
+    });
+    let (id, secret) = token.split_once('=').unwrap();
+    let args = vec![
+        python_script("exporter_scrape.py").display().to_string(),
+        "127.0.0.1".into(),
+        sim.addr.port().to_string(),
+        id.into(),
+        secret.into(),
+        "pve1".into(),
+    ];
+    let out = run_python(&python, args).await;
+    let metrics = assert_success("prometheus-pve-exporter", &out);
+    for series in [
+        r#"pve_up{id="qemu/100"} 1.0"#,
+        r#"pve_up{id="qemu/9000"} 0.0"#,
+        r#"pve_up{id="node/pve1"} 1.0"#,
+        r#"pve_onboot_status{id="qemu/100",node="pve1",type="qemu"} 1.0"#,
+        "pve_not_backed_up_total",
+        "pve_subscription_info",
+        "pve_version_info",
+    ] {
+        assert!(metrics.contains(series), "no `{series}` in\n{metrics}");
+    }
+}
