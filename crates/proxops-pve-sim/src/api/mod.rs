@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -17,6 +17,7 @@ pub(crate) mod hotplug;
 pub(crate) mod lxc;
 pub(crate) mod mapping;
 pub(crate) mod migrate;
+pub(crate) mod move_disk;
 pub(crate) mod perms;
 pub(crate) mod pool;
 pub(crate) mod qemu;
@@ -229,6 +230,8 @@ routes! {
     "POST" "/nodes/{node}/qemu/{vmid}/status/resume" => guest::qemu_resume,
     "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
     "POST" "/nodes/{node}/qemu/{vmid}/migrate" => migrate::qemu,
+    "POST" "/nodes/{node}/qemu/{vmid}/move_disk" => move_disk::move_disk,
+    "PUT" "/nodes/{node}/qemu/{vmid}/unlink" => move_disk::unlink,
     "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
     "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
     "GET" "/nodes/{node}/qemu/{vmid}/agent" => agent::index,

@@ -873,3 +873,72 @@ async fn the_guest_agent_answers_once_configured_and_running() {
     let os = sim.get(&format!("{agent}/get-osinfo")).await.ok();
     assert_eq!(os["result"]["id"], "linux");
 }
+
+#[tokio::test]
+async fn move_disk_keeps_or_deletes_the_source_and_unlink_detaches_or_destroys() {
+    // qemu-server `API2/Qemu.pm` `move_vm_disk` (`$load_and_check_move`, the `qmmove` worker)
+    // and `unlink` (`update_vm` with `delete`, `force` destroying).
+    let sim = Sim::start().await;
+    sim.h.with_state(|st| {
+        st.nodes[0].storages.push(proxops_pve_sim::Storage {
+            storage: "fast".into(),
+            kind: "lvmthin".into(),
+            content: vec!["images".into()],
+            ..proxops_pve_sim::Storage::default()
+        });
+    });
+    sim.create_vm("100", &[("scsi0", "local-lvm:2"), ("scsi1", "local-lvm:1")])
+        .await;
+    let mv = "/nodes/pve1/qemu/100/move_disk";
+    let same = sim
+        .post(mv, &[("disk", "scsi0"), ("storage", "local-lvm")])
+        .await
+        .fail(500);
+    assert_eq!(same, "you can't move to the same storage with same format");
+    let iso = sim
+        .post(mv, &[("disk", "scsi0"), ("storage", "local")])
+        .await
+        .errors();
+    assert_eq!(iso["storage"], "storage 'local' does not support vm images");
+    let upid = sim
+        .post(mv, &[("disk", "scsi0"), ("storage", "fast")])
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":qmmove:100:"));
+    sim.wait_ok(&upid).await;
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert!(
+        c["scsi0"]
+            .as_str()
+            .unwrap()
+            .starts_with("fast:vm-100-disk-"),
+        "{c}"
+    );
+    assert_eq!(c["unused0"], "local-lvm:vm-100-disk-0");
+    // unlink: scsi1 kept as unused; with force, unused0 destroyed.
+    sim.put("/nodes/pve1/qemu/100/unlink", &[("idlist", "scsi1")])
+        .await
+        .ok();
+    let c = sim.get("/nodes/pve1/qemu/100/config").await.ok();
+    assert!(c.get("scsi1").is_none());
+    assert_eq!(c["unused1"], "local-lvm:vm-100-disk-1");
+    sim.put(
+        "/nodes/pve1/qemu/100/unlink",
+        &[("idlist", "unused0"), ("force", "1")],
+    )
+    .await
+    .ok();
+    let state = sim.h.state();
+    assert!(
+        !state
+            .volumes
+            .iter()
+            .any(|v| v.volid == "local-lvm:vm-100-disk-0")
+    );
+    assert!(
+        state
+            .volumes
+            .iter()
+            .any(|v| v.volid == "local-lvm:vm-100-disk-1")
+    );
+}
