@@ -312,6 +312,8 @@ const REFUSALS: &[&str] = &[
     // qemu-server `$check_vm_modify_config_perm`, `check_hostpci_perm`, `check_usb_perm` and
     // the serial checks: no privilege grants the key to anyone else.
     "only root can",
+    // pve-container `destroy_vm` without `force`: final until the CT is stopped.
+    "- container is running",
     // pve-common `validate_ssh_public_keys`, run by qemu-server's create and config update.
     "ssh public key validation error",
     // qemu-server `check_hostpci_perm`/`check_usb_perm`: a device without host or mapping.
@@ -382,6 +384,7 @@ mod tests {
             (500, "only root can set 'args' config"),
             (500, "only root can set 'hostpci0' config for real devices"),
             (500, "SSH public key validation error"),
+            (500, "unable to destroy CT 200 - container is running"),
             // qemu-server `check_hostpci_perm`, `check_usb_perm`, `update_vm_api`'s serial
             // check; pve-container `check_ct_modify_config_perm` (`raise_perm_exc`, 403).
             (

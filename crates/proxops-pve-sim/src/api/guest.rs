@@ -666,17 +666,29 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         )));
     }
     check_lock(ctx, g)?;
-    if g.running() {
-        return Err(ApiError::fail(format!(
-            "{word} {vmid} is running - destroy failed"
-        )));
+    // pve-container `destroy_vm` refuses a running CT unless `force` (then stops it first);
+    // qemu-server's has no `force` and its own wording.
+    let force = kind == GuestKind::Lxc && ctx.flag("force").unwrap_or(false);
+    if g.running() && !force {
+        return Err(ApiError::fail(match kind {
+            GuestKind::Qemu => format!("{word} {vmid} is running - destroy failed"),
+            GuestKind::Lxc => format!("unable to destroy CT {vmid} - container is running"),
+        }));
     }
     let sid = ha_sid(kind, vmid);
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
         if fail {
             return Err(INJECTED.into());
         }
-        let log = disks::destroy_volumes(st, vmid, unreferenced)?;
+        let mut log = Vec::new();
+        if let Some(g) = st.guests.get_mut(&vmid)
+            && g.running()
+        {
+            log.push(format!("forced to stop CT {vmid} before destroying!"));
+            g.status = "stopped".into();
+            g.started_at = None;
+        }
+        log.extend(disks::destroy_volumes(st, vmid, unreferenced)?);
         st.guests.remove(&vmid);
         // `PVE::HA::Config::delete_service_from_config("vm:$vmid", $purge)` after the destroy.
         if purge {

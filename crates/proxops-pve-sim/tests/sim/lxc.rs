@@ -133,8 +133,9 @@ async fn config_power_template_clone_destroy() {
         refused,
         "you can't convert a CT to template if the CT is running"
     );
+    // pve-container `destroy_vm`: its own wording; `force` would stop it first.
     let destroy = sim.delete("/nodes/pve1/lxc/200", &[]).await.fail(500);
-    assert_eq!(destroy, "CT 200 is running - destroy failed");
+    assert_eq!(destroy, "unable to destroy CT 200 - container is running");
     let upid = sim
         .post("/nodes/pve1/lxc/200/status/shutdown", &[])
         .await
@@ -381,4 +382,31 @@ async fn template_worker_refuses_storage_without_the_template_feature() {
     );
     let c = sim.get("/nodes/pve1/lxc/211/config").await.ok();
     assert!(c.get("template").is_none(), "{c}");
+}
+
+#[tokio::test]
+async fn a_running_ct_is_destroyed_only_with_force_which_stops_it_first() {
+    // pve-container `API2/LXC.pm` `destroy_vm` (`force`: "forced to stop CT ... before
+    // destroying!").
+    let sim = sim_with_template().await;
+    stopped_ct(&sim, "200", "local-lvm:1").await;
+    sim.wait_ok(&sim.post("/nodes/pve1/lxc/200/status/start", &[]).await.ok())
+        .await;
+    let refused = sim.delete("/nodes/pve1/lxc/200", &[]).await.fail(500);
+    assert_eq!(refused, "unable to destroy CT 200 - container is running");
+    let upid = sim
+        .delete("/nodes/pve1/lxc/200", &[("force", "1")])
+        .await
+        .ok();
+    sim.wait_ok(&upid).await;
+    let log = sim
+        .get(&format!("/nodes/pve1/tasks/{}/log", upid.as_str().unwrap()))
+        .await
+        .ok();
+    assert!(
+        log.to_string()
+            .contains("forced to stop CT 200 before destroying!"),
+        "{log}"
+    );
+    assert!(sim.h.state().guests.is_empty());
 }
