@@ -25,6 +25,9 @@ ENDPOINTS = [
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
     ("GET", "/access/users"), ("GET", "/access/groups"), ("GET", "/access/domains"),
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
+    ("GET", "/cluster/backup"), ("POST", "/cluster/backup"), ("GET", "/cluster/backup/{id}"),
+    ("PUT", "/cluster/backup/{id}"), ("DELETE", "/cluster/backup/{id}"),
+    ("POST", "/nodes/{node}/vzdump"),
     ("GET", "/nodes/{node}/replication"), ("GET", "/nodes/{node}/subscription"),
     ("GET", "/nodes/{node}/dns"),
     ("GET", "/pools"), ("POST", "/pools"), ("PUT", "/pools"), ("DELETE", "/pools"),
@@ -67,7 +70,7 @@ ENDPOINTS = [
 # The versions, in the order of the command line, with their `Versions` constant.
 VERSIONS = ["V84", "V91"]
 
-TY = {"string": "Str", "integer": "Int", "number": "Num", "boolean": "Bool"}
+TY = {"string": "Str", "integer": "Int", "number": "Num", "boolean": "Bool", "array": "Array"}
 
 
 def rs(s):

@@ -79,6 +79,8 @@ fn single_values(
         });
         if list {
             out.insert(k, values.join(","));
+        } else if param.is_some_and(|p| p.ty == schema::Ty::Array) {
+            out.insert(k, values.join("\n"));
         } else {
             let ty = param.map_or("string", |p| p.ty.name());
             errors.insert(k, format!("type check ('{ty}') failed - got ARRAY"));

@@ -44,6 +44,8 @@ pub struct State {
     pub pve_version: PveVersion,
     /// Resource pools by id (`user.cfg`); a guest's membership is its `pool`.
     pub pools: BTreeMap<String, Pool>,
+    /// vzdump jobs by id (`jobs.cfg`): their options as given.
+    pub backup_jobs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// One resource pool (pve-access-control `user.cfg` `pool:` lines).

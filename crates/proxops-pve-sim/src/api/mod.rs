@@ -2,11 +2,12 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
 pub(crate) mod agent;
+pub(crate) mod backup;
 pub(crate) mod clone;
 pub(crate) mod cluster;
 pub(crate) mod debug;
@@ -202,6 +203,12 @@ routes! {
     "GET" "/storage" => storage::config_index,
     "GET" "/storage/{storage}" => reads::storage_config,
     "GET" "/cluster/backup-info/not-backed-up" => reads::not_backed_up,
+    "GET" "/cluster/backup" => backup::index,
+    "POST" "/cluster/backup" => backup::create,
+    "GET" "/cluster/backup/{id}" => backup::read,
+    "PUT" "/cluster/backup/{id}" => backup::update,
+    "DELETE" "/cluster/backup/{id}" => backup::delete,
+    "POST" "/nodes/{node}/vzdump" => backup::vzdump,
     "GET" "/nodes/{node}/replication" => reads::replication,
     "GET" "/nodes/{node}/subscription" => reads::subscription,
     "GET" "/nodes/{node}/dns" => reads::dns,

@@ -2,7 +2,7 @@
 //! default collectors, Ansible's info modules), answered as pve-manager does for a cluster
 //! without backup jobs, replication jobs or a subscription:
 //! - `GET /cluster/backup-info/not-backed-up` (`PVE/API2/Cluster/BackupInfo.pm`): every guest
-//!   the user may audit, none being covered by a job;
+//!   the user may audit that no enabled vzdump job covers;
 //! - `GET /nodes/{node}/replication` (`PVE/API2/Replication.pm`): no jobs;
 //! - `GET /nodes/{node}/subscription` (`PVE/API2/Subscription.pm`): `notfound`;
 //! - `GET /storage/{storage}` (pve-storage `PVE/API2/Storage/Config.pm` `read`);
@@ -17,9 +17,11 @@ use crate::state::GuestKind;
 pub(crate) fn not_backed_up(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require("/", "Sys.Audit")?;
     let st = ctx.state();
+    let covered = super::backup::included(&st);
     let rows = st
         .guests
         .values()
+        .filter(|g| !covered.contains(&g.vmid))
         .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
         .map(|g| {
             let (kind, key) = match g.kind {

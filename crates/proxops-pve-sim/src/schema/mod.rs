@@ -27,6 +27,8 @@ pub enum Ty {
     Num,
     /// `boolean` (sent as 0/1)
     Bool,
+    /// `array` (a form sends it as repeated keys; kept one value per line)
+    Array,
 }
 
 impl Ty {
@@ -37,6 +39,7 @@ impl Ty {
             Ty::Int => "integer",
             Ty::Num => "number",
             Ty::Bool => "boolean",
+            Ty::Array => "array",
         }
     }
 }
@@ -300,6 +303,7 @@ fn check_type(ty: Ty, value: &str) -> Result<(), String> {
         }
         Ty::Num => value.trim().parse::<f64>().is_ok_and(f64::is_finite),
         Ty::Bool => parse_bool(value).is_some(),
+        Ty::Array => true,
     };
     if ok {
         Ok(())

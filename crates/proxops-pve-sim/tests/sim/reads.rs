@@ -45,3 +45,88 @@ async fn users_with_their_tokens_and_the_two_realms() {
     assert_eq!(realms[1]["realm"], "pve");
     assert_eq!(sim.get("/access/groups").await.ok(), json!([]));
 }
+
+#[tokio::test]
+async fn backup_jobs_cover_guests_and_vzdump_writes_an_archive() {
+    // pve-manager `API2/Backup.pm` (jobs), `API2/VZDump.pm` (a run), `Cluster/BackupInfo.pm`.
+    let sim = Sim::start().await;
+    sim.create_vm("100", &[("name", "web")]).await;
+    sim.create_vm("101", &[("name", "db")]).await;
+    let e = sim
+        .post("/cluster/backup", &[("id", "nightly"), ("vmid", "100")])
+        .await
+        .errors();
+    assert_eq!(e["schedule"], "neither 'starttime' nor 'schedule' were set");
+    sim.post(
+        "/cluster/backup",
+        &[
+            ("id", "nightly"),
+            ("vmid", "100"),
+            ("schedule", "02:00"),
+            ("storage", "local"),
+        ],
+    )
+    .await
+    .ok();
+    let dup = sim
+        .post(
+            "/cluster/backup",
+            &[("id", "nightly"), ("vmid", "101"), ("schedule", "03:00")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(dup, "Job 'nightly' already exists");
+    let job = sim.get("/cluster/backup/nightly").await.ok();
+    assert_eq!(
+        (job["vmid"].as_str(), job["enabled"].as_i64()),
+        (Some("100"), Some(1))
+    );
+    let left = sim.get("/cluster/backup-info/not-backed-up").await.ok();
+    assert_eq!(left, json!([{ "vmid": 101, "type": "qemu", "name": "db" }]));
+    sim.put("/cluster/backup/nightly", &[("enabled", "0")])
+        .await
+        .ok();
+    assert_eq!(
+        sim.get("/cluster/backup-info/not-backed-up")
+            .await
+            .ok()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    sim.delete("/cluster/backup/nightly", &[]).await.ok();
+    let gone = sim.get("/cluster/backup/nightly").await.errors();
+    assert_eq!(gone["id"], "No such job 'nightly'");
+    // A run: local-lvm holds no backups; local does.
+    let refused = sim
+        .post(
+            "/nodes/pve1/vzdump",
+            &[("vmid", "100"), ("storage", "local-lvm")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(refused, "storage 'local-lvm' does not support backups");
+    let upid = sim
+        .post(
+            "/nodes/pve1/vzdump",
+            &[("vmid", "100"), ("storage", "local")],
+        )
+        .await
+        .ok();
+    assert!(upid.as_str().unwrap().contains(":vzdump:100:"), "{upid}");
+    sim.wait_ok(&upid).await;
+    let content = sim
+        .req(
+            "GET",
+            "/nodes/pve1/storage/local/content",
+            &[("content", "backup")],
+        )
+        .await
+        .ok();
+    let volid = content[0]["volid"].as_str().unwrap();
+    assert!(
+        volid.starts_with("local:backup/vzdump-qemu-100-") && volid.ends_with(".vma.zst"),
+        "{volid}"
+    );
+}
