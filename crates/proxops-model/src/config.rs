@@ -9,6 +9,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod notify;
+
+/// The Rust name of [`SecretSource`], which the decoder recognises to refuse a secret written
+/// in place ([`crate::Code::PlainSecret`]) without echoing it.
+pub(crate) const SECRET_SOURCE_STRUCT: &str = "SecretSource";
+
+pub use notify::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_REMINDER, DEFAULT_WAIT_CYCLES, EventKind, Forge,
+    NotifySeverity, ReceiverConfig, Reminder, SecretSource, SinkConfig, SinkKind, WebhooksConfig,
+    check_sinks, mask_spans, plain_secret_spans,
+};
+
 /// A configuration file: `proxops.yaml`, or a cluster's `config.yaml` (which must declare exactly
 /// one `pve.clusters` entry, named after its directory).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -32,9 +44,13 @@ pub struct ConfigFile {
     /// Directory for caches and the cloned repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<String>,
-    /// The agent's control API (`proxops reconcile`, `suspend`, `resume`).
+    /// The agent's control API (`proxops reconcile`, `suspend`, `resume`) and webhook
+    /// receivers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentConfig>,
+    /// Where the agent sends events and commit statuses (a cluster's entry may override it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<Vec<SinkConfig>>,
 }
 
 /// The agent's control API: where its bearer token is. The token itself never sits in a
@@ -49,6 +65,9 @@ pub struct AgentConfig {
     /// An environment variable holding the token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,
+    /// Signed webhook receivers: a push notice from a forge runs a pass at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhooks: Option<WebhooksConfig>,
 }
 
 /// Logging settings.
@@ -149,6 +168,10 @@ pub struct ClusterEntry {
     /// What the agent does about drift: `correct` it (default) or only `report` it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftMode>,
+    /// This cluster's notification sinks, instead of the process-wide `notifications` (`[]`:
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<Vec<SinkConfig>>,
 }
 
 impl std::fmt::Debug for ClusterEntry {
@@ -164,6 +187,7 @@ impl std::fmt::Debug for ClusterEntry {
             planes,
             promotion,
             drift,
+            notifications,
         } = self;
         f.debug_struct("ClusterEntry")
             .field("base_url", &redact_url(base_url))
@@ -176,6 +200,7 @@ impl std::fmt::Debug for ClusterEntry {
             .field("planes", planes)
             .field("promotion", promotion)
             .field("drift", drift)
+            .field("notifications", notifications)
             .finish()
     }
 }
@@ -384,6 +409,9 @@ impl ConfigFile {
         if let Some(a) = &self.agent {
             out.extend(a.check());
         }
+        if let Some(sinks) = &self.notifications {
+            out.extend(check_sinks(sinks, &at(&["notifications"])));
+        }
         if let Some(g) = &self.git {
             if g.url.is_some() && g.path.is_some() {
                 out.push(ConfigProblem {
@@ -449,6 +477,9 @@ impl AgentConfig {
                 message: format!("`{var}` is not an environment variable name"),
                 help: Some("letters, digits and `_`, not starting with a digit, e.g. `PROXOPS_AGENT_TOKEN`".into()),
             });
+        }
+        if let Some(hooks) = &self.webhooks {
+            out.extend(hooks.check(&at(&["agent", "webhooks"])));
         }
         out
     }
@@ -533,6 +564,9 @@ impl ClusterEntry {
             }
         }
         out.extend(self.check_planes());
+        if let Some(sinks) = &self.notifications {
+            out.extend(check_sinks(sinks, &at(&["notifications"])));
+        }
         out
     }
 
@@ -701,6 +735,7 @@ mod tests {
             }),
             promotion: None,
             drift: None,
+            notifications: None,
         };
         assert!(entry("deploy/home", "observed/home").check().is_empty());
         let same = entry("deploy/home", "refs/heads/deploy/home").check();
@@ -732,6 +767,7 @@ mod tests {
             agent: Some(AgentConfig {
                 token_file: file.map(str::to_owned),
                 token_env: env.map(str::to_owned),
+                webhooks: None,
             }),
             ..ConfigFile::default()
         };
@@ -801,6 +837,7 @@ mod tests {
             planes: None,
             promotion: None,
             drift: None,
+            notifications: None,
         };
         assert!(!format!("{entry:?}").contains("hunter2"));
         let problems = entry.check();
