@@ -336,3 +336,68 @@ fn git_head(repo: &Repo) -> String {
         .trim()
         .to_owned()
 }
+
+#[test]
+fn drift_corrected_without_a_new_commit_is_told_once() {
+    let standin = StandIn::start();
+    let repo = Repo::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hook.url"), standin.url("/drift")).unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        "notifications:\n  - name: drift\n    type: webhook\n    url: {file: hook.url}\n    events: [drift, cycle-failed]\n",
+    )
+    .unwrap();
+    let sim_state = dir.path().join("sim.json").to_string_lossy().into_owned();
+    let state = dir.path().join("sim.lab.json");
+    let repo_arg = repo.path().to_string_lossy().into_owned();
+    let config_arg = config.to_string_lossy().into_owned();
+    let agent = Agent::start_env(
+        &dir.path().join("agent"),
+        "agent-a",
+        "1h",
+        &[
+            "--repo",
+            &repo_arg,
+            "--config",
+            &config_arg,
+            "--backend",
+            "sim",
+            "--sim-state",
+            &sim_state,
+        ],
+        &[],
+    );
+    wait_for(Duration::from_secs(120), "the first convergence", || {
+        clean_at(&agent.lab()?, None)
+    });
+    // A converged cycle on the same commit, so that the agent knows the cluster clean.
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("converged"), "{out}");
+    // Someone changes the VM by hand.
+    let mut sim: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    sim["guests"]["100"]["config"]["memory"] = Value::from("4096");
+    std::fs::write(&state, serde_json::to_vec(&sim).unwrap()).unwrap();
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("applied: 1 planned"), "{out}");
+    assert_eq!(memory_of(&state, 100), "2048");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert_eq!(code, 0, "{out}");
+    let got = standin.wait_for("/drift", 1, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(standin.received("/drift").len(), 1, "{got:?}");
+    let event = got[0].json();
+    assert_eq!(event["reason"], "DriftCorrected", "{event}");
+    assert_eq!(event["event"], "drift");
+    assert_eq!(event["resource"], "VM/sandbox-01");
+    assert!(
+        event["message"]
+            .as_str()
+            .unwrap()
+            .contains("VM/sandbox-01 update"),
+        "{event}"
+    );
+}

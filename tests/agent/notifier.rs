@@ -316,3 +316,47 @@ fn secrets(files: &[(&str, &str)]) -> tempfile::TempDir {
     }
     dir
 }
+
+#[test]
+fn lease_takeovers_waiting_resources_and_held_back_prunes_are_events() {
+    let standin = StandIn::start();
+    let dir = secrets(&[("u", &standin.url("/all"))]);
+    let sinks = vec![sink(
+        json!({"name": "all", "type": "webhook", "url": {"file": "u"}, "wait-cycles": 2}),
+    )];
+    with_notifier(&dir, sinks, options(), async |n| {
+        let mut o = outcome(CycleResult::Stuck, &[], &[]);
+        o.lease_events =
+            vec!["took over the lease of cluster lab from agent-b (pid 7 on h)".into()];
+        o.record.deferred_prunes = vec![proxops_engine::plan::Skipped {
+            subject: "VM/old".into(),
+            reason: "the prune budget (2) is spent".into(),
+        }];
+        o.resources = Some(vec![proxops_engine::agent::status::ResourceRow {
+            kind: "VM".into(),
+            name: "web".into(),
+            state: "WAIT".into(),
+            reason: "waiting for ISO/x".into(),
+        }]);
+        // Waiting for one, two, then three cycles: only more than two is an event.
+        for _ in 0..3 {
+            n.cycle_ended(&o, DriftMode::Correct);
+            o.lease_events.clear();
+        }
+        settle(n).await;
+        assert_eq!(
+            reasons(&standin, "/all"),
+            [
+                "LeaseTakenOver",
+                "PrunesDeferred VM/old",
+                "ResourceWaiting VM/web"
+            ]
+        );
+        let waiting = standin.received("/all")[2].json();
+        assert!(
+            waiting["message"].as_str().unwrap().contains("3 cycles"),
+            "{waiting}"
+        );
+        assert_eq!(waiting["severity"], "warning");
+    });
+}
