@@ -347,8 +347,8 @@ fn lease_takeovers_waiting_resources_and_held_back_prunes_are_events() {
         assert_eq!(
             reasons(&standin, "/all"),
             [
-                "LeaseTakenOver",
                 "PrunesDeferred VM/old",
+                "LeaseTakenOver",
                 "ResourceWaiting VM/web"
             ]
         );
