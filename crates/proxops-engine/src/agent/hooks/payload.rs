@@ -369,8 +369,7 @@ mod tests {
             Decision::Cluster("lab".into(), Some("m1".into()))
         );
         // An opened one, or one merged elsewhere, is not.
-        let opened = body.to_vec().iter().map(|b| *b).collect::<Vec<u8>>();
-        let opened = String::from_utf8_lossy(&opened).replace("closed", "opened");
+        let opened = String::from_utf8_lossy(body).replace("closed", "opened");
         let n = read(
             Forge::Github,
             &headers(&[("x-github-event", "pull_request")]),
