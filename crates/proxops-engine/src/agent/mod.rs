@@ -417,6 +417,7 @@ impl Agent {
         if let Some(own) = &options.notifications {
             notifier.configure_own(own);
         }
+        let hooks = hooks::HookState::following(&options.source);
         let options = Arc::new(options);
         let status = AgentStatus {
             api_version: proxops_model::report::REPORT_API_VERSION.to_owned(),
@@ -448,7 +449,7 @@ impl Agent {
                 options,
                 guard,
                 known: Mutex::new(None),
-                hooks: Mutex::new(hooks::HookState::default()),
+                hooks: Mutex::new(hooks),
                 wanted: Mutex::new(Wanted::default()),
                 wake: tokio::sync::Notify::new(),
                 notifier,

@@ -118,6 +118,22 @@ pub(crate) struct HookState {
     pub(crate) followed: Followed,
 }
 
+impl HookState {
+    /// The state of an agent following `source`, before a pass read which clusters are gated.
+    pub(crate) fn following(source: &super::SourceLocation) -> HookState {
+        HookState {
+            followed: Followed {
+                branch: match source {
+                    super::SourceLocation::Local(_) => None,
+                    super::SourceLocation::Remote { branch, .. } => Some(branch.clone()),
+                },
+                gated: BTreeMap::new(),
+            },
+            ..HookState::default()
+        }
+    }
+}
+
 /// How long an asked-for commit is not asked for again.
 const RECENT: Duration = Duration::from_secs(600);
 
