@@ -214,6 +214,18 @@ pub fn http_with(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Option<(u16, String)> {
+    http_body(port, method, path, headers, b"")
+}
+
+/// `METHOD path` on a loopback port over plain HTTP/1.0 with `headers` (`Host` defaults to
+/// `127.0.0.1:<port>`) and `body`.
+pub fn http_body(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream
@@ -226,8 +238,10 @@ pub fn http_with(
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
-    head.push_str("Content-Length: 0\r\n\r\n");
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     stream.write_all(head.as_bytes()).ok()?;
+    // A server may answer (413) before reading all of a large body, and close.
+    let _ = stream.write_all(body);
     let mut raw = String::new();
     stream.read_to_string(&mut raw).ok()?;
     let (head, body) = raw.split_once("\r\n\r\n")?;

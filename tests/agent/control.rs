@@ -195,8 +195,30 @@ fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() 
     assert!(config.git.and_then(|g| g.url).is_some());
     assert!(config.data_dir.is_some());
     // The control API's token is configured, by file.
-    let token_file = config.agent.and_then(|a| a.token_file);
-    assert_eq!(token_file.as_deref(), Some("/etc/proxops/agent.token"));
+    let agent = config.agent.clone().unwrap();
+    assert_eq!(
+        agent.token_file.as_deref(),
+        Some("/etc/proxops/agent.token")
+    );
+    // A GitHub receiver, and a webhook and a Slack sink whose secrets the environment file
+    // shows how to give.
+    assert!(agent.webhooks.and_then(|w| w.github).is_some());
+    let sinks = config.notifications.clone().unwrap();
+    let kinds: Vec<&str> = sinks.iter().map(|s| s.kind.name()).collect();
+    assert_eq!(kinds, ["webhook", "slack"]);
+    let env = std::fs::read_to_string(dir.join("proxops-agent.env")).unwrap();
+    for sink in &sinks {
+        for source in [&sink.url, &sink.token, &sink.signing_secret]
+            .into_iter()
+            .flatten()
+        {
+            let var = source.env.as_deref().unwrap();
+            assert!(
+                env.contains(&format!("{var}=")),
+                "proxops-agent.env has no {var}"
+            );
+        }
+    }
     // The unit's comments say how to use it with the commands' real flags.
     for command in ["reconcile", "suspend", "resume"] {
         let help = Command::new(proxops_bin())
@@ -284,5 +306,39 @@ fn healthz_and_readyz_say_why_while_the_first_pass_runs_too_long() {
     assert_eq!(
         proxops_e2e::http_get(agent.port, "/readyz"),
         Some((200, "ready\n".to_owned()))
+    );
+}
+
+#[test]
+fn the_readmes_webhooks_and_notifications_example_reads_cleanly() {
+    let readme = std::fs::read_to_string(example("../README.md")).unwrap();
+    let section = readme
+        .split_once("### Webhooks and notifications")
+        .unwrap()
+        .1;
+    let yaml = section
+        .split_once("```yaml\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .unwrap()
+        .0;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.yaml"), yaml).unwrap();
+    let source = proxops_model::FsSource::new(dir.path()).unwrap();
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let config = config.unwrap();
+    let kinds: Vec<&str> = config
+        .notifications
+        .iter()
+        .flatten()
+        .map(|s| s.kind.name())
+        .collect();
+    assert_eq!(kinds, ["webhook", "slack", "ntfy", "commit-status"]);
+    let hooks = config.agent.and_then(|a| a.webhooks).unwrap();
+    assert!(
+        hooks.github.is_some()
+            && hooks.gitlab.is_some()
+            && hooks.gitea.is_some()
+            && hooks.generic.is_some()
     );
 }

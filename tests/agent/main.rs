@@ -10,4 +10,8 @@ mod support;
 mod control;
 mod control_api;
 mod convergence;
+mod hooks;
 mod leases;
+mod notifications;
+mod notifier;
+mod standin;

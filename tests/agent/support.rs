@@ -74,11 +74,17 @@ pub struct SimServer {
 
 impl SimServer {
     pub fn start(repo: &Repo, task_time: &str) -> SimServer {
+        SimServer::start_with(repo, task_time, true)
+    }
+
+    /// A simulator that fetches the URLs of downloads (`offline: false`) or makes them up.
+    pub fn start_with(repo: &Repo, task_time: &str, offline: bool) -> SimServer {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state.json");
         let mut child = Command::new(proxops_bin())
             .args(["sim", "--listen", "127.0.0.1:0", "--token", TOKEN])
-            .args(["--offline-downloads", "--task-time", task_time])
+            .args(offline.then_some("--offline-downloads"))
+            .args(["--task-time", task_time])
             .args(["--cluster", "lab", "--seed-repo"])
             .arg(repo.path())
             .arg("--state")
@@ -143,8 +149,22 @@ impl Agent {
 
     /// An agent with `args` naming its repository (`--repo` or `--url`) and backend.
     pub fn start_at(data: &Path, holder: &str, interval: &str, args: &[&str]) -> Agent {
+        Agent::start_env(data, holder, interval, args, &[])
+    }
+
+    /// [`Agent::start_at`] with more environment variables; its log (debug level) goes to
+    /// `<data>.log` ([`Agent::log_of`]).
+    pub fn start_env(
+        data: &Path,
+        holder: &str,
+        interval: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Agent {
         let port = free_port().unwrap();
+        let log = std::fs::File::create(Agent::log_of(data)).unwrap();
         let child = Command::new(proxops_bin())
+            .envs(env.iter().copied())
             .args(["run", "--cluster", "lab", "--interval", interval])
             .args(["--listen", &format!("127.0.0.1:{port}"), "--holder", holder])
             .arg("--data-dir")
@@ -153,14 +173,20 @@ impl Agent {
             .env("PROXOPS_PVE_TOKEN_LAB", TOKEN)
             .env("PROXOPS_AGENT_TOKEN", AGENT_TOKEN)
             .env_remove("PROXOPS_PVE_TOKEN")
+            .env("PROXOPS_LOG", "debug")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap();
         Agent {
             child: ChildGuard(child),
             port,
         }
+    }
+
+    /// Where [`Agent::start_env`] writes the log of an agent with data directory `data`.
+    pub fn log_of(data: &Path) -> std::path::PathBuf {
+        data.with_extension("log")
     }
 
     pub fn status(&self) -> Option<Value> {

@@ -303,6 +303,17 @@ pub(crate) fn print_event(event: &Event<'_>, multi: bool) {
         Event::Warning { cluster, message } => {
             eprintln!("warning: cluster `{cluster}`: {message}")
         }
+        Event::LeaseTakenOver { cluster, from } => eprintln!(
+            "warning: cluster `{cluster}`: took over the lease of {} (pid {} on {}), which {}",
+            from.holder,
+            from.pid,
+            from.host,
+            if from.expired_at(std::time::SystemTime::now()) {
+                format!("expired at {}", from.expires)
+            } else {
+                "no longer runs".to_owned()
+            }
+        ),
         _ => {}
     }
 }

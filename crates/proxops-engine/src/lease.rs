@@ -16,6 +16,7 @@ pub struct HeldLease {
     keeper: JoinHandle<()>,
     stop: watch::Receiver<bool>,
     record: LeaseRecord,
+    taken_over: Option<LeaseRecord>,
 }
 
 /// Takes `cluster`'s lease for `holder` ([`StoreError::Leased`] when another live holder has
@@ -32,6 +33,7 @@ pub async fn hold(
         .await
         .map_err(|e| StoreError::Invalid(format!("lease task failed: {e}")))??;
     let record = lease.record().clone();
+    let taken_over = lease.taken_over().cloned();
     let lease = Arc::new(Mutex::new(Some(lease)));
     let (tx, stop) = watch::channel(false);
     let keeper = tokio::spawn(keep(Arc::clone(&lease), ttl, outer_stop, tx));
@@ -40,6 +42,7 @@ pub async fn hold(
         keeper,
         stop,
         record,
+        taken_over,
     })
 }
 
@@ -52,6 +55,11 @@ impl HeldLease {
     /// The lease as taken.
     pub fn record(&self) -> &LeaseRecord {
         &self.record
+    }
+
+    /// Another holder's lease that this one replaced (expired, or its process gone).
+    pub fn taken_over(&self) -> Option<&LeaseRecord> {
+        self.taken_over.as_ref()
     }
 
     /// Gives the lease back; `false` when it had been taken over in between.

@@ -12,6 +12,17 @@ use std::collections::BTreeMap;
 mod simulation;
 
 pub use simulation::{ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType};
+mod notify;
+
+/// The Rust name of [`SecretSource`], which the decoder recognises to refuse a secret written
+/// in place ([`crate::Code::PlainSecret`]) without echoing it.
+pub(crate) const SECRET_SOURCE_STRUCT: &str = "SecretSource";
+
+pub use notify::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_REMINDER, DEFAULT_WAIT_CYCLES, EventKind, Forge,
+    NotifySeverity, ReceiverConfig, Reminder, SecretSource, SinkConfig, SinkKind, WebhooksConfig,
+    check_sinks, mask_spans, plain_secret_spans,
+};
 
 /// A configuration file: `proxops.yaml`, or a cluster's `config.yaml` (which must declare exactly
 /// one `pve.clusters` entry, named after its directory).
@@ -36,9 +47,13 @@ pub struct ConfigFile {
     /// Directory for caches and the cloned repository.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<String>,
-    /// The agent's control API (`proxops reconcile`, `suspend`, `resume`).
+    /// The agent's control API (`proxops reconcile`, `suspend`, `resume`) and webhook
+    /// receivers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentConfig>,
+    /// Where the agent sends events and commit statuses (a cluster's entry may override it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<Vec<SinkConfig>>,
 }
 
 /// The agent's control API: where its bearer token is. The token itself never sits in a
@@ -53,6 +68,9 @@ pub struct AgentConfig {
     /// An environment variable holding the token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_env: Option<String>,
+    /// Signed webhook receivers: a push notice from a forge runs a pass at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhooks: Option<WebhooksConfig>,
 }
 
 /// Logging settings.
@@ -157,6 +175,10 @@ pub struct ClusterEntry {
     /// besides PVE's defaults (`--backend sim`, `proxops demo`, `proxops sim --seed-repo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulation: Option<SimulationConfig>,
+    /// This cluster's notification sinks, instead of the process-wide `notifications` (`[]`:
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<Vec<SinkConfig>>,
 }
 
 impl std::fmt::Debug for ClusterEntry {
@@ -173,6 +195,7 @@ impl std::fmt::Debug for ClusterEntry {
             promotion,
             drift,
             simulation,
+            notifications,
         } = self;
         f.debug_struct("ClusterEntry")
             .field("base_url", &redact_url(base_url))
@@ -186,6 +209,7 @@ impl std::fmt::Debug for ClusterEntry {
             .field("promotion", promotion)
             .field("drift", drift)
             .field("simulation", simulation)
+            .field("notifications", notifications)
             .finish()
     }
 }
@@ -394,6 +418,9 @@ impl ConfigFile {
         if let Some(a) = &self.agent {
             out.extend(a.check());
         }
+        if let Some(sinks) = &self.notifications {
+            out.extend(check_sinks(sinks, &at(&["notifications"])));
+        }
         if let Some(g) = &self.git {
             if g.url.is_some() && g.path.is_some() {
                 out.push(ConfigProblem {
@@ -459,6 +486,9 @@ impl AgentConfig {
                 message: format!("`{var}` is not an environment variable name"),
                 help: Some("letters, digits and `_`, not starting with a digit, e.g. `PROXOPS_AGENT_TOKEN`".into()),
             });
+        }
+        if let Some(hooks) = &self.webhooks {
+            out.extend(hooks.check(&at(&["agent", "webhooks"])));
         }
         out
     }
@@ -545,6 +575,9 @@ impl ClusterEntry {
         out.extend(self.check_planes());
         if let Some(sim) = &self.simulation {
             out.extend(sim.check(&self.nodes));
+        }
+        if let Some(sinks) = &self.notifications {
+            out.extend(check_sinks(sinks, &at(&["notifications"])));
         }
         out
     }
@@ -715,6 +748,7 @@ mod tests {
             promotion: None,
             drift: None,
             simulation: None,
+            notifications: None,
         };
         assert!(entry("deploy/home", "observed/home").check().is_empty());
         let same = entry("deploy/home", "refs/heads/deploy/home").check();
@@ -746,6 +780,7 @@ mod tests {
             agent: Some(AgentConfig {
                 token_file: file.map(str::to_owned),
                 token_env: env.map(str::to_owned),
+                webhooks: None,
             }),
             ..ConfigFile::default()
         };
@@ -816,6 +851,7 @@ mod tests {
             promotion: None,
             drift: None,
             simulation: None,
+            notifications: None,
         };
         assert!(!format!("{entry:?}").contains("hunter2"));
         let problems = entry.check();

@@ -819,6 +819,34 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
             }
             None => &[],
             Some(_) if self.node.is_some_and(Node::is_null) => &[],
+            // A secret written where its source should be named: refused without echoing it.
+            Some(NodeValue::Scalar(..)) if name == crate::config::SECRET_SOURCE_STRUCT => {
+                self.sink.push(Problem {
+                    code: Code::PlainSecret,
+                    span: self.span,
+                    label: "a secret written in the file (masked here)".to_owned(),
+                    message: "secrets are never written in configuration files: name where \
+                              this one comes from"
+                        .to_owned(),
+                    help: Some(
+                        "e.g. `{env: PROXOPS_SLACK_URL}` (an environment variable), \
+                         `{file: /etc/proxops/slack.url}` or `{sops: slack-url}` (a key of the \
+                         sink's SOPS `secrets-file`)"
+                            .to_owned(),
+                    ),
+                });
+                for req in required {
+                    self.sink.placeholder(container_span, req);
+                }
+                return visitor.visit_map(MapAccess {
+                    entries: [].iter(),
+                    fields: Some(fields),
+                    filter: false,
+                    missing: required.iter(),
+                    value: None,
+                    parent: self,
+                });
+            }
             Some(_) => {
                 self.invalid(
                     format!("expected a mapping, found {}", self.describe()),

@@ -99,6 +99,9 @@ codes! {
     IpFamily => "proxops::ip_family",
     /// A URL carries credentials (`user:password@`); they are never echoed.
     CredentialsInUrl => "proxops::credentials_in_url",
+    /// A secret (a sink's URL or token) written in a configuration file instead of named: it
+    /// comes from the environment, a file or SOPS; the value is never echoed.
+    PlainSecret => "proxops::plain_secret",
     /// A file or directory could not be read.
     Io => "proxops::io",
 }

@@ -158,9 +158,11 @@ fn read_yaml(
     let text = String::from_utf8(bytes).map_err(|_| {
         Box::new(Diagnostic::error(Code::YamlSyntax, "the file is not UTF-8 text").in_file(path))
     })?;
-    // Diagnostics show a copy with URL credentials masked; the values come from the original.
-    let file = SourceFile::new(path, crate::config::mask_url_credentials(&text).as_ref());
+    // Diagnostics show a copy with URL credentials and secrets written in place masked; the
+    // values come from the original.
+    let masked = crate::config::mask_url_credentials(&text);
     let docs = parse_documents(&text).map_err(|e| {
+        let file = SourceFile::new(path, masked.as_ref());
         Box::new(
             Diagnostic::error(Code::YamlSyntax, format!("invalid YAML: {}", e.message))
                 .with_label(&file, e.span, "here"),
@@ -170,6 +172,12 @@ fn read_yaml(
         span: Span::new(0, 0),
         value: NodeValue::Map(Vec::new()),
     });
+    let secrets = crate::config::plain_secret_spans(&doc);
+    let file = if secrets.is_empty() {
+        SourceFile::new(path, masked.as_ref())
+    } else {
+        SourceFile::new(path, crate::config::mask_spans(&masked, &secrets))
+    };
     Ok(Some((file, doc)))
 }
 
@@ -539,6 +547,20 @@ impl Loader<'_> {
                     .in_cluster(Some(&name)),
                 );
             }
+        }
+        if let Some((k, _)) = doc.entry("notifications") {
+            self.diagnostics.push(
+                Diagnostic::warning(
+                    Code::ClusterConfig,
+                    "top-level `notifications` is ignored in a cluster config",
+                )
+                .with_label(&file, k.span, "ignored here")
+                .with_help(format!(
+                    "a cluster's own sinks go in its entry, `pve.clusters.{name}.notifications`; \
+                     the process-wide ones in proxops.yaml"
+                ))
+                .in_cluster(Some(&name)),
+            );
         }
         cluster.config = Some(config);
         self.push_problems(&file, &sink, Some(&name));

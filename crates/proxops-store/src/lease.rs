@@ -101,12 +101,19 @@ pub struct Lease {
     commit: ObjectId,
     record: LeaseRecord,
     released: bool,
+    taken_over: Option<LeaseRecord>,
 }
 
 impl Lease {
     /// What it records.
     pub fn record(&self) -> &LeaseRecord {
         &self.record
+    }
+
+    /// The lease of another holder this acquisition replaced (it had expired, or its process
+    /// on this host was gone), if any.
+    pub fn taken_over(&self) -> Option<&LeaseRecord> {
+        self.taken_over.as_ref()
     }
 
     /// Extends it by `ttl` from now. Fails with [`StoreError::Conflict`] when it was broken or
@@ -165,6 +172,7 @@ impl Store {
         let repo = self.repo();
         let now = SystemTime::now();
         let current = self.current_head(&repo, &refname)?;
+        let mut taken_over = None;
         if let Some(commit) = current {
             match read_record(&repo, &refname, commit) {
                 Ok(existing) => {
@@ -177,6 +185,9 @@ impl Store {
                             pid: existing.pid,
                             expires: existing.expires,
                         });
+                    }
+                    if !ours {
+                        taken_over = Some(existing);
                     }
                 }
                 // A lease nobody can read is treated like an expired one.
@@ -210,6 +221,7 @@ impl Store {
             commit,
             record,
             released: false,
+            taken_over,
         })
     }
 

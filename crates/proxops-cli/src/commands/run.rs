@@ -4,6 +4,8 @@ use super::agent_url::{control_token, read_agent_config};
 use super::repo_dir;
 use crate::error::CliError;
 use crate::session::{BackendArgs, BackendKind, runtime};
+use proxops_engine::agent::hooks::Receivers;
+use proxops_engine::agent::notify::ConfiguredSinks;
 use proxops_engine::agent::{Agent, AgentBackend, AgentOptions, SourceLocation};
 use proxops_model::config::{ConfigFile, parse_duration};
 use proxops_model::{FsSource, read_config_file};
@@ -24,6 +26,13 @@ use std::time::Duration;
 /// Settings come from, lowest first: built-in defaults, the repository's `proxops.yaml` (local
 /// repositories), the agent configuration file (`--config`: `git.url`, `git.branch`,
 /// `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
+///
+/// Signed webhook receivers (`agent.webhooks`: GitHub, GitLab, Gitea/Forgejo, generic) serve
+/// POST /v1/hooks/<forge>: a push to the followed branch (with a local repository, any push
+/// notice) runs a pass at once. Events (failures, recoveries, drift, anomalies, deferred
+/// prunes, waiting resources, lease takeovers, an invalid repository) go to the sinks of
+/// `notifications:` (this file's, else the repository's; a cluster's entry overrides them) and
+/// commit statuses to the forge, off the reconcile path.
 ///
 /// The control API (`proxops reconcile`, `suspend`, `resume`) needs a bearer token, read from
 /// --token-file, else $PROXOPS_AGENT_TOKEN, else the file `agent.token-file` or the variable
@@ -203,8 +212,27 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         _ => None,
     };
     let token = control_token(args.token_file.as_deref(), token_config)?;
+    let webhooks = match token_config {
+        Some((c, dir)) => match c.agent.as_ref().and_then(|a| a.webhooks.as_ref()) {
+            Some(w) => Some(Receivers::from_config(w, dir).map_err(|e| {
+                CliError::usage(e.to_string(), Some("see `agent.webhooks`".into()))
+            })?),
+            None => None,
+        },
+        None => None,
+    };
     let mut options = AgentOptions::new(source, data_dir);
     options.token = token;
+    options.webhooks = webhooks;
+    // The agent configuration's sinks win over the repository's, which the agent reads at
+    // every pass (with the clusters' own).
+    options.notifications = file
+        .as_ref()
+        .and_then(|c| c.notifications.clone())
+        .map(|sinks| ConfiguredSinks {
+            sinks,
+            dir: file_dir.clone(),
+        });
     options.clusters = args.clusters.clone();
     options.interval = interval;
     options.listen = listen;

@@ -39,7 +39,7 @@ impl fmt::Debug for ControlToken {
 
 /// Compares every byte of `expected` whatever `presented` holds, so that the time taken says
 /// nothing about how much of a guess was right (only whether its length was).
-fn constant_time_eq(expected: &[u8], presented: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(expected: &[u8], presented: &[u8]) -> bool {
     let mut diff = u8::from(expected.len() != presented.len());
     for (i, e) in expected.iter().enumerate() {
         let p = presented.get(i).copied().unwrap_or(0);

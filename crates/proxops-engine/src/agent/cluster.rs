@@ -3,7 +3,7 @@
 //! Every failure ends this cluster's cycle only; the pass goes on.
 
 use super::status::{CycleRecord, CycleResult, ResourceRow};
-use super::{AgentBackend, Pass};
+use super::{AgentBackend, Pass, lock};
 use crate::backend::{Backend, per_cluster_state_file};
 use crate::execute::{CycleReport, Outcome, Progress};
 use crate::plan::ClusterPlan;
@@ -17,7 +17,7 @@ use proxops_pve::Latency;
 use proxops_store::StoreError;
 use proxops_store::documents::{hex, utc_timestamp};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 /// What one cycle of one cluster did, for the status and the metrics.
@@ -36,6 +36,13 @@ pub struct CycleOutcome {
     pub requests: BTreeMap<String, u64>,
     /// Their durations.
     pub latencies: BTreeMap<String, Latency>,
+    /// What failed, in stable words (a failed action's subject and verb, an error's code):
+    /// what tells one failure from another without times or task ids.
+    pub failures: Vec<String>,
+    /// The subjects of the failed actions.
+    pub failed_subjects: Vec<String>,
+    /// Lease changes during the cycle (taken over from a stale holder, lost), one line each.
+    pub lease_events: Vec<String>,
 }
 
 /// Runs one cycle of `cluster`.
@@ -68,6 +75,9 @@ pub async fn run_cycle(pass: Arc<Pass>, cluster: String) -> CycleOutcome {
         report: None,
         requests: BTreeMap::new(),
         latencies: BTreeMap::new(),
+        failures: Vec::new(),
+        failed_subjects: Vec::new(),
+        lease_events: Vec::new(),
     };
     out.record.result = cycle(&pass, &cluster, started_at, &mut out).await;
     out.record.finished = utc_timestamp(SystemTime::now());
@@ -124,13 +134,14 @@ async fn cycle(
             )
         })
         .collect();
+    let lease_events = Arc::new(Mutex::new(Vec::new()));
     let options = ReconcileOptions::default()
         .with_holder(pass.options.holder.clone())
         .with_lease_ttl(pass.options.lease_ttl)
         .with_default_log_level(LogLevel::Info)
         .with_suspended(suspended)
         .with_progress(log_progress(name))
-        .with_events(Arc::new(log_event));
+        .with_events(watch_events(pass, name, Arc::clone(&lease_events)));
     let reconciler = Reconciler::builder(Arc::clone(&pass.registry), backend)
         .store(pass.fetched.store.clone())
         .record_planes(true)
@@ -144,6 +155,7 @@ async fn cycle(
         dir: &pass.fetched.dir,
     };
     let run = reconciler.cycle(source, name, pass.stop.clone()).await;
+    out.lease_events = std::mem::take(&mut *lock(&lease_events));
     out.record.candidate = run.candidate.clone();
     out.record.source_revision = run.source_revision.map(hex);
     for e in &run.errors {
@@ -151,6 +163,9 @@ async fn cycle(
             RunError::Leased { .. } => e.to_string(),
             _ => format!("{e} [{}]", e.code()),
         });
+        if !matches!(e, RunError::Leased { .. }) {
+            out.failures.push(e.code().to_owned());
+        }
     }
     out.requests = run.requests.clone();
     out.latencies = run.latencies.clone();
@@ -195,11 +210,57 @@ async fn read_view(pass: &Arc<Pass>, name: &str, out: &mut CycleOutcome) {
     }
 }
 
-/// Warnings of a run as log lines.
-fn log_event(event: &Event<'_>) {
-    if let Event::Warning { cluster, message } = event {
-        tracing::warn!(cluster = %cluster, "{message}");
+/// What the agent does with a run's events: warnings become log lines, lease changes are
+/// kept for the notifications, and the commit statuses learn when a cycle starts on a commit
+/// (for a gated cluster, the one its live desired head was built from), or that a change was
+/// proposed as a candidate.
+fn watch_events(
+    pass: &Arc<Pass>,
+    cluster: &str,
+    lease_events: Arc<Mutex<Vec<String>>>,
+) -> crate::reconcile::EventFn {
+    let notifier = Arc::clone(&pass.notifier);
+    let fetched = hex(pass.fetched.commit);
+    let cluster = cluster.to_owned();
+    let live: Mutex<Option<String>> = Mutex::new(None);
+    Arc::new(move |event: &Event<'_>| {
+        match event {
+        Event::Warning { cluster, message } => tracing::warn!(cluster = %cluster, "{message}"),
+        Event::LeaseTakenOver { from, .. } => {
+            let why = if from.expired_at(SystemTime::now()) {
+                format!("its lease had expired at {}", from.expires)
+            } else {
+                "its process no longer runs".to_owned()
+            };
+            let line = format!(
+                "took over the lease of cluster {cluster} from {} (pid {} on {}): {why}",
+                from.holder, from.pid, from.host
+            );
+            tracing::warn!(cluster = %cluster, "{line}");
+            lock(&lease_events).push(line);
+        }
+        Event::LeaseLost { .. } => lock(&lease_events).push(format!(
+            "lost the lease of cluster {cluster} during its cycle: another writer broke or took it over"
+        )),
+        Event::Desired { published, .. } => {
+            if let Some(candidate) = published.candidate() {
+                notifier.cycle_started(
+                    &cluster,
+                    &fetched,
+                    &format!("{cluster}: proposed as {}; merge it to apply", candidate.refname),
+                );
+            }
+        }
+        Event::LiveHead {
+            source_revision, ..
+        } => *lock(&live) = Some(hex(*source_revision)),
+        Event::Planned { cycle: 1, .. } => {
+            let revision = lock(&live).clone().unwrap_or_else(|| fetched.clone());
+            notifier.cycle_started(&cluster, &revision, &format!("{cluster}: reconciling"));
+        }
+        _ => {}
     }
+    })
 }
 
 /// The cycle's result from the run; fills the counts.
@@ -220,6 +281,9 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
                 if let Outcome::Failed { error } = &res.outcome {
                     r.errors
                         .push(format!("{} {}: {error}", res.subject, verb_word(res)));
+                    out.failures
+                        .push(format!("{} {}", res.subject, verb_word(res)));
+                    out.failed_subjects.push(res.subject.clone());
                 }
             }
         }

@@ -9,11 +9,13 @@
 //! | `POST /v1/clusters/{cluster}/reconcile` | runs the cluster's cycle now; its [`ClusterState`](super::ClusterState); 404 for a cluster the repository does not have |
 //! | `POST /v1/clusters/{cluster}/suspend[?resource=Kind/name]` | suspends the cluster or a resource; 404 for one the repository does not declare (nothing is saved) |
 //! | `POST /v1/clusters/{cluster}/resume[?resource=Kind/name]` | resumes it (also one no longer declared, if it is suspended) |
+//! | `POST /v1/hooks/{github,gitlab,gitea,generic}` | a forge's signed delivery; a push to the followed branch runs a pass now: see [`hooks`](super::hooks) |
 //!
 //! The read-only routes are open. The `POST` routes need `Authorization: Bearer <token>`
 //! ([`AgentOptions::token`](super::AgentOptions::token); 401 without it or with another, and
 //! always when the agent has none), a `Host` that is the agent's own address and no `Origin`
-//! but the agent's own (403 otherwise): see [`auth`](super::auth).
+//! but the agent's own (403 otherwise): see [`auth`](super::auth). The webhook routes are
+//! authenticated by their signatures instead.
 
 use super::{Declared, Shared, Trigger, lock};
 use axum::Router;
@@ -46,6 +48,7 @@ pub(crate) async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/status", get(status))
+        .route("/v1/hooks/{forge}", post(super::hooks::receive))
         .merge(control)
         .with_state(shared);
     let shutdown = async move {
@@ -177,7 +180,8 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let body = lock(&shared.metrics).render();
+    let mut body = lock(&shared.metrics).render();
+    shared.notifier.render_metrics(&mut body);
     (
         StatusCode::OK,
         [(

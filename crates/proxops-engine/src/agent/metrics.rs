@@ -45,6 +45,7 @@ pub struct Metrics {
     suspended: BTreeMap<String, u64>,
     pve_requests: BTreeMap<(String, String), u64>,
     pve_seconds: BTreeMap<(String, String), f64>,
+    webhooks: BTreeMap<(&'static str, &'static str), u64>,
 }
 
 impl Metrics {
@@ -116,6 +117,12 @@ impl Metrics {
                     .or_default() += 1;
             }
         }
+    }
+
+    /// A webhook delivery was answered (`result`: triggered, ignored, replayed, unauthorized,
+    /// too_large, bad_request, forbidden, not_configured).
+    pub fn webhook(&mut self, receiver: &'static str, result: &'static str) {
+        *self.webhooks.entry((receiver, result)).or_default() += 1;
     }
 
     /// Adds a cycle's PVE requests.
@@ -287,6 +294,18 @@ impl Metrics {
                 esc(endpoint)
             );
         }
+        header(
+            &mut out,
+            "proxops_webhook_requests_total",
+            "counter",
+            "Webhook deliveries by receiver and result (triggered, ignored, replayed, unauthorized, too_large, bad_request, forbidden, not_configured).",
+        );
+        for ((receiver, result), n) in &self.webhooks {
+            let _ = writeln!(
+                out,
+                "proxops_webhook_requests_total{{receiver=\"{receiver}\",result=\"{result}\"}} {n}"
+            );
+        }
         out
     }
 }
@@ -303,7 +322,7 @@ fn per_cluster(out: &mut String, name: &str, kind: &str, help: &str, map: &BTree
 }
 
 /// Escapes a label value (backslash, double quote, newline).
-fn esc(v: &str) -> String {
+pub(crate) fn esc(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

@@ -12,14 +12,19 @@
 //!
 //! Its HTTP endpoint ([`http`]) serves `/healthz`, `/readyz`, `/metrics` (Prometheus text),
 //! `/status` ([`AgentStatus`]) and a small control API that [`client::AgentClient`] speaks:
-//! run a cluster's cycle now, suspend and resume. A stop signal starts no new action, waits for
-//! the ones in flight up to [`AgentOptions::shutdown_timeout`], and gives back the leases.
+//! run a cluster's cycle now, suspend and resume; and signed webhook receivers ([`hooks`])
+//! through which a forge's push notice runs a pass at once. What cycles find is told to
+//! notification sinks and posted as commit statuses ([`notify`]), off the reconcile path. A
+//! stop signal starts no new action, waits for the ones in flight up to
+//! [`AgentOptions::shutdown_timeout`], and gives back the leases.
 
 pub mod auth;
 pub mod client;
 pub mod cluster;
+pub mod hooks;
 pub mod http;
 pub mod metrics;
+pub mod notify;
 pub mod source;
 pub mod status;
 
@@ -84,6 +89,13 @@ pub struct AgentOptions {
     /// The bearer token of the control API; without one the control routes refuse every
     /// request, and only a loopback address may be listened on.
     pub token: Option<ControlToken>,
+    /// The webhook receivers (`None`: `/v1/hooks/...` answers 404).
+    pub webhooks: Option<hooks::Receivers>,
+    /// The sinks of the agent's own configuration file, which win over the repository's
+    /// `proxops.yaml` (a cluster's entry still overrides both for that cluster).
+    pub notifications: Option<notify::ConfiguredSinks>,
+    /// How notifications are sent (queues, retries).
+    pub notify: notify::NotifyOptions,
 }
 
 impl AgentOptions {
@@ -103,6 +115,9 @@ impl AgentOptions {
             stall_timeout: Duration::from_secs(900),
             max_passes: None,
             token: None,
+            webhooks: None,
+            notifications: None,
+            notify: notify::NotifyOptions::default(),
         }
     }
 }
@@ -140,6 +155,17 @@ pub enum AgentError {
     /// The repository could not be fetched or read (the pass is skipped, the agent goes on).
     #[error("repository: {0}")]
     Source(String),
+    /// A webhook receiver's secret cannot be read.
+    #[error("webhook receiver `{receiver}`: {reason}")]
+    Webhook {
+        /// The receiver.
+        receiver: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The notifications cannot be sent.
+    #[error("{0}")]
+    Notify(#[from] notify::NotifierError),
 }
 
 /// A request to run one cluster's cycle now.
@@ -170,6 +196,34 @@ pub(crate) struct Shared {
     /// Each cluster's resources (`Kind/name`) as the last loaded repository declares them;
     /// `None` until a pass loaded it.
     known: Mutex<Option<BTreeMap<String, BTreeSet<String>>>>,
+    /// The webhook receivers' memory.
+    hooks: Mutex<hooks::HookState>,
+    /// Passes asked for by webhooks, run as soon as the loop is free.
+    wanted: Mutex<Wanted>,
+    wake: tokio::sync::Notify,
+    notifier: Arc<notify::Notifier>,
+}
+
+/// Passes asked for by webhooks and not yet run.
+#[derive(Debug, Default)]
+pub(crate) struct Wanted {
+    /// A pass over every cluster.
+    all: bool,
+    /// Passes over these clusters.
+    clusters: BTreeSet<String>,
+}
+
+impl Wanted {
+    fn take(&mut self) -> Option<Option<BTreeSet<String>>> {
+        let taken = std::mem::take(self);
+        if taken.all {
+            Some(None)
+        } else if taken.clusters.is_empty() {
+            None
+        } else {
+            Some(Some(taken.clusters))
+        }
+    }
 }
 
 /// Locks a mutex, recovering the data if a panicking holder poisoned it (the data is plain
@@ -179,6 +233,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Asks for a pass over `cluster` (`None`: every cluster, after a fetch) as soon as the loop
+    /// is free; asks made meanwhile are run together.
+    pub(crate) fn request_pass(&self, cluster: Option<String>) {
+        let mut w = lock(&self.wanted);
+        match cluster {
+            None => w.all = true,
+            Some(c) => {
+                w.clusters.insert(c);
+            }
+        }
+        drop(w);
+        self.wake.notify_one();
+    }
+
     fn record(&self, outcome: &cluster::CycleOutcome, drift: proxops_model::config::DriftMode) {
         let mut status = lock(&self.status);
         let entry = match status
@@ -289,6 +357,7 @@ pub struct Pass {
     options: Arc<AgentOptions>,
     stop: watch::Receiver<bool>,
     suspensions: Suspensions,
+    notifier: Arc<notify::Notifier>,
 }
 
 impl Pass {
@@ -341,6 +410,14 @@ impl Agent {
             &proxops_store::lease::hostname(),
         );
         let (tx, rx) = mpsc::channel(16);
+        let notifier = Arc::new(notify::Notifier::new(
+            &options.holder,
+            options.notify.clone(),
+        )?);
+        if let Some(own) = &options.notifications {
+            notifier.configure_own(own);
+        }
+        let hooks = hooks::HookState::following(&options.source);
         let options = Arc::new(options);
         let status = AgentStatus {
             api_version: proxops_model::report::REPORT_API_VERSION.to_owned(),
@@ -372,6 +449,10 @@ impl Agent {
                 options,
                 guard,
                 known: Mutex::new(None),
+                hooks: Mutex::new(hooks),
+                wanted: Mutex::new(Wanted::default()),
+                wake: tokio::sync::Notify::new(),
+                notifier,
             }),
             listener,
             triggers: rx,
@@ -399,23 +480,27 @@ impl Agent {
         let mut next = tokio::time::Instant::now();
         let mut passes = 0u64;
         loop {
-            let only = tokio::select! {
-                _ = tokio::time::sleep_until(next) => None,
-                Some(t) = triggers.recv() => Some(t),
+            // A timed pass, a control request for one cluster, or webhooks' asks.
+            let (only, trigger) = tokio::select! {
+                _ = tokio::time::sleep_until(next) => (None, None),
+                Some(t) = triggers.recv() => (Some(BTreeSet::from([t.cluster.clone()])), Some(t)),
+                () = shared.wake.notified() => match lock(&shared.wanted).take() {
+                    Some(scope) => (scope, None),
+                    None => continue,
+                },
                 changed = stop.changed() => {
                     if changed.is_err() || *stop.borrow() { break; }
                     continue;
                 }
             };
-            let cluster = only.as_ref().map(|t| t.cluster.clone());
-            let pass = run_pass(&shared, &registry, cluster.as_deref(), stop.clone());
+            let full = only.is_none();
+            let pass = run_pass(&shared, &registry, only.as_ref(), stop.clone());
             let finished =
                 with_shutdown_timeout(pass, stop.clone(), options.shutdown_timeout).await;
-            if let Some(t) = only {
-                let _ = t
-                    .reply
-                    .send(cluster.as_deref().and_then(|c| shared.cluster_state(c)));
-            } else {
+            if let Some(t) = trigger {
+                let _ = t.reply.send(shared.cluster_state(&t.cluster));
+            }
+            if full {
                 passes += 1;
                 next = tokio::time::Instant::now() + jitter.around(options.interval);
             }
@@ -430,6 +515,7 @@ impl Agent {
         lock(&shared.health).stopping = true;
         server.abort();
         let _ = server.await;
+        shared.notifier.close().await;
         tracing::info!("agent stopped");
         shared.status()
     }
@@ -460,7 +546,7 @@ async fn with_shutdown_timeout(
 async fn run_pass(
     shared: &Arc<Shared>,
     registry: &Arc<Registry>,
-    only: Option<&str>,
+    only: Option<&BTreeSet<String>>,
     stop: watch::Receiver<bool>,
 ) {
     let options = Arc::clone(&shared.options);
@@ -493,6 +579,11 @@ async fn run_pass(
                     })
                     .collect(),
             );
+            lock(&shared.hooks).followed = followed(&options.source, &repo);
+            shared
+                .notifier
+                .configure(options.notifications.as_ref(), &repo, &fetched.dir);
+            shared.notifier.source_read(&hex(fetched.commit));
             Arc::new(Pass {
                 fetched,
                 repo,
@@ -501,12 +592,14 @@ async fn run_pass(
                 options: Arc::clone(&options),
                 stop,
                 suspensions: lock(&shared.suspensions).clone(),
+                notifier: Arc::clone(&shared.notifier),
             })
         }
         Err(e) => {
             tracing::error!(error = %e, "cannot read the repository; the pass is skipped");
             lock(&shared.metrics).source_failed();
             lock(&shared.status).source.error = Some(e.to_string());
+            shared.notifier.source_failed(&e.to_string());
             end_pass(shared, false);
             return;
         }
@@ -530,7 +623,7 @@ async fn run_pass(
         .clusters
         .iter()
         .map(|c| c.name.clone())
-        .filter(|n| only.is_none_or(|o| o == n))
+        .filter(|n| only.is_none_or(|o| o.contains(n)))
         .collect();
     let limit = Arc::new(Semaphore::new(options.parallel_clusters.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -549,7 +642,10 @@ async fn run_pass(
     }
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok((outcome, drift)) => shared.record(&outcome, drift),
+            Ok((outcome, drift)) => {
+                shared.record(&outcome, drift);
+                shared.notifier.cycle_ended(&outcome, drift);
+            }
             Err(e) => tracing::error!(error = %e, "a cluster's cycle panicked"),
         }
     }
@@ -589,6 +685,27 @@ async fn load(options: &Arc<AgentOptions>, registry: &Arc<Registry>) -> Result<L
     .await
     .map_err(|e| AgentError::Source(format!("loading failed: {e}")))??;
     Ok((fetched, loaded.0, loaded.1))
+}
+
+/// What the webhook receivers act on: the followed branch, and the gated clusters' live
+/// desired branches.
+fn followed(source: &SourceLocation, repo: &Repository) -> hooks::Followed {
+    let gated = repo
+        .clusters
+        .iter()
+        .filter_map(|c| {
+            let refs = proxops_store::PlaneRefs::from_config(&c.name, c.entry.as_ref()).ok()?;
+            (refs.gate == proxops_model::config::ChangeGate::PullRequest)
+                .then(|| (refs.desired_branch().to_owned(), c.name.clone()))
+        })
+        .collect();
+    hooks::Followed {
+        branch: match source {
+            SourceLocation::Local(_) => None,
+            SourceLocation::Remote { branch, .. } => Some(branch.clone()),
+        },
+        gated,
+    }
 }
 
 /// ±10% jitter from a small xorshift generator seeded by the clock and pid (no need for a

@@ -83,6 +83,20 @@ pub enum Event<'a> {
         /// What was published.
         published: &'a PublishedReceipts,
     },
+    /// The cluster's lease was taken over from another holder, whose lease had expired or
+    /// whose process on this host was gone.
+    LeaseTakenOver {
+        /// The cluster.
+        cluster: &'a str,
+        /// The lease replaced.
+        from: &'a proxops_store::LeaseRecord,
+    },
+    /// The lease was lost during the run (broken, or taken over by another writer); a
+    /// [`Event::Warning`] says so too.
+    LeaseLost {
+        /// The cluster.
+        cluster: &'a str,
+    },
     /// Something the operator should know (an insecure connection, no lease possible, ...).
     Warning {
         /// The cluster.

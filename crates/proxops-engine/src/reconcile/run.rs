@@ -61,6 +61,9 @@ impl Reconciler {
                 return run;
             }
         };
+        if let Some(from) = lease.as_ref().and_then(HeldLease::taken_over) {
+            self.emit(&Event::LeaseTakenOver { cluster, from });
+        }
         let stop = lease.as_ref().map_or(stop, HeldLease::stop);
         run.result = match self.leased(source, found, graph, stop, &mut run).await {
             Ok(result) => result,
@@ -72,6 +75,7 @@ impl Reconciler {
         if let Some(lease) = lease
             && !lease.release().await
         {
+            self.emit(&Event::LeaseLost { cluster });
             self.emit(&Event::Warning {
                 cluster,
                 message: "the lease was taken over before this run ended".to_owned(),

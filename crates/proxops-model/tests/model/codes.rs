@@ -61,6 +61,7 @@ const COVERED: &[Code] = &[
     Code::SshKey,
     Code::InvalidAnnotation,
     Code::CredentialsInUrl,
+    Code::PlainSecret,
     Code::IpFamily,
     Code::PveEnum,
     Code::Io,
@@ -810,6 +811,40 @@ fn credentials_in_url_of_a_cluster_or_the_agent_configuration() {
         let shown = format!("{d} {d:?} {:?}", d.help);
         assert!(!shown.contains("hunter2"), "{shown}");
     }
+}
+
+#[test]
+fn plain_secret_in_a_sink_is_refused_and_never_shown() {
+    let repo = TempRepo::with_clusters(&[CLUSTER]);
+    repo.write(
+        "proxops.yaml",
+        "notifications:\n  - type: slack\n    url: https://hooks.slack.example/services/T0/B0/s3cr3tpath\n",
+    );
+    let loaded = repo.load();
+    let d = only_error(&loaded, Code::PlainSecret, &["never written"]);
+    let label = d.labels.first().expect("a label");
+    assert_eq!(label.line_col(), (3, 10));
+    // The label covers the value, masked byte for byte, as does the whole file shown.
+    assert!(
+        covered(label).chars().all(|c| c == '*'),
+        "{}",
+        covered(label)
+    );
+    assert!(!label.file.text.contains("s3cr3tpath"));
+    assert!(help_of(d).contains("{env:"), "{d}");
+    let shown = format!("{d} {d:?}");
+    assert!(!shown.contains("s3cr3tpath"), "{shown}");
+    // The same in a cluster's entry, where a token is a secret too.
+    let repo = TempRepo::with_clusters(&[CLUSTER]);
+    repo.write(
+        "clusters/dev/config.yaml",
+        "pve:\n  clusters:\n    dev:\n      base-url: https://dev.example.invalid:8006\n      nodes: [pve01]\n      notifications:\n        - type: ntfy\n          url: {env: NTFY_URL}\n          token: tk_hunter2\n",
+    );
+    let loaded = repo.load();
+    let d = only_error(&loaded, Code::PlainSecret, &[]);
+    assert_eq!(d.cluster.as_deref(), Some(CLUSTER));
+    assert!(!format!("{d:?}").contains("hunter2"));
+    assert!(!loaded.cluster(CLUSTER).expect("dev").valid);
 }
 
 #[test]

@@ -53,6 +53,12 @@ fn an_expired_lease_is_taken_over_and_its_old_holder_cannot_renew_it() {
         .acquire_lease("lab", &holder("agent-2", 2), Duration::from_secs(60))
         .unwrap();
     assert_ne!(stale.record().token, fresh.record().token);
+    // The new holder knows whose lease it replaced; the first acquisition replaced none.
+    assert!(stale.taken_over().is_none());
+    assert_eq!(
+        fresh.taken_over().map(|r| r.holder.as_str()),
+        Some("agent-1")
+    );
     // The old holder learns that it lost the lease instead of overwriting the new one.
     let err = stale.renew(Duration::from_secs(60)).unwrap_err();
     assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
@@ -87,6 +93,10 @@ fn a_lease_of_a_dead_process_on_this_host_is_taken_over_at_once() {
         )
         .unwrap();
     assert_eq!(now.record().holder, "restarted-agent");
+    assert_eq!(
+        now.taken_over().map(|r| (r.holder.as_str(), r.pid)),
+        Some(("crashed-agent", dead))
+    );
 }
 
 #[test]
