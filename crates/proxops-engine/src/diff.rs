@@ -417,6 +417,16 @@ fn compare(
                 change(owned, live, owned.value.clone(), out);
             }
         }
+        Compare::Number => {
+            let n = |v: &str| v.trim().parse::<f64>().ok();
+            let same = match (n(current), n(&owned.value)) {
+                (Some(a), Some(b)) => a == b,
+                _ => current.trim() == owned.value.trim(),
+            };
+            if !same {
+                change(owned, live, owned.value.clone(), out);
+            }
+        }
         Compare::WordList => {
             if !words(current).eq(words(&owned.value)) {
                 change(owned, live, owned.value.clone(), out);

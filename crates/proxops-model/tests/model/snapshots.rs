@@ -140,14 +140,15 @@ fn invalid_enum_value() {
     insta::assert_snapshot!(render_only(&repo, Code::InvalidValue), @r#"
         proxops::invalid_value
 
-          × `q36` is not one of `i440fx`, `q35`
+          × `q36` is not a machine type PVE knows
             ╭─[vm/dev/web.yaml:16:14]
          15 │   hardware:
          16 │     machine: q36
             ·              ─┬─
             ·               ╰── invalid value
             ╰────
-          help: did you mean `q35`?
+          help: did you mean `q35`? PVE takes `i440fx`, `q35`, a versioned type such as `pc-q35-8.1` or
+                `pc-i440fx-9.0`, or `virt`
         "#);
 }
 
