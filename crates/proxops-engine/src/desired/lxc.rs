@@ -3,7 +3,7 @@
 
 use super::{Compare, Context, DesiredError, DesiredGuest, flag, owned, pve_config, tags};
 use proxops_model::Resource;
-use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType};
+use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType, MountOptions};
 use proxops_model::kinds::{LxcSpec, PowerState};
 use proxops_pve::GuestType;
 
@@ -85,12 +85,11 @@ pub(super) fn desired(
         o.push(owned(slot, value, Compare::SubKeys, true));
     }
     o.push(tags(cx, resource, &spec.tags));
-    o.push(owned(
-        "rootfs",
-        format!("{}:{}", spec.root.storage, spec.root.size.gib_string()),
-        Compare::Disk,
-        true,
-    ));
+    let mut rootfs = format!("{}:{}", spec.root.storage, spec.root.size.gib_string());
+    if let Some(opts) = &spec.root.options {
+        mount_options(&mut rootfs, opts);
+    }
+    o.push(owned("rootfs", rootfs, Compare::Disk, true));
     for (i, mp) in spec.mount_points.iter().enumerate() {
         let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
         let mut value = format!("{}:{}", mp.storage, mp.size.gib_string());
@@ -98,21 +97,7 @@ pub(super) fn desired(
             value.push_str(&format!(",mp={path}"));
         }
         if let Some(opts) = &mp.options {
-            for (key, b) in [
-                ("ro", opts.read_only),
-                ("backup", opts.backup),
-                ("acl", opts.acl),
-                ("quota", opts.quota),
-                ("shared", opts.shared),
-                ("replicate", opts.replicate),
-            ] {
-                if let Some(b) = b {
-                    value.push_str(&format!(",{key}={}", flag(b)));
-                }
-            }
-            if let Some(m) = &opts.mount_options {
-                value.push_str(&format!(",mountoptions={m}"));
-            }
+            mount_options(&mut value, opts);
         }
         o.push(owned(slot, value, Compare::Disk, true));
     }
@@ -276,5 +261,24 @@ fn ostype(os: LxcOsType) -> &'static str {
         LxcOsType::Gentoo => "gentoo",
         LxcOsType::Nixos => "nixos",
         LxcOsType::Unmanaged => "unmanaged",
+    }
+}
+
+/// The mount options of a volume, appended to its value.
+fn mount_options(value: &mut String, opts: &MountOptions) {
+    for (key, b) in [
+        ("ro", opts.read_only),
+        ("backup", opts.backup),
+        ("acl", opts.acl),
+        ("quota", opts.quota),
+        ("shared", opts.shared),
+        ("replicate", opts.replicate),
+    ] {
+        if let Some(b) = b {
+            value.push_str(&format!(",{key}={}", flag(b)));
+        }
+    }
+    if let Some(m) = &opts.mount_options {
+        value.push_str(&format!(",mountoptions={m}"));
     }
 }

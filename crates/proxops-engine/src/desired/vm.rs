@@ -7,8 +7,8 @@ use super::{
 };
 use proxops_model::Resource;
 use proxops_model::kinds::vm::{
-    Aio, AudioDevice, AudioDriver, Balloon, Bios, Cache, Cdrom, Clipboard, Discard, Media,
-    NumaPolicy, RngSource, SecureBoot, TpmVersion, Viommu, VmHardware,
+    AgentType, Aio, AudioDevice, AudioDriver, Balloon, Bios, Cache, Cdrom, Clipboard, Discard,
+    Media, NumaPolicy, RngSource, SecureBoot, TpmVersion, Viommu, VmHardware,
 };
 use proxops_model::kinds::{PowerState, VmSpec, drive_slots};
 use proxops_pve::GuestType;
@@ -181,7 +181,21 @@ pub(super) fn desired(
             }
         }
         if let Some(b) = opts.agent {
-            o.push(owned("agent", flag(b), Compare::SubKeys, false));
+            let mut v = flag(b).to_owned();
+            if let Some(t) = opts.agent_fstrim_cloned_disks {
+                v.push_str(&format!(",fstrim_cloned_disks={}", flag(t)));
+            }
+            // `freeze-fs-on-backup` is 8.4's name and 9.1's alias of `freeze-fs`.
+            if let Some(f) = opts.agent_freeze_fs {
+                v.push_str(&format!(",freeze-fs-on-backup={}", flag(f)));
+            }
+            if let Some(t) = opts.agent_type {
+                v.push_str(match t {
+                    AgentType::Virtio => ",type=virtio",
+                    AgentType::Isa => ",type=isa",
+                });
+            }
+            o.push(owned("agent", v, Compare::SubKeys, false));
         }
         if let Some(s) = &opts.startup {
             o.push(owned("startup", s.clone(), Compare::SubKeys, false));

@@ -642,10 +642,25 @@ fn the_keys_of_every_guest_option_map_to_pves_privileges() {
         (Qemu, "cpuunits", "200", &[vm("VM.Config.CPU")]),
         (Qemu, "cpulimit", "1.5", &[vm("VM.Config.CPU")]),
         (Qemu, "vcpus", "2", &[vm("VM.Config.CPU")]),
-        (Qemu, "numa0", "cpus=0-1,memory=1024", &[vm("VM.Config.CPU")]),
+        (
+            Qemu,
+            "numa0",
+            "cpus=0-1,memory=1024",
+            &[vm("VM.Config.CPU")],
+        ),
         (Qemu, "shares", "500", &[vm("VM.Config.Memory")]),
-        (Qemu, "audio0", "device=ich9-intel-hda", &[vm("VM.Config.HWType")]),
-        (Qemu, "rng0", "source=/dev/urandom", &[vm("VM.Config.HWType")]),
+        (
+            Qemu,
+            "audio0",
+            "device=ich9-intel-hda",
+            &[vm("VM.Config.HWType")],
+        ),
+        (
+            Qemu,
+            "rng0",
+            "source=/dev/urandom",
+            &[vm("VM.Config.HWType")],
+        ),
         (Qemu, "ostype", "l26", &[vm("VM.Config.Options")]),
         (Qemu, "localtime", "1", &[vm("VM.Config.Options")]),
         (Qemu, "keyboard", "de", &[vm("VM.Config.Options")]),
@@ -664,19 +679,34 @@ fn the_keys_of_every_guest_option_map_to_pves_privileges() {
             &["VM.Config.Cloudinit on /vms/100, or VM.Config.Network on /vms/100".into()],
         ),
         (Qemu, "serial1", "socket", &[vm("VM.Config.HWType")]),
-        (Qemu, "smbios1", "uuid=c0fd19ca-0415-4d1c-958c-d59642429f53", &[vm("VM.Config.HWType")]),
+        (
+            Qemu,
+            "smbios1",
+            "uuid=c0fd19ca-0415-4d1c-958c-d59642429f53",
+            &[vm("VM.Config.HWType")],
+        ),
         (Lxc, "cpulimit", "0.5", &[vm("VM.Config.CPU")]),
         (Lxc, "cmode", "shell", &[vm("VM.Config.Options")]),
         (Lxc, "timezone", "host", &[vm("VM.Config.Options")]),
         (Lxc, "ostype", "debian", &[vm("VM.Config.Options")]),
         (Lxc, "tty", "2", &[vm("VM.Config.Options")]),
         (Lxc, "debug", "1", &[vm("VM.Config.Options")]),
-        (Lxc, "entrypoint", "/usr/bin/app", &[vm("VM.Config.Options")]),
+        (
+            Lxc,
+            "entrypoint",
+            "/usr/bin/app",
+            &[vm("VM.Config.Options")],
+        ),
     ];
     for (guest, key, value, want) in table {
         assert_eq!(update(*guest, key, value, None), *want, "{guest:?} {key}");
     }
-    for key in ["affinity", "hugepages", "keephugepages", "spice_enhancements"] {
+    for key in [
+        "affinity",
+        "hugepages",
+        "keephugepages",
+        "spice_enhancements",
+    ] {
         let needs = update(Qemu, key, "1", None);
         assert_eq!(needs.len(), 1, "{key}: {needs:?}");
         assert!(needs[0].contains("root@pam"), "{key}: {needs:?}");

@@ -179,10 +179,7 @@ async fn a_vm_with_every_kind_of_option_is_created_drift_restored_and_converged(
         ("hookscript", "local:snippets/hook.pl"),
         ("keyboard", "de"),
         ("tdf", "0"),
-        (
-            "spice_enhancements",
-            "foldersharing=1,videostreaming=all",
-        ),
+        ("spice_enhancements", "foldersharing=1,videostreaming=all"),
         ("shares", "500"),
     ] {
         assert_eq!(
@@ -202,7 +199,10 @@ async fn a_vm_with_every_kind_of_option_is_created_drift_restored_and_converged(
         assert!(scsi0.contains(part), "{part}: {scsi0}");
     }
     let net0 = &config["net0"];
-    assert!(net0.contains("mtu=1") && net0.contains("queues=2"), "{net0}");
+    assert!(
+        net0.contains("mtu=1") && net0.contains("queues=2"),
+        "{net0}"
+    );
     assert!(config["efidisk0"].contains("ms-cert=2023"), "{config:#?}");
     assert!(plan(&client, &[VM]).await.is_empty(), "converged");
 
@@ -223,7 +223,13 @@ async fn a_vm_with_every_kind_of_option_is_created_drift_restored_and_converged(
     keys.sort();
     assert_eq!(
         keys,
-        ["cpuunits", "keyboard", "machine", "shares", "spice_enhancements"],
+        [
+            "cpuunits",
+            "keyboard",
+            "machine",
+            "shares",
+            "spice_enhancements"
+        ],
         "{p:#?}"
     );
     let report = execute(&client, &p, &ExecOptions::default()).await;
@@ -242,11 +248,8 @@ async fn a_vm_with_every_kind_of_option_is_created_drift_restored_and_converged(
 async fn a_container_with_the_new_options_is_created_drift_restored_and_converged() {
     let (sim, client) = root_simulator(one_node()).await;
     sim.with_state(|st| {
-        st.volumes.push(volume(
-            "local:vztmpl/debian.tar.zst",
-            "vztmpl",
-            "tzst",
-        ));
+        st.volumes
+            .push(volume("local:vztmpl/debian.tar.zst", "vztmpl", "tzst"));
     });
     let texts = [TEMPLATE, CT];
     let first = plan(&client, &texts).await;
@@ -288,4 +291,37 @@ async fn a_container_with_the_new_options_is_created_drift_restored_and_converge
     assert!(report.all_succeeded(), "{report:#?}");
     assert!(plan(&client, &texts).await.is_empty(), "converged again");
     sim.shutdown().await.unwrap();
+}
+
+/// The drivers write, for typed fields, only keys the model says a typed field sets, and for
+/// `pve-config` only its own keys: the model's account of a key (and the refusal naming the
+/// field) matches what the engine does.
+#[test]
+fn the_drivers_own_only_the_keys_the_model_gives_them() {
+    use proxops_engine::desired::{Context, guest};
+    use proxops_model::kind::GuestType as G;
+    use proxops_model::pve_config::{KeyClass, classify};
+    let graph = graph_of(&[VM, TEMPLATE, CT]);
+    let cx = Context::new("t", &graph);
+    for (name, kind, g, pve_config) in [
+        (
+            "desk",
+            "VM",
+            G::Qemu,
+            &["keyboard", "tdf", "spice_enhancements", "shares"][..],
+        ),
+        ("box", "LXC", G::Lxc, &["debug"]),
+    ] {
+        let id = graph.find(kind, name).unwrap();
+        let d = guest(&cx, graph.resource(id)).unwrap();
+        assert!(d.owned.len() > 20 || kind == "LXC", "{d:#?}");
+        for o in &d.owned {
+            let class = classify(g, &o.key);
+            if pve_config.contains(&o.key.as_str()) {
+                assert_eq!(class, KeyClass::PveConfig, "{}", o.key);
+            } else {
+                assert!(matches!(class, KeyClass::Typed(_)), "{}: {class:?}", o.key);
+            }
+        }
+    }
 }

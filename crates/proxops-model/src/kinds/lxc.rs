@@ -168,6 +168,10 @@ pub struct RootFs {
     pub storage: String,
     /// The size, e.g. `8GiB`.
     pub size: Quantity,
+    /// Mount options of the root filesystem; `backup` does not apply (the root is always
+    /// backed up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<MountOptions>,
 }
 
 /// A volume mounted into a container.
@@ -552,6 +556,35 @@ fn validate_more(spec: &LxcSpec, cx: &SpecContext<'_>) {
             &path!["cpu", "units"],
             format!("`cpu.units` {u} is outside PVE's 0-500000"),
             None,
+        );
+    }
+    if spec
+        .root
+        .options
+        .as_ref()
+        .is_some_and(|o| o.backup.is_some())
+    {
+        cx.invalid(
+            &path!["root", "options", "backup"],
+            "the root filesystem is always backed up: PVE has no `backup` for `rootfs`",
+            None,
+        );
+    }
+    let root_mount = spec
+        .root
+        .options
+        .as_ref()
+        .and_then(|o| o.mount_options.as_deref());
+    if let Some(m) = root_mount
+        && crate::pve_config::check_sub_value(GuestType::Lxc, "rootfs", "mountoptions", m).is_err()
+    {
+        cx.invalid(
+            &path!["root", "options", "mount-options"],
+            format!("`{m}` is not a list of mount options PVE allows"),
+            Some(
+                "`discard`, `lazytime`, `noatime`, `nodev`, `noexec`, `nosuid`, separated by `;`"
+                    .into(),
+            ),
         );
     }
     let mut slots = BTreeSet::new();

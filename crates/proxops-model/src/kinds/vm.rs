@@ -436,6 +436,18 @@ pub struct VmOptions {
     /// Enable the QEMU guest agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<bool>,
+    /// Trim cloned disks through the agent after a move or clone (PVE `agent`
+    /// `fstrim_cloned_disks=`); needs `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_fstrim_cloned_disks: Option<bool>,
+    /// Freeze the guest's filesystems for backups (PVE `agent` `freeze-fs-on-backup=`, PVE's
+    /// default: yes); needs `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_freeze_fs: Option<bool>,
+    /// The agent's channel: `virtio` (PVE's default) or `isa` (PVE `agent` `type=`); needs
+    /// `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<AgentType>,
     /// Enable ACPI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acpi: Option<bool>,
@@ -461,6 +473,16 @@ pub struct VmOptions {
     /// `local:snippets/hook.pl` (PVE `hookscript`; root@pam only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hookscript: Option<String>,
+}
+
+/// The guest agent's channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentType {
+    /// VirtIO serial.
+    Virtio,
+    /// ISA serial.
+    Isa,
 }
 
 /// Cloud-init data of a QEMU guest or template.

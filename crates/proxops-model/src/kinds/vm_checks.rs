@@ -231,6 +231,24 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         if let Some(h) = &opts.hookscript {
             check_snippet(cx, h, &path!["options", "hookscript"]);
         }
+        if opts.agent.is_none() {
+            for (field, set) in [
+                (
+                    "agent-fstrim-cloned-disks",
+                    opts.agent_fstrim_cloned_disks.is_some(),
+                ),
+                ("agent-freeze-fs", opts.agent_freeze_fs.is_some()),
+                ("agent-type", opts.agent_type.is_some()),
+            ] {
+                if set {
+                    cx.invalid(
+                        &path!["options", field],
+                        format!("`{field}` needs `options.agent`"),
+                        Some("PVE's `agent` always says whether the agent is enabled: set `agent: true` (or `false`)".into()),
+                    );
+                }
+            }
+        }
     }
     if let Some(ci) = &spec.cloud_init_data {
         validate_cloud_init(ci, cx);

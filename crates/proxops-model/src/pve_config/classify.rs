@@ -128,6 +128,129 @@ const LXC_TYPED: &[TypedField] = &[
     t("unprivileged", "options.unprivileged"),
 ];
 
+const DRIVE: &[&str] = &[
+    "aio",
+    "backup",
+    "cache",
+    "discard",
+    "file",
+    "iops",
+    "iops_max",
+    "iops_rd",
+    "iops_rd_max",
+    "iops_wr",
+    "iops_wr_max",
+    "iothread",
+    "mbps",
+    "mbps_max",
+    "mbps_rd",
+    "mbps_rd_max",
+    "mbps_wr",
+    "mbps_wr_max",
+    "media",
+    "replicate",
+    "ro",
+    "serial",
+    "size",
+    "ssd",
+];
+
+/// The sub-keys of a typed property-string key (or family, `net[n]`) that typed fields set;
+/// a live sub-key outside them cannot be declared (ProxOps leaves it as it is). `None`: the key
+/// is not a typed property string. `file`/`volume` and `size` are the volume a slot holds.
+pub fn typed_sub_keys(guest: GuestType, key_name: &str) -> Option<&'static [&'static str]> {
+    let family = split_indexed(key_name).map_or(key_name, |(f, _)| f);
+    let subs: &'static [&'static str] = match (guest, family) {
+        (GuestType::Qemu, "agent") => &[
+            "enabled",
+            "freeze-fs",
+            "freeze-fs-on-backup",
+            "fstrim_cloned_disks",
+            "type",
+        ],
+        (GuestType::Qemu, "audio") => &["device", "driver"],
+        (GuestType::Qemu, "boot") => &["order"],
+        (GuestType::Qemu, "cicustom") => &["meta", "network", "user", "vendor"],
+        (GuestType::Qemu, "cpu") => &["cputype", "flags", "hidden", "hv-vendor-id", "phys-bits"],
+        (GuestType::Qemu, "efidisk") => {
+            &["efitype", "file", "ms-cert", "pre-enrolled-keys", "size"]
+        }
+        (GuestType::Qemu, "hostpci") => &[
+            "device-id",
+            "host",
+            "legacy-igd",
+            "mapping",
+            "mdev",
+            "pcie",
+            "rombar",
+            "romfile",
+            "sub-device-id",
+            "sub-vendor-id",
+            "vendor-id",
+            "x-vga",
+        ],
+        (GuestType::Qemu, "ide" | "sata" | "scsi" | "virtio") => DRIVE,
+        (GuestType::Qemu, "ipconfig") => &["gw", "gw6", "ip", "ip6"],
+        (GuestType::Qemu, "machine") => &["type", "viommu"],
+        (GuestType::Qemu, "memory") => &["current"],
+        (GuestType::Qemu, "net") => &[
+            "bridge",
+            "firewall",
+            "link_down",
+            "macaddr",
+            "model",
+            "mtu",
+            "queues",
+            "rate",
+            "tag",
+        ],
+        (GuestType::Qemu, "numa") if key_name != "numa" => {
+            &["cpus", "hostnodes", "memory", "policy"]
+        }
+        (GuestType::Qemu, "rng") => &["max_bytes", "period", "source"],
+        (GuestType::Qemu, "tpmstate") => &["file", "size", "version"],
+        (GuestType::Qemu, "usb") => &["host", "mapping", "usb3"],
+        (GuestType::Qemu, "vga") => &["clipboard", "memory", "type"],
+        (GuestType::Lxc, "features") => &[
+            "force_rw_sys",
+            "fuse",
+            "keyctl",
+            "mknod",
+            "mount",
+            "nesting",
+        ],
+        (GuestType::Lxc, "mp") => &[
+            "acl",
+            "backup",
+            "mountoptions",
+            "mp",
+            "quota",
+            "replicate",
+            "ro",
+            "shared",
+            "size",
+            "volume",
+        ],
+        (GuestType::Lxc, "rootfs") => &[
+            "acl",
+            "mountoptions",
+            "quota",
+            "replicate",
+            "ro",
+            "shared",
+            "size",
+            "volume",
+        ],
+        (GuestType::Lxc, "net") => &[
+            "bridge", "firewall", "gw", "gw6", "hwaddr", "ip", "ip6", "mtu", "name", "rate", "tag",
+            "type",
+        ],
+        (GuestType::Lxc, "dev") => &["deny-write", "gid", "mode", "path", "uid"],
+        _ => return None,
+    };
+    Some(subs)
+}
+
 /// The keys typed fields manage, by guest type.
 pub fn typed_fields(guest: GuestType) -> &'static [TypedField] {
     match guest {

@@ -23,7 +23,7 @@ pub use check::{check_sub_value, check_value, normalize_value, parse_property_st
 pub fn check_format(format: &str, value: &str) -> Result<(), String> {
     formats::check_named(format, value)
 }
-pub use classify::{KeyClass, TypedField, classify, typed_fields};
+pub use classify::{KeyClass, TypedField, classify, typed_fields, typed_sub_keys};
 pub use schema::pve_config_schema;
 pub(crate) use schema::{LxcPveConfig, QemuPveConfig};
 pub(crate) use value::check_pve_config;

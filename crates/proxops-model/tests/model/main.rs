@@ -10,6 +10,7 @@ mod custom_kind;
 mod expectations;
 mod fuzz;
 mod passthrough;
+mod pve_config;
 mod pve_enums;
 mod schema;
 mod snapshots;
