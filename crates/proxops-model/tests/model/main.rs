@@ -9,6 +9,7 @@ mod codes;
 mod custom_kind;
 mod expectations;
 mod fuzz;
+mod guest_options;
 mod passthrough;
 mod pve_config;
 mod pve_enums;
