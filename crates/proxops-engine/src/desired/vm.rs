@@ -482,10 +482,10 @@ fn hardware_keys(
         o.push(owned("rng0", v, Compare::SubKeys, true));
     }
     let (cloud_init_slot, cdrom_slot) = drive_slots(Some(h));
-    if let (Some(cdrom), Some(slot)) = (&h.cdrom, cdrom_slot) {
-        if let Some(value) = cdrom_value(cx, resource, cdrom)? {
-            o.push(owned(slot, value, Compare::Cdrom, false));
-        }
+    if let (Some(cdrom), Some(slot)) = (&h.cdrom, cdrom_slot)
+        && let Some(value) = cdrom_value(cx, resource, cdrom)?
+    {
+        o.push(owned(slot, value, Compare::Cdrom, false));
     }
     for cdrom in &h.cdroms {
         let (Some(slot), Some(value)) = (&cdrom.slot, cdrom_value(cx, resource, cdrom)?) else {

@@ -292,8 +292,8 @@ pub fn key(guest: GuestType, key: &str, release: Option<PveRelease>) -> Option<&
     let find = |name: &str| {
         keys(guest)
             .iter()
-            .filter(|k| k.name == name && release.is_none_or(|r| k.versions.contains(r)))
-            .last()
+            .rev()
+            .find(|k| k.name == name && release.is_none_or(|r| k.versions.contains(r)))
     };
     if let Some(k) = find(key) {
         return Some(k);
