@@ -122,7 +122,17 @@ pub fn pve_config_schema(guest: GuestType) -> Value {
         let schema = value_schema(k, guest);
         match k.name.strip_suffix("[n]") {
             Some(family) => {
-                patterns.insert(format!("^{family}(0|[1-9][0-9]*)$"), schema);
+                // Each index PVE allows (`parallel0`-`parallel2`), or any for a wide family.
+                let max = super::max_index(guest, family);
+                let indices = if max <= 31 {
+                    (0..=max)
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                } else {
+                    "0|[1-9][0-9]*".to_owned()
+                };
+                patterns.insert(format!("^{family}({indices})$"), schema);
             }
             None => {
                 properties.insert(k.name.to_owned(), schema);

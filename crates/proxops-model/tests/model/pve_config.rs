@@ -270,7 +270,8 @@ fn the_json_schema_lists_the_keys_pve_config_takes() {
         assert!(!props.contains_key(k), "{k}");
     }
     assert_eq!(qemu["additionalProperties"], false);
-    assert!(qemu["patternProperties"]["^virtiofs(0|[1-9][0-9]*)$"].is_object());
+    assert!(qemu["patternProperties"]["^virtiofs(0|1|2|3|4|5|6|7|8|9)$"].is_object());
+    assert!(qemu["patternProperties"]["^parallel(0|1|2)$"].is_object());
     let kb = &props["keyboard"];
     assert!(kb["enum"].as_array().unwrap().contains(&"de".into()));
     assert!(kb["description"].as_str().unwrap().contains("`keyboard`"));
