@@ -37,16 +37,6 @@ impl std::fmt::Display for Release {
     }
 }
 
-/// Create parameters PVE 9.1 added to `POST /nodes/{node}/qemu` and `/lxc` (the 8.4.2 and
-/// 9.1.3 API schemas): an `extra:` entry naming one fails on an older cluster with "property is
-/// not defined in schema".
-fn since_9_1(guest: GuestType) -> &'static [&'static str] {
-    match guest {
-        GuestType::Qemu => &["allow-ksm", "ha-managed", "intel-tdx"],
-        GuestType::Lxc => &["entrypoint", "env", "ha-managed"],
-    }
-}
-
 /// Why the cluster's release cannot take an artifact, if it cannot.
 pub fn artifact_problem(release: Release, a: &DesiredArtifact) -> Option<String> {
     let name = a.filename.to_ascii_lowercase();
@@ -64,21 +54,56 @@ pub fn artifact_problem(release: Release, a: &DesiredArtifact) -> Option<String>
     None
 }
 
-/// Why the cluster's release cannot create a guest, if it cannot.
+/// Why the cluster's release cannot create a guest, if it cannot: see [`config_problem`].
 pub fn create_problem(release: Release, d: &DesiredGuest) -> Option<String> {
-    let newer: Vec<&str> = d
-        .create_only
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .filter(|k| since_9_1(d.guest).contains(k))
-        .collect();
-    (!newer.is_empty() && release < Release(9, 1)).then(|| {
-        format!(
-            "`extra` sets {}, which PVE has only from 9.1; the cluster runs PVE {release}: remove {}",
-            newer.join(", "),
-            if newer.len() == 1 { "it" } else { "them" }
-        )
-    })
+    let config = d.create_config();
+    config_problem(
+        release,
+        d.guest,
+        config.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+}
+
+/// Why the cluster's release would refuse to write `keys` (config key, value): a key its
+/// schema does not have (`entrypoint`, `allow-ksm` are PVE 9.1's), or a `pve-config` value
+/// its schema refuses (the manifest's checks accept a value some release takes; here the
+/// cluster's own says). Releases before PVE 8 are not checked.
+pub fn config_problem<'a>(
+    release: Release,
+    guest: GuestType,
+    keys: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Option<String> {
+    use proxops_model::kind::GuestType as G;
+    use proxops_model::pve_config::{
+        KeyClass, PveRelease, check_value, classify, key, releases_of,
+    };
+    let schema = PveRelease::for_release(release.0, release.1)?;
+    let model = match guest {
+        GuestType::Qemu => G::Qemu,
+        GuestType::Lxc => G::Lxc,
+    };
+    let mut problems = Vec::new();
+    for (k, v) in keys {
+        match classify(model, k) {
+            KeyClass::Unknown | KeyClass::Unmanaged(_) => continue,
+            _ if key(model, k, Some(schema)).is_none() => {
+                let has: Vec<&str> = releases_of(model, k).iter().map(|r| r.as_str()).collect();
+                problems.push(format!(
+                    "`{k}` is a config key of PVE {} only; the cluster runs PVE {release}: remove it",
+                    has.join(", ")
+                ));
+            }
+            KeyClass::PveConfig => {
+                if let Err(why) = check_value(model, k, v, Some(schema)) {
+                    problems.push(format!(
+                        "PVE {release} refuses `pve-config.{k}: {v}`: {why}"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
 }
 
 /// The storage a drive value allocates a new volume on (`STORAGE:SIZE`,

@@ -417,6 +417,16 @@ fn compare(
                 change(owned, live, owned.value.clone(), out);
             }
         }
+        Compare::Number => {
+            let n = |v: &str| v.trim().parse::<f64>().ok();
+            let same = match (n(current), n(&owned.value)) {
+                (Some(a), Some(b)) => a == b,
+                _ => current.trim() == owned.value.trim(),
+            };
+            if !same {
+                change(owned, live, owned.value.clone(), out);
+            }
+        }
         Compare::WordList => {
             if !words(current).eq(words(&owned.value)) {
                 change(owned, live, owned.value.clone(), out);
@@ -790,6 +800,44 @@ mod tests {
         assert!(found.changes.is_empty() && !found.needs_restart());
         let keys: Vec<&str> = found.anomalies.iter().map(|a| a.key.as_str()).collect();
         assert_eq!(keys, ["efidisk0"]);
+    }
+
+    /// A `pve-config` key is owned like a typed one: drift is restored and a key dropped from
+    /// the manifest is deleted. Keys no document owned (raw `args`, PVE's `meta`, `lxc.*`
+    /// lines) are never touched.
+    #[test]
+    fn pve_config_keys_are_owned_and_unowned_keys_are_never_removed() {
+        let mut config = proxops_model::pve_config::PveConfig::new();
+        config.insert("keyboard".into(), "de".into());
+        config.insert("cpulimit".into(), "1.50".into());
+        config.insert("spice_enhancements".into(), "foldersharing=1".into());
+        let before = guest(crate::desired::pve_config(GuestType::Qemu, &config));
+        let state = live(&[
+            ("keyboard", "fr"),
+            ("cpulimit", "1.5"),
+            ("spice_enhancements", "foldersharing=0,videostreaming=all"),
+            ("args", "-cpu host"),
+            ("meta", "creation-qemu=9.2.0"),
+        ]);
+        let found = diff(&before, &state);
+        let got: Vec<(&str, &str)> = found
+            .changes
+            .iter()
+            .map(|c| (c.key.as_str(), c.value.as_str()))
+            .collect();
+        // A number compares as a number; a property string keeps the sub-keys it does not own.
+        assert_eq!(
+            got,
+            [
+                ("keyboard", "de"),
+                ("spice_enhancements", "foldersharing=1,videostreaming=all"),
+            ]
+        );
+        config.remove("keyboard");
+        let now = guest(crate::desired::pve_config(GuestType::Qemu, &config));
+        let found = diff_since(&now, Some(&before), &state);
+        let removed: Vec<&str> = found.removals.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(removed, ["keyboard"]);
     }
 
     #[test]

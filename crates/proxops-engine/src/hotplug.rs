@@ -88,6 +88,19 @@ fn qemu_pending(key: &str, value: Option<&str>, live: &BTreeMap<String, String>)
     let has = |c: &str| hot.iter().any(|h| h == c);
     match key {
         "cpulimit" | "cpuunits" => false,
+        // Turning the balloon device on or off is not hot-pluggable; a new minimum is.
+        "balloon" => {
+            let enabled = |v: Option<&str>| v.is_none_or(|v| v != "0");
+            enabled(live.get(key).map(String::as_str)) != enabled(value)
+        }
+        // `qemu_usb_hotplug` needs USB hotplug and a guest OS that can take it
+        // (qemu-server `$is_usb_hotplug_supported`).
+        _ if indexed(key, "usb") => {
+            !(has("usb")
+                && live
+                    .get("ostype")
+                    .is_some_and(|o| matches!(o.as_str(), "l26" | "win8" | "win10" | "win11")))
+        }
         "vcpus" => !has("cpu"),
         "tablet" => !has("usb"),
         // qemu_memory_hotplug needs NUMA.
@@ -215,6 +228,11 @@ mod tests {
             Some("e1000=BC:24:11:00:00:01,bridge=vmbr0"),
             &off
         ));
+        assert!(!stays_pending(q, "balloon", Some("1024"), &l));
+        assert!(stays_pending(q, "balloon", Some("0"), &l));
+        assert!(stays_pending(q, "usb0", Some("spice"), &l));
+        let linux = live(&[("ostype", "l26")]);
+        assert!(!stays_pending(q, "usb0", Some("spice"), &linux));
         let mem = live(&[("hotplug", "network,disk,memory"), ("numa", "1")]);
         assert!(!stays_pending(q, "memory", Some("4096"), &mem));
         assert!(stays_pending(q, "memory", Some("4096"), &l));

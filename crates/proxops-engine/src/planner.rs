@@ -800,6 +800,13 @@ impl Planner<'_> {
         if let Some(why) = compat::storage_problem(self.inventory, &d.node, d.guest, added) {
             return self.block(step, why, true);
         }
+        let written = found.changes.iter().map(|c| (c.key.as_str(), c.wire()));
+        if let Some(why) = self
+            .release
+            .and_then(|release| compat::config_problem(release, d.guest, written))
+        {
+            return self.block(step, why, true);
+        }
         if !found.is_converged() {
             let restart = found.needs_restart() && running;
             let mut keys: Vec<&str> = found.changes.iter().map(|c| c.key.as_str()).collect();

@@ -104,6 +104,19 @@ codes! {
     PlainSecret => "proxops::plain_secret",
     /// A file or directory could not be read.
     Io => "proxops::io",
+    /// A `pve-config` key that a typed field manages; the help names the field.
+    PveConfigTyped => "proxops::pve_config_typed",
+    /// A `pve-config` key that is not a parameter of PVE's API for the guest type.
+    PveConfigUnknown => "proxops::pve_config_unknown",
+    /// A `pve-config` value that PVE's schema refuses (type, enum, range, pattern, format,
+    /// property-string sub-keys).
+    PveConfigValue => "proxops::pve_config_value",
+    /// A config key ProxOps cannot set: PVE's API refuses it (raw `lxc.*` keys), only root@pam
+    /// may set it and ProxOps leaves it alone (`args`), or PVE keeps it itself (`lock`,
+    /// `unused[n]`, snapshot state).
+    NotSettable => "proxops::not_settable",
+    /// The retired `extra:` map: its keys move to `pve-config:` or a typed field.
+    ExtraRetired => "proxops::extra_retired",
 }
 
 impl fmt::Display for Code {

@@ -29,6 +29,7 @@ pub mod kind;
 pub mod kinds;
 pub mod loader;
 pub mod manifest;
+pub mod pve_config;
 pub mod quantity;
 pub mod report;
 pub mod schema;

@@ -1,9 +1,9 @@
 //! `LXC` and `TemplateCT`: the wire mapping of SPEC.md section 8.3, with `features` merged into
 //! the live value instead of overwritten, and interfaces named `eth<i>` by default as PVE does.
 
-use super::{Compare, Context, DesiredError, DesiredGuest, flag, owned, tags};
+use super::{Compare, Context, DesiredError, DesiredGuest, flag, owned, pve_config, tags};
 use proxops_model::Resource;
-use proxops_model::kinds::lxc::Arch;
+use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType, MountOptions};
 use proxops_model::kinds::{LxcSpec, PowerState};
 use proxops_pve::GuestType;
 
@@ -14,8 +14,7 @@ pub(super) fn desired(
 ) -> Result<DesiredGuest, DesiredError> {
     let template = resource.kind == "TemplateCT";
     let ostemplate = cx.volume(resource, "CTTemplate", &spec.template)?;
-    let mut create_only = vec![("ostemplate".to_owned(), ostemplate)];
-    create_only.extend(spec.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let create_only = vec![("ostemplate".to_owned(), ostemplate)];
     let mut out = DesiredGuest {
         guest: GuestType::Lxc,
         template,
@@ -57,13 +56,40 @@ pub(super) fn desired(
             false,
         ));
     }
+    if let Some(limit) = spec.cpu.limit {
+        let v = if limit.fract() == 0.0 {
+            format!("{}", limit as i64)
+        } else {
+            limit.to_string()
+        };
+        o.push(owned("cpulimit", v, Compare::Number, false));
+    }
+    if let Some(os) = spec.ostype {
+        o.push(owned("ostype", ostype(os), Compare::Canonical, true));
+    }
+    for (i, dev) in spec.devices.iter().enumerate() {
+        let slot = dev.slot.clone().unwrap_or_else(|| format!("dev{i}"));
+        let mut value = dev.path.clone();
+        if let Some(u) = dev.uid {
+            value.push_str(&format!(",uid={u}"));
+        }
+        if let Some(g) = dev.gid {
+            value.push_str(&format!(",gid={g}"));
+        }
+        if let Some(m) = &dev.mode {
+            value.push_str(&format!(",mode={m}"));
+        }
+        if let Some(b) = dev.deny_write {
+            value.push_str(&format!(",deny-write={}", flag(b)));
+        }
+        o.push(owned(slot, value, Compare::SubKeys, true));
+    }
     o.push(tags(cx, resource, &spec.tags));
-    o.push(owned(
-        "rootfs",
-        format!("{}:{}", spec.root.storage, spec.root.size.gib_string()),
-        Compare::Disk,
-        true,
-    ));
+    let mut rootfs = format!("{}:{}", spec.root.storage, spec.root.size.gib_string());
+    if let Some(opts) = &spec.root.options {
+        mount_options(&mut rootfs, opts);
+    }
+    o.push(owned("rootfs", rootfs, Compare::Disk, true));
     for (i, mp) in spec.mount_points.iter().enumerate() {
         let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
         let mut value = format!("{}:{}", mp.storage, mp.size.gib_string());
@@ -71,20 +97,7 @@ pub(super) fn desired(
             value.push_str(&format!(",mp={path}"));
         }
         if let Some(opts) = &mp.options {
-            for (key, b) in [
-                ("ro", opts.read_only),
-                ("backup", opts.backup),
-                ("acl", opts.acl),
-                ("quota", opts.quota),
-                ("shared", opts.shared),
-            ] {
-                if let Some(b) = b {
-                    value.push_str(&format!(",{key}={}", flag(b)));
-                }
-            }
-            if let Some(m) = &opts.mount_options {
-                value.push_str(&format!(",mountoptions={m}"));
-            }
+            mount_options(&mut value, opts);
         }
         o.push(owned(slot, value, Compare::Disk, true));
     }
@@ -130,6 +143,9 @@ pub(super) fn desired(
         }
         if let Some(gw6) = &nic.gw6 {
             value.push_str(&format!(",gw6={gw6}"));
+        }
+        if let Some(mtu) = nic.mtu {
+            value.push_str(&format!(",mtu={mtu}"));
         }
         o.push(owned(slot, value, Compare::SubKeys, false));
     }
@@ -183,14 +199,19 @@ pub(super) fn desired(
                 o.push(owned(key, flag(b), Compare::Canonical, false));
             }
         }
-        let features: Vec<String> = [
+        let mut features: Vec<String> = [
             ("nesting", opts.nesting),
             ("keyctl", opts.keyctl),
             ("fuse", opts.fuse),
+            ("mknod", opts.mknod),
+            ("force_rw_sys", opts.force_rw_sys),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|b| format!("{k}={}", flag(b))))
         .collect();
+        if !opts.mount.is_empty() {
+            features.push(format!("mount={}", opts.mount.join(";")));
+        }
         if !features.is_empty() {
             o.push(owned(
                 "features",
@@ -205,6 +226,59 @@ pub(super) fn desired(
         if let Some(n) = opts.ttys {
             o.push(owned("tty", n.to_string(), Compare::Canonical, true));
         }
+        if let Some(m) = opts.cmode {
+            let m = match m {
+                ConsoleMode::Tty => "tty",
+                ConsoleMode::Console => "console",
+                ConsoleMode::Shell => "shell",
+            };
+            o.push(owned("cmode", m, Compare::Canonical, true));
+        }
+        if let Some(tz) = &opts.timezone {
+            o.push(owned("timezone", tz.clone(), Compare::Canonical, true));
+        }
+        if let Some(h) = &opts.hookscript {
+            o.push(owned("hookscript", h.clone(), Compare::Canonical, false));
+        }
+        if let Some(e) = &opts.entrypoint {
+            o.push(owned("entrypoint", e.clone(), Compare::Canonical, true));
+        }
     }
+    o.extend(pve_config(GuestType::Lxc, &spec.pve_config));
     Ok(out)
+}
+
+fn ostype(os: LxcOsType) -> &'static str {
+    match os {
+        LxcOsType::Debian => "debian",
+        LxcOsType::Devuan => "devuan",
+        LxcOsType::Ubuntu => "ubuntu",
+        LxcOsType::Centos => "centos",
+        LxcOsType::Fedora => "fedora",
+        LxcOsType::Opensuse => "opensuse",
+        LxcOsType::Archlinux => "archlinux",
+        LxcOsType::Alpine => "alpine",
+        LxcOsType::Gentoo => "gentoo",
+        LxcOsType::Nixos => "nixos",
+        LxcOsType::Unmanaged => "unmanaged",
+    }
+}
+
+/// The mount options of a volume, appended to its value.
+fn mount_options(value: &mut String, opts: &MountOptions) {
+    for (key, b) in [
+        ("ro", opts.read_only),
+        ("backup", opts.backup),
+        ("acl", opts.acl),
+        ("quota", opts.quota),
+        ("shared", opts.shared),
+        ("replicate", opts.replicate),
+    ] {
+        if let Some(b) = b {
+            value.push_str(&format!(",{key}={}", flag(b)));
+        }
+    }
+    if let Some(m) = &opts.mount_options {
+        value.push_str(&format!(",mountoptions={m}"));
+    }
 }

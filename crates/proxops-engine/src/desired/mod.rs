@@ -55,6 +55,8 @@ pub enum Compare {
     /// A set of tags (`;`, `,` or spaces between them, case-insensitive): the live set must hold
     /// the desired tags (other tags are the operator's).
     Tags,
+    /// A number (`cpulimit`): equal as numbers (`1.50` is `1.5`).
+    Number,
     /// A set of words separated by spaces or commas, order ignored.
     WordSet,
     /// A list of words separated by spaces or commas, order kept.
@@ -119,7 +121,7 @@ pub struct DesiredGuest {
     pub clone: Option<CloneSource>,
     /// Owned config keys, sorted by key.
     pub owned: Vec<Owned>,
-    /// Extra create parameters, never compared (`ostemplate`, `extra:` entries).
+    /// Create parameters that are not config keys, never compared (`ostemplate`).
     pub create_only: Vec<(String, String)>,
     /// Things the manifest asks for that PVE cannot express; reported, not written.
     pub warnings: Vec<String>,
@@ -331,4 +333,37 @@ pub(crate) fn owned(
 
 pub(crate) fn flag(b: bool) -> &'static str {
     if b { "1" } else { "0" }
+}
+
+/// The owned keys of a `pve-config:` map: each value as PVE stores it (booleans `1`/`0`),
+/// property strings owned by the sub-keys written (like the typed property strings), numbers
+/// compared as numbers, anything else in PVE's canonical form. A change is not marked as
+/// needing a restart here: [`crate::hotplug`] predicts that per key.
+pub(crate) fn pve_config(
+    guest: GuestType,
+    config: &proxops_model::pve_config::PveConfig,
+) -> Vec<Owned> {
+    use proxops_model::kind::GuestType as ModelGuest;
+    use proxops_model::pve_config::{Ty, key, normalize_value};
+    let model = match guest {
+        GuestType::Qemu => ModelGuest::Qemu,
+        GuestType::Lxc => ModelGuest::Lxc,
+    };
+    config
+        .iter()
+        .map(|(k, v)| {
+            let def = key(model, k, None);
+            let compare = match def {
+                Some(d) if d.format.sub_keys().is_some() => Compare::SubKeys,
+                Some(d) if matches!(d.ty, Ty::Int | Ty::Num) => Compare::Number,
+                _ => Compare::Canonical,
+            };
+            owned(
+                k.clone(),
+                normalize_value(model, k, v.as_str()),
+                compare,
+                false,
+            )
+        })
+        .collect()
 }

@@ -2,10 +2,15 @@
 //! implementation's known bugs fixed (tags joined with `;`, `tpmstate0`, `hidden` inside `cpu`,
 //! explicit `false` options owned as `0`, the name compared so renames converge).
 
-use super::{CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, owned, tags};
+use super::{
+    CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, owned, pve_config, tags,
+};
 use proxops_model::Resource;
-use proxops_model::kinds::vm::{Aio, Bios, Discard, Machine, Media, SecureBoot, TpmVersion};
-use proxops_model::kinds::{PowerState, VmSpec};
+use proxops_model::kinds::vm::{
+    AgentType, Aio, AudioDevice, AudioDriver, Balloon, Bios, Cache, Cdrom, Clipboard, Discard,
+    Media, NumaPolicy, RngSource, SecureBoot, TpmVersion, Viommu, VmHardware,
+};
+use proxops_model::kinds::{PowerState, VmSpec, drive_slots};
 use proxops_pve::GuestType;
 use proxops_secrets::{REDACTED, Secret};
 
@@ -23,11 +28,7 @@ pub(super) fn desired(
         power: (!template).then(|| spec.state.unwrap_or(PowerState::Started)),
         clone: None,
         owned: Vec::new(),
-        create_only: spec
-            .extra
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        create_only: Vec::new(),
         warnings: Vec::new(),
     };
     let o = &mut out.owned;
@@ -42,23 +43,19 @@ pub(super) fn desired(
     if let Some(mib) = spec.memory.whole_mib() {
         o.push(owned("memory", mib.to_string(), Compare::Canonical, true));
     }
-    let hidden = spec.options.as_ref().and_then(|x| x.hidden);
-    let mut cpu = spec.cpu.cpu_type.clone();
-    if let Some(h) = hidden {
-        cpu.push_str(&format!(",hidden={}", flag(h)));
+    match &spec.balloon {
+        Some(Balloon::Off) => o.push(owned("balloon", "0", Compare::Canonical, true)),
+        Some(Balloon::Min(q)) => {
+            if let Some(mib) = q.whole_mib() {
+                o.push(owned("balloon", mib.to_string(), Compare::Canonical, true));
+            }
+        }
+        None => {}
     }
-    o.push(owned("cpu", cpu, Compare::SubKeys, true));
-    o.push(owned(
-        "cores",
-        spec.cpu.cores.to_string(),
-        Compare::Canonical,
-        true,
-    ));
-    if !spec.cpu.flags.is_empty() {
-        out.warnings.push(
-            "cpu.flags are not written: PVE accepts only a fixed list of flags, set through the cpu type".into(),
-        );
+    if let Some(os) = spec.ostype {
+        o.push(owned("ostype", word(&os), Compare::Canonical, true));
     }
+    cpu_keys(spec, o);
     // The ownership tags are always written, with or without tags of the manifest's own.
     o.push(tags(cx, resource, &spec.tags));
     // Disks: one slot each; the first controller named sets the VM-wide SCSI hardware.
@@ -98,6 +95,26 @@ pub(super) fn desired(
                 Aio::IoUring => ",aio=io_uring",
             });
         }
+        if let Some(c) = disk.cache {
+            value.push_str(&format!(",cache={}", cache(c)));
+        }
+        for (key, b) in [
+            ("backup", disk.backup),
+            ("replicate", disk.replicate),
+            ("ro", disk.read_only),
+        ] {
+            if let Some(b) = b {
+                value.push_str(&format!(",{key}={}", flag(b)));
+            }
+        }
+        if let Some(serial) = &disk.serial {
+            // PVE keeps the serial url-encoded (qemu-server `Drive.pm`, `serial` is
+            // `urlencoded`).
+            value.push_str(&format!(",serial={}", percent_encode(serial)));
+        }
+        for (key, v) in disk.limits.iter().flat_map(|l| l.to_pve()) {
+            value.push_str(&format!(",{key}={v}"));
+        }
         if scsihw.is_none() {
             scsihw = disk.controller.clone();
         }
@@ -113,6 +130,11 @@ pub(super) fn desired(
             true,
         ));
     }
+    let scsihw = spec
+        .hardware
+        .as_ref()
+        .and_then(|h| h.scsi_controller.clone())
+        .or(scsihw);
     if let Some(hw) = scsihw {
         o.push(owned("scsihw", hw, Compare::Canonical, true));
     }
@@ -133,125 +155,19 @@ pub(super) fn desired(
         if let Some(b) = nic.firewall {
             value.push_str(&format!(",firewall={}", flag(b)));
         }
+        if let Some(mtu) = nic.mtu {
+            value.push_str(&format!(",mtu={mtu}"));
+        }
+        if let Some(q) = nic.queues {
+            value.push_str(&format!(",queues={q}"));
+        }
+        if let Some(b) = nic.link_down {
+            value.push_str(&format!(",link_down={}", flag(b)));
+        }
         o.push(owned(slot, value, Compare::SubKeys, false));
     }
-    let cloud_init = spec
-        .hardware
-        .as_ref()
-        .and_then(|h| h.cloud_init.as_ref())
-        .filter(|c| c.enabled);
     if let Some(h) = &spec.hardware {
-        if let Some(m) = h.machine {
-            let m = match m {
-                Machine::I440fx => "pc",
-                Machine::Q35 => "q35",
-            };
-            o.push(owned("machine", m, Compare::SubKeys, true));
-        }
-        if let Some(b) = h.bios {
-            let b = match b {
-                Bios::Seabios => "seabios",
-                Bios::Ovmf => "ovmf",
-            };
-            o.push(owned("bios", b, Compare::Canonical, true));
-        }
-        if let Some(v) = &h.display {
-            o.push(owned("vga", v.clone(), Compare::SubKeys, true));
-        }
-        if let Some(n) = h.sockets.filter(|n| *n > 0) {
-            o.push(owned("sockets", n.to_string(), Compare::Canonical, true));
-        }
-        if let Some(b) = h.numa {
-            o.push(owned("numa", flag(b), Compare::Canonical, true));
-        }
-        if let Some(s) = &h.serial0 {
-            o.push(owned("serial0", s.clone(), Compare::Canonical, true));
-        }
-        if let Some(cdrom) = &h.cdrom
-            && let Some(iso) = &cdrom.iso
-        {
-            // ide2 holds the cdrom unless the cloud-init drive takes it.
-            let slot = if cloud_init.is_some() { "ide3" } else { "ide2" };
-            let media = match cdrom.media.unwrap_or(Media::Cdrom) {
-                Media::Cdrom => "cdrom",
-                Media::Disk => "disk",
-            };
-            let volume = if iso == "none" {
-                "none".to_owned()
-            } else {
-                cx.volume(resource, "ISO", iso)?
-            };
-            o.push(owned(
-                slot,
-                format!("{volume},media={media}"),
-                Compare::Cdrom,
-                false,
-            ));
-        }
-        if let Some(ci) = cloud_init {
-            let storage = ci.storage.clone().unwrap_or_else(|| "local-lvm".into());
-            o.push(owned(
-                "ide2",
-                format!("{storage}:cloudinit"),
-                Compare::Volume,
-                true,
-            ));
-        }
-        if let Some(efi) = &h.efi_disk {
-            let mut value = format!("{}:1", efi.storage);
-            if let Some(t) = &efi.template {
-                value.push_str(&format!(",efitype={}", t.to_ascii_lowercase()));
-            }
-            if let Some(sb) = efi.secure_boot {
-                value.push_str(match sb {
-                    SecureBoot::Enabled => ",pre-enrolled-keys=1",
-                    SecureBoot::Disabled => ",pre-enrolled-keys=0",
-                });
-            }
-            o.push(owned("efidisk0", value, Compare::Volume, true));
-        }
-        if let Some(tpm) = &h.tpm {
-            // PVE keeps TPM state on a volume: `tpmstate0=<storage>:1,version=v2.0`.
-            let storage = tpm
-                .storage
-                .clone()
-                .or_else(|| h.efi_disk.as_ref().map(|e| e.storage.clone()))
-                .unwrap_or_else(|| "local-lvm".into());
-            let version = match tpm.version.unwrap_or(TpmVersion::V2_0) {
-                TpmVersion::V1_2 => "v1.2",
-                TpmVersion::V2_0 => "v2.0",
-            };
-            o.push(owned(
-                "tpmstate0",
-                format!("{storage}:1,version={version}"),
-                Compare::Volume,
-                true,
-            ));
-        }
-        // A raw device is the bare `host` value; a mapping `mapping=<id>` (qemu-server
-        // `PCI.pm`/`USB.pm`: the two exclude each other, which the diff keeps so).
-        for pci in &h.pci_devices {
-            let mut value = match (&pci.mapping, &pci.device) {
-                (Some(id), _) => format!("mapping={id}"),
-                (None, Some(device)) => device.trim().to_ascii_lowercase(),
-                (None, None) => continue,
-            };
-            if let Some(b) = pci.pcie {
-                value.push_str(&format!(",pcie={}", flag(b)));
-            }
-            o.push(owned(pci.slot.clone(), value, Compare::SubKeys, true));
-        }
-        for usb in &h.usb_devices {
-            let mut value = match (&usb.mapping, &usb.host) {
-                (Some(id), _) => format!("mapping={id}"),
-                (None, Some(host)) => host.trim().to_owned(),
-                (None, None) => continue,
-            };
-            if let Some(b) = usb.usb3 {
-                value.push_str(&format!(",usb3={}", flag(b)));
-            }
-            o.push(owned(usb.slot.clone(), value, Compare::SubKeys, true));
-        }
+        hardware_keys(cx, resource, h, o)?;
     }
     if let Some(opts) = &spec.options {
         for (key, value) in [
@@ -265,7 +181,21 @@ pub(super) fn desired(
             }
         }
         if let Some(b) = opts.agent {
-            o.push(owned("agent", flag(b), Compare::SubKeys, false));
+            let mut v = flag(b).to_owned();
+            if let Some(t) = opts.agent_fstrim_cloned_disks {
+                v.push_str(&format!(",fstrim_cloned_disks={}", flag(t)));
+            }
+            // `freeze-fs-on-backup` is 8.4's name and 9.1's alias of `freeze-fs`.
+            if let Some(f) = opts.agent_freeze_fs {
+                v.push_str(&format!(",freeze-fs-on-backup={}", flag(f)));
+            }
+            if let Some(t) = opts.agent_type {
+                v.push_str(match t {
+                    AgentType::Virtio => ",type=virtio",
+                    AgentType::Isa => ",type=isa",
+                });
+            }
+            o.push(owned("agent", v, Compare::SubKeys, false));
         }
         if let Some(s) = &opts.startup {
             o.push(owned("startup", s.clone(), Compare::SubKeys, false));
@@ -285,6 +215,12 @@ pub(super) fn desired(
                 Compare::Canonical,
                 false,
             ));
+        }
+        if let Some(b) = opts.localtime {
+            o.push(owned("localtime", flag(b), Compare::Canonical, true));
+        }
+        if let Some(h) = &opts.hookscript {
+            o.push(owned("hookscript", h.clone(), Compare::Canonical, false));
         }
         if opts.nested_virt.is_some() {
             out.warnings.push(
@@ -353,6 +289,22 @@ pub(super) fn desired(
                 false,
             ));
         }
+        if let Some(t) = ci.ci_type {
+            o.push(owned("citype", word(&t), Compare::Canonical, false));
+        }
+        if let Some(b) = ci.ci_upgrade {
+            o.push(owned("ciupgrade", flag(b), Compare::Canonical, false));
+        }
+        if let Some(custom) = &ci.ci_custom {
+            let parts: Vec<String> = custom
+                .parts()
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if !parts.is_empty() {
+                o.push(owned("cicustom", parts.join(","), Compare::SubKeys, false));
+            }
+        }
         for ip in &ci.ipconfigs {
             // Each address under its family's key (`ip6=`/`gw6=` for IPv6): PVE refuses an
             // IPv6 address in `ip=`.
@@ -365,6 +317,7 @@ pub(super) fn desired(
             ));
         }
     }
+    o.extend(pve_config(GuestType::Qemu, &spec.pve_config));
     if let Some(name) = &spec.clone
         && !template
     {
@@ -377,6 +330,296 @@ pub(super) fn desired(
         }
     }
     Ok(out)
+}
+
+/// The CPU keys: the model with its flags and options (`cpu`), cores, weight, limit, vCPUs and
+/// host affinity.
+fn cpu_keys(spec: &VmSpec, o: &mut Vec<Owned>) {
+    let c = &spec.cpu;
+    let mut cpu = c.cpu_type.clone();
+    if !c.flags.is_empty() {
+        cpu.push_str(&format!(",flags={}", c.flags.join(";")));
+    }
+    if let Some(h) = spec.options.as_ref().and_then(|x| x.hidden) {
+        cpu.push_str(&format!(",hidden={}", flag(h)));
+    }
+    if let Some(p) = &c.phys_bits {
+        cpu.push_str(&format!(",phys-bits={p}"));
+    }
+    if let Some(v) = &c.hv_vendor_id {
+        cpu.push_str(&format!(",hv-vendor-id={v}"));
+    }
+    o.push(owned("cpu", cpu, Compare::SubKeys, true));
+    o.push(owned(
+        "cores",
+        c.cores.to_string(),
+        Compare::Canonical,
+        true,
+    ));
+    if let Some(u) = c.units {
+        o.push(owned("cpuunits", u.to_string(), Compare::Canonical, false));
+    }
+    if let Some(l) = c.limit {
+        o.push(owned("cpulimit", number(l), Compare::Number, false));
+    }
+    if let Some(v) = c.vcpus {
+        o.push(owned("vcpus", v.to_string(), Compare::Canonical, true));
+    }
+    if let Some(a) = &c.affinity {
+        o.push(owned("affinity", a.clone(), Compare::Canonical, true));
+    }
+}
+
+/// The keys of `hardware`.
+fn hardware_keys(
+    cx: &Context<'_>,
+    resource: &Resource,
+    h: &VmHardware,
+    o: &mut Vec<Owned>,
+) -> Result<(), DesiredError> {
+    if h.machine.is_some() || h.viommu.is_some() {
+        let mut m = h
+            .machine
+            .as_ref()
+            .map_or_else(String::new, |m| m.to_pve().to_owned());
+        if let Some(v) = h.viommu {
+            let v = match v {
+                Viommu::Intel => "intel",
+                Viommu::Virtio => "virtio",
+            };
+            if m.is_empty() {
+                m = format!("viommu={v}");
+            } else {
+                m.push_str(&format!(",viommu={v}"));
+            }
+        }
+        o.push(owned("machine", m, Compare::SubKeys, true));
+    }
+    if let Some(b) = h.bios {
+        let b = match b {
+            Bios::Seabios => "seabios",
+            Bios::Ovmf => "ovmf",
+        };
+        o.push(owned("bios", b, Compare::Canonical, true));
+    }
+    if h.display.is_some() || h.display_memory.is_some() || h.display_clipboard.is_some() {
+        let mut parts: Vec<String> = h.display.iter().cloned().collect();
+        if let Some(mib) = h.display_memory.as_ref().and_then(|m| m.whole_mib()) {
+            parts.push(format!("memory={mib}"));
+        }
+        if let Some(Clipboard::Vnc) = h.display_clipboard {
+            parts.push("clipboard=vnc".into());
+        }
+        o.push(owned("vga", parts.join(","), Compare::SubKeys, true));
+    }
+    if let Some(n) = h.sockets.filter(|n| *n > 0) {
+        o.push(owned("sockets", n.to_string(), Compare::Canonical, true));
+    }
+    if let Some(b) = h.numa {
+        o.push(owned("numa", flag(b), Compare::Canonical, true));
+    }
+    for (i, n) in h.numa_nodes.iter().enumerate() {
+        let mut v = format!("cpus={}", n.cpus);
+        if let Some(mib) = n.memory.as_ref().and_then(|m| m.whole_mib()) {
+            v.push_str(&format!(",memory={mib}"));
+        }
+        if let Some(hn) = &n.hostnodes {
+            v.push_str(&format!(",hostnodes={hn}"));
+        }
+        if let Some(p) = n.policy {
+            v.push_str(match p {
+                NumaPolicy::Preferred => ",policy=preferred",
+                NumaPolicy::Bind => ",policy=bind",
+                NumaPolicy::Interleave => ",policy=interleave",
+            });
+        }
+        o.push(owned(format!("numa{i}"), v, Compare::SubKeys, true));
+    }
+    if let Some(hp) = h.hugepages {
+        o.push(owned("hugepages", hp.to_pve(), Compare::Canonical, true));
+    }
+    if let Some(b) = h.keep_hugepages {
+        o.push(owned("keephugepages", flag(b), Compare::Canonical, false));
+    }
+    for (key, value) in [
+        ("serial0", &h.serial0),
+        ("serial1", &h.serial1),
+        ("serial2", &h.serial2),
+        ("serial3", &h.serial3),
+    ] {
+        if let Some(s) = value {
+            o.push(owned(key, s.clone(), Compare::Canonical, true));
+        }
+    }
+    if let Some(a) = &h.audio {
+        let device = match a.device {
+            AudioDevice::Ich9IntelHda => "ich9-intel-hda",
+            AudioDevice::IntelHda => "intel-hda",
+            AudioDevice::Ac97 => "AC97",
+        };
+        let mut v = format!("device={device}");
+        if let Some(d) = a.driver {
+            v.push_str(match d {
+                AudioDriver::Spice => ",driver=spice",
+                AudioDriver::None => ",driver=none",
+            });
+        }
+        o.push(owned("audio0", v, Compare::SubKeys, true));
+    }
+    if let Some(r) = &h.rng {
+        let source = match r.source {
+            RngSource::Urandom => "/dev/urandom",
+            RngSource::Random => "/dev/random",
+            RngSource::Hwrng => "/dev/hwrng",
+        };
+        let mut v = format!("source={source}");
+        if let Some(m) = r.max_bytes {
+            v.push_str(&format!(",max_bytes={m}"));
+        }
+        if let Some(p) = r.period {
+            v.push_str(&format!(",period={p}"));
+        }
+        o.push(owned("rng0", v, Compare::SubKeys, true));
+    }
+    let (cloud_init_slot, cdrom_slot) = drive_slots(Some(h));
+    if let (Some(cdrom), Some(slot)) = (&h.cdrom, cdrom_slot)
+        && let Some(value) = cdrom_value(cx, resource, cdrom)?
+    {
+        o.push(owned(slot, value, Compare::Cdrom, false));
+    }
+    for cdrom in &h.cdroms {
+        let (Some(slot), Some(value)) = (&cdrom.slot, cdrom_value(cx, resource, cdrom)?) else {
+            continue;
+        };
+        o.push(owned(slot.clone(), value, Compare::Cdrom, false));
+    }
+    if let (Some(ci), Some(slot)) = (h.cloud_init.as_ref().filter(|c| c.enabled), cloud_init_slot) {
+        let storage = ci.storage.clone().unwrap_or_else(|| "local-lvm".into());
+        o.push(owned(
+            slot,
+            format!("{storage}:cloudinit"),
+            Compare::Volume,
+            true,
+        ));
+    }
+    if let Some(efi) = &h.efi_disk {
+        let mut value = format!("{}:1", efi.storage);
+        if let Some(t) = &efi.template {
+            value.push_str(&format!(",efitype={}", t.to_ascii_lowercase()));
+        }
+        if let Some(sb) = efi.secure_boot {
+            value.push_str(match sb {
+                SecureBoot::Enabled => ",pre-enrolled-keys=1",
+                SecureBoot::Disabled => ",pre-enrolled-keys=0",
+            });
+        }
+        if let Some(c) = efi.ms_cert {
+            value.push_str(&format!(",ms-cert={}", c.to_pve()));
+        }
+        o.push(owned("efidisk0", value, Compare::Volume, true));
+    }
+    if let Some(tpm) = &h.tpm {
+        // PVE keeps TPM state on a volume: `tpmstate0=<storage>:1,version=v2.0`.
+        let storage = tpm
+            .storage
+            .clone()
+            .or_else(|| h.efi_disk.as_ref().map(|e| e.storage.clone()))
+            .unwrap_or_else(|| "local-lvm".into());
+        let version = match tpm.version.unwrap_or(TpmVersion::V2_0) {
+            TpmVersion::V1_2 => "v1.2",
+            TpmVersion::V2_0 => "v2.0",
+        };
+        o.push(owned(
+            "tpmstate0",
+            format!("{storage}:1,version={version}"),
+            Compare::Volume,
+            true,
+        ));
+    }
+    // A raw device is the bare `host` value; a mapping `mapping=<id>` (qemu-server
+    // `PCI.pm`/`USB.pm`: the two exclude each other, which the diff keeps so).
+    for pci in &h.pci_devices {
+        let mut value = match (&pci.mapping, &pci.device) {
+            (Some(id), _) => format!("mapping={id}"),
+            (None, Some(device)) => device.trim().to_ascii_lowercase(),
+            (None, None) => continue,
+        };
+        for (k, v) in pci.options() {
+            value.push_str(&format!(",{k}={v}"));
+        }
+        o.push(owned(pci.slot.clone(), value, Compare::SubKeys, true));
+    }
+    for usb in &h.usb_devices {
+        let mut value = match (&usb.mapping, &usb.host) {
+            (Some(id), _) => format!("mapping={id}"),
+            (None, Some(host)) => host.trim().to_owned(),
+            (None, None) => continue,
+        };
+        if let Some(b) = usb.usb3 {
+            value.push_str(&format!(",usb3={}", flag(b)));
+        }
+        o.push(owned(usb.slot.clone(), value, Compare::SubKeys, true));
+    }
+    Ok(())
+}
+
+/// A CD-ROM drive's value: its ISO's volume (or the volume it names, or `none`) as a CD-ROM.
+fn cdrom_value(
+    cx: &Context<'_>,
+    resource: &Resource,
+    cdrom: &Cdrom,
+) -> Result<Option<String>, DesiredError> {
+    let media = match cdrom.media.unwrap_or(Media::Cdrom) {
+        Media::Cdrom => "cdrom",
+        Media::Disk => "disk",
+    };
+    let volume = match (&cdrom.iso, &cdrom.volume) {
+        (Some(iso), _) if iso == "none" => "none".to_owned(),
+        (Some(iso), _) => cx.volume(resource, "ISO", iso)?,
+        (None, Some(v)) => v.clone(),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(format!("{volume},media={media}")))
+}
+
+/// The serde spelling of a unit enum (`l26`, `nocloud`).
+fn word<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn cache(c: Cache) -> &'static str {
+    match c {
+        Cache::None => "none",
+        Cache::Writethrough => "writethrough",
+        Cache::Writeback => "writeback",
+        Cache::Unsafe => "unsafe",
+        Cache::Directsync => "directsync",
+    }
+}
+
+/// A number as PVE writes it: no fraction when whole.
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        v.to_string()
+    }
+}
+
+/// Every byte outside `A-Za-z0-9-._~` percent-encoded in uppercase.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// An owned key whose value is secret: plans show [`REDACTED`].
@@ -413,13 +656,5 @@ pub(crate) fn encode_ssh_keys(keys: &[String]) -> String {
             unique.push(k);
         }
     }
-    let mut out = String::new();
-    for b in unique.join("\n").bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encode(&unique.join("\n"))
 }

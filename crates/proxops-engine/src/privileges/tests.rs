@@ -629,3 +629,86 @@ fn only_a_password_login_as_root_at_pam_is_root() {
     }));
     assert!(!is_root(&Credentials::token("root@pam!ci", "s")));
 }
+
+/// The keys of issue 15's typed options and `pve-config`, each as PVE checks it: qemu-server
+/// `$check_vm_modify_config_perm` (its option lists, and "only root can set" for every other
+/// key: `affinity`, `hugepages`, `keephugepages`, `spice_enhancements`),
+/// pve-container `check_ct_modify_config_perm` (`VM.Config.Options` for the rest).
+#[test]
+fn the_keys_of_every_guest_option_map_to_pves_privileges() {
+    use GuestType::{Lxc, Qemu};
+    let vm = |p: &str| format!("{p} on /vms/100");
+    let table: &[(GuestType, &str, &str, &[String])] = &[
+        (Qemu, "cpuunits", "200", &[vm("VM.Config.CPU")]),
+        (Qemu, "cpulimit", "1.5", &[vm("VM.Config.CPU")]),
+        (Qemu, "vcpus", "2", &[vm("VM.Config.CPU")]),
+        (
+            Qemu,
+            "numa0",
+            "cpus=0-1,memory=1024",
+            &[vm("VM.Config.CPU")],
+        ),
+        (Qemu, "shares", "500", &[vm("VM.Config.Memory")]),
+        (
+            Qemu,
+            "audio0",
+            "device=ich9-intel-hda",
+            &[vm("VM.Config.HWType")],
+        ),
+        (
+            Qemu,
+            "rng0",
+            "source=/dev/urandom",
+            &[vm("VM.Config.HWType")],
+        ),
+        (Qemu, "ostype", "l26", &[vm("VM.Config.Options")]),
+        (Qemu, "localtime", "1", &[vm("VM.Config.Options")]),
+        (Qemu, "keyboard", "de", &[vm("VM.Config.Options")]),
+        (Qemu, "tdf", "0", &[vm("VM.Config.Options")]),
+        (Qemu, "vmstatestorage", "local-lvm", &[vm("VM.Config.Disk")]),
+        (
+            Qemu,
+            "citype",
+            "nocloud",
+            &["VM.Config.Cloudinit on /vms/100, or VM.Config.Network on /vms/100".into()],
+        ),
+        (
+            Qemu,
+            "cicustom",
+            "user=local:snippets/u.yaml",
+            &["VM.Config.Cloudinit on /vms/100, or VM.Config.Network on /vms/100".into()],
+        ),
+        (Qemu, "serial1", "socket", &[vm("VM.Config.HWType")]),
+        (
+            Qemu,
+            "smbios1",
+            "uuid=c0fd19ca-0415-4d1c-958c-d59642429f53",
+            &[vm("VM.Config.HWType")],
+        ),
+        (Lxc, "cpulimit", "0.5", &[vm("VM.Config.CPU")]),
+        (Lxc, "cmode", "shell", &[vm("VM.Config.Options")]),
+        (Lxc, "timezone", "host", &[vm("VM.Config.Options")]),
+        (Lxc, "ostype", "debian", &[vm("VM.Config.Options")]),
+        (Lxc, "tty", "2", &[vm("VM.Config.Options")]),
+        (Lxc, "debug", "1", &[vm("VM.Config.Options")]),
+        (
+            Lxc,
+            "entrypoint",
+            "/usr/bin/app",
+            &[vm("VM.Config.Options")],
+        ),
+    ];
+    for (guest, key, value, want) in table {
+        assert_eq!(update(*guest, key, value, None), *want, "{guest:?} {key}");
+    }
+    for key in [
+        "affinity",
+        "hugepages",
+        "keephugepages",
+        "spice_enhancements",
+    ] {
+        let needs = update(Qemu, key, "1", None);
+        assert_eq!(needs.len(), 1, "{key}: {needs:?}");
+        assert!(needs[0].contains("root@pam"), "{key}: {needs:?}");
+    }
+}

@@ -7,6 +7,7 @@ mod artifacts;
 mod background;
 mod cycle;
 mod edits;
+mod guest_options;
 mod ha;
 mod ownership;
 mod pending;

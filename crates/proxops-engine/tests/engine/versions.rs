@@ -106,17 +106,17 @@ async fn a_storage_without_the_content_fails_at_plan_time() {
 }
 
 /// `allow-ksm` is a create parameter of PVE 9.1 (absent from the 8.4.2 schema): asked of an
-/// 8.4 cluster through `extra`, the plan refuses it; 9.1 takes it.
+/// 8.4 cluster through `pve-config`, the plan refuses it; 9.1 takes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_parameter_of_9_1_is_refused_for_8_4() {
-    let text = vm("local-lvm", "  extra:\n    allow-ksm: \"0\"\n");
+    let text = vm("local-lvm", "  pve-config:\n    allow-ksm: false\n");
     let (sim, client) = offline_simulator(of(PveVersion::V8_4)).await;
     let p = plan(&client, &[&text]).await;
     assert!(p.actions.is_empty(), "{p:#?}");
     assert_eq!(
         anomalies(&p),
         [
-            "VM/web: `extra` sets allow-ksm, which PVE has only from 9.1; the cluster runs PVE 8.4: remove it"
+            "VM/web: `allow-ksm` is a config key of PVE 9.1 only; the cluster runs PVE 8.4: remove it"
         ]
     );
     sim.shutdown().await.unwrap();

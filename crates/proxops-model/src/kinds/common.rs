@@ -1,11 +1,11 @@
 //! Types and checks shared by several kinds.
 
-use crate::kind::SpecContext;
+use crate::Code;
+use crate::kind::{GuestType, SpecContext};
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Desired power state of a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -155,25 +155,33 @@ pub(crate) fn check_tag(cx: &SpecContext<'_>, tag: &str, at: &[PathSeg]) {
     }
 }
 
-pub(crate) fn check_extra(
+/// Reports every key of the retired `extra:` map with where it goes now: the typed field that
+/// manages it, or `pve-config`, or nowhere (a key PVE's API cannot set).
+pub(crate) fn check_retired_extra(
     cx: &SpecContext<'_>,
-    extra: &BTreeMap<String, String>,
-    reserved: &[&str],
-    reserved_prefixes: &[&str],
+    guest: GuestType,
+    extra: &crate::pve_config::PveConfig,
 ) {
+    use crate::pve_config::{KeyClass, classify};
     for key in extra.keys() {
-        let numbered_prefix = reserved_prefixes.iter().any(|p| {
-            key.strip_prefix(p)
-                .is_some_and(|rest| rest.is_empty() || rest.bytes().all(|b| b.is_ascii_digit()))
-        });
-        if reserved.contains(&key.as_str()) || numbered_prefix {
-            let at = cx.key_path(&path!["extra"], key);
-            cx.invalid(
-                &at,
-                format!("`extra.{key}` is managed by ProxOps and cannot be set through `extra`"),
-                Some("use the dedicated spec field instead".into()),
-            );
-        }
+        let at = cx.key_path(&path!["extra"], key);
+        let help = match classify(guest, key) {
+            KeyClass::Typed(field) => format!("`{key}` is set by {field} now"),
+            KeyClass::PveConfig => format!(
+                "move it to `pve-config:` (`pve-config.{key}`), which checks it against PVE's schema and keeps it reconciled"
+            ),
+            KeyClass::Unmanaged(why) => format!("ProxOps cannot set `{key}`, {why}"),
+            KeyClass::Unknown => format!(
+                "`{key}` is not a config key of PVE's API; the other keys of PVE's guest config go in `pve-config:`"
+            ),
+        };
+        cx.report(
+            Code::ExtraRetired,
+            &at,
+            format!("`extra` is retired: `extra.{key}` is no longer read"),
+            "retired field",
+            Some(help),
+        );
     }
 }
 

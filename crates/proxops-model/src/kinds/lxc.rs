@@ -1,12 +1,13 @@
 //! `kind: LXC` and `kind: TemplateCT`: containers (SPEC.md sections 8.3 and 8.4).
 
-use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+use super::common::{self, PowerState, check_name_ref, check_node, check_vmid};
 use crate::Code;
 use crate::kind::{
     GuestType, Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField,
     ReferenceSource, ReferenceView, SpecContext, StorageUse,
 };
 use crate::manifest::Spec;
+use crate::pve_config::PveConfig;
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
@@ -53,6 +54,13 @@ pub struct LxcSpec {
     /// The OS architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<Arch>,
+    /// The OS PVE sets the container up for (PVE `ostype`); `unmanaged` leaves the OS's setup
+    /// (network, hostname, ...) to the container. PVE detects it from the template when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ostype: Option<LxcOsType>,
+    /// Host devices passed into the container (PVE `dev0`, `dev1`, ...; root@pam only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<LxcDevice>,
     /// Container options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<LxcOptions>,
@@ -62,9 +70,80 @@ pub struct LxcSpec {
     /// User tags; ProxOps adds its own ownership tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    /// Extra PVE config keys sent verbatim at create; keys ProxOps manages are refused.
+    /// Any other key of PVE's container config, checked against PVE's schema and owned like a
+    /// typed field (written, drift restored, deleted when removed). Keys a typed field manages
+    /// are refused, naming the field; so are raw `lxc.*` keys, which PVE's API cannot set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, String>,
+    #[schemars(with = "crate::pve_config::LxcPveConfig")]
+    pub pve_config: PveConfig,
+    /// Retired: `extra:` is refused with `proxops::extra_retired` (move its keys to
+    /// `pve-config` or the typed field); read only to say so.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub extra: PveConfig,
+}
+
+/// PVE's `ostype` of a container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LxcOsType {
+    /// Debian.
+    Debian,
+    /// Devuan.
+    Devuan,
+    /// Ubuntu.
+    Ubuntu,
+    /// CentOS and its relatives.
+    Centos,
+    /// Fedora.
+    Fedora,
+    /// openSUSE.
+    Opensuse,
+    /// Arch Linux.
+    Archlinux,
+    /// Alpine.
+    Alpine,
+    /// Gentoo.
+    Gentoo,
+    /// NixOS.
+    Nixos,
+    /// Left alone: PVE sets up nothing inside (OCI application containers, other systems).
+    Unmanaged,
+}
+
+/// The console mode of a container (PVE `cmode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConsoleMode {
+    /// A TTY (PVE's default).
+    Tty,
+    /// `/dev/console`.
+    Console,
+    /// A shell in the container, without login.
+    Shell,
+}
+
+/// A host device passed into a container (`dev<N>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LxcDevice {
+    /// The device node on the host, e.g. `/dev/dri/renderD128`.
+    pub path: String,
+    /// The owner inside the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// The group inside the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid: Option<u32>,
+    /// The access mode, octal such as `0660`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Pass it read-only (PVE `deny-write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_write: Option<bool>,
+    /// The slot, `dev0`-`dev255`; defaults to `dev<index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
 }
 
 /// CPU settings of a container.
@@ -73,9 +152,12 @@ pub struct LxcSpec {
 pub struct LxcCpu {
     /// Cores, at least 1.
     pub cores: u32,
-    /// CPU weight (informational; not sent to PVE yet).
+    /// CPU weight against other guests (PVE `cpuunits`, 0-500000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub units: Option<u32>,
+    /// CPU time limit in host CPUs (PVE `cpulimit`, 0-8192; 0 is no limit), e.g. `1.5`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
 }
 
 /// The root filesystem of a container.
@@ -86,6 +168,10 @@ pub struct RootFs {
     pub storage: String,
     /// The size, e.g. `8GiB`.
     pub size: Quantity,
+    /// Mount options of the root filesystem; `backup` does not apply (the root is always
+    /// backed up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<MountOptions>,
 }
 
 /// A volume mounted into a container.
@@ -126,7 +212,11 @@ pub struct MountOptions {
     /// The volume is shared between nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<bool>,
-    /// Extra mount options, e.g. `noatime`.
+    /// Include in storage replication (PVE default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicate: Option<bool>,
+    /// Mount options separated by `;`: `discard`, `lazytime`, `noatime`, `nodev`, `noexec`,
+    /// `nosuid` (PVE `mountoptions`), e.g. `noatime;nodev`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_options: Option<String>,
 }
@@ -186,6 +276,9 @@ pub struct LxcNetwork {
     /// The slot, `net0`-`net31`; defaults to `net<index>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<String>,
+    /// The MTU, 64-65535.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
 }
 
 /// Host name and DNS settings of a container.
@@ -247,40 +340,37 @@ pub struct LxcOptions {
     /// Allow FUSE mounts (`features: fuse`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuse: Option<bool>,
+    /// Allow `mknod` of some device nodes (`features: mknod`; unprivileged containers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mknod: Option<bool>,
+    /// Mount `/sys` writable (`features: force_rw_sys`; unprivileged containers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force_rw_sys: Option<bool>,
+    /// Filesystem types the container may mount (`features: mount=nfs;cifs`), e.g.
+    /// `[nfs, cifs]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mount: Vec<String>,
     /// Startup order and delays, e.g. `order=10`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup: Option<String>,
-    /// Number of TTYs.
+    /// Number of TTYs, 0-6 (PVE `tty`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttys: Option<u32>,
+    /// The console mode (PVE `cmode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmode: Option<ConsoleMode>,
+    /// The time zone: `host`, or a zone name such as `Europe/Berlin` (PVE `timezone`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// A hook script snippet run at the container's lifecycle events, e.g.
+    /// `local:snippets/hook.pl` (PVE `hookscript`; root@pam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hookscript: Option<String>,
+    /// The command the container starts as its init (PVE 9.1 `entrypoint`, OCI application
+    /// containers), e.g. `/usr/bin/app --serve`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<String>,
 }
-
-const RESERVED_EXTRA: &[&str] = &[
-    "vmid",
-    "ctid",
-    "name",
-    "memory",
-    "swap",
-    "cores",
-    "rootfs",
-    "ostemplate",
-    "ostype",
-    "arch",
-    "hostname",
-    "nameserver",
-    "searchdomain",
-    "unprivileged",
-    "onboot",
-    "protection",
-    "console",
-    "features",
-    "startup",
-    "start",
-    "tags",
-    "description",
-    "template",
-];
-const RESERVED_EXTRA_PREFIXES: &[&str] = &["net", "mp"];
 
 /// Host paths a bind mount may not expose wholesale.
 const PROTECTED_HOST_PATHS: &[&str] = &[
@@ -434,17 +524,170 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     for (i, tag) in spec.tags.iter().enumerate() {
         common::check_tag(cx, tag, &path!["tags", i]);
     }
-    check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
+    validate_more(spec, cx);
+    common::check_retired_extra(cx, GuestType::Lxc, &spec.extra);
     // pve-container's API takes only its config schema (`additionalProperties => 0`): raw
     // `lxc.*` keys live in `/etc/pve/lxc/<vmid>.conf` alone, for root@pam as for anyone.
-    for key in spec.extra.keys().filter(|k| k.starts_with("lxc.")) {
+    crate::pve_config::check_pve_config(
+        cx,
+        GuestType::Lxc,
+        spec.vmid,
+        &spec.pve_config,
+        &path!["pve-config"],
+    );
+}
+
+/// The checks of the options beyond the basics: CPU limit, devices, features, time zone,
+/// hook script, entry point, MTU, mount options.
+fn validate_more(spec: &LxcSpec, cx: &SpecContext<'_>) {
+    if let Some(l) = spec.cpu.limit
+        && !(0.0..=8192.0).contains(&l)
+    {
         cx.invalid(
-            &cx.key_path(&path!["extra"], key),
-            format!("`{key}` is a raw LXC key: the PVE API refuses these for every user"),
-            Some(format!(
-                "add it to /etc/pve/lxc/{}.conf on the node instead",
-                spec.vmid
-            )),
+            &path!["cpu", "limit"],
+            format!("`cpu.limit` {l} is outside PVE's 0-8192 (host CPUs; 0 is no limit)"),
+            None,
+        );
+    }
+    if let Some(u) = spec.cpu.units
+        && u > 500_000
+    {
+        cx.invalid(
+            &path!["cpu", "units"],
+            format!("`cpu.units` {u} is outside PVE's 0-500000"),
+            None,
+        );
+    }
+    if spec
+        .root
+        .options
+        .as_ref()
+        .is_some_and(|o| o.backup.is_some())
+    {
+        cx.invalid(
+            &path!["root", "options", "backup"],
+            "the root filesystem is always backed up: PVE has no `backup` for `rootfs`",
+            None,
+        );
+    }
+    let root_mount = spec
+        .root
+        .options
+        .as_ref()
+        .and_then(|o| o.mount_options.as_deref());
+    if let Some(m) = root_mount
+        && crate::pve_config::check_sub_value(GuestType::Lxc, "rootfs", "mountoptions", m).is_err()
+    {
+        cx.invalid(
+            &path!["root", "options", "mount-options"],
+            format!("`{m}` is not a list of mount options PVE allows"),
+            Some(
+                "`discard`, `lazytime`, `noatime`, `nodev`, `noexec`, `nosuid`, separated by `;`"
+                    .into(),
+            ),
+        );
+    }
+    let mut slots = BTreeSet::new();
+    for (i, dev) in spec.devices.iter().enumerate() {
+        let slot = dev.slot.clone().unwrap_or_else(|| format!("dev{i}"));
+        if !super::vm_checks::slot_in(&slot, "dev", 255) {
+            cx.invalid(
+                &path!["devices", i, "slot"],
+                format!("`{slot}` is not a device slot (dev0-dev255)"),
+                None,
+            );
+        } else if !slots.insert(slot.clone()) {
+            cx.invalid(
+                &path!["devices", i, "slot"],
+                format!("device slot `{slot}` is used twice"),
+                None,
+            );
+        }
+        if !dev.path.starts_with("/dev/") || dev.path.contains(',') {
+            cx.invalid(
+                &path!["devices", i, "path"],
+                format!("`{}` is not a device node under /dev", dev.path),
+                None,
+            );
+        }
+        if let Some(m) = &dev.mode
+            && !(m.len() == 4
+                && m.starts_with('0')
+                && m.bytes().all(|b| (b'0'..=b'7').contains(&b)))
+        {
+            cx.invalid(
+                &path!["devices", i, "mode"],
+                format!("`{m}` is not an access mode"),
+                Some("four octal digits starting with 0, e.g. `0660`".into()),
+            );
+        }
+    }
+    for (i, net) in spec.networks.iter().enumerate() {
+        if let Some(mtu) = net.mtu
+            && !(64..=65_535).contains(&mtu)
+        {
+            cx.invalid(
+                &path!["networks", i, "mtu"],
+                format!("MTU {mtu} is outside 64-65535"),
+                None,
+            );
+        }
+    }
+    for (i, mp) in spec.mount_points.iter().enumerate() {
+        if let Some(m) = mp.options.as_ref().and_then(|o| o.mount_options.as_deref())
+            && crate::pve_config::check_sub_value(GuestType::Lxc, "mp0", "mountoptions", m).is_err()
+        {
+            cx.invalid(
+                &path!["mount-points", i, "options", "mount-options"],
+                format!("`{m}` is not a list of mount options PVE allows"),
+                Some("`discard`, `lazytime`, `noatime`, `nodev`, `noexec`, `nosuid`, separated by `;`".into()),
+            );
+        }
+    }
+    let Some(opts) = &spec.options else { return };
+    for (i, fs) in opts.mount.iter().enumerate() {
+        if fs.is_empty() || !fs.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            cx.invalid(
+                &path!["options", "mount", i],
+                format!("`{fs}` is not a filesystem type"),
+                Some("e.g. `nfs` or `cifs`".into()),
+            );
+        }
+    }
+    if let Some(tz) = &opts.timezone
+        && (tz.is_empty() || tz.contains([',', ' ', '\n']) || tz.contains(".."))
+    {
+        cx.invalid(
+            &path!["options", "timezone"],
+            format!("`{tz}` is not a time zone"),
+            Some("`host`, or a zone name such as `Europe/Berlin`".into()),
+        );
+    }
+    if let Some(n) = opts.ttys
+        && n > 6
+    {
+        cx.invalid(
+            &path!["options", "ttys"],
+            format!("{n} TTYs is more than PVE's 6"),
+            None,
+        );
+    }
+    if let Some(h) = &opts.hookscript
+        && crate::pve_config::check_format("pve-volume-id", h).is_err()
+    {
+        cx.invalid(
+            &path!["options", "hookscript"],
+            format!("`{h}` is not a volume id"),
+            Some("a snippet volume such as `local:snippets/hook.pl`".into()),
+        );
+    }
+    if let Some(e) = &opts.entrypoint
+        && (e.trim().is_empty() || e.chars().any(|c| c.is_control()))
+    {
+        cx.invalid(
+            &path!["options", "entrypoint"],
+            "the entry point must be a command line without control characters",
+            None,
         );
     }
 }

@@ -5,8 +5,11 @@ pub mod common;
 pub mod lxc;
 pub mod passthrough;
 pub mod vm;
+mod vm_checks;
+pub mod vm_devices;
 
 pub use artifact::{ArtifactClass, ArtifactKind, ArtifactSpec, Checksum, ChecksumAlgorithm};
 pub use common::PowerState;
 pub use lxc::{LxcKind, LxcSpec};
 pub use vm::{VmKind, VmSpec};
+pub use vm_checks::drive_slots;

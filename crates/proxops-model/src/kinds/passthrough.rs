@@ -4,7 +4,7 @@
 //! needs `Mapping.Use` on `/mapping/pci/<id>` (or `/mapping/usb/<id>`) instead (qemu-server
 //! `src/PVE/API2/Qemu.pm` `check_hostpci_perm`, `check_usb_perm`).
 
-use super::vm::slot_in;
+use super::vm_checks::slot_in;
 use crate::kind::SpecContext;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
@@ -27,9 +27,68 @@ pub struct PciDevice {
     /// `/mapping/pci/<id>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapping: Option<String>,
-    /// Attach as PCI Express (needs `machine: q35`).
+    /// Attach as PCI Express (needs a q35 machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie: Option<bool>,
+    /// Make it the VM's primary GPU (PVE `x-vga`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_vga: Option<bool>,
+    /// Map the device's ROM into the guest (PVE `rombar`; PVE's default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rombar: Option<bool>,
+    /// A ROM file under `/usr/share/kvm/` on the node, e.g. `vbios.bin` (PVE `romfile`; only
+    /// root@pam may set it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub romfile: Option<String>,
+    /// A mediated device type of the host device, e.g. `nvidia-63` (PVE `mdev`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdev: Option<String>,
+    /// Pass an Intel integrated GPU in legacy mode (PVE `legacy-igd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy_igd: Option<bool>,
+    /// The vendor id the guest sees, hex such as `0x8086` (PVE `vendor-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_id: Option<String>,
+    /// The device id the guest sees (PVE `device-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
+    /// The sub-vendor id the guest sees (PVE `sub-vendor-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_vendor_id: Option<String>,
+    /// The sub-device id the guest sees (PVE `sub-device-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_device_id: Option<String>,
+}
+
+impl PciDevice {
+    /// The optional sub-keys in PVE's names, as set (booleans as `0`/`1`).
+    pub fn options(&self) -> Vec<(&'static str, String)> {
+        let flag = |b: bool| if b { "1" } else { "0" }.to_owned();
+        let mut out = Vec::new();
+        for (k, v) in [
+            ("pcie", self.pcie),
+            ("x-vga", self.x_vga),
+            ("rombar", self.rombar),
+            ("legacy-igd", self.legacy_igd),
+        ] {
+            if let Some(b) = v {
+                out.push((k, flag(b)));
+            }
+        }
+        for (k, v) in [
+            ("romfile", &self.romfile),
+            ("mdev", &self.mdev),
+            ("vendor-id", &self.vendor_id),
+            ("device-id", &self.device_id),
+            ("sub-vendor-id", &self.sub_vendor_id),
+            ("sub-device-id", &self.sub_device_id),
+        ] {
+            if let Some(v) = v {
+                out.push((k, v.clone()));
+            }
+        }
+        out
+    }
 }
 
 /// One host USB device passed through: `host` or `mapping`, exactly one.
@@ -69,6 +128,13 @@ pub(crate) fn is_bdf(device: &str) -> bool {
         [bus, dev] => hex(bus, 2) && hex(dev, 2),
         _ => false,
     }
+}
+
+/// A PCI id override: `0x` and four hex digits (qemu-server `PCI.pm` `$hostpci_fmt`
+/// `vendor-id` and friends: `^0x[0-9a-fA-F]{4}$`).
+fn is_hex_id(v: &str) -> bool {
+    v.strip_prefix("0x")
+        .is_some_and(|h| h.len() == 4 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// pve-common `PVE::JSONSchema` `pve-configid` (`$CONFIGID_RE`): a letter, then letters,
@@ -169,6 +235,40 @@ pub(crate) fn validate(pci: &[PciDevice], usb: &[UsbDevice], cx: &SpecContext<'_
         }
         if let Some(id) = &dev.mapping {
             check_mapping(cx, "pci-devices", i, id);
+        }
+        for (field, value) in [
+            ("vendor-id", &dev.vendor_id),
+            ("device-id", &dev.device_id),
+            ("sub-vendor-id", &dev.sub_vendor_id),
+            ("sub-device-id", &dev.sub_device_id),
+        ] {
+            if let Some(v) = value
+                && !is_hex_id(v)
+            {
+                cx.invalid(
+                    &at("pci-devices", i, field),
+                    format!("`{v}` is not a PCI id"),
+                    Some("`0x` and four hex digits, e.g. `0x10de`".into()),
+                );
+            }
+        }
+        if let Some(rom) = &dev.romfile
+            && (rom.trim().is_empty() || rom.contains("..") || rom.contains(','))
+        {
+            cx.invalid(
+                &at("pci-devices", i, "romfile"),
+                format!("`{rom}` is not a ROM file name"),
+                Some("a file name under /usr/share/kvm/ on the node, e.g. `vbios.bin`".into()),
+            );
+        }
+        if let Some(m) = &dev.mdev
+            && (m.trim().is_empty() || m.contains(','))
+        {
+            cx.invalid(
+                &at("pci-devices", i, "mdev"),
+                format!("`{m}` is not a mediated device type"),
+                None,
+            );
         }
     }
     let mut slots = BTreeSet::new();

@@ -1,19 +1,23 @@
 //! `kind: VM` and `kind: TemplateVM`: QEMU guests (SPEC.md sections 8.1 and 8.2).
 
-use super::common::{self, PowerState, check_extra, check_name_ref, check_node, check_vmid};
+use super::common::PowerState;
 pub use super::passthrough::{PciDevice, UsbDevice};
-use crate::Code;
+pub use super::vm_devices::{
+    Audio, AudioDevice, AudioDriver, Balloon, Cache, CiCustom, CiType, Clipboard, DiskLimits,
+    Hugepages, Machine, MsCert, NumaNode, NumaPolicy, QemuOsType, Rng, RngSource, Viommu,
+};
 use crate::kind::{
     Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField, ReferenceSource,
     ReferenceView, SpecContext, StorageUse,
 };
 use crate::manifest::Spec;
+use crate::pve_config::PveConfig;
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The specification of a QEMU guest (`kind: VM`) or QEMU template (`kind: TemplateVM`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,6 +33,13 @@ pub struct VmSpec {
     /// Memory, a whole number of MiB, e.g. `8GiB` or `512MiB`.
     #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,
+    /// Memory ballooning (PVE `balloon`): the minimum the balloon may shrink the VM to, or
+    /// `off` to remove the balloon device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balloon: Option<Balloon>,
+    /// The guest OS type PVE tunes the VM for (PVE `ostype`), e.g. `l26` or `win11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ostype: Option<QemuOsType>,
     /// CPU model and cores.
     pub cpu: VmCpu,
     /// Disks by slot; at least one unless the VM is cloned from a template (then none).
@@ -55,9 +66,17 @@ pub struct VmSpec {
     /// User tags; ProxOps adds its own ownership tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    /// Extra PVE config keys sent verbatim at create; keys ProxOps manages are refused.
+    /// Any other key of PVE's VM config, checked against PVE's schema and owned like a typed
+    /// field (written, drift restored, deleted when removed). Keys a typed field manages are
+    /// refused, naming the field; so are keys PVE's API cannot set (`args`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, String>,
+    #[schemars(with = "crate::pve_config::QemuPveConfig")]
+    pub pve_config: PveConfig,
+    /// Retired: `extra:` is refused with `proxops::extra_retired` (move its keys to
+    /// `pve-config` or the typed field); read only to say so.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub extra: PveConfig,
     /// The TemplateVM (by `metadata.name`) to full-clone this VM from; then `disks` must be empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clone: Option<String>,
@@ -72,9 +91,29 @@ pub struct VmCpu {
     pub cpu_type: String,
     /// Cores per socket, at least 1.
     pub cores: u32,
-    /// CPU flags (informational; not sent to PVE yet).
+    /// VM-specific CPU flags, each `+flag` or `-flag` from PVE's list (`+aes`, `-pcid`,
+    /// `+pdpe1gb`, ...): PVE `cpu` `flags=`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// CPU weight against other guests (PVE `cpuunits`, 1-262144).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<u32>,
+    /// CPU time limit in host CPUs (PVE `cpulimit`, 0-128; 0 is no limit), e.g. `1.5`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
+    /// vCPUs plugged at start, at most sockets × cores (PVE `vcpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus: Option<u32>,
+    /// Host CPUs the VM's threads may run on (PVE `affinity`), e.g. `0-7` or `0,2,4-6`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<String>,
+    /// Physical address bits reported to the guest: `8`-`64` or `host` (PVE `cpu`
+    /// `phys-bits=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phys_bits: Option<String>,
+    /// The Hyper-V vendor id, 1-12 letters or digits (PVE `cpu` `hv-vendor-id=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hv_vendor_id: Option<String>,
 }
 
 /// One disk of a QEMU guest.
@@ -108,6 +147,24 @@ pub struct VmDisk {
     /// The asynchronous I/O mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aio: Option<Aio>,
+    /// The cache mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Cache>,
+    /// Include the disk in backups (PVE's default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<bool>,
+    /// Include the disk in storage replication (PVE's default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicate: Option<bool>,
+    /// Attach the disk read-only (PVE `ro`; scsi and virtio slots only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// The serial number the guest sees, up to 20 bytes (PVE `serial`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// I/O limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<DiskLimits>,
 }
 
 /// PVE's `discard` drive option.
@@ -156,33 +213,85 @@ pub struct VmNetwork {
     /// The slot, `net0`-`net31`; defaults to `net<index>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<String>,
+    /// The MTU, 1-65520 (`1`: the bridge's); virtio NICs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// Packet queues, 0-64 (multiqueue virtio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<u32>,
+    /// Keep the link down, as if the cable were unplugged (PVE `link_down`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_down: Option<bool>,
 }
 
 /// Hardware of a QEMU guest.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct VmHardware {
-    /// The machine type.
+    /// The machine type: `i440fx`, `q35`, a versioned type (`pc-q35-8.1`, `pc-i440fx-9.0`)
+    /// or `virt` (aarch64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<Machine>,
+    /// A virtual IOMMU (PVE `machine` `viommu=`; `intel` needs a q35 machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viommu: Option<Viommu>,
     /// The firmware.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bios: Option<Bios>,
     /// The display adapter (PVE `vga`), e.g. `std`, `serial0`, `qxl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
+    /// The display adapter's memory, 4-512 MiB (PVE `vga` `memory=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::quantity::MemorySize>")]
+    pub display_memory: Option<Quantity>,
+    /// The display's clipboard (PVE `vga` `clipboard=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_clipboard: Option<Clipboard>,
+    /// The SCSI controller model (PVE `scsihw`), e.g. `virtio-scsi-single`; `disks[].controller`
+    /// says the same and must agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scsi_controller: Option<String>,
     /// CPU sockets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sockets: Option<u32>,
     /// Enable NUMA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<bool>,
-    /// The first serial port, e.g. `socket`.
+    /// Virtual NUMA nodes (PVE `numa0`-`numa7`, by position); needs `numa: true`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub numa_nodes: Vec<NumaNode>,
+    /// Hugepages for the VM's memory: `any`, `2MiB` or `1GiB` (PVE `hugepages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages: Option<Hugepages>,
+    /// Keep the hugepages allocated after the VM stops (PVE `keephugepages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_hugepages: Option<bool>,
+    /// The first serial port: `socket`, or a host device `/dev/...` (root@pam only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial0: Option<String>,
-    /// The CD-ROM drive.
+    /// The second serial port, as `serial0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial1: Option<String>,
+    /// The third serial port, as `serial0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial2: Option<String>,
+    /// The fourth serial port, as `serial0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial3: Option<String>,
+    /// The audio device (PVE `audio0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<Audio>,
+    /// A VirtIO random number generator (PVE `rng0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rng: Option<Rng>,
+    /// The CD-ROM drive on `ide2` (`ide3` with a cloud-init drive there), unless `slot` says
+    /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdrom: Option<Cdrom>,
+    /// Further CD-ROM drives, each on the `slot` it names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdroms: Vec<Cdrom>,
     /// The cloud-init drive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_init: Option<CloudInitDrive>,
@@ -200,16 +309,6 @@ pub struct VmHardware {
     pub usb_devices: Vec<UsbDevice>,
 }
 
-/// PVE machine types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Machine {
-    /// The PVE default.
-    I440fx,
-    /// Q35 (PCIe).
-    Q35,
-}
-
 /// PVE firmware types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -220,13 +319,21 @@ pub enum Bios {
     Ovmf,
 }
 
-/// The CD-ROM drive.
+/// A CD-ROM drive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Cdrom {
+    /// The slot, a free `ide`, `sata` or `scsi` slot; `hardware.cdrom` defaults to `ide2`
+    /// (`ide3` beside a cloud-init drive on `ide2`), each of `hardware.cdroms` must name one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
     /// An ISO (by `metadata.name`) to insert, or `none` to keep the drive empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iso: Option<String>,
+    /// An ISO volume ProxOps does not manage, e.g. `local:iso/virtio-win.iso` (instead of
+    /// `iso`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
     /// `cdrom` (default) or `disk`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<Media>,
@@ -255,6 +362,9 @@ pub struct CloudInitDrive {
     /// The drive size (default `4M`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<Quantity>,
+    /// The slot of the drive (default `ide2`), an `ide`, `sata` or `scsi` slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
 }
 
 /// The EFI vars disk.
@@ -272,6 +382,9 @@ pub struct EfiDisk {
     /// Pre-enroll the distribution and Microsoft secure boot keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure_boot: Option<SecureBoot>,
+    /// Which Microsoft UEFI certificates are enrolled (PVE `ms-cert`): `2011`, `2023`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms_cert: Option<MsCert>,
 }
 
 /// Secure boot key enrolment.
@@ -323,6 +436,18 @@ pub struct VmOptions {
     /// Enable the QEMU guest agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<bool>,
+    /// Trim cloned disks through the agent after a move or clone (PVE `agent`
+    /// `fstrim_cloned_disks=`); needs `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_fstrim_cloned_disks: Option<bool>,
+    /// Freeze the guest's filesystems for backups (PVE `agent` `freeze-fs-on-backup=`, PVE's
+    /// default: yes); needs `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_freeze_fs: Option<bool>,
+    /// The agent's channel: `virtio` (PVE's default) or `isa` (PVE `agent` `type=`); needs
+    /// `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<AgentType>,
     /// Enable ACPI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acpi: Option<bool>,
@@ -338,9 +463,26 @@ pub struct VmOptions {
     /// Expose hardware virtualisation to the guest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested_virt: Option<bool>,
-    /// Hide the hypervisor from the guest.
+    /// Hide the hypervisor from the guest (PVE `cpu` `hidden=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<bool>,
+    /// Run the real-time clock in local time (PVE `localtime`; Windows guests want it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localtime: Option<bool>,
+    /// A hook script snippet run at the guest's lifecycle events, e.g.
+    /// `local:snippets/hook.pl` (PVE `hookscript`; root@pam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hookscript: Option<String>,
+}
+
+/// The guest agent's channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentType {
+    /// VirtIO serial.
+    Virtio,
+    /// ISA serial.
+    Isa,
 }
 
 /// Cloud-init data of a QEMU guest or template.
@@ -368,6 +510,15 @@ pub struct CloudInitData {
     /// Addresses per NIC.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ipconfigs: Vec<IpConfig>,
+    /// The data source format (PVE `citype`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_type: Option<CiType>,
+    /// Upgrade the guest's packages on first boot (PVE `ciupgrade`; PVE's default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_upgrade: Option<bool>,
+    /// Snippet volumes replacing parts of the generated cloud-init data (PVE `cicustom`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_custom: Option<CiCustom>,
 }
 
 /// The addresses of one NIC (`ipconfig<nic>`): IPv4, IPv6 or both.
@@ -422,7 +573,7 @@ impl IpFamily {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             IpFamily::V4 => "IPv4",
             IpFamily::V6 => "IPv6",
@@ -432,7 +583,7 @@ impl IpFamily {
 
 impl IpConfig {
     /// The IPv4 and IPv6 configurations (address or `dhcp`/`auto`), each from `ip` or `ip6`.
-    fn by_family(&self) -> (Option<&str>, Option<&str>) {
+    pub(crate) fn by_family(&self) -> (Option<&str>, Option<&str>) {
         let mut v4 = None;
         let mut v6 = self.ip6.as_deref();
         if let Some(ip) = self.ip.as_deref() {
@@ -464,501 +615,6 @@ impl IpConfig {
 }
 
 /// Config keys that ProxOps manages itself and `extra` may therefore not set.
-const RESERVED_EXTRA: &[&str] = &[
-    "vmid",
-    "name",
-    "memory",
-    "cpu",
-    "cores",
-    "sockets",
-    "numa",
-    "machine",
-    "bios",
-    "vga",
-    "cdrom",
-    "efidisk0",
-    "tpmstate0",
-    "serial0",
-    "onboot",
-    "startup",
-    "protection",
-    "agent",
-    "acpi",
-    "tablet",
-    "hotplug",
-    "boot",
-    "tags",
-    "ciuser",
-    "cipassword",
-    "sshkeys",
-    "nameserver",
-    "searchdomain",
-    "scsihw",
-    "description",
-    "template",
-];
-const RESERVED_EXTRA_PREFIXES: &[&str] = &[
-    "scsi", "virtio", "sata", "ide", "net", "ipconfig", "hostpci", "usb",
-];
-
-pub(crate) fn slot_in(slot: &str, prefix: &str, max: u32) -> bool {
-    slot.strip_prefix(prefix)
-        .filter(|n| {
-            !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-                && (n.len() == 1 || !n.starts_with('0'))
-        })
-        .and_then(|n| n.parse::<u32>().ok())
-        .is_some_and(|n| n <= max)
-}
-
-fn disk_slot_valid(slot: &str) -> bool {
-    slot_in(slot, "scsi", 30)
-        || slot_in(slot, "virtio", 15)
-        || slot_in(slot, "sata", 5)
-        || slot_in(slot, "ide", 3)
-}
-
-/// Checks of one VM or TemplateVM spec beyond its types.
-fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
-    check_node(cx, &spec.node, &path!["node"]);
-    check_vmid(cx, spec.vmid);
-    if template && spec.state == Some(PowerState::Started) {
-        cx.invalid(
-            &path!["state"],
-            "a TemplateVM cannot be started",
-            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
-        );
-    }
-    common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
-    if spec.cpu.cpu_type.trim().is_empty() {
-        cx.invalid(
-            &path!["cpu", "type"],
-            "`cpu.type` must not be empty",
-            Some("e.g. `host`".into()),
-        );
-    }
-    if spec.cpu.cores == 0 {
-        cx.invalid(
-            &path!["cpu", "cores"],
-            "`cpu.cores` must be at least 1",
-            None,
-        );
-    }
-    if let Some(clone) = &spec.clone {
-        if template {
-            cx.invalid(
-                &path!["clone"],
-                "a TemplateVM cannot be cloned from another template",
-                None,
-            );
-        }
-        check_name_ref(cx, clone, &path!["clone"], "TemplateVM");
-        if !spec.disks.is_empty() {
-            cx.invalid(
-                &path!["disks"],
-                "a cloned VM must not declare `disks`",
-                Some("the clone inherits the template's disks; remove `disks` or `clone`".into()),
-            );
-        }
-    } else if spec.disks.is_empty() {
-        cx.report_missing(
-            &path!["disks"],
-            "a VM needs at least one disk unless it sets `clone`",
-        );
-    }
-    let cloud_init = spec
-        .hardware
-        .as_ref()
-        .and_then(|h| h.cloud_init.as_ref())
-        .is_some_and(|c| c.enabled);
-    let cdrom_slot = if cloud_init { "ide3" } else { "ide2" };
-    let has_cdrom = spec
-        .hardware
-        .as_ref()
-        .and_then(|h| h.cdrom.as_ref())
-        .is_some();
-    let mut slots = BTreeSet::new();
-    for (i, disk) in spec.disks.iter().enumerate() {
-        common::check_storage_id(cx, &disk.storage, &path!["disks", i, "storage"]);
-        let slot = disk.interface.clone().unwrap_or_else(|| format!("scsi{i}"));
-        let slot_path = path!["disks", i, "interface"];
-        if !disk_slot_valid(&slot) {
-            cx.invalid(
-                &slot_path,
-                format!("`{slot}` is not a disk slot"),
-                Some("use scsi0-scsi30, virtio0-virtio15, sata0-sata5 or ide0-ide3".into()),
-            );
-        } else if !slots.insert(slot.clone()) {
-            cx.invalid(
-                &slot_path,
-                format!("disk slot `{slot}` is used twice"),
-                None,
-            );
-        } else if (cloud_init && slot == "ide2") || (has_cdrom && slot == cdrom_slot) {
-            cx.invalid(
-                &slot_path,
-                format!(
-                    "disk slot `{slot}` is taken by the {} drive",
-                    if slot == "ide2" && cloud_init {
-                        "cloud-init"
-                    } else {
-                        "CD-ROM"
-                    }
-                ),
-                None,
-            );
-        }
-        match (&disk.size, &disk.image) {
-            (None, None) => cx.report_missing(
-                &path!["disks", i],
-                "a disk needs `size` unless it sets `image`",
-            ),
-            (Some(_), Some(_)) => cx.invalid(
-                &path!["disks", i, "size"],
-                "an image-seeded disk takes its size from the image: remove `size`",
-                None,
-            ),
-            (Some(size), None) if size.bytes() == 0 => cx.invalid(
-                &path!["disks", i, "size"],
-                "a disk size must be greater than zero",
-                None,
-            ),
-            _ => {}
-        }
-        if let Some(image) = &disk.image {
-            check_name_ref(cx, image, &path!["disks", i, "image"], "DiskImage");
-        }
-        if let Some(c) = &disk.controller {
-            common::check_pve_enum(
-                cx,
-                c,
-                common::PVE_SCSI_CONTROLLERS,
-                "SCSI controller",
-                &path!["disks", i, "controller"],
-            );
-        }
-        if disk.ssd.is_some()
-            && !(slot.starts_with("scsi") || slot.starts_with("sata") || slot.starts_with("ide"))
-        {
-            cx.invalid(
-                &path!["disks", i, "ssd"],
-                format!("`ssd` is only supported on scsi, sata and ide slots, not `{slot}`"),
-                None,
-            );
-        }
-    }
-    let mut nets = BTreeSet::new();
-    for (i, net) in spec.networks.iter().enumerate() {
-        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
-        if !slot_in(&slot, "net", 31) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("`{slot}` is not a NIC slot (net0-net31)"),
-                None,
-            );
-        } else if !nets.insert(slot.clone()) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("NIC slot `{slot}` is used twice"),
-                None,
-            );
-        }
-        if net.bridge.trim().is_empty() {
-            cx.invalid(
-                &path!["networks", i, "bridge"],
-                "`bridge` must not be empty",
-                None,
-            );
-        }
-        if let Some(vlan) = net.vlan {
-            common::check_vlan(cx, vlan, &path!["networks", i, "vlan"]);
-        }
-        if let Some(mac) = &net.mac {
-            common::check_mac(cx, mac, &path!["networks", i, "mac"]);
-        }
-        if let Some(model) = &net.model {
-            common::check_pve_enum(
-                cx,
-                model,
-                common::PVE_NIC_MODELS,
-                "NIC model",
-                &path!["networks", i, "model"],
-            );
-        }
-    }
-    if let Some(hw) = &spec.hardware {
-        validate_hardware(hw, cx);
-    }
-    if let Some(opts) = &spec.options {
-        let mut seen = BTreeSet::new();
-        for (i, entry) in opts.boot_order.iter().enumerate() {
-            if entry.trim().is_empty() || !seen.insert(entry) {
-                cx.invalid(
-                    &path!["options", "boot-order", i],
-                    format!("boot-order entry `{entry}` is empty or repeated"),
-                    None,
-                );
-            }
-        }
-    }
-    if let Some(ci) = &spec.cloud_init_data {
-        validate_cloud_init(ci, cx);
-    }
-    for (i, tag) in spec.tags.iter().enumerate() {
-        common::check_tag(cx, tag, &path!["tags", i]);
-    }
-    check_extra(cx, &spec.extra, RESERVED_EXTRA, RESERVED_EXTRA_PREFIXES);
-}
-
-fn validate_hardware(hw: &VmHardware, cx: &SpecContext<'_>) {
-    if let Some(display) = &hw.display {
-        common::check_pve_enum(
-            cx,
-            display,
-            common::PVE_VGA_TYPES,
-            "display type",
-            &path!["hardware", "display"],
-        );
-    }
-    if let Some(iso) = hw.cdrom.as_ref().and_then(|c| c.iso.as_ref())
-        && iso != "none"
-    {
-        check_name_ref(cx, iso, &path!["hardware", "cdrom", "iso"], "ISO");
-    }
-    if let Some(ci) = &hw.cloud_init {
-        match &ci.storage {
-            Some(s) => common::check_storage_id(cx, s, &path!["hardware", "cloud-init", "storage"]),
-            None if ci.enabled => cx.report_missing(
-                &path!["hardware", "cloud-init", "storage"],
-                "`hardware.cloud-init.storage` is required when the drive is enabled",
-            ),
-            None => {}
-        }
-    }
-    if let Some(efi) = &hw.efi_disk {
-        common::check_storage_id(cx, &efi.storage, &path!["hardware", "efi-disk", "storage"]);
-        if let Some(t) = &efi.template
-            && !matches!(t.to_ascii_lowercase().as_str(), "2m" | "4m")
-        {
-            cx.invalid(
-                &path!["hardware", "efi-disk", "template"],
-                format!("`{t}` is not an EFI vars type: use `2m` or `4m`"),
-                None,
-            );
-        }
-    }
-    if let Some(tpm) = &hw.tpm {
-        match &tpm.storage {
-            Some(s) => common::check_storage_id(cx, s, &path!["hardware", "tpm", "storage"]),
-            None if hw.efi_disk.is_none() => cx.report_missing(
-                &path!["hardware", "tpm", "storage"],
-                "`hardware.tpm.storage` is required when there is no `efi-disk` to take it from",
-            ),
-            None => {}
-        }
-    }
-    super::passthrough::validate(&hw.pci_devices, &hw.usb_devices, cx);
-}
-
-fn validate_cloud_init(ci: &CloudInitData, cx: &SpecContext<'_>) {
-    let base = ["cloud-init-data"];
-    let at = |rest: &[PathSeg]| -> Vec<PathSeg> {
-        base.iter()
-            .map(|s| PathSeg::from(*s))
-            .chain(rest.iter().cloned())
-            .collect()
-    };
-    let star = ci.ssh_keys.iter().any(|k| k.trim() == "*");
-    if star && ci.ssh_keys.len() > 1 {
-        cx.invalid(
-            &at(&path!["ssh-keys"]),
-            "`*` leaves the keys to PVE and cannot be combined with other keys",
-            None,
-        );
-    }
-    if !ci.ssh_keys.is_empty() && !ci.ssh_key_refs.is_empty() {
-        cx.invalid(
-            &at(&path!["ssh-key-refs"]),
-            "set either `ssh-keys` or `ssh-key-refs`, not both",
-            None,
-        );
-    }
-    for (i, key) in ci.ssh_keys.iter().enumerate() {
-        let k = key.trim();
-        if k != "*" && (k.split_whitespace().count() < 2 || k.contains('\n')) {
-            cx.invalid(
-                &at(&path!["ssh-keys", i]),
-                "not an OpenSSH public key line (`<type> <base64> [comment]`)",
-                None,
-            );
-        } else if k != "*"
-            && let Err(why) = common::check_ssh_public_key(k)
-        {
-            cx.report(
-                Code::SshKey,
-                &at(&path!["ssh-keys", i]),
-                format!("PVE will refuse this SSH public key: {why}"),
-                "not a readable public key",
-                Some(
-                    "PVE checks each key with `ssh-keygen -l` (pve-common `PVE::Tools::validate_ssh_public_keys`) and refuses the create; paste the whole line of the `.pub` file"
-                        .into(),
-                ),
-            );
-        }
-    }
-    for (i, r) in ci.ssh_key_refs.iter().enumerate() {
-        common::check_secret_ref(
-            cx,
-            r,
-            "cloud-init.ssh-keys.",
-            &at(&path!["ssh-key-refs", i]),
-        );
-    }
-    if let Some(r) = &ci.ci_password_ref {
-        common::check_secret_ref(
-            cx,
-            r,
-            "cloud-init.passwords.",
-            &at(&path!["ci-password-ref"]),
-        );
-    }
-    let mut nics = BTreeSet::new();
-    for (i, ipc) in ci.ipconfigs.iter().enumerate() {
-        let nic = ipc.nic.unwrap_or(0);
-        if nic > 31 {
-            cx.invalid(
-                &at(&path!["ipconfigs", i, "nic"]),
-                format!("NIC index {nic} is out of range (0-31)"),
-                None,
-            );
-        } else if !nics.insert(nic) {
-            cx.invalid(
-                &at(&path!["ipconfigs", i, "nic"]),
-                format!("ipconfig for NIC {nic} is declared twice"),
-                None,
-            );
-        }
-        check_ipconfig(cx, ipc, nic, &at(&path!["ipconfigs", i]));
-    }
-}
-
-/// One `ipconfigs[]` entry: each value well-formed and of the family its key and the NIC's
-/// addresses allow (`ipconfigs[]` at `base`).
-fn check_ipconfig(cx: &SpecContext<'_>, ipc: &IpConfig, nic: u32, base: &[PathSeg]) {
-    let here = |key: &str| cx.key_path(base, key);
-    let family = |path: &[PathSeg], message: String, help: &str| {
-        cx.report(
-            Code::IpFamily,
-            path,
-            message,
-            "wrong IP family",
-            Some(help.to_owned()),
-        );
-    };
-    let config_ok = |v: &str| common::is_cidr(v) || matches!(v, "dhcp" | "auto");
-    if let Some(ip) = &ipc.ip
-        && !config_ok(ip)
-    {
-        cx.invalid(
-            &here("ip"),
-            format!("`{ip}` is not an address in CIDR notation"),
-            Some(
-                "e.g. `192.168.1.10/24`, `2001:db8::10/64`, `dhcp` (IPv4) or `auto` (IPv6)".into(),
-            ),
-        );
-    }
-    if let Some(ip6) = &ipc.ip6 {
-        if !config_ok(ip6) {
-            cx.invalid(
-                &here("ip6"),
-                format!("`{ip6}` is not an address in CIDR notation"),
-                Some("e.g. `2001:db8::10/64`, `dhcp` (DHCPv6) or `auto` (SLAAC)".into()),
-            );
-        } else if IpFamily::of_ip(ip6) == IpFamily::V4 && ip6 != "dhcp" {
-            family(
-                &here("ip6"),
-                format!("`ip6` is IPv6, `{ip6}` is IPv4"),
-                "put an IPv4 address in `ip`",
-            );
-        }
-        if ipc
-            .ip
-            .as_deref()
-            .is_some_and(|ip| IpFamily::of_ip(ip) == IpFamily::V6)
-        {
-            family(
-                &here("ip6"),
-                format!("NIC {nic} has two IPv6 configurations, `ip` and `ip6`"),
-                "keep one: `ip6` is for an IPv6 configuration beside an IPv4 `ip`",
-            );
-        }
-    }
-    if ipc.ip.is_none() && ipc.ip6.is_none() {
-        for key in ["gateway", "gateway6"] {
-            if ipc_value(ipc, key).is_some() {
-                cx.invalid(&here(key), "a gateway needs a static `ip`", None);
-            }
-        }
-        return;
-    }
-    let (v4, v6) = ipc.by_family();
-    for key in ["gateway", "gateway6"] {
-        let Some(gw) = ipc_value(ipc, key) else {
-            continue;
-        };
-        if gw.parse::<std::net::IpAddr>().is_err() {
-            cx.invalid(&here(key), format!("`{gw}` is not an IP address"), None);
-            continue;
-        }
-        let of = IpFamily::of_gateway(gw);
-        // qemu-server `PVE/QemuServer/Network.pm` `parse_ipconfig` drops the NIC's whole
-        // ipconfig (warning only in the task log) when a gateway comes with `dhcp`/`auto`.
-        let dynamic = match of {
-            IpFamily::V4 => v4.filter(|v| !common::is_cidr(v)),
-            IpFamily::V6 => v6.filter(|v| !common::is_cidr(v)),
-        };
-        if let Some(how) = dynamic {
-            cx.invalid(
-                &here(key),
-                format!("a gateway beside `{how}` makes PVE ignore NIC {nic}'s whole cloud-init network config"),
-                Some(format!("drop the gateway ({how} supplies one), or give the NIC a static address")),
-            );
-            continue;
-        }
-        if key == "gateway6" && of == IpFamily::V4 {
-            family(
-                &here(key),
-                format!("`gateway6` is IPv6, `{gw}` is IPv4"),
-                "put an IPv4 gateway in `gateway`",
-            );
-        } else if (of == IpFamily::V4 && v4.is_none()) || (of == IpFamily::V6 && v6.is_none()) {
-            family(
-                &here(key),
-                format!(
-                    "gateway `{gw}` is {}, but NIC {nic} has no {} address",
-                    of.name(),
-                    of.name()
-                ),
-                "give the NIC an address of the gateway's family (`ip` or `ip6`)",
-            );
-        } else if key == "gateway" && of == IpFamily::V6 && ipc.gateway6.is_some() {
-            family(
-                &here(key),
-                format!("NIC {nic} has two IPv6 gateways, `gateway` and `gateway6`"),
-                "keep one",
-            );
-        }
-    }
-}
-
-fn ipc_value<'a>(ipc: &'a IpConfig, key: &str) -> Option<&'a str> {
-    match key {
-        "gateway" => ipc.gateway.as_deref(),
-        _ => ipc.gateway6.as_deref(),
-    }
-}
-
 /// The `VM` and `TemplateVM` kind definitions.
 pub struct VmKind {
     template: bool,
@@ -977,6 +633,10 @@ const VM_REFS: &[ReferenceField] = &[
         target: "ISO",
     },
     ReferenceField {
+        field: "hardware.cdroms[].iso",
+        target: "ISO",
+    },
+    ReferenceField {
         field: "disks[].image",
         target: "DiskImage",
     },
@@ -988,6 +648,10 @@ const VM_REFS: &[ReferenceField] = &[
 const TEMPLATE_REFS: &[ReferenceField] = &[
     ReferenceField {
         field: "hardware.cdrom.iso",
+        target: "ISO",
+    },
+    ReferenceField {
+        field: "hardware.cdroms[].iso",
         target: "ISO",
     },
     ReferenceField {
@@ -1022,6 +686,13 @@ impl VmKind {
             visit(view("hardware.cdrom.iso", "ISO", iso, true), &|| {
                 path!["hardware", "cdrom", "iso"].to_vec()
             });
+        }
+        for (i, c) in s.hardware.iter().flat_map(|h| h.cdroms.iter()).enumerate() {
+            if let Some(iso) = c.iso.as_deref().filter(|i| *i != "none") {
+                visit(view("hardware.cdroms[].iso", "ISO", iso, true), &|| {
+                    path!["hardware", "cdroms", i, "iso"].to_vec()
+                });
+            }
         }
         for (i, d) in s.disks.iter().enumerate() {
             if let Some(image) = &d.image {
@@ -1078,7 +749,7 @@ impl KindDef for VmKind {
 
     fn decode(&self, cx: &SpecContext<'_>) -> Option<Spec> {
         let spec: VmSpec = cx.decode()?;
-        validate(&spec, self.template, cx);
+        super::vm_checks::validate(&spec, self.template, cx);
         Some(Spec::Vm(spec))
     }
 
@@ -1158,6 +829,7 @@ impl KindDef for VmKind {
 #[cfg(test)]
 mod tests {
     use super::super::passthrough::is_bdf;
+    use super::super::vm_checks::disk_slot_valid;
     use super::*;
 
     fn ipc(ip: Option<&str>, gw: Option<&str>, ip6: Option<&str>, gw6: Option<&str>) -> IpConfig {

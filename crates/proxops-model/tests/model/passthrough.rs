@@ -91,24 +91,25 @@ fn a_device_is_a_raw_address_or_a_mapping() {
         Code::InvalidValue,
         &["USB slot `usb0` is used twice"],
     );
-    // USB slots are ProxOps' now: not through `extra`.
-    let extra = cluster_of(&[(
+    // USB slots are a typed field's: not through `pve-config`.
+    let raw = cluster_of(&[(
         "vm/dev/a.yaml",
-        with_spec(&vm("a", "pve01", 142), &["extra:", "  usb0: spice"]),
+        with_spec(&vm("a", "pve01", 142), &["pve-config:", "  usb0: spice"]),
     )])
     .load();
-    only_error(
-        &extra,
-        Code::InvalidValue,
-        &["`extra.usb0` is managed by ProxOps"],
+    let d = only_error(
+        &raw,
+        Code::PveConfigTyped,
+        &["`usb0` is managed by a typed field"],
     );
+    assert_eq!(d.help.as_deref(), Some("use hardware.usb-devices"));
 }
 
 #[test]
 fn raw_lxc_keys_are_refused() {
     let text = with_spec(
         &lxc("ct", "pve01", 200, "tpl"),
-        &["extra:", "  lxc.apparmor.profile: unconfined"],
+        &["pve-config:", "  lxc.apparmor.profile: unconfined"],
     );
     let repo = cluster_of(&[
         (
@@ -120,8 +121,8 @@ fn raw_lxc_keys_are_refused() {
     let loaded = repo.load();
     let d = only_error(
         &loaded,
-        Code::InvalidValue,
-        &["`lxc.apparmor.profile` is a raw LXC key"],
+        Code::NotSettable,
+        &["`lxc.apparmor.profile`", "raw LXC key"],
     );
     assert!(
         d.help

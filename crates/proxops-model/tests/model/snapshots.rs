@@ -140,14 +140,15 @@ fn invalid_enum_value() {
     insta::assert_snapshot!(render_only(&repo, Code::InvalidValue), @r#"
         proxops::invalid_value
 
-          × `q36` is not one of `i440fx`, `q35`
+          × `q36` is not a machine type PVE knows
             ╭─[vm/dev/web.yaml:16:14]
          15 │   hardware:
          16 │     machine: q36
             ·              ─┬─
             ·               ╰── invalid value
             ╰────
-          help: did you mean `q35`?
+          help: did you mean `q35`? PVE takes `i440fx`, `q35`, a versioned type such as `pc-q35-8.1` or
+                `pc-i440fx-9.0`, or `virt`
         "#);
 }
 
@@ -275,4 +276,96 @@ fn credentials_in_base_url_are_never_echoed() {
         assert!(!format!("{d:?}").contains("hunter2"), "{d:?}");
     }
     assert!(!format!("{loaded:?}").contains("hunter2"));
+}
+
+#[test]
+fn pve_config_key_of_a_typed_field() {
+    let text = with_spec(
+        &vm("web", "pve01", 142),
+        &["pve-config:", "  cpuunits: 200"],
+    );
+    let repo = cluster_of(&[("vm/dev/web.yaml", text)]);
+    insta::assert_snapshot!(render_only(&repo, Code::PveConfigTyped), @r#"
+        proxops::pve_config_typed
+
+          × `cpuunits` is managed by a typed field and cannot be set through `pve-config`
+            ╭─[vm/dev/web.yaml:16:15]
+         15 │   pve-config:
+         16 │     cpuunits: 200
+            ·               ─┬─
+            ·                ╰── managed by a typed field
+            ╰────
+          help: use cpu.units
+        "#);
+}
+
+#[test]
+fn pve_config_value_pve_refuses() {
+    let text = with_spec(
+        &vm("web", "pve01", 142),
+        &["pve-config:", "  spice_enhancements: videostreaming=some"],
+    );
+    let repo = cluster_of(&[("vm/dev/web.yaml", text)]);
+    insta::assert_snapshot!(render_only(&repo, Code::PveConfigValue), @r#"
+        proxops::pve_config_value
+
+          × PVE refuses `spice_enhancements: videostreaming=some`: `videostreaming`: `some` is not one of
+          │ `off`, `all`, `filter`
+            ╭─[vm/dev/web.yaml:16:25]
+         15 │   pve-config:
+         16 │     spice_enhancements: videostreaming=some
+            ·                         ─────────┬─────────
+            ·                                  ╰── PVE refuses this value
+            ╰────
+        "#);
+}
+
+#[test]
+fn raw_lxc_key_is_not_settable() {
+    let text = with_spec(
+        &lxc("cache", "pve01", 150, "debian"),
+        &["pve-config:", "  lxc.cgroup2.devices.allow: c 226:0 rwm"],
+    );
+    let repo = cluster_of(&[
+        (
+            "ctt/base/debian.yaml",
+            artifact("CTTemplate", "debian", &["pve01"]),
+        ),
+        ("lxc/dev/cache.yaml", text),
+    ]);
+    insta::assert_snapshot!(render_only(&repo, Code::NotSettable), @r#"
+        proxops::not_settable
+
+          × ProxOps cannot set `lxc.cgroup2.devices.allow`, it is a raw LXC key, which PVE's API refuses
+          │ for every user
+            ╭─[lxc/dev/cache.yaml:16:32]
+         15 │   pve-config:
+         16 │     lxc.cgroup2.devices.allow: c 226:0 rwm
+            ·                                ─────┬─────
+            ·                                     ╰── not settable
+            ╰────
+          help: add it to /etc/pve/lxc/150.conf on the node; ProxOps never removes it
+        "#);
+}
+
+#[test]
+fn extra_is_retired() {
+    let text = with_spec(
+        &vm("web", "pve01", 142),
+        &["extra:", "  watchdog: i6300esb"],
+    );
+    let repo = cluster_of(&[("vm/dev/web.yaml", text)]);
+    insta::assert_snapshot!(render_only(&repo, Code::ExtraRetired), @r#"
+        proxops::extra_retired
+
+          × `extra` is retired: `extra.watchdog` is no longer read
+            ╭─[vm/dev/web.yaml:16:15]
+         15 │   extra:
+         16 │     watchdog: i6300esb
+            ·               ────┬───
+            ·                   ╰── retired field
+            ╰────
+          help: move it to `pve-config:` (`pve-config.watchdog`), which checks it against PVE's schema and
+                keeps it reconciled
+        "#);
 }

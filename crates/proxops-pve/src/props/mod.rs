@@ -170,6 +170,161 @@ pub static NAMED: &[Format] = &[
             },
         ],
     },
+    Format {
+        // pve-vm-cpu-conf (qemu-server `CPUConfig.pm` `$cpu_fmt`): the model and its options.
+        guest: "qemu",
+        param: "cpu",
+        default_key: Some("cputype"),
+        keys: &[
+            KeyDef {
+                name: "cputype",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "flags",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "hidden",
+                kind: KeyKind::Bool,
+                required: false,
+            },
+            KeyDef {
+                name: "hv-vendor-id",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "phys-bits",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "reported-model",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+        ],
+    },
+    Format {
+        // pve-qm-cicustom (qemu-server `QemuServer.pm` `$cicustom_fmt`): snippet volumes.
+        guest: "qemu",
+        param: "cicustom",
+        default_key: None,
+        keys: &[
+            KeyDef {
+                name: "meta",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "network",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "user",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "vendor",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+        ],
+    },
+    Format {
+        // pve-qm-rng (qemu-server `QemuServer.pm` `$rng_fmt`).
+        guest: "qemu",
+        param: "rng0",
+        default_key: Some("source"),
+        keys: &[
+            KeyDef {
+                name: "max_bytes",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "period",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "source",
+                kind: KeyKind::Plain,
+                required: true,
+            },
+        ],
+    },
+    Format {
+        // pve-qm-smbios1 (qemu-server `QemuServer.pm` `$smbios1_fmt`).
+        guest: "qemu",
+        param: "smbios1",
+        default_key: None,
+        keys: &[
+            KeyDef {
+                name: "base64",
+                kind: KeyKind::Bool,
+                required: false,
+            },
+            KeyDef {
+                name: "family",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "manufacturer",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "product",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "serial",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "sku",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "uuid",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "version",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+        ],
+    },
+    Format {
+        // pve-qm-watchdog (qemu-server `QemuServer.pm` `$watchdog_fmt`).
+        guest: "qemu",
+        param: "watchdog",
+        default_key: Some("model"),
+        keys: &[
+            KeyDef {
+                name: "action",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+            KeyDef {
+                name: "model",
+                kind: KeyKind::Plain,
+                required: false,
+            },
+        ],
+    },
 ];
 
 /// The format of a config key (`scsi0` → `scsi[n]`, `efidisk0`, `rootfs`), if it is a property
