@@ -153,7 +153,7 @@ impl Agent {
     }
 
     /// [`Agent::start_at`] with more environment variables; its log (debug level) goes to
-    /// `<data>.log` ([`Agent::log_of`]).
+    /// [`Agent::log_of`].
     pub fn start_env(
         data: &Path,
         holder: &str,
@@ -162,6 +162,7 @@ impl Agent {
         env: &[(&str, &str)],
     ) -> Agent {
         let port = free_port().unwrap();
+        std::fs::create_dir_all(data).unwrap();
         let log = std::fs::File::create(Agent::log_of(data)).unwrap();
         let child = Command::new(proxops_bin())
             .envs(env.iter().copied())
@@ -184,9 +185,10 @@ impl Agent {
         }
     }
 
-    /// Where [`Agent::start_env`] writes the log of an agent with data directory `data`.
+    /// Where [`Agent::start_env`] writes the log of an agent with data directory `data`
+    /// (inside it, so that it goes with the test's temporary directory).
     pub fn log_of(data: &Path) -> std::path::PathBuf {
-        data.with_extension("log")
+        data.join("agent-test.log")
     }
 
     pub fn status(&self) -> Option<Value> {
