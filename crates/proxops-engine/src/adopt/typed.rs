@@ -1,0 +1,86 @@
+//! The typed manifest fields adopt can fill from a live config value. A typed key this module
+//! cannot translate yet is reported (never written to `pve-config`, which refuses typed keys).
+
+use proxops_model::kind::GuestType;
+use serde_json::{Map, Value};
+
+/// Writes `key = value` into `spec` as its typed field; `Ok(field)` names the field written,
+/// `Err(reason)` says why it was not.
+pub(crate) fn place(
+    guest: GuestType,
+    key: &str,
+    value: &str,
+    field: &str,
+    spec: &mut Map<String, Value>,
+) -> Result<String, String> {
+    let not_yet = || {
+        Err(format!(
+            "it is set by the typed field `{field}`, which adopt does not fill yet: declare `{field}` by hand from the live value `{value}`"
+        ))
+    };
+    let int = |v: &str| v.parse::<u64>().ok().map(Value::from);
+    let bool01 = |v: &str| match v {
+        "0" => Some(Value::Bool(false)),
+        "1" => Some(Value::Bool(true)),
+        _ => None,
+    };
+    let set = |spec: &mut Map<String, Value>, path: &[&str], v: Value| {
+        let mut at = spec;
+        for p in &path[..path.len() - 1] {
+            let entry = at
+                .entry((*p).to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let Value::Object(m) = entry else { return };
+            at = m;
+        }
+        at.insert(path[path.len() - 1].to_owned(), v);
+    };
+    let (path, v): (&[&str], Option<Value>) = match (guest, key) {
+        (_, "memory") => (
+            &["memory"],
+            int(value).map(|n| Value::from(format!("{n}MiB"))),
+        ),
+        (GuestType::Lxc, "swap") => (
+            &["swap"],
+            int(value).map(|n| Value::from(format!("{n}MiB"))),
+        ),
+        (_, "cores") => (&["cpu", "cores"], int(value)),
+        (_, "cpuunits") => (&["cpu", "units"], int(value)),
+        (_, "cpulimit") => (
+            &["cpu", "limit"],
+            value
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
+        ),
+        (GuestType::Qemu, "vcpus") => (&["cpu", "vcpus"], int(value)),
+        (GuestType::Qemu, "affinity") => (&["cpu", "affinity"], Some(Value::from(value))),
+        (GuestType::Qemu, "sockets") => (&["hardware", "sockets"], int(value)),
+        // Only a bare model: flags, hidden and the rest need their own fields.
+        (GuestType::Qemu, "cpu") => (
+            &["cpu", "type"],
+            Some(value.strip_prefix("cputype=").unwrap_or(value))
+                .filter(|t| !t.contains(['=', ',']))
+                .map(Value::from),
+        ),
+        (_, "ostype") => (&["ostype"], Some(Value::from(value))),
+        (GuestType::Lxc, "arch") => (&["arch"], Some(Value::from(value))),
+        (GuestType::Lxc, "hostname") => (&["dns", "hostname"], Some(Value::from(value))),
+        (_, "onboot") => (&["options", "onboot"], bool01(value)),
+        (_, "protection") => (&["options", "protection"], bool01(value)),
+        (_, "startup") => (&["options", "startup"], Some(Value::from(value))),
+        (GuestType::Qemu, "acpi") => (&["options", "acpi"], bool01(value)),
+        (GuestType::Qemu, "tablet") => (&["options", "tablet"], bool01(value)),
+        (GuestType::Qemu, "agent") => (&["options", "agent"], bool01(value)),
+        (GuestType::Lxc, "unprivileged") => (&["options", "unprivileged"], bool01(value)),
+        _ => return not_yet(),
+    };
+    match v {
+        Some(v) => {
+            set(spec, path, v);
+            Ok(path.join("."))
+        }
+        None => not_yet(),
+    }
+}
