@@ -7,6 +7,7 @@
 //! Nothing is dropped silently: the report lists every key, and the manifest's header comment
 //! lists the reported ones.
 
+mod devices;
 mod report;
 mod typed;
 
@@ -154,6 +155,7 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
     spec.insert("node".into(), Value::from(live.node.clone()));
     spec.insert("vmid".into(), Value::from(live.vmid));
     let mut pve_config = Map::new();
+    let (mut disks, mut networks) = (Vec::new(), Vec::new());
     let mut keys = Vec::new();
     let mut push = |key: &str, placement| {
         keys.push(KeyPlacement {
@@ -198,6 +200,28 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
                 "cipassword" => reported(format!(
                     "PVE shows only a hash of the cloud-init password: store the password as a secret and set `{field}`"
                 )),
+                k if live.guest == GuestType::Qemu && is_disk_slot(k) => {
+                    match devices::disk(k, value) {
+                        Ok(d) => {
+                            disks.push(d);
+                            Placement::Typed {
+                                field: "disks".into(),
+                            }
+                        }
+                        Err(reason) => reported(reason),
+                    }
+                }
+                k if live.guest == GuestType::Qemu && k.starts_with("net") => {
+                    match devices::vm_network(k, value) {
+                        Ok(n) => {
+                            networks.push(n);
+                            Placement::Typed {
+                                field: "networks".into(),
+                            }
+                        }
+                        Err(reason) => reported(reason),
+                    }
+                }
                 _ => match typed::place(live.guest, key, value, field, &mut spec) {
                     Ok(field) => Placement::Typed { field },
                     Err(reason) => reported(reason),
@@ -227,6 +251,12 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
             reported("it is a snapshot: snapshots are not declared in manifests; ProxOps never removes them".into()),
         );
     }
+    if !disks.is_empty() {
+        spec.insert("disks".into(), Value::Array(disks));
+    }
+    if !networks.is_empty() {
+        spec.insert("networks".into(), Value::Array(networks));
+    }
     if !pve_config.is_empty() {
         spec.insert("pve-config".into(), Value::Object(pve_config));
     }
@@ -246,6 +276,13 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
             name,
             keys,
         },
+    })
+}
+
+fn is_disk_slot(key: &str) -> bool {
+    ["scsi", "virtio", "sata", "ide"].iter().any(|f| {
+        key.strip_prefix(f)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     })
 }
 

@@ -29,7 +29,7 @@ fn live(vmid: u32, guest: GuestType, text: &str) -> LiveGuest {
     }
 }
 
-const SIMPLE: &str = "#Web server\nname: Web_01\nmemory: 2048\ncores: 2\ncpu: host\nostype: l26\nonboot: 1\nsmbios1: uuid=5b0e7f5e-0000-4000-8000-000000000001\nargs: -no-hpet\ndigest: abc\ntags: prod;web\nscsi0: local-lvm:vm-101-disk-0,size=8G\n\n[pre]\nmemory: 1024\n";
+const SIMPLE: &str = "#Web server\nname: Web_01\nmemory: 2048\ncores: 2\ncpu: host\nostype: l26\nonboot: 1\nsmbios1: uuid=5b0e7f5e-0000-4000-8000-000000000001\nargs: -no-hpet\ndigest: abc\ntags: prod;web\nscsi0: local-lvm:vm-101-disk-0,size=8G\nide2: local:iso/d.iso,media=cdrom\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0,tag=50\n\n[pre]\nmemory: 1024\n";
 
 #[test]
 fn every_key_has_a_place_and_typed_fields_are_filled() {
@@ -52,7 +52,16 @@ fn every_key_has_a_place_and_typed_fields_are_filled() {
     assert!(reported.contains_key("args"));
     assert!(reported.contains_key("digest"));
     assert!(reported.contains_key("snapshot:pre"));
-    assert!(reported["scsi0"].contains("disks"), "{}", reported["scsi0"]);
+    assert!(reported["ide2"].contains("CD-ROM"), "{}", reported["ide2"]);
+    // The disk keeps its slot's volume: storage, slot and size, nothing to create.
+    assert_eq!(
+        spec["disks"],
+        serde_json::json!([{"storage": "local-lvm", "interface": "scsi0", "size": "8GiB"}])
+    );
+    assert_eq!(
+        spec["networks"],
+        serde_json::json!([{"slot": "net0", "model": "virtio", "mac": "BC:24:11:00:00:01", "bridge": "vmbr0", "vlan": 50}])
+    );
     // The manifest text names every key it does not declare.
     let text = a.to_yaml();
     for key in reported.keys() {
@@ -167,9 +176,13 @@ fn the_corpus_report_accounts_for_every_key() {
             reported += r;
             let file = SourceFile::new(format!("{}.yaml", a.report.name), a.to_yaml());
             let loaded = load_manifest(&file, &registry, None);
-            if std::env::var("ADOPT_DEBUG").is_ok() {
+            if std::env::var("PROXOPS_ADOPT_DEBUG").is_ok() {
                 for r in a.report.reported() {
-                    eprintln!("R {}", r.0.trim_end_matches(char::is_numeric));
+                    eprintln!(
+                        "R {} {}",
+                        r.0.trim_end_matches(char::is_numeric),
+                        r.1.chars().take(70).collect::<String>()
+                    );
                 }
                 for dg in &loaded.diagnostics {
                     eprintln!("D {}", dg.message);

@@ -64,6 +64,23 @@ pub(crate) fn place(
                 .filter(|t| !t.contains(['=', ',']))
                 .map(Value::from),
         ),
+        (GuestType::Qemu, "numa") => (&["hardware", "numa"], bool01(value)),
+        (GuestType::Qemu, "balloon") => (
+            &["balloon"],
+            match value {
+                "0" => Some(Value::from("off")),
+                v => int(v).map(|n| Value::from(format!("{n}MiB"))),
+            },
+        ),
+        // `order=scsi0;net0`; the legacy `cdn` letters name no slot and stay reported.
+        (GuestType::Qemu, "boot") => (
+            &["options", "boot-order"],
+            value
+                .strip_prefix("order=")
+                .filter(|o| !o.contains([',', '=']))
+                .map(|o| Value::Array(o.split(';').map(Value::from).collect())),
+        ),
+        (GuestType::Qemu, "scsihw") => (&["hardware", "scsi-controller"], Some(Value::from(value))),
         (_, "ostype") => (&["ostype"], Some(Value::from(value))),
         (GuestType::Lxc, "arch") => (&["arch"], Some(Value::from(value))),
         (GuestType::Lxc, "hostname") => (&["dns", "hostname"], Some(Value::from(value))),
@@ -72,7 +89,10 @@ pub(crate) fn place(
         (_, "startup") => (&["options", "startup"], Some(Value::from(value))),
         (GuestType::Qemu, "acpi") => (&["options", "acpi"], bool01(value)),
         (GuestType::Qemu, "tablet") => (&["options", "tablet"], bool01(value)),
-        (GuestType::Qemu, "agent") => (&["options", "agent"], bool01(value)),
+        (GuestType::Qemu, "agent") => (
+            &["options", "agent"],
+            bool01(value.strip_prefix("enabled=").unwrap_or(value)),
+        ),
         (GuestType::Lxc, "unprivileged") => (&["options", "unprivileged"], bool01(value)),
         _ => return not_yet(),
     };
