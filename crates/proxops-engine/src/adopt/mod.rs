@@ -8,9 +8,11 @@
 //! lists the reported ones.
 
 mod devices;
+mod live;
 mod report;
 mod typed;
 
+pub use live::{AdoptError, Outcome, Selection, adopt_live, manifest_path, write};
 pub use report::{AdoptRefusal, AdoptReport, KeyPlacement, Placement};
 
 use crate::desired::{IDENTITY_PREFIX, OWNER_TAG};
@@ -81,7 +83,8 @@ pub fn check(ctx: &AdoptContext, live: &LiveGuest) -> Result<(), AdoptRefusal> {
             tag: tag.to_owned(),
         });
     }
-    if !ctx.nodes.contains(&live.node) {
+    // An empty allowlist checks nothing (config.rs `ClusterEntry::nodes`).
+    if !ctx.nodes.is_empty() && !ctx.nodes.contains(&live.node) {
         return Err(AdoptRefusal::NodeNotAllowed {
             vmid: live.vmid,
             node: live.node.clone(),
