@@ -113,6 +113,7 @@ pub async fn adopt_live(
             config,
             raw_lxc: Vec::new(),
             snapshots: Vec::new(),
+            running: g.status == "running",
         };
         let outcome = match adopt(ctx, &live) {
             Ok(a) => Outcome::Adopted(Box::new(a)),

@@ -36,6 +36,9 @@ pub struct LiveGuest {
     pub raw_lxc: Vec<(String, String)>,
     /// Snapshot names.
     pub snapshots: Vec<String>,
+    /// Whether it runs (a stopped guest's manifest says `state: stopped`, so that taking it
+    /// over starts nothing).
+    pub running: bool,
 }
 
 /// What the repository and cluster say about which guests may be adopted.
@@ -262,6 +265,10 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
     }
     if !pve_config.is_empty() {
         spec.insert("pve-config".into(), Value::Object(pve_config));
+    }
+    // Templates are always stopped; a guest's default state is `started`.
+    if !template && !live.running {
+        spec.insert("state".into(), Value::from("stopped"));
     }
     fill_required(live.guest, &mut spec);
     let mut metadata = Map::new();

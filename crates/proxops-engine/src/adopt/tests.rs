@@ -26,6 +26,7 @@ fn live(vmid: u32, guest: GuestType, text: &str) -> LiveGuest {
         config: parsed.config,
         raw_lxc: parsed.raw_lxc,
         snapshots: parsed.snapshots,
+        running: true,
     }
 }
 
