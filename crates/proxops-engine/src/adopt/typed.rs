@@ -57,13 +57,7 @@ pub(crate) fn place(
         (GuestType::Qemu, "vcpus") => (&["cpu", "vcpus"], int(value)),
         (GuestType::Qemu, "affinity") => (&["cpu", "affinity"], Some(Value::from(value))),
         (GuestType::Qemu, "sockets") => (&["hardware", "sockets"], int(value)),
-        // Only a bare model: flags, hidden and the rest need their own fields.
-        (GuestType::Qemu, "cpu") => (
-            &["cpu", "type"],
-            Some(value.strip_prefix("cputype=").unwrap_or(value))
-                .filter(|t| !t.contains(['=', ',']))
-                .map(Value::from),
-        ),
+        (GuestType::Qemu, "cpu") => return cpu(value, spec).ok_or(()).or_else(|()| not_yet()),
         (GuestType::Qemu, "numa") => (&["hardware", "numa"], bool01(value)),
         (GuestType::Qemu, "balloon") => (
             &["balloon"],
@@ -103,4 +97,38 @@ pub(crate) fn place(
         }
         None => not_yet(),
     }
+}
+
+/// `cpu`: the model, `flags=` and `hidden=`; any other sub-key (`phys-bits`, ...) leaves the
+/// whole key reported. Writes nothing unless every part translates.
+fn cpu(value: &str, spec: &mut Map<String, Value>) -> Option<String> {
+    let (mut model, mut flags, mut hidden) = (None, None, None);
+    for part in value.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            None | Some(("cputype", _)) => {
+                model = Some(part.strip_prefix("cputype=").unwrap_or(part));
+            }
+            Some(("flags", f)) => flags = Some(f.split(';').map(Value::from).collect::<Vec<_>>()),
+            Some(("hidden", "1")) => hidden = Some(true),
+            Some(("hidden", "0")) => hidden = Some(false),
+            _ => return None,
+        }
+    }
+    let cpu = spec
+        .entry("cpu")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(cpu) = cpu else { return None };
+    cpu.insert("type".into(), Value::from(model?));
+    if let Some(flags) = flags {
+        cpu.insert("flags".into(), Value::Array(flags));
+    }
+    if let Some(hidden) = hidden {
+        let options = spec
+            .entry("options")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(o) = options {
+            o.insert("hidden".into(), Value::Bool(hidden));
+        }
+    }
+    Some("cpu.type".into())
 }

@@ -119,3 +119,103 @@ async fn an_adopted_guest_gets_its_tags_and_nothing_else_then_is_in_sync() {
     assert!(p.actions.is_empty() && p.anomalies.is_empty(), "{p:#?}");
     sim.shutdown().await.unwrap();
 }
+
+/// The corpus directory, or `None` (test skipped) when ../shared is absent and not required.
+fn corpus() -> Option<std::path::PathBuf> {
+    let path =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pve-configs");
+    if path.is_dir() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
+        "PROXOPS_REQUIRE_SHARED=1 but {} is missing",
+        path.display()
+    );
+    eprintln!("skipping: {} is missing", path.display());
+    None
+}
+
+/// Every QEMU config of the corpus, seeded as vmid 1000 + its number: adopted; each manifest
+/// that loads plans exactly one `adopt` (the tags) and nothing after it. The count of those is
+/// pinned so that a regression (or an improvement) shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_vms_adopt_with_one_tagging_action_then_nothing() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let qs = dir.path().join("nodes/pve1/qemu-server");
+    std::fs::create_dir_all(&qs).unwrap();
+    let mut dirs: Vec<_> = std::fs::read_dir(corpus.join("qemu"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    for d in &dirs {
+        let n: u32 = d.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        let text = std::fs::read_to_string(d.join("config")).unwrap();
+        std::fs::write(qs.join(format!("{}.conf", 1000 + n)), text).unwrap();
+    }
+    let mut state = one_node();
+    proxops_pve_sim::seed_guest_configs(&mut state, dir.path()).unwrap();
+    let (sim, client) = simulator(state).await;
+    let ctx = AdoptContext {
+        cluster: CLUSTER.into(),
+        nodes: vec!["pve1".into()],
+        ..AdoptContext::default()
+    };
+    let outcomes = adopt_live(&client, &ctx, &Selection::All).await.unwrap();
+    assert_eq!(outcomes.len(), dirs.len());
+    let (mut loads, mut clean) = (0, 0);
+    let mut problems = Vec::new();
+    // The manifests adopted so far stay declared: a tagged guest whose manifest is gone is
+    // pruned by the normal deletion intent, which is not what this test is about.
+    let mut declared: Vec<String> = Vec::new();
+    for (vmid, outcome) in outcomes {
+        let Outcome::Adopted(a) = outcome else {
+            panic!("{vmid} refused")
+        };
+        let text = a.to_yaml();
+        let file = proxops_model::diagnostic::SourceFile::new("m.yaml", text.clone());
+        let loaded = proxops_model::manifest::load_manifest(
+            &file,
+            &proxops_model::Registry::builtin(),
+            None,
+        );
+        if loaded.resource.is_none() {
+            continue;
+        }
+        loads += 1;
+        let mut texts: Vec<&str> = declared.iter().map(String::as_str).collect();
+        texts.push(&text);
+        let p = plan(&client, &texts).await;
+        // Whatever the plan, an adopted guest is never deleted or re-created.
+        no_create_or_delete(&p);
+        let only_tags = p.actions.len() == 1
+            && p.actions[0].verb == Verb::Adopt
+            && p.actions[0].changes.iter().all(|c| c.key == "tags");
+        if !only_tags {
+            // Not adopted: it stays undeclared for the next guests' plans.
+            problems.push(format!(
+                "{vmid}: {:?} {:?}",
+                p.actions.iter().map(|a| a.verb).collect::<Vec<_>>(),
+                p.anomalies.iter().map(|a| &a.message).collect::<Vec<_>>()
+            ));
+            continue;
+        }
+        let report = execute(&client, &p, &ExecOptions::default()).await;
+        assert!(report.all_succeeded(), "{vmid}: {report:#?}");
+        let again = plan(&client, &texts).await;
+        assert!(again.actions.is_empty(), "{vmid}: {again:#?}");
+        clean += 1;
+        declared.push(text);
+    }
+    eprintln!(
+        "corpus VMs: {} adopted, {loads} load, {clean} tagged clean",
+        dirs.len()
+    );
+    for p in &problems {
+        eprintln!("  not clean: {p}");
+    }
+    assert!(clean > 0, "no corpus VM adopted clean: {problems:#?}");
+    sim.shutdown().await.unwrap();
+}
