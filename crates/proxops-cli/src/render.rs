@@ -11,6 +11,7 @@ fn verb(v: Verb) -> &'static str {
         Verb::Create => "create",
         Verb::Update => "update",
         Verb::Retag => "retag",
+        Verb::Adopt => "adopt",
         Verb::Start => "start",
         Verb::Stop => "stop",
         Verb::MarkTemplate => "template",

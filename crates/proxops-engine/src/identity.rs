@@ -64,6 +64,15 @@ pub fn owned_by_proxops(live: &GuestInfo) -> bool {
     live.tags.iter().any(|t| t == OWNER_TAG)
 }
 
+/// Whether a guest carries no ProxOps tag at all (made by hand): at a declared vmid it is
+/// adopted when its config matches the manifest (planner `Claim::Adopt`).
+pub fn untagged(live: &GuestInfo) -> bool {
+    !live
+        .tags
+        .iter()
+        .any(|t| t == OWNER_TAG || t.starts_with(IDENTITY_PREFIX))
+}
+
 /// A guest resource of the cluster, as its vmid declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Declared {

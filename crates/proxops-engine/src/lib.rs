@@ -69,6 +69,7 @@
 //! # }
 //! ```
 
+pub mod adopt;
 pub mod agent;
 pub mod backend;
 pub mod compat;

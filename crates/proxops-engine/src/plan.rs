@@ -22,6 +22,9 @@ pub enum Verb {
     /// Move a guest's identity tags to the resource now declared at its vmid (a rename, or a
     /// kind change PVE can follow), writing any other changed keys with them.
     Retag,
+    /// Add the ownership tags to a guest ProxOps did not create, whose live config already
+    /// matches its (adopted) manifest; nothing else is written.
+    Adopt,
     /// Start a guest.
     Start,
     /// Shut a guest down.

@@ -13,7 +13,7 @@ use crate::desired::{
     Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
 };
 use crate::diff::{after_clone, diff_since, mark_pending};
-use crate::identity::{Guests, owned_by_proxops};
+use crate::identity::{Guests, owned_by_proxops, untagged};
 use crate::plan::{
     Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, ResourceError, SUSPENDED_PREFIX,
     Skipped, Verb,
@@ -157,14 +157,16 @@ pub async fn plan_cluster(
         ));
     }
     // Configs of the guests of ours at vmids the repository declares (whichever identity they
-    // carry: a renamed resource's or a template's), read in one bounded batch.
+    // carry: a renamed resource's or a template's), and of untagged guests there (to adopt
+    // them if they match), read in one bounded batch.
     let mut wanted = Vec::new();
     let mut running = Vec::new();
     let mut seen = BTreeSet::new();
     for step in graph.steps() {
         if let Some(live) = step.vmid.and_then(|v| inventory.guest(v))
-            && owned_by_proxops(live)
-            && !planner.guests.identities(cluster, &live.tags).is_empty()
+            && (untagged(live)
+                || owned_by_proxops(live)
+                    && !planner.guests.identities(cluster, &live.tags).is_empty())
             && seen.insert(live.vmid)
         {
             if live.status == "running" {
@@ -723,6 +725,17 @@ impl Planner<'_> {
             };
             mark_pending(&d, &mut found, &config.values, pending);
         }
+        if matches!(claim, Claim::Adopt)
+            && let Some(why) = adopt_mismatch(&d, &found, running, to_template)
+        {
+            let tag = identity_tag(self.cx.cluster, &key.kind, &key.name);
+            let reason = format!(
+                "vmid {} is taken by `{}`, which ProxOps did not create (no tag `{tag}`); it is adopted (tagged `{OWNER_TAG};{tag}`) only once its live config matches the manifest, and {why}: make the manifest say what the guest has (`proxops adopt` writes it), or change the guest",
+                d.vmid,
+                live.name.as_deref().unwrap_or("?")
+            );
+            return self.block(step, reason, true);
+        }
         for a in &found.anomalies {
             self.plan.anomalies.push(Anomaly {
                 subject: key.to_string(),
@@ -823,6 +836,10 @@ impl Planner<'_> {
             };
             let (verb, reason) = match &claim {
                 Claim::Own => (Verb::Update, changed),
+                Claim::Adopt => (
+                    Verb::Adopt,
+                    "not created by ProxOps and its config matches the manifest: adding the ownership tags".into(),
+                ),
                 Claim::Renamed(from) => (
                     Verb::Retag,
                     format!("was {from} at this vmid: identity tags move to {key}; {changed}"),
@@ -942,6 +959,11 @@ impl Planner<'_> {
         let cluster = self.cx.cluster;
         let tag = identity_tag(cluster, &key.kind, &key.name);
         let carried = self.guests.identities(cluster, &live.tags);
+        // No ProxOps tag at all: a guest made by hand, declared now (by `proxops adopt` or by
+        // hand). It is tagged only if its config already matches (see `Claim::Adopt`).
+        if untagged(live) && live.node == d.node && live.kind == d.guest {
+            return Ok(Claim::Adopt);
+        }
         if !owned_by_proxops(live) || carried.is_empty() {
             return Err(format!(
                 "vmid {} is taken by `{}`, which ProxOps did not create (no tag `{tag}`): choose another vmid, or add the tags `{OWNER_TAG};{tag}` to adopt it",
@@ -1103,6 +1125,49 @@ enum Claim {
     /// A clone of the template at this vmid whose configuration never happened: it carries the
     /// template's identity.
     Clone { template: u32 },
+    /// A guest without any ProxOps tag at a declared vmid: tagged, and nothing else, when its
+    /// live config matches the manifest; otherwise an anomaly naming what differs.
+    Adopt,
+}
+
+/// What keeps an untagged guest from being adopted as it is: any difference from the manifest
+/// besides the ownership tags (a key to write or remove, a disk to grow, an anomaly of the
+/// diff, a power state or template flag to change). `None`: only the tags differ.
+fn adopt_mismatch(
+    d: &DesiredGuest,
+    found: &crate::diff::GuestDiff,
+    running: bool,
+    to_template: bool,
+) -> Option<String> {
+    let mut differs: Vec<String> = found
+        .changes
+        .iter()
+        .filter(|c| c.key != "tags")
+        .map(|c| c.key.clone())
+        .collect();
+    differs.extend(
+        found
+            .removals
+            .iter()
+            .map(|r| format!("{} (removed)", r.key)),
+    );
+    differs.extend(found.resizes.iter().map(|r| format!("{} (grown)", r.disk)));
+    differs.extend(found.anomalies.iter().map(|a| a.message.clone()));
+    if to_template {
+        differs.push("template (the manifest declares a template)".into());
+    }
+    if !d.template {
+        match (d.power, running) {
+            (Some(PowerState::Started) | None, false) => {
+                differs.push("power state (stopped, the manifest says started)".into())
+            }
+            (Some(PowerState::Stopped), true) => {
+                differs.push("power state (running, the manifest says stopped)".into())
+            }
+            _ => {}
+        }
+    }
+    (!differs.is_empty()).then(|| format!("these differ: {}", differs.join("; ")))
 }
 
 /// The anomaly of a resource whose vmid changed while its old guest still carries it.

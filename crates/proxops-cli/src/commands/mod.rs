@@ -1,5 +1,6 @@
 //! One module per subcommand, each with an `Args` struct and one `run` function.
 
+pub mod adopt;
 pub mod agent_url;
 pub mod apply;
 pub mod converge;
@@ -47,6 +48,7 @@ pub enum Command {
     Lease(lease::Args),
     Promote(promote::Args),
     Rollback(rollback::Args),
+    Adopt(adopt::Args),
 }
 
 /// Runs a subcommand.
@@ -70,6 +72,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Lease(args) => lease::run(&args),
         Command::Promote(args) => promote::run(&args),
         Command::Rollback(args) => rollback::run(&args),
+        Command::Adopt(args) => adopt::run(&args),
     }
 }
 

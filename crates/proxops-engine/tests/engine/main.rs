@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod adopt;
 mod artifacts;
 mod background;
 mod cycle;

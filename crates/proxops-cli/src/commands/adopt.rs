@@ -1,0 +1,131 @@
+//! `proxops adopt`.
+
+use super::repo_dir;
+use crate::error::CliError;
+use crate::session::{BackendArgs, load, runtime};
+use proxops_engine::adopt::{
+    AdoptContext, AdoptReport, Outcome, Selection, adopt_live, manifest_path, write,
+};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Write manifests for guests ProxOps did not create, from their live config. Changes nothing
+/// in PVE.
+///
+/// Each guest becomes `<kind>/<cluster>/<name>.yaml` (typed fields where ProxOps has one,
+/// `pve-config` for the rest, every key it cannot declare listed in a comment and the report),
+/// and its entry is appended to `clusters/<cluster>/resources.yaml`. A guest that carries a
+/// ProxOps identity, sits on a node outside the allowlist or at a vmid the repository declares
+/// is refused with the reason (exit 1).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// The cluster to adopt into.
+    #[arg(long, value_name = "C")]
+    pub cluster: String,
+    /// The guests to adopt.
+    #[arg(
+        value_name = "VMID",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub vmids: Vec<u32>,
+    /// Every guest without a ProxOps identity on the allowlisted nodes, not yet declared.
+    #[arg(long)]
+    pub all: bool,
+    /// Print the manifests and the report; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+/// Output formats of `adopt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// What was written (with `--dry-run`: the manifests) and each guest's unplaced keys.
+    Human,
+    /// The `AdoptReport` of each guest, as a JSON list.
+    Json,
+}
+
+/// Runs `proxops adopt`.
+pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+    let dir = repo_dir(args.repo.as_deref())?;
+    let loaded = load(&dir, std::slice::from_ref(&args.cluster))?;
+    let cluster = loaded.repo.cluster(&args.cluster).ok_or_else(|| {
+        CliError::usage(
+            format!("no cluster `{}` in {}", args.cluster, dir.display()),
+            Some("name a directory under clusters/".into()),
+        )
+    })?;
+    let ctx = AdoptContext::for_cluster(cluster);
+    let selection = if args.all {
+        Selection::All
+    } else {
+        Selection::Vmids(args.vmids.clone())
+    };
+    let outcomes = runtime()?.block_on(async {
+        let conn = args.backend.connect(&loaded, cluster).await?;
+        let out = adopt_live(&conn.client, &ctx, &selection).await;
+        // adopt wrote nothing to the simulator; a failed shutdown only loses nothing.
+        if let Some(sim) = conn.sim
+            && let Err(e) = sim.shutdown().await
+        {
+            eprintln!("warning: stopping the simulator: {e}");
+        }
+        out.map_err(|e| CliError::Io(e.to_string()))
+    })?;
+    let mut refused = false;
+    let mut adopted = Vec::new();
+    for (_, outcome) in &outcomes {
+        match outcome {
+            Outcome::Adopted(a) => adopted.push(a.as_ref()),
+            Outcome::Refused(r) => {
+                eprintln!("error[proxops::adopt::refused]: {r}");
+                refused = true;
+            }
+        }
+    }
+    let mut text = String::new();
+    match args.output {
+        Output::Json => {
+            let reports: Vec<&AdoptReport> = adopted.iter().map(|a| &a.report).collect();
+            text = serde_json::to_string_pretty(&reports)
+                .map_err(|e| CliError::Io(e.to_string()))?
+                + "\n";
+        }
+        Output::Human => {
+            for a in &adopted {
+                let path = manifest_path(&args.cluster, a);
+                let (t, p, r) = a.report.counts();
+                if args.dry_run {
+                    text.push_str(&format!("--- {}\n{}", path.display(), a.to_yaml()));
+                }
+                text.push_str(&format!(
+                    "vmid {} -> {} ({t} keys typed, {p} via pve-config, {r} reported)\n",
+                    a.report.vmid,
+                    path.display()
+                ));
+            }
+        }
+    }
+    if !args.dry_run && !adopted.is_empty() {
+        write(&dir, &args.cluster, &adopted).map_err(|e| CliError::Io(e.to_string()))?;
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| CliError::Io(e.to_string()))?;
+    Ok(if refused {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

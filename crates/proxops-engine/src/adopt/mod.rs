@@ -1,0 +1,317 @@
+//! `proxops adopt`: a manifest document from a live guest's config, and a report that says
+//! where every config key went. Adopt reads only; it changes nothing in PVE.
+//!
+//! Each key is placed by [`classify`]: a typed field where one sets it (and this module can
+//! translate the value), `pve-config` verbatim, or reported with the reason (snapshots, raw
+//! `lxc.*`, `args`, unused volumes, a masked `cipassword`, a typed key not translated yet).
+//! Nothing is dropped silently: the report lists every key, and the manifest's header comment
+//! lists the reported ones.
+
+mod devices;
+mod live;
+mod report;
+mod typed;
+
+pub use live::{AdoptError, Outcome, Selection, adopt_live, manifest_path, write};
+pub use report::{AdoptRefusal, AdoptReport, KeyPlacement, Placement};
+
+use crate::desired::{IDENTITY_PREFIX, OWNER_TAG};
+use proxops_model::kind::GuestType;
+use proxops_model::pve_config::{KeyClass, classify};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A live guest as adopt reads it (`GET /nodes/{node}/{type}/{vmid}/config`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveGuest {
+    /// Its vmid.
+    pub vmid: u32,
+    /// The node it lives on.
+    pub node: String,
+    /// QEMU or LXC.
+    pub guest: GuestType,
+    /// The config's keys and values (the `#` description as `description`).
+    pub config: BTreeMap<String, String>,
+    /// A container's raw `lxc.*` lines, in order.
+    pub raw_lxc: Vec<(String, String)>,
+    /// Snapshot names.
+    pub snapshots: Vec<String>,
+    /// Whether it runs (a stopped guest's manifest says `state: stopped`, so that taking it
+    /// over starts nothing).
+    pub running: bool,
+}
+
+/// What the repository and cluster say about which guests may be adopted.
+#[derive(Debug, Clone, Default)]
+pub struct AdoptContext {
+    /// The cluster's name.
+    pub cluster: String,
+    /// The cluster's node allowlist.
+    pub nodes: Vec<String>,
+    /// The vmids the repository already declares, with the declaring resource (`Kind/name`).
+    pub declared: BTreeMap<u32, String>,
+}
+
+/// One adopted guest: its manifest (JSON value model) and its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adopted {
+    /// The manifest document.
+    pub manifest: Value,
+    /// Where every key went.
+    pub report: AdoptReport,
+}
+
+impl Adopted {
+    /// The manifest file's text: a header comment listing the keys not written, then the
+    /// document in canonical formatting.
+    pub fn to_yaml(&self) -> String {
+        let mut out = format!(
+            "# Adopted from vmid {} by `proxops adopt`.\n",
+            self.report.vmid
+        );
+        for (key, reason) in self.report.reported() {
+            out.push_str(&format!("# not declared: {key}: {reason}\n"));
+        }
+        out.push_str(&proxops_store::canonical::to_yaml(&self.manifest));
+        out
+    }
+}
+
+/// Checks that `live` may be adopted into `ctx`: not claimed, on an allowlisted node, at a
+/// vmid the repository does not declare.
+pub fn check(ctx: &AdoptContext, live: &LiveGuest) -> Result<(), AdoptRefusal> {
+    if let Some(tag) = tags_of(live).find(|t| t.starts_with(IDENTITY_PREFIX)) {
+        return Err(AdoptRefusal::Claimed {
+            vmid: live.vmid,
+            tag: tag.to_owned(),
+        });
+    }
+    // An empty allowlist checks nothing (config.rs `ClusterEntry::nodes`).
+    if !ctx.nodes.is_empty() && !ctx.nodes.contains(&live.node) {
+        return Err(AdoptRefusal::NodeNotAllowed {
+            vmid: live.vmid,
+            node: live.node.clone(),
+            cluster: ctx.cluster.clone(),
+        });
+    }
+    if let Some(resource) = ctx.declared.get(&live.vmid) {
+        return Err(AdoptRefusal::VmidDeclared {
+            vmid: live.vmid,
+            resource: resource.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn tags_of(live: &LiveGuest) -> impl Iterator<Item = &str> {
+    live.config
+        .get("tags")
+        .map(String::as_str)
+        .unwrap_or("")
+        .split([';', ',', ' '])
+        .filter(|t| !t.is_empty())
+}
+
+/// A manifest name from a PVE name: lower case, `[a-z0-9-]`, no leading/trailing `-`.
+fn resource_name(live: &LiveGuest) -> String {
+    let raw = live
+        .config
+        .get(if live.guest == GuestType::Qemu {
+            "name"
+        } else {
+            "hostname"
+        })
+        .map(String::as_str)
+        .unwrap_or("");
+    let mut name: String = raw
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9') => c,
+            _ => '-',
+        })
+        .collect();
+    while name.contains("--") {
+        name = name.replace("--", "-");
+    }
+    let name = name.trim_matches('-').to_owned();
+    if name.is_empty() {
+        let prefix = if live.guest == GuestType::Qemu {
+            "vm"
+        } else {
+            "ct"
+        };
+        format!("{prefix}-{}", live.vmid)
+    } else {
+        name
+    }
+}
+
+/// Adopts `live` into `ctx`: the manifest and the report, or why not.
+pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefusal> {
+    check(ctx, live)?;
+    let template = live.config.get("template").is_some_and(|v| v == "1");
+    let kind = match (live.guest, template) {
+        (GuestType::Qemu, false) => "VM",
+        (GuestType::Qemu, true) => "TemplateVM",
+        (GuestType::Lxc, false) => "LXC",
+        (GuestType::Lxc, true) => "TemplateCT",
+    };
+    let name = resource_name(live);
+    let mut spec = Map::new();
+    spec.insert("node".into(), Value::from(live.node.clone()));
+    spec.insert("vmid".into(), Value::from(live.vmid));
+    let mut pve_config = Map::new();
+    let (mut disks, mut networks) = (Vec::new(), Vec::new());
+    let mut keys = Vec::new();
+    let mut push = |key: &str, placement| {
+        keys.push(KeyPlacement {
+            key: key.to_owned(),
+            placement,
+        })
+    };
+    let reported = |reason: String| Placement::Reported { reason };
+    for (key, value) in &live.config {
+        let placement = match classify(live.guest, key) {
+            KeyClass::Typed(field) => match key.as_str() {
+                "template" => Placement::Typed {
+                    field: "kind".into(),
+                },
+                "description" => {
+                    spec.insert("pve-description".into(), Value::from(value.clone()));
+                    Placement::Typed {
+                        field: "pve-description".into(),
+                    }
+                }
+                "name" if live.guest == GuestType::Qemu => {
+                    if *value != name {
+                        spec.insert("pve-name".into(), Value::from(value.clone()));
+                    }
+                    Placement::Typed {
+                        field: "pve-name".into(),
+                    }
+                }
+                "tags" => {
+                    let user: Vec<Value> = tags_of(live)
+                        .filter(|t| *t != OWNER_TAG)
+                        .map(Value::from)
+                        .collect();
+                    if !user.is_empty() {
+                        spec.insert("tags".into(), Value::Array(user));
+                    }
+                    Placement::Typed {
+                        field: "tags".into(),
+                    }
+                }
+                // PVE returns the hash, never the password: it cannot be declared from it.
+                "cipassword" => reported(format!(
+                    "PVE shows only a hash of the cloud-init password: store the password as a secret and set `{field}`"
+                )),
+                k if live.guest == GuestType::Qemu && is_disk_slot(k) => {
+                    match devices::disk(k, value) {
+                        Ok(d) => {
+                            disks.push(d);
+                            Placement::Typed {
+                                field: "disks".into(),
+                            }
+                        }
+                        Err(reason) => reported(reason),
+                    }
+                }
+                k if live.guest == GuestType::Qemu && k.starts_with("net") => {
+                    match devices::vm_network(k, value) {
+                        Ok(n) => {
+                            networks.push(n);
+                            Placement::Typed {
+                                field: "networks".into(),
+                            }
+                        }
+                        Err(reason) => reported(reason),
+                    }
+                }
+                _ => match typed::place(live.guest, key, value, field, &mut spec) {
+                    Ok(field) => Placement::Typed { field },
+                    Err(reason) => reported(reason),
+                },
+            },
+            KeyClass::PveConfig => {
+                pve_config.insert(key.clone(), Value::from(value.clone()));
+                Placement::PveConfig
+            }
+            KeyClass::Unmanaged(why) => reported(why.to_owned()),
+            KeyClass::Unknown => reported(
+                "it is not a parameter of PVE's API for this guest type (PVE writes it itself): ProxOps leaves it alone".into(),
+            ),
+        };
+        push(key, placement);
+    }
+    for (key, _) in &live.raw_lxc {
+        let why = match classify(live.guest, key) {
+            KeyClass::Unmanaged(why) => why.to_owned(),
+            _ => "it is a raw LXC key: ProxOps never removes it".to_owned(),
+        };
+        push(key, reported(why));
+    }
+    for snap in &live.snapshots {
+        push(
+            &format!("snapshot:{snap}"),
+            reported("it is a snapshot: snapshots are not declared in manifests; ProxOps never removes them".into()),
+        );
+    }
+    if !disks.is_empty() {
+        spec.insert("disks".into(), Value::Array(disks));
+    }
+    if !networks.is_empty() {
+        spec.insert("networks".into(), Value::Array(networks));
+    }
+    if !pve_config.is_empty() {
+        spec.insert("pve-config".into(), Value::Object(pve_config));
+    }
+    // Templates are always stopped; a guest's default state is `started`.
+    if !template && !live.running {
+        spec.insert("state".into(), Value::from("stopped"));
+    }
+    fill_required(live.guest, &mut spec);
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), Value::from(name.clone()));
+    let mut doc = Map::new();
+    doc.insert("apiVersion".into(), Value::from("proxops/v1alpha1"));
+    doc.insert("kind".into(), Value::from(kind));
+    doc.insert("metadata".into(), Value::Object(metadata));
+    doc.insert("spec".into(), Value::Object(spec));
+    Ok(Adopted {
+        manifest: Value::Object(doc),
+        report: AdoptReport {
+            vmid: live.vmid,
+            kind: kind.to_owned(),
+            name,
+            keys,
+        },
+    })
+}
+
+fn is_disk_slot(key: &str) -> bool {
+    ["scsi", "virtio", "sata", "ide"].iter().any(|f| {
+        key.strip_prefix(f)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// PVE's defaults for the fields a manifest requires but a live config may omit
+/// (qemu-server PVE/QemuServer.pm `$confdesc`: memory 512, cores 1, cpu kvm64;
+/// pve-container PVE/LXC/Config.pm: memory 512).
+fn fill_required(guest: GuestType, spec: &mut Map<String, Value>) {
+    spec.entry("memory")
+        .or_insert_with(|| Value::from("512MiB"));
+    let cpu = spec
+        .entry("cpu")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(cpu) = cpu {
+        cpu.entry("cores").or_insert_with(|| Value::from(1));
+        if guest == GuestType::Qemu {
+            cpu.entry("type").or_insert_with(|| Value::from("kvm64"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! The typed manifest fields adopt can fill from a live config value. A typed key this module
+//! cannot translate yet is reported (never written to `pve-config`, which refuses typed keys).
+
+use proxops_model::kind::GuestType;
+use serde_json::{Map, Value};
+
+/// Writes `key = value` into `spec` as its typed field; `Ok(field)` names the field written,
+/// `Err(reason)` says why it was not.
+pub(crate) fn place(
+    guest: GuestType,
+    key: &str,
+    value: &str,
+    field: &str,
+    spec: &mut Map<String, Value>,
+) -> Result<String, String> {
+    let not_yet = || {
+        Err(format!(
+            "it is set by the typed field `{field}`, which adopt does not fill yet: declare `{field}` by hand from the live value `{value}`"
+        ))
+    };
+    let int = |v: &str| v.parse::<u64>().ok().map(Value::from);
+    let bool01 = |v: &str| match v {
+        "0" => Some(Value::Bool(false)),
+        "1" => Some(Value::Bool(true)),
+        _ => None,
+    };
+    let set = |spec: &mut Map<String, Value>, path: &[&str], v: Value| {
+        let mut at = spec;
+        for p in &path[..path.len() - 1] {
+            let entry = at
+                .entry((*p).to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let Value::Object(m) = entry else { return };
+            at = m;
+        }
+        at.insert(path[path.len() - 1].to_owned(), v);
+    };
+    let (path, v): (&[&str], Option<Value>) = match (guest, key) {
+        (_, "memory") => (
+            &["memory"],
+            int(value).map(|n| Value::from(format!("{n}MiB"))),
+        ),
+        (GuestType::Lxc, "swap") => (
+            &["swap"],
+            int(value).map(|n| Value::from(format!("{n}MiB"))),
+        ),
+        (_, "cores") => (&["cpu", "cores"], int(value)),
+        (_, "cpuunits") => (&["cpu", "units"], int(value)),
+        (_, "cpulimit") => (
+            &["cpu", "limit"],
+            value
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
+        ),
+        (GuestType::Qemu, "vcpus") => (&["cpu", "vcpus"], int(value)),
+        (GuestType::Qemu, "affinity") => (&["cpu", "affinity"], Some(Value::from(value))),
+        (GuestType::Qemu, "sockets") => (&["hardware", "sockets"], int(value)),
+        (GuestType::Qemu, "cpu") => return cpu(value, spec).ok_or(()).or_else(|()| not_yet()),
+        (GuestType::Qemu, "numa") => (&["hardware", "numa"], bool01(value)),
+        (GuestType::Qemu, "balloon") => (
+            &["balloon"],
+            match value {
+                "0" => Some(Value::from("off")),
+                v => int(v).map(|n| Value::from(format!("{n}MiB"))),
+            },
+        ),
+        // `order=scsi0;net0`; the legacy `cdn` letters name no slot and stay reported.
+        (GuestType::Qemu, "boot") => (
+            &["options", "boot-order"],
+            value
+                .strip_prefix("order=")
+                .filter(|o| !o.contains([',', '=']))
+                .map(|o| Value::Array(o.split(';').map(Value::from).collect())),
+        ),
+        (GuestType::Qemu, "scsihw") => (&["hardware", "scsi-controller"], Some(Value::from(value))),
+        (_, "ostype") => (&["ostype"], Some(Value::from(value))),
+        (GuestType::Lxc, "arch") => (&["arch"], Some(Value::from(value))),
+        (GuestType::Lxc, "hostname") => (&["dns", "hostname"], Some(Value::from(value))),
+        (_, "onboot") => (&["options", "onboot"], bool01(value)),
+        (_, "protection") => (&["options", "protection"], bool01(value)),
+        (_, "startup") => (&["options", "startup"], Some(Value::from(value))),
+        (GuestType::Qemu, "acpi") => (&["options", "acpi"], bool01(value)),
+        (GuestType::Qemu, "tablet") => (&["options", "tablet"], bool01(value)),
+        (GuestType::Qemu, "agent") => (
+            &["options", "agent"],
+            bool01(value.strip_prefix("enabled=").unwrap_or(value)),
+        ),
+        (GuestType::Lxc, "unprivileged") => (&["options", "unprivileged"], bool01(value)),
+        _ => return not_yet(),
+    };
+    match v {
+        Some(v) => {
+            set(spec, path, v);
+            Ok(path.join("."))
+        }
+        None => not_yet(),
+    }
+}
+
+/// `cpu`: the model, `flags=` and `hidden=`; any other sub-key (`phys-bits`, ...) leaves the
+/// whole key reported. Writes nothing unless every part translates.
+fn cpu(value: &str, spec: &mut Map<String, Value>) -> Option<String> {
+    let (mut model, mut flags, mut hidden) = (None, None, None);
+    for part in value.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            None | Some(("cputype", _)) => {
+                model = Some(part.strip_prefix("cputype=").unwrap_or(part));
+            }
+            Some(("flags", f)) => flags = Some(f.split(';').map(Value::from).collect::<Vec<_>>()),
+            Some(("hidden", "1")) => hidden = Some(true),
+            Some(("hidden", "0")) => hidden = Some(false),
+            _ => return None,
+        }
+    }
+    let cpu = spec
+        .entry("cpu")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(cpu) = cpu else { return None };
+    cpu.insert("type".into(), Value::from(model?));
+    if let Some(flags) = flags {
+        cpu.insert("flags".into(), Value::Array(flags));
+    }
+    if let Some(hidden) = hidden {
+        let options = spec
+            .entry("options")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(o) = options {
+            o.insert("hidden".into(), Value::Bool(hidden));
+        }
+    }
+    Some("cpu.type".into())
+}

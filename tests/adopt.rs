@@ -1,0 +1,137 @@
+//! `examples/adopt` as its README walks through it, through the `proxops` binary: adopt writes
+//! manifests that validate, the next apply only tags the guests, the diff after it is clean, and
+//! adopting again is refused.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proxops_e2e::{copy_tree, example, proxops_bin};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn proxops(args: &[&str]) -> Output {
+    Command::new(proxops_bin())
+        .args(args)
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .output()
+        .expect("run proxops")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Seeds the simulator's state file from `etc` the way the walk-through does: start
+/// `proxops sim`, wait (bounded) for it to write the state, stop it.
+fn seed(repo: &Path, etc: &Path, state: &Path) {
+    let mut child = Command::new(proxops_bin())
+        .args(["sim", "--listen", "127.0.0.1:0", "--state"])
+        .arg(state)
+        .arg("--seed-repo")
+        .arg(repo)
+        .arg("--seed-guest-configs")
+        .arg(etc)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start proxops sim");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !state.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Let the write finish before stopping it.
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().expect("stop proxops sim");
+    child.wait().expect("reap proxops sim");
+    assert!(state.exists(), "proxops sim wrote no state");
+}
+
+#[test]
+fn the_adopt_walk_through_works_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_tree(&example("adopt/repo"), &repo).unwrap();
+    seed(
+        &repo,
+        &example("adopt/etc-pve"),
+        &tmp.path().join("sim.lab.json"),
+    );
+    let state = tmp.path().join("sim.json");
+    let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
+    let sim = ["--backend", "sim", "--sim-state", state_s];
+    let with = |head: &[&str]| -> Output {
+        let mut a: Vec<&str> = head.to_vec();
+        a.extend(["--repo", repo_s]);
+        a.extend(sim);
+        proxops(&a)
+    };
+
+    let dry = with(&[
+        "adopt",
+        "--cluster",
+        "lab",
+        "--all",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    assert!(dry.status.success(), "{dry:?}");
+    let reports: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(reports.as_array().map(Vec::len), Some(2), "{reports:#}");
+    assert!(
+        !repo.join("vm/lab/proxy.yaml").exists(),
+        "--dry-run wrote a manifest"
+    );
+    // Every key of 102.conf is in its report, `args` reported.
+    let db = &reports[1];
+    let keys: Vec<&str> = db["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    let conf =
+        std::fs::read_to_string(example("adopt/etc-pve/nodes/pve1/qemu-server/102.conf")).unwrap();
+    for line in conf.lines() {
+        let key = line.split_once(':').unwrap().0;
+        assert!(keys.contains(&key), "{key} missing from {keys:?}");
+    }
+    assert!(
+        db["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["key"] == "args" && k["to"] == "reported")
+    );
+
+    let out = with(&["adopt", "--cluster", "lab", "--all"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        stdout(&out),
+        "vmid 101 -> vm/lab/proxy.yaml (13 keys typed, 2 via pve-config, 0 reported)\nvmid 102 -> vm/lab/db.yaml (9 keys typed, 1 via pve-config, 1 reported)\n"
+    );
+    let v = proxops(&["validate", "--repo", repo_s]);
+    assert!(v.status.success(), "{v:?}");
+
+    let diff = with(&["diff"]);
+    let text = stdout(&diff);
+    assert_eq!(text.matches("    adopt ").count(), 2, "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("tags:"))
+            .count(),
+        2,
+        "{text}"
+    );
+    let apply = with(&["apply", "--yes"]);
+    assert!(apply.status.success(), "{apply:?}");
+    let after = with(&["diff", "--detailed-exitcode"]);
+    assert_eq!(after.status.code(), Some(0), "{after:?}");
+
+    let again = with(&["adopt", "--cluster", "lab", "101", "--dry-run"]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already carries the ProxOps identity")
+    );
+}
