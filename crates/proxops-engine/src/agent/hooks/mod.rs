@@ -3,7 +3,7 @@
 //! A forge's push notice runs a pass at once instead of at the next interval. Each delivery is
 //! checked, in this order: the receiver is configured (404), no browser sent it (`Origin`:
 //! 403), its body is within the limit (413), it is signed with the receiver's secret the way
-//! that forge signs ([`verify`]; 401), it was not handled before ([`replay`]; 200, nothing
+//! that forge signs (`verify`; 401), it was not handled before (`replay`; 200, nothing
 //! done), and it reads as that forge's JSON (400). Then a push to the followed branch (with a
 //! local work tree: any push notice) asks for a pass over every cluster, and a candidate merged
 //! into a gated cluster's live desired branch for that cluster's (202); anything else is

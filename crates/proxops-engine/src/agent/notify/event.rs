@@ -1,5 +1,5 @@
 //! What a cycle tells the notification sinks: the conditions that hold for a cluster after it
-//! ([`Condition`]), and the JSON document of one event ([`EventDocument`]).
+//! (`Condition`), and the JSON document of one event ([`EventDocument`]).
 //!
 //! A condition is keyed by its reason and resource and carries a fingerprint of what makes it
 //! this condition (the failing actions, the anomaly's message), never of what changes every

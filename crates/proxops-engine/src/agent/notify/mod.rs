@@ -3,7 +3,7 @@
 //! Every pass [`Notifier::configure`]s the sinks from the configuration it loaded (the agent's
 //! `--config` or the repository's `proxops.yaml`, a cluster's entry overriding them for that
 //! cluster), reading their secrets anew and keeping each sink's memory. After each cycle
-//! [`Notifier::cycle_ended`] turns the outcome into [`event::Condition`]s and tells each sink
+//! [`Notifier::cycle_ended`] turns the outcome into conditions (`event::Condition`) and tells each sink
 //! of a cluster what changed for it: a condition it was not told of, one whose fingerprint
 //! changed, or one whose reminder is due; a failure cleared by a successful cycle is told as a
 //! recovery to the sinks that heard of the failure. `commit-status` sinks get `pending` when a
