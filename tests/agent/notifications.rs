@@ -338,17 +338,42 @@ fn git_head(repo: &Repo) -> String {
 }
 
 #[test]
-fn drift_corrected_without_a_new_commit_is_told_once() {
+fn drift_corrected_without_a_new_commit_is_told_once_to_the_clusters_own_sinks() {
     let standin = StandIn::start();
     let repo = Repo::new();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("hook.url"), standin.url("/drift")).unwrap();
+    std::fs::write(dir.path().join("global.url"), standin.url("/global")).unwrap();
+    let hook_url = dir.path().join("hook.url");
+    std::fs::write(&hook_url, standin.url("/drift")).unwrap();
+    // Lab's own sinks replace the agent's: a webhook, and ntfy with its token from lab's SOPS
+    // file (the cluster's `secrets-file` by default).
+    let lab = repo.read("clusters/lab/config.yaml");
+    repo.write(
+        "clusters/lab/config.yaml",
+        &format!(
+            "{lab}      notifications:\n        - name: drift\n          type: webhook\n          url: {{file: {}}}\n          events: [drift, cycle-failed]\n        - name: phone\n          type: ntfy\n          url: {{env: TEST_NTFY_URL}}\n          token: {{sops: proxops-token}}\n          events: [drift]\n",
+            hook_url.display()
+        ),
+    );
+    repo.commit("lab: its own sinks");
+    let key = repo.path().join("example-age-key.txt");
+    let secrets = proxops_secrets::decrypt_file(
+        &repo.path().join("clusters/lab/secrets.sops.yaml"),
+        &proxops_secrets::IdentitySource::key_file(&key),
+    )
+    .unwrap();
+    let token = secrets
+        .get(&["secrets", "proxops-token"])
+        .and_then(proxops_secrets::Value::as_secret)
+        .unwrap();
     let config = dir.path().join("agent.yaml");
     std::fs::write(
         &config,
-        "notifications:\n  - name: drift\n    type: webhook\n    url: {file: hook.url}\n    events: [drift, cycle-failed]\n",
+        "notifications:\n  - name: global\n    type: webhook\n    url: {file: global.url}\n",
     )
     .unwrap();
+    let ntfy_url = standin.url("/ntfy/lab");
+    let key_arg = key.to_string_lossy().into_owned();
     let sim_state = dir.path().join("sim.json").to_string_lossy().into_owned();
     let state = dir.path().join("sim.lab.json");
     let repo_arg = repo.path().to_string_lossy().into_owned();
@@ -367,7 +392,10 @@ fn drift_corrected_without_a_new_commit_is_told_once() {
             "--sim-state",
             &sim_state,
         ],
-        &[],
+        &[
+            ("SOPS_AGE_KEY_FILE", &key_arg),
+            ("TEST_NTFY_URL", &ntfy_url),
+        ],
     );
     wait_for(Duration::from_secs(120), "the first convergence", || {
         clean_at(&agent.lab()?, None)
@@ -400,4 +428,20 @@ fn drift_corrected_without_a_new_commit_is_told_once() {
             .contains("VM/sandbox-01 update"),
         "{event}"
     );
+    let phone = standin.wait_for("/ntfy", 1, Duration::from_secs(30));
+    assert_eq!(phone.len(), 1, "{phone:?}");
+    assert_eq!(
+        phone[0].header("authorization"),
+        format!("Bearer {}", token.expose())
+    );
+    // The agent's own sinks do not hear of a cluster that has its own.
+    assert!(standin.received("/global").is_empty());
+    let metrics = agent.metrics();
+    for line in [
+        "proxops_notifications_total{sink=\"lab/drift\",result=\"sent\"} 1",
+        "proxops_notifications_total{sink=\"lab/phone\",result=\"sent\"} 1",
+        "proxops_notifications_total{sink=\"global\",result=\"sent\"} 0",
+    ] {
+        assert!(metrics.contains(line), "no `{line}` in\n{metrics}");
+    }
 }
