@@ -135,3 +135,60 @@ fn the_adopt_walk_through_works_as_written() {
         String::from_utf8_lossy(&again.stderr).contains("already carries the ProxOps identity")
     );
 }
+
+/// `simulation.guest-configs` seeds a fresh `--backend sim` state from an `/etc/pve` copy, with
+/// no `proxops sim` step; once the state file exists it wins (the guests stay as apply left
+/// them, not re-seeded untagged).
+#[test]
+fn a_cluster_config_seeds_the_sim_backend_from_guest_configs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_tree(&example("adopt/repo"), &repo).unwrap();
+    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve")).unwrap();
+    let config = repo.join("clusters/lab/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}      simulation:\n        guest-configs: ../../../etc-pve\n"),
+    )
+    .unwrap();
+    let confs = walk_confs(&tmp.path().join("etc-pve"));
+    let state = tmp.path().join("sim.json");
+    let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
+    let with = |head: &[&str]| -> Output {
+        let mut a: Vec<&str> = head.to_vec();
+        a.extend(["--repo", repo_s, "--backend", "sim", "--sim-state", state_s]);
+        proxops(&a)
+    };
+    let v = proxops(&["validate", "--repo", repo_s]);
+    assert!(v.status.success(), "{v:?}");
+    let dry = with(&[
+        "adopt",
+        "--cluster",
+        "lab",
+        "--all",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    assert!(dry.status.success(), "{dry:?}");
+    let reports: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(reports.as_array().map(Vec::len), Some(confs), "{reports:#}");
+    let out = with(&["adopt", "--cluster", "lab", "--all"]);
+    assert!(out.status.success(), "{out:?}");
+    let apply = with(&["apply", "--yes"]);
+    assert!(apply.status.success(), "{apply:?}");
+    let after = with(&["diff", "--detailed-exitcode"]);
+    assert_eq!(after.status.code(), Some(0), "{after:?}");
+}
+
+fn walk_confs(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| match p.is_dir() {
+            true => walk_confs(&p),
+            false => usize::from(p.extension().is_some_and(|e| e == "conf")),
+        })
+        .sum()
+}

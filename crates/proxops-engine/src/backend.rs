@@ -182,6 +182,12 @@ pub async fn connect_with(
                 offline_downloads: true,
                 ..SimConfig::default()
             };
+            // A fresh simulator starts with the guests of the cluster's `guest-configs`; a
+            // kept state already has them (and whatever was done to them since).
+            if !state_file.as_ref().is_some_and(|p| p.exists()) {
+                seed_cluster_guests(cluster, repo, &mut config.state)
+                    .map_err(|e| ConnectError::Sim(name.clone(), e))?;
+            }
             if let Some(path) = state_file {
                 config = config
                     .with_state_file(path)
@@ -290,6 +296,38 @@ fn ca_path(
         (Some(repo), Origin::RepositoryConfig) if path.is_relative() => repo.join(path),
         _ => path,
     }
+}
+
+/// Adds to `state` the guests of the cluster config's `simulation.guest-configs` directory
+/// (`None`: it names none).
+pub fn seed_cluster_guests(
+    cluster: &Cluster,
+    repo: Option<&Path>,
+    state: &mut State,
+) -> Result<Option<proxops_pve_sim::ConfigSeed>, SimError> {
+    let Some(dir) = guest_configs_dir(cluster, repo) else {
+        return Ok(None);
+    };
+    let seeded = proxops_pve_sim::seed_guest_configs(state, &dir)?;
+    tracing::debug!(cluster = %cluster.name, guests = seeded.guests.len(), dir = %dir.display(), "simulator seeded from guest configs");
+    Ok(Some(seeded))
+}
+
+/// The cluster config's `simulation.guest-configs` directory; a relative one is relative to
+/// `clusters/<c>/` under `repo`.
+fn guest_configs_dir(cluster: &Cluster, repo: Option<&Path>) -> Option<PathBuf> {
+    let dir = cluster
+        .entry
+        .as_ref()?
+        .simulation
+        .as_ref()?
+        .guest_configs
+        .as_deref()?;
+    let path = PathBuf::from(dir);
+    Some(match repo {
+        Some(repo) if path.is_relative() => repo.join("clusters").join(&cluster.name).join(path),
+        _ => path,
+    })
 }
 
 /// Storages and a PVE release for a simulator beyond what the cluster config's `simulation:`

@@ -1,7 +1,9 @@
 //! `proxops sim`.
 
 use crate::error::CliError;
-use proxops_engine::backend::{SimSeed, declared_storage, seed_state, sim_version};
+use proxops_engine::backend::{
+    SimSeed, declared_storage, seed_cluster_guests, seed_state, sim_version,
+};
 use proxops_model::config::{
     ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType,
 };
@@ -151,6 +153,7 @@ fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, Cl
             PveVersion::V9_1 => SimPveVersion::V9_1,
         }),
         storages: storages.clone(),
+        guest_configs: None,
     }
     .check(&[]);
     match problems.first() {
@@ -357,5 +360,14 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), CliEr
     };
     let version = sim_version(chosen, &seed);
     seed.storages = storage_flags(args, version)?;
-    Ok((seed_state(&registry, chosen, &seed), version))
+    let mut state = seed_state(&registry, chosen, &seed);
+    if let Some(seeded) = seed_cluster_guests(chosen, Some(dir), &mut state)
+        .map_err(|e| CliError::usage(e.to_string(), None))?
+    {
+        eprintln!(
+            "seeded {} guest(s) from the cluster's simulation.guest-configs",
+            seeded.guests.len()
+        );
+    }
+    Ok((state, version))
 }

@@ -23,6 +23,13 @@ pub struct SimulationConfig {
     /// like a default replaces it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storages: Vec<SimStorage>,
+    /// A directory laid out as `/etc/pve` is (`nodes/<node>/qemu-server/<vmid>.conf`,
+    /// `nodes/<node>/lxc/<vmid>.conf`; a file directly in `qemu-server/` or `lxc/` goes to the
+    /// first node) whose guests a fresh simulator starts with, so that `proxops adopt` can be
+    /// tried on a copy of an existing cluster. A kept state file (`--sim-state`) wins once it
+    /// exists. Relative to the directory of the config file that says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_configs: Option<String>,
 }
 
 /// The PVE releases the simulator can answer as.
@@ -174,6 +181,18 @@ impl SimulationConfig {
     pub fn check(&self, nodes: &[String]) -> Vec<ConfigProblem> {
         let mut out = Vec::new();
         let version = self.pve_version.unwrap_or(SimPveVersion::V9_1);
+        if self
+            .guest_configs
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            out.push(ConfigProblem {
+                code: Code::InvalidValue,
+                path: at(&["simulation", "guest-configs"]),
+                message: "`guest-configs` is empty".into(),
+                help: Some("a directory laid out as /etc/pve, e.g. `../../etc-pve`".into()),
+            });
+        }
         for (i, s) in self.storages.iter().enumerate() {
             let here = |key: &str| {
                 let mut path = at(&["simulation", "storages"]);
@@ -272,6 +291,7 @@ mod tests {
                 storage("vm_disks", StorageType::Lvmthin, &[Images, Rootdir]),
                 storage("nas", StorageType::Nfs, &[Iso, Vztmpl, Import]),
             ],
+            guest_configs: None,
         };
         assert!(ok.check(&[]).is_empty(), "{:?}", ok.check(&[]));
         let mut bad = SimulationConfig {
@@ -281,6 +301,7 @@ mod tests {
                 storage("vm_disks", StorageType::Glusterfs, &[Images, Images]),
                 storage("1x", StorageType::Dir, &[]),
             ],
+            guest_configs: Some(" ".into()),
         };
         bad.storages[0].nodes = vec!["pve9".into()];
         let problems = bad.check(&["pve1".into()]);
@@ -288,6 +309,7 @@ mod tests {
         assert_eq!(
             messages,
             [
+                "`guest-configs` is empty",
                 "a `lvmthin` storage cannot hold `iso` content",
                 "node `pve9` is not in the cluster's `nodes`",
                 "storage `vm_disks` is declared twice",
@@ -297,7 +319,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            problems[0].path,
+            problems[1].path,
             vec![
                 PathSeg::from("simulation"),
                 PathSeg::from("storages"),
