@@ -10,7 +10,6 @@ mod writer;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use proxops_model::config::LogLevel;
 use proxops_model::settings::FlagSettings;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Keeps Proxmox VE clusters in the state a git repository describes.
@@ -41,8 +40,8 @@ fn parse_level(text: &str) -> Result<LogLevel, String> {
 fn main() -> ExitCode {
     let parsed = Cli::command()
         .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
-    let (cli, matches) = match parsed {
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(x) => x,
         Err(e) => {
             let _ = e.print();
@@ -57,13 +56,11 @@ fn main() -> ExitCode {
     };
     // The default level comes from the repository's proxops.yaml, so find the repository the
     // subcommand reads (its `--repo`, else the current git work tree).
-    let repo = matches
-        .subcommand()
-        .and_then(|(_, m)| m.try_get_one::<PathBuf>("repo").ok().flatten().cloned());
+    let repo = cli.command.repo().map(std::path::Path::to_path_buf);
     // The agent's own configuration file (`run --config`) comes before the repository's.
-    let agent_config = matches
-        .subcommand()
-        .and_then(|(_, m)| m.try_get_one::<PathBuf>("config").ok().flatten().cloned())
+    let agent_config = cli
+        .command
+        .agent_config()
         .and_then(|f| std::fs::read_to_string(f).ok())
         .and_then(|text| proxops_model::settings::configured_log_level(&text));
     // A long-running agent says what it does; one-shot commands only warn.

@@ -1,7 +1,7 @@
 //! What diff, apply and demo share: loading the repository with its graphs, and reaching each
 //! cluster's PVE (or a simulator) as the flags say.
 
-use crate::error::CliError;
+use crate::error::CommandError;
 use proxops_engine::backend::{
     Backend, Connection, connect_with, per_cluster_state_file, settings_for,
 };
@@ -31,9 +31,57 @@ pub fn flags() -> FlagSettings {
 /// `log.level` of the repository's `proxops.yaml`, if it has a readable one (a malformed file is
 /// reported when the repository is loaded).
 pub fn configured_log_level(repo: Option<&Path>) -> Option<LogLevel> {
-    let dir = crate::commands::repo_dir(repo).ok()?;
+    let dir = repo_dir(repo).ok()?;
     let text = std::fs::read_to_string(dir.join("proxops.yaml")).ok()?;
     proxops_model::settings::configured_log_level(&text)
+}
+
+/// `--repo` and `--cluster`: the repository and the clusters of it a command works on.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepoArgs {
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long = "repo", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Only this cluster (repeatable; default: every cluster of the repository).
+    #[arg(long = "cluster", value_name = "C")]
+    pub clusters: Vec<String>,
+}
+
+impl RepoArgs {
+    /// The repository directory (see [`repo_dir`]).
+    pub fn resolve(&self) -> Result<PathBuf, CommandError> {
+        repo_dir(self.dir.as_deref())
+    }
+}
+
+/// `--repo` alone, for the commands that name one cluster with their own `--cluster`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepoDirArgs {
+    /// The repository (default: the git work tree of the current directory).
+    #[arg(long = "repo", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+impl RepoDirArgs {
+    /// The repository directory (see [`repo_dir`]).
+    pub fn resolve(&self) -> Result<PathBuf, CommandError> {
+        repo_dir(self.dir.as_deref())
+    }
+}
+
+/// The repository directory: `--repo`, else the git work tree holding the current directory,
+/// else the current directory.
+pub fn repo_dir(repo: Option<&Path>) -> Result<PathBuf, CommandError> {
+    if let Some(dir) = repo {
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CommandError::io("cannot read the current directory", e))?;
+    Ok(cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&cwd)
+        .to_path_buf())
 }
 
 /// `--backend` and `--sim-state`.
@@ -95,14 +143,8 @@ impl Loaded {
 }
 
 /// Loads and validates the repository, builds the graphs, prints the errors of invalid clusters.
-pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CliError> {
-    let source = FsSource::new(dir).map_err(|e| {
-        CliError::usage(
-            format!("cannot open repository {}: {e}", dir.display()),
-            Some("pass the repository directory with --repo DIR".into()),
-        )
-    })?;
-    load_from(&source, dir, clusters)
+pub fn load(dir: &Path, clusters: &[String]) -> Result<Loaded, CommandError> {
+    load_from(&fs_source(dir)?, dir, clusters)
 }
 
 /// `--prune-budget` and `--task-timeout`: the settings a command line may override.
@@ -159,9 +201,9 @@ impl SourceArgs {
         dir: &Path,
         clusters: &[String],
         commit_needed: bool,
-    ) -> Result<(Loaded, Option<proxops_store::ObjectId>), CliError> {
+    ) -> Result<(Loaded, Option<proxops_store::ObjectId>), CommandError> {
         if commit_needed && self.worktree {
-            return Err(CliError::usage(
+            return Err(CommandError::usage(
                 "--planes records the commit it reconciled; --worktree has none",
                 Some("commit your changes, or drop --planes".into()),
             ));
@@ -176,7 +218,7 @@ impl SourceArgs {
         let store = open_store(dir)?;
         let source = store
             .source(self.revision.as_deref())
-            .map_err(store_error)?;
+            .map_err(CommandError::from)?;
         let commit = source.commit();
         let short = &commit.to_string()[..12];
         match &self.revision {
@@ -194,7 +236,34 @@ pub fn load_from(
     source: &dyn RepoSource,
     dir: &Path,
     clusters: &[String],
-) -> Result<Loaded, CliError> {
+) -> Result<Loaded, CommandError> {
+    let loaded = open_from(source, dir, clusters)?;
+    let mut err = std::io::stderr().lock();
+    for d in loaded.repo.diagnostics.iter().filter(|d| d.is_error()) {
+        let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
+    }
+    Ok(loaded)
+}
+
+/// Loads the repository at `dir` like [`load`], printing nothing: for `validate`, which
+/// prints every finding its own way.
+pub fn open(dir: &Path, clusters: &[String]) -> Result<Loaded, CommandError> {
+    open_from(&fs_source(dir)?, dir, clusters)
+}
+
+fn fs_source(dir: &Path) -> Result<FsSource, CommandError> {
+    FsSource::new(dir).map_err(|e| {
+        CommandError::user(format!("cannot open repository {}", dir.display()))
+            .with_source(e)
+            .hint("pass the repository directory with --repo DIR")
+    })
+}
+
+fn open_from(
+    source: &dyn RepoSource,
+    dir: &Path,
+    clusters: &[String],
+) -> Result<Loaded, CommandError> {
     let registry = Registry::builtin();
     let options = LoadOptions {
         clusters: clusters.to_vec(),
@@ -204,10 +273,6 @@ pub fn load_from(
         .into_iter()
         .filter_map(|c| c.graph.map(|g| (c.name, g)))
         .collect();
-    let mut err = std::io::stderr().lock();
-    for d in repo.diagnostics.iter().filter(|d| d.is_error()) {
-        let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
-    }
     Ok(Loaded {
         dir: dir.to_path_buf(),
         registry,
@@ -239,7 +304,7 @@ impl BackendArgs {
         &self,
         loaded: &Loaded,
         cluster: &Cluster,
-    ) -> Result<Connection, CliError> {
+    ) -> Result<Connection, CommandError> {
         let backend = self.backend(&loaded.dir, &cluster.name);
         connect_with(
             &loaded.registry,
@@ -249,22 +314,22 @@ impl BackendArgs {
             Some(&loaded.dir),
         )
         .await
-        .map_err(|e| CliError::Io(e.to_string()))
+        .map_err(CommandError::from)
     }
 }
 
 /// A multi-threaded runtime for the async engine.
-pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::Io(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| CommandError::internal("cannot start the async runtime").with_source(e))
 }
 
 /// The git repository at or above `dir`, which holds the planes.
-pub fn open_store(dir: &Path) -> Result<proxops_store::Store, CliError> {
+pub fn open_store(dir: &Path) -> Result<proxops_store::Store, CommandError> {
     proxops_store::Store::open(dir).map_err(|e| {
-        CliError::usage(
+        CommandError::usage(
             format!("{} is not a git repository: {e}", dir.display()),
             Some(
                 "the planes live in the repository's git: pass a git work tree with --repo".into(),
@@ -284,16 +349,11 @@ pub struct RemoteArgs {
 
 impl RemoteArgs {
     /// The planes of the repository at or above `dir`, with the remote when one is given.
-    pub fn store(&self, dir: &Path) -> Result<proxops_store::Store, CliError> {
+    pub fn store(&self, dir: &Path) -> Result<proxops_store::Store, CommandError> {
         let store = open_store(dir)?;
         Ok(match &self.remote {
             Some(name) => store.with_remote(name),
             None => store,
         })
     }
-}
-
-/// A planes error as a command error.
-pub fn store_error(e: proxops_store::StoreError) -> CliError {
-    CliError::Io(e.to_string())
 }

@@ -2,7 +2,7 @@
 //! clusters, its events rendered on the terminal, and one exit status. No cycle logic lives
 //! here: only flags in, text out.
 
-use crate::error::CliError;
+use crate::error::CommandError;
 use crate::render;
 use crate::session::{BackendArgs, Loaded, RemoteArgs, SourceArgs, TuningArgs, runtime};
 use proxops_engine::execute::{Progress, ProgressFn};
@@ -83,7 +83,7 @@ const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Writer<'_> {
     /// Runs every selected cluster; the exit status (0: each cluster in sync or applied).
-    pub fn run(&self) -> Result<ExitCode, CliError> {
+    pub fn run(&self) -> Result<ExitCode, CommandError> {
         let planes = self.planes.wanted(self.dir, self.source);
         let (mut loaded, revision) = self.source.load(self.dir, self.clusters, planes)?;
         self.tuning.apply_to(&mut loaded);
@@ -138,7 +138,7 @@ impl Writer<'_> {
             results
         });
         if needs_terminal.load(Ordering::Relaxed) {
-            return Err(CliError::usage(
+            return Err(CommandError::usage(
                 format!(
                     "{} needs confirmation and stdin is not a terminal",
                     self.holder

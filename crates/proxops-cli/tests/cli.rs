@@ -189,6 +189,48 @@ fn unknown_cluster_and_missing_repo_are_usage_errors() {
         .code(2);
 }
 
+/// The exit-code table of README "Exit status": an agent that does not answer is 4 with a
+/// hint, and under `diff --detailed-exitcode` even a usage error exits 1, never 2 ("changes").
+#[test]
+fn unreachable_is_4_and_detailed_exitcode_errors_are_1() {
+    // Port 9 (discard) on loopback: nothing listens there in a test machine.
+    let out = proxops()
+        .args([
+            "reconcile",
+            "--cluster",
+            "lab",
+            "--agent",
+            "http://127.0.0.1:9",
+        ])
+        .env_remove("PROXOPS_AGENT_TOKEN")
+        .assert()
+        .code(4);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.starts_with("error: no agent answers at"), "{stderr}");
+    assert!(stderr.contains("\nhint: start the agent"), "{stderr}");
+    let repo = broken_repo();
+    proxops()
+        .args(["diff", "--cluster", "ghost", "--backend", "sim", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(2);
+    let out = proxops()
+        .args([
+            "diff",
+            "--detailed-exitcode",
+            "--cluster",
+            "ghost",
+            "--backend",
+            "sim",
+        ])
+        .arg("--repo")
+        .arg(repo.path())
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("no cluster named `ghost`"), "{stderr}");
+}
+
 #[test]
 fn cluster_filter_narrows_the_report() {
     let dir = broken_repo();

@@ -1,13 +1,12 @@
 //! `proxops adopt`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
+use crate::session::RepoDirArgs;
 use crate::session::{BackendArgs, load, runtime};
 use proxops_engine::adopt::{
     AdoptContext, AdoptReport, Outcome, Selection, adopt_live, manifest_path, write,
 };
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Write manifests for guests ProxOps did not create, from their live config. Changes nothing
@@ -20,9 +19,8 @@ use std::process::ExitCode;
 /// is refused with the reason (exit 1).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: RepoDirArgs,
     /// The cluster to adopt into.
     #[arg(long, value_name = "C")]
     pub cluster: String,
@@ -56,11 +54,11 @@ pub enum Output {
 }
 
 /// Runs `proxops adopt`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     let loaded = load(&dir, std::slice::from_ref(&args.cluster))?;
     let cluster = loaded.repo.cluster(&args.cluster).ok_or_else(|| {
-        CliError::usage(
+        CommandError::usage(
             format!("no cluster `{}` in {}", args.cluster, dir.display()),
             Some("name a directory under clusters/".into()),
         )
@@ -80,7 +78,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         {
             eprintln!("warning: stopping the simulator: {e}");
         }
-        out.map_err(|e| CliError::Io(e.to_string()))
+        out.map_err(CommandError::from)
     })?;
     let mut refused = false;
     let mut adopted = Vec::new();
@@ -97,9 +95,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     match args.output {
         Output::Json => {
             let reports: Vec<&AdoptReport> = adopted.iter().map(|a| &a.report).collect();
-            text = serde_json::to_string_pretty(&reports)
-                .map_err(|e| CliError::Io(e.to_string()))?
-                + "\n";
+            text = serde_json::to_string_pretty(&reports).map_err(CommandError::from)? + "\n";
         }
         Output::Human => {
             for a in &adopted {
@@ -117,12 +113,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         }
     }
     if !args.dry_run && !adopted.is_empty() {
-        write(&dir, &args.cluster, &adopted).map_err(|e| CliError::Io(e.to_string()))?;
+        write(&dir, &args.cluster, &adopted)?;
     }
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::Io(e.to_string()))?;
+        .map_err(CommandError::output)?;
     Ok(if refused {
         ExitCode::FAILURE
     } else {

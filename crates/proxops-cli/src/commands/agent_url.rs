@@ -1,7 +1,7 @@
 //! `--agent URL`, `--token-file` and `--config`, shared by the commands that talk to a running
 //! agent, and where an agent's control token comes from (for `proxops run` too).
 
-use crate::error::CliError;
+use crate::error::{CommandError, ErrorKind};
 use crate::session::runtime;
 use proxops_engine::agent::ControlToken;
 use proxops_engine::agent::client::{AgentClient, AgentClientError};
@@ -32,7 +32,7 @@ pub struct AgentArgs {
 
 impl AgentArgs {
     /// A client of the agent, with its token.
-    pub fn client(&self) -> Result<AgentClient, CliError> {
+    pub fn client(&self) -> Result<AgentClient, CommandError> {
         let config = match &self.config {
             Some(path) => Some(read_agent_config(path)?),
             None => None,
@@ -69,7 +69,7 @@ fn local_url(addr: SocketAddr) -> String {
 }
 
 /// An agent configuration file and the directory its relative paths start from.
-pub fn read_agent_config(path: &Path) -> Result<(ConfigFile, PathBuf), CliError> {
+pub fn read_agent_config(path: &Path) -> Result<(ConfigFile, PathBuf), CommandError> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -80,7 +80,7 @@ pub fn read_agent_config(path: &Path) -> Result<(ConfigFile, PathBuf), CliError>
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let config = super::run::read_config(&dir, &name)?.ok_or_else(|| {
-        CliError::usage(format!("no configuration file {}", path.display()), None)
+        CommandError::usage(format!("no configuration file {}", path.display()), None)
     })?;
     Ok((config, dir))
 }
@@ -91,7 +91,7 @@ pub fn read_agent_config(path: &Path) -> Result<(ConfigFile, PathBuf), CliError>
 pub fn control_token(
     file: Option<&Path>,
     config: Option<(&ConfigFile, &Path)>,
-) -> Result<Option<ControlToken>, CliError> {
+) -> Result<Option<ControlToken>, CommandError> {
     if let Some(f) = file {
         return read_token_file(f).map(Some);
     }
@@ -106,19 +106,19 @@ pub fn control_token(
     }
     if let Some(var) = &agent.token_env {
         let text = std::env::var(var).map_err(|_| {
-            CliError::usage(
-                format!("`agent.token-env: {var}` names a variable that is not set"),
-                Some(format!("set {var} to the agent's control token")),
-            )
+            CommandError::config(format!(
+                "`agent.token-env: {var}` names a variable that is not set"
+            ))
+            .hint(format!("set {var} to the agent's control token"))
         })?;
         return token_from(&text, &format!("${var}")).map(Some);
     }
     Ok(None)
 }
 
-fn read_token_file(path: &Path) -> Result<ControlToken, CliError> {
+fn read_token_file(path: &Path) -> Result<ControlToken, CommandError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::usage(
+        CommandError::usage(
             format!("cannot read the agent token file {}: {e}", path.display()),
             None,
         )
@@ -126,30 +126,32 @@ fn read_token_file(path: &Path) -> Result<ControlToken, CliError> {
     token_from(&text, &path.display().to_string())
 }
 
-fn token_from(text: &str, what: &str) -> Result<ControlToken, CliError> {
+fn token_from(text: &str, what: &str) -> Result<ControlToken, CommandError> {
     ControlToken::new(text).ok_or_else(|| {
-        CliError::usage(
-            format!("the agent token in {what} is empty"),
-            Some("e.g. `head -c 32 /dev/urandom | base64 > /etc/proxops/agent.token`".into()),
-        )
+        CommandError::config(format!("the agent token in {what} is empty"))
+            .hint("e.g. `head -c 32 /dev/urandom | base64 > /etc/proxops/agent.token`")
     })
 }
 
 /// An agent client error as a command error.
-pub fn agent_error(e: AgentClientError) -> CliError {
-    match e {
-        AgentClientError::Unreachable { .. } => CliError::usage(
-            e.to_string(),
-            Some("start the agent with `proxops run`, or point at it with --agent URL".into()),
-        ),
-        AgentClientError::Refused { status: 401, .. } => CliError::usage(
-            e.to_string(),
-            Some(format!(
+pub fn agent_error(e: AgentClientError) -> CommandError {
+    match &e {
+        AgentClientError::Unreachable { .. } => CommandError::unreachable(e.to_string())
+            .hint("start the agent with `proxops run`, or point at it with --agent URL"),
+        AgentClientError::Refused { status: 401, .. } => {
+            CommandError::config(e.to_string()).hint(format!(
                 "give the agent's control token with --token-file FILE, ${TOKEN_ENV} or \
                  --config (its `agent.token-file` or `agent.token-env`)"
-            )),
-        ),
-        other => CliError::Io(other.to_string()),
+            ))
+        }
+        // An unknown cluster or resource: the invocation's.
+        AgentClientError::Refused { status: 404, .. } => CommandError::user(e.to_string()),
+        AgentClientError::Refused { status, .. } if *status < 500 => {
+            CommandError::new(ErrorKind::Refused, e.to_string())
+        }
+        AgentClientError::Refused { .. } | AgentClientError::Decode(_) => {
+            CommandError::unreachable(e.to_string())
+        }
     }
 }
 
@@ -159,7 +161,7 @@ pub fn set_suspension(
     cluster: &str,
     resource: Option<&str>,
     on: bool,
-) -> Result<ExitCode, CliError> {
+) -> Result<ExitCode, CommandError> {
     let client = agent.client()?;
     let runtime = runtime()?;
     let s = if on {

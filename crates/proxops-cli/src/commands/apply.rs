@@ -1,10 +1,9 @@
 //! `proxops apply`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
+use crate::session::RepoArgs;
 use crate::session::{BackendArgs, RemoteArgs, SourceArgs, TuningArgs};
 use crate::writer::{PlanesArgs, Writer};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Make each cluster match the repository: plan, show the plan, then execute it.
@@ -25,12 +24,8 @@ use std::process::ExitCode;
 /// another apply is reconciling is refused.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Show the plan and stop.
@@ -54,12 +49,12 @@ pub struct Args {
 }
 
 /// Runs `proxops apply`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     Writer {
         holder: "apply",
         dir: &dir,
-        clusters: &args.clusters,
+        clusters: &args.repo.clusters,
         backend: &args.backend,
         source: &args.source,
         tuning: &args.tuning,

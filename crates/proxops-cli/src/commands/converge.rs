@@ -1,10 +1,9 @@
 //! `proxops converge`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
+use crate::session::RepoArgs;
 use crate::session::{BackendArgs, RemoteArgs, SourceArgs, TuningArgs};
 use crate::writer::{PlanesArgs, Writer};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Apply cycles until one plans nothing (or `--max-cycles` is reached), without asking.
@@ -19,12 +18,8 @@ use std::process::ExitCode;
 /// invalid), 2 for usage or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
     #[command(flatten)]
@@ -45,12 +40,12 @@ pub struct Args {
 }
 
 /// Runs `proxops converge`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     Writer {
         holder: "converge",
         dir: &dir,
-        clusters: &args.clusters,
+        clusters: &args.repo.clusters,
         backend: &args.backend,
         source: &args.source,
         tuning: &args.tuning,

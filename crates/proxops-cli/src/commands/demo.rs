@@ -1,6 +1,6 @@
 //! `proxops demo`.
 
-use crate::error::CliError;
+use crate::error::CommandError;
 use crate::render;
 use crate::session::runtime;
 use crate::writer::print_event;
@@ -45,9 +45,9 @@ pub enum Output {
 }
 
 /// Runs `proxops demo`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     if !args.repo.is_dir() {
-        return Err(CliError::usage(
+        return Err(CommandError::usage(
             format!("no repository at {}", args.repo.display()),
             Some("run it from a ProxOps checkout, or pass --repo DIR".into()),
         ));
@@ -58,11 +58,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     }
     let report = runtime()?
         .block_on(proxops_engine::demo::run(&options))
-        .map_err(|e| CliError::Io(format!("[{}] {e}", e.code())))?;
+        .map_err(CommandError::from)?;
     match args.output {
         Output::Json => {
-            let json =
-                serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?;
+            let json = serde_json::to_string_pretty(&report).map_err(CommandError::from)?;
             println!("{json}");
         }
         Output::Text => print!("{}", summary(&report)),

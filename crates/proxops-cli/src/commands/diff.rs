@@ -1,13 +1,12 @@
 //! `proxops diff`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
 use crate::render;
+use crate::session::RepoArgs;
 use crate::session::{BackendArgs, SourceArgs, TuningArgs, open_store, runtime};
 use proxops_engine::plan::Plan;
 use proxops_engine::{Event, PlanState, ReconcileOptions, Reconciler, Source};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -22,12 +21,8 @@ use std::sync::Arc;
 /// or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
     #[command(flatten)]
@@ -55,10 +50,21 @@ pub enum Output {
     Json,
 }
 
-/// Runs `proxops diff`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
-    let (mut loaded, revision) = args.source.load(&dir, &args.clusters, false)?;
+/// Runs `proxops diff`. With `--detailed-exitcode` every error exits 1, as Terraform's does:
+/// 2 and 3 then mean only "changes" and "stuck", never a usage error.
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    match plan(args) {
+        Err(e) if args.detailed_exitcode => {
+            e.report();
+            Ok(ExitCode::from(1))
+        }
+        other => other,
+    }
+}
+
+fn plan(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
+    let (mut loaded, revision) = args.source.load(&dir, &args.repo.clusters, false)?;
     args.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
     // Read-only: the planes' previous documents, never a lease or a publication.
@@ -109,14 +115,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let mut out = std::io::stdout().lock();
     let text = match args.output {
         Output::Json => {
-            serde_json::to_string_pretty(&Plan::new(plans))
-                .map_err(|e| CliError::Io(e.to_string()))?
-                + "\n"
+            serde_json::to_string_pretty(&Plan::new(plans)).map_err(CommandError::from)? + "\n"
         }
         Output::Human => plans.iter().map(render::plan).collect(),
     };
     out.write_all(text.as_bytes())
-        .map_err(|e| CliError::Io(e.to_string()))?;
+        .map_err(CommandError::output)?;
     Ok(if failed {
         ExitCode::from(1)
     } else if args.detailed_exitcode && changes {

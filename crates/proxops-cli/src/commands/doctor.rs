@@ -1,7 +1,7 @@
 //! `proxops doctor`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
+use crate::session::RepoArgs;
 use crate::session::{BackendArgs, BackendKind, Loaded, load, runtime};
 use proxops_engine::backend::credentials_from;
 use proxops_engine::planner::plan_cluster;
@@ -12,7 +12,6 @@ use proxops_model::config::AuthMethod;
 use proxops_model::settings::{ClusterSettings, Tls};
 use proxops_pve::{Credentials, ErrorKind};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Check that ProxOps can do its work on each cluster, and say what is wrong.
@@ -32,12 +31,8 @@ use std::process::ExitCode;
 /// problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -79,9 +74,9 @@ impl Report {
 }
 
 /// Runs `proxops doctor`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
-    let loaded = load(&dir, &args.clusters)?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
+    let loaded = load(&dir, &args.repo.clusters)?;
     let mut report = Report {
         out: std::io::stdout(),
         failed: false,

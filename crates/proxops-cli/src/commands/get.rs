@@ -1,13 +1,12 @@
 //! `proxops get`.
 
-use super::repo_dir;
-use crate::error::CliError;
-use crate::session::{RemoteArgs, store_error};
+use crate::error::CommandError;
+use crate::session::RemoteArgs;
+use crate::session::RepoArgs;
 use proxops_engine::planes::{ResourceItem, ResourceList, Selector, resource_items};
 use proxops_model::RepoSource;
 use proxops_store::{PlaneRefs, Store};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Show desired resources joined with their receipts, read from the git planes.
@@ -21,12 +20,8 @@ pub struct Args {
     /// `KIND` or `KIND/NAME` (the kind in any case); `all` or nothing: every resource.
     #[arg(value_name = "KIND[/NAME]")]
     pub selector: Option<String>,
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable; default: every cluster of the repository at HEAD).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -49,13 +44,13 @@ pub enum Output {
 }
 
 /// Runs `proxops get`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     let store = args.remote.store(&dir)?;
     let selector = Selector::parse(args.selector.as_deref());
     let mut items = Vec::new();
-    for refs in cluster_refs(&store, &args.clusters)? {
-        let view = store.view(&refs).map_err(store_error)?;
+    for refs in cluster_refs(&store, &args.repo.clusters)? {
+        let view = store.view(&refs).map_err(CommandError::from)?;
         items.extend(resource_items(&view, &selector));
     }
     if let (Some(kind), Some(name), true) = (&selector.kind, &selector.name, items.is_empty()) {
@@ -67,20 +62,19 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         Output::Table => render_table(&items, false),
         Output::Wide => render_table(&items, true),
         Output::Json => {
-            serde_json::to_string_pretty(&ResourceList::new(items))
-                .map_err(|e| CliError::Io(e.to_string()))?
+            serde_json::to_string_pretty(&ResourceList::new(items)).map_err(CommandError::from)?
                 + "\n"
         }
         Output::Yaml => {
-            let value = serde_json::to_value(ResourceList::new(items))
-                .map_err(|e| CliError::Io(e.to_string()))?;
+            let value =
+                serde_json::to_value(ResourceList::new(items)).map_err(CommandError::from)?;
             proxops_store::canonical::to_yaml(&value)
         }
     };
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::Io(e.to_string()))?;
+        .map_err(CommandError::output)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -191,17 +185,17 @@ pub fn table(rows: &[Vec<String>]) -> String {
 
 /// The plane refs of the named clusters, or of every cluster directory (`clusters/<name>/`) of
 /// the repository at HEAD.
-pub fn cluster_refs(store: &Store, clusters: &[String]) -> Result<Vec<PlaneRefs>, CliError> {
+pub fn cluster_refs(store: &Store, clusters: &[String]) -> Result<Vec<PlaneRefs>, CommandError> {
     let names: Vec<String> = if clusters.is_empty() {
         let source = store.source(None).map_err(|e| {
-            CliError::usage(
+            CommandError::usage(
                 format!("cannot read the repository at HEAD: {e}"),
                 Some("name the clusters with --cluster C".into()),
             )
         })?;
         source
             .list("clusters")
-            .map_err(|e| CliError::Io(e.to_string()))?
+            .map_err(|e| CommandError::io("cannot list clusters/", e))?
             .into_iter()
             .filter(|e| e.is_dir)
             .map(|e| e.name)
@@ -223,7 +217,7 @@ pub fn cluster_refs(store: &Store, clusters: &[String]) -> Result<Vec<PlaneRefs>
                 .as_ref()
                 .and_then(|r| r.cluster(c))
                 .and_then(|c| c.entry.as_ref());
-            PlaneRefs::from_config(c, entry).map_err(store_error)
+            PlaneRefs::from_config(c, entry).map_err(CommandError::from)
         })
         .collect()
 }

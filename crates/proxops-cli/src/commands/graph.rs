@@ -1,11 +1,9 @@
 //! `proxops graph`.
 
-use super::repo_dir;
-use crate::error::CliError;
-use proxops_graph::{ClusterGraph, Graph, GraphReport, check_repository};
-use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
+use crate::error::CommandError;
+use crate::session::RepoArgs;
+use proxops_graph::{Graph, GraphReport};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Show each cluster's dependency graph: the levels of the create order and the steps in each.
@@ -14,12 +12,8 @@ use std::process::ExitCode;
 /// problems go to stderr; the other clusters are still shown), 2 for usage or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -37,41 +31,36 @@ pub enum Format {
 }
 
 /// Runs `proxops graph`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
-    let source = FsSource::new(&dir).map_err(|e| {
-        CliError::usage(
-            format!("cannot open repository {}: {e}", dir.display()),
-            Some("pass the repository directory with --repo DIR".into()),
-        )
-    })?;
-    let registry = Registry::builtin();
-    let options = LoadOptions {
-        clusters: args.clusters.clone(),
-    };
-    let mut repo = load_repository(&source, &registry, &options)?;
-    let graphs = check_repository(&registry, &mut repo);
-    let mut err = std::io::stderr().lock();
-    for d in repo.diagnostics.iter().filter(|d| d.is_error()) {
-        let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
-    }
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
+    let loaded = crate::session::load(&dir, &args.repo.clusters)?;
+    // Every selected cluster, with its graph when it is valid.
+    let graphs: Vec<(&str, Option<&Graph>)> = loaded
+        .repo
+        .clusters
+        .iter()
+        .map(|c| {
+            let graph = loaded.graphs.iter().find(|(n, _)| *n == c.name);
+            (c.name.as_str(), graph.map(|(_, g)| g))
+        })
+        .collect();
     let built: Vec<(&str, &Graph)> = graphs
         .iter()
-        .filter_map(|c| c.graph.as_ref().map(|g| (c.name.as_str(), g)))
+        .filter_map(|(name, g)| g.map(|g| (*name, g)))
         .collect();
     let mut out = std::io::stdout().lock();
     let text = match args.format {
         Format::Json => {
             serde_json::to_string_pretty(&GraphReport::new(built.iter().copied()))
-                .map_err(|e| CliError::Io(e.to_string()))?
+                .map_err(CommandError::from)?
                 + "\n"
         }
         Format::Dot => proxops_graph::to_dot(built.iter().copied()),
         Format::Text => text(&graphs),
     };
     out.write_all(text.as_bytes())
-        .map_err(|e| CliError::Io(e.to_string()))?;
-    Ok(if graphs.iter().all(|c| c.graph.is_some()) {
+        .map_err(CommandError::output)?;
+    Ok(if graphs.iter().all(|(_, g)| g.is_some()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -83,16 +72,15 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 /// The text rendering: per cluster, each level with its steps and what each waits for.
-fn text(graphs: &[ClusterGraph]) -> String {
+fn text(graphs: &[(&str, Option<&Graph>)]) -> String {
     let mut out = String::new();
-    for c in graphs {
-        let Some(g) = &c.graph else {
-            out += &format!("cluster {}: INVALID (see the errors above)\n", c.name);
+    for (cluster, graph) in graphs {
+        let Some(g) = graph else {
+            out += &format!("cluster {cluster}: INVALID (see the errors above)\n");
             continue;
         };
         out += &format!(
-            "cluster {}: {}, {}, {}\n",
-            c.name,
+            "cluster {cluster}: {}, {}, {}\n",
             plural(g.resource_count(), "resource"),
             plural(g.step_count(), "step"),
             plural(g.level_count(), "level")

@@ -1,9 +1,8 @@
 //! `proxops lease`.
 
-use super::repo_dir;
-use crate::error::CliError;
-use crate::session::{RemoteArgs, store_error};
-use std::path::PathBuf;
+use crate::error::CommandError;
+use crate::session::RemoteArgs;
+use crate::session::RepoDirArgs;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -15,9 +14,8 @@ use std::time::SystemTime;
 /// now: only do that when you know its holder no longer runs.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository holding the planes (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: RepoDirArgs,
     /// The cluster.
     #[arg(long, value_name = "C")]
     pub cluster: String,
@@ -32,13 +30,13 @@ pub struct Args {
 }
 
 /// Runs `proxops lease`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     let store = args.remote.store(&dir)?;
     if args.break_it {
         return match store
             .break_lease(&args.cluster, args.token.as_deref())
-            .map_err(store_error)?
+            .map_err(CommandError::from)?
         {
             Some(r) => {
                 println!(
@@ -53,7 +51,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             }
         };
     }
-    match store.read_lease(&args.cluster).map_err(store_error)? {
+    match store
+        .read_lease(&args.cluster)
+        .map_err(CommandError::from)?
+    {
         None => println!("cluster {}: no lease", args.cluster),
         Some(r) => {
             let state = if r.expired_at(SystemTime::now()) {

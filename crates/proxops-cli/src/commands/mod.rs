@@ -21,8 +21,8 @@ pub mod status;
 pub mod suspend;
 pub mod validate;
 
-use crate::error::CliError;
-use std::path::{Path, PathBuf};
+use crate::error::CommandError;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// The subcommands. Each one's help is its `Args` struct's doc comment (first line: the
@@ -52,7 +52,7 @@ pub enum Command {
 }
 
 /// Runs a subcommand.
-pub fn run(command: Command) -> Result<ExitCode, CliError> {
+pub fn run(command: Command) -> Result<ExitCode, CommandError> {
     match command {
         Command::Validate(args) => validate::run(&args),
         Command::Schema(args) => schema::run(&args),
@@ -76,17 +76,42 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
     }
 }
 
-/// The repository directory: `--repo`, else the git work tree holding the current directory,
-/// else the current directory.
-pub fn repo_dir(repo: Option<&Path>) -> Result<PathBuf, CliError> {
-    if let Some(dir) = repo {
-        return Ok(dir.to_path_buf());
+impl Command {
+    /// The repository the command reads, when its `--repo` says (`main` reads the default log
+    /// level from its `proxops.yaml`).
+    pub fn repo(&self) -> Option<&Path> {
+        match self {
+            Command::Validate(a) => a.repo.dir.as_deref(),
+            Command::Graph(a) => a.repo.dir.as_deref(),
+            Command::Diff(a) => a.repo.dir.as_deref(),
+            Command::Apply(a) => a.repo.dir.as_deref(),
+            Command::Converge(a) => a.repo.dir.as_deref(),
+            Command::Get(a) => a.repo.dir.as_deref(),
+            Command::Status(a) => a.repo.dir.as_deref(),
+            Command::Doctor(a) => a.repo.dir.as_deref(),
+            Command::Adopt(a) => a.repo.dir.as_deref(),
+            Command::Lease(a) => a.repo.dir.as_deref(),
+            Command::Promote(a) => a.repo.dir.as_deref(),
+            Command::Rollback(a) => a.repo.dir.as_deref(),
+            Command::Demo(a) => Some(&a.repo),
+            Command::Run(a) => a.repo.as_deref(),
+            Command::Schema(_)
+            | Command::Sim(_)
+            | Command::Reconcile(_)
+            | Command::Suspend(_)
+            | Command::Resume(_) => None,
+        }
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| CliError::Io(format!("cannot read the current directory: {e}")))?;
-    Ok(cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(&cwd)
-        .to_path_buf())
+
+    /// The agent configuration file the command reads (`run --config`, and the agent
+    /// clients' `--config`).
+    pub fn agent_config(&self) -> Option<&Path> {
+        match self {
+            Command::Run(a) => a.config.as_deref(),
+            Command::Reconcile(a) => a.agent.config.as_deref(),
+            Command::Suspend(a) => a.agent.config.as_deref(),
+            Command::Resume(a) => a.agent.config.as_deref(),
+            _ => None,
+        }
+    }
 }

@@ -1,11 +1,10 @@
 //! `proxops promote`.
 
-use super::repo_dir;
-use crate::error::CliError;
-use crate::session::{RemoteArgs, load_from, store_error};
+use crate::error::CommandError;
+use crate::session::RepoDirArgs;
+use crate::session::{RemoteArgs, load_from};
 use proxops_store::documents::hex;
 use proxops_store::promotion::PromotionRequest;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Promote one cluster's reconciled state into another.
@@ -29,18 +28,17 @@ pub struct Args {
     /// Check and show what would be published; publish nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: RepoDirArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
 }
 
 /// Runs `proxops promote`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     let store = args.remote.store(&dir)?;
-    let source = store.source(None).map_err(store_error)?;
+    let source = store.source(None).map_err(CommandError::from)?;
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;
     let outcome = store
         .promote(&PromotionRequest {
@@ -50,7 +48,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             specification_revision: source.commit(),
             dry_run: args.dry_run,
         })
-        .map_err(CliError::refused)?;
+        .map_err(CommandError::from)?;
     let pins = &outcome.record.spec;
     let target = outcome.target.desired_branch();
     println!(

@@ -1,7 +1,7 @@
 //! `proxops reconcile`.
 
 use super::agent_url::{AgentArgs, agent_error};
-use crate::error::CliError;
+use crate::error::CommandError;
 use crate::session::runtime;
 use std::process::ExitCode;
 
@@ -36,13 +36,13 @@ pub enum Output {
 }
 
 /// Runs `proxops reconcile`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let client = args.agent.client()?;
     let state = runtime()?
         .block_on(client.reconcile(&args.cluster))
         .map_err(agent_error)?;
     let Some(cycle) = &state.last_cycle else {
-        return Err(CliError::Io(format!(
+        return Err(CommandError::unreachable(format!(
             "the agent ran no cycle of cluster {}",
             args.cluster
         )));
@@ -50,7 +50,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     match args.output {
         Output::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&state).map_err(|e| CliError::Io(e.to_string()))?
+            serde_json::to_string_pretty(&state).map_err(CommandError::from)?
         ),
         Output::Human => {
             println!(

@@ -1,7 +1,7 @@
 //! `proxops resume`.
 
 use super::agent_url::{AgentArgs, set_suspension};
-use crate::error::CliError;
+use crate::error::CommandError;
 use std::process::ExitCode;
 
 /// Tell the running agent to reconcile a suspended cluster or resource again.
@@ -23,6 +23,6 @@ pub struct Args {
 }
 
 /// Runs `proxops resume`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     set_suspension(&args.agent, &args.cluster, args.resource.as_deref(), false)
 }

@@ -1,11 +1,10 @@
 //! `proxops rollback`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
 use crate::session::RemoteArgs;
+use crate::session::RepoDirArgs;
 use proxops_store::documents::hex;
 use proxops_store::rollback::RollbackRequest;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Publish a historical desired snapshot of a cluster again, as a new forward commit.
@@ -30,23 +29,22 @@ pub struct Args {
     /// Print the provenance (JSON) and publish nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: RepoDirArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
 }
 
 /// Runs `proxops rollback`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     let store = args.remote.store(&dir)?;
     let refs = super::get::cluster_refs(&store, std::slice::from_ref(&args.cluster))?
         .into_iter()
         .next()
-        .ok_or_else(|| CliError::usage(format!("no cluster `{}`", args.cluster), None))?;
+        .ok_or_else(|| CommandError::usage(format!("no cluster `{}`", args.cluster), None))?;
     let to = store.resolve(&args.to).map_err(|e| {
-        CliError::usage(
+        CommandError::usage(
             e.to_string(),
             Some("give a commit of the desired plane's history".into()),
         )
@@ -58,10 +56,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             reason: &args.reason,
             dry_run: args.dry_run,
         })
-        .map_err(CliError::refused)?;
+        .map_err(CommandError::from)?;
     if args.dry_run {
-        let text = serde_json::to_string_pretty(&outcome.provenance)
-            .map_err(|e| CliError::Io(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&outcome.provenance).map_err(CommandError::from)?;
         println!("{text}");
         return Ok(ExitCode::SUCCESS);
     }

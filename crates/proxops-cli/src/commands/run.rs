@@ -1,8 +1,8 @@
 //! `proxops run`.
 
 use super::agent_url::{control_token, read_agent_config};
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
+use crate::session::repo_dir;
 use crate::session::{BackendArgs, BackendKind, runtime};
 use proxops_engine::agent::hooks::Receivers;
 use proxops_engine::agent::notify::ConfiguredSinks;
@@ -103,25 +103,27 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The agent configuration file, or the repository's `proxops.yaml`, read with diagnostics.
-pub(crate) fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, CliError> {
+pub(crate) fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, CommandError> {
     if !dir.join(file).is_file() {
         return Ok(None);
     }
-    let source = FsSource::new(dir).map_err(|e| CliError::Io(e.to_string()))?;
+    let source = FsSource::new(dir)
+        .map_err(|e| CommandError::io(format!("cannot open {}", dir.display()), e))?;
     let (config, diagnostics) = read_config_file(&source, file);
     for d in &diagnostics {
         eprintln!("{:?}", miette::Report::new(d.to_miette()));
     }
     config.map(Some).ok_or_else(|| {
-        CliError::usage(
-            format!("{} is not a usable configuration", dir.join(file).display()),
-            Some("fix the problems above".into()),
-        )
+        CommandError::config(format!(
+            "{} is not a usable configuration",
+            dir.join(file).display()
+        ))
+        .hint("fix the problems above")
     })
 }
 
 /// Runs `proxops run`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let (file, file_dir) = match &args.config {
         Some(path) => {
             let (config, dir) = read_agent_config(path)?;
@@ -174,7 +176,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let interval = match args.interval {
         Some(i) => i,
         None => match layered(&|c| c.reconcile.as_ref()?.poll_interval.clone()) {
-            Some(text) => duration(&text).map_err(|e| CliError::usage(e, None))?,
+            Some(text) => duration(&text).map_err(|e| CommandError::usage(e, None))?,
             None => Duration::from_secs(30),
         },
     };
@@ -182,7 +184,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         Some(l) => l,
         None => match layered(&|c| c.listen.clone()) {
             Some(text) => text.parse().map_err(|_| {
-                CliError::usage(
+                CommandError::usage(
                     format!("`listen: {text}` is not an address such as 127.0.0.1:9494"),
                     None,
                 )
@@ -215,7 +217,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let webhooks = match token_config {
         Some((c, dir)) => match c.agent.as_ref().and_then(|a| a.webhooks.as_ref()) {
             Some(w) => Some(Receivers::from_config(w, dir).map_err(|e| {
-                CliError::usage(e.to_string(), Some("see `agent.webhooks`".into()))
+                CommandError::usage(e.to_string(), Some("see `agent.webhooks`".into()))
             })?),
             None => None,
         },
@@ -256,7 +258,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         .block_on(async {
             let agent = Agent::bind(options.clone())
                 .await
-                .map_err(|e| CliError::Io(e.to_string()))?;
+                .map_err(CommandError::from)?;
             let addr = agent.local_addr().unwrap_or(options.listen);
             eprintln!(
                 "proxops agent {}: following {}, a pass every {:?}; http://{addr}/status",
@@ -268,7 +270,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
                 eprintln!("stopping: no new actions; waiting for the ones in flight");
                 let _ = stop_tx.send(true);
             });
-            Ok::<_, CliError>(agent.run(stop_rx).await)
+            Ok::<_, CommandError>(agent.run(stop_rx).await)
         })
         .map(|status| {
             let clean = status

@@ -1,6 +1,6 @@
 //! `proxops schema`.
 
-use crate::error::CliError;
+use crate::error::CommandError;
 use proxops_model::Registry;
 use proxops_model::schema::{combined_schema, schema_files};
 use std::io::Write;
@@ -19,23 +19,23 @@ pub struct Args {
 }
 
 /// Runs `proxops schema`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let registry = Registry::builtin();
     let Some(dir) = &args.out else {
         let text = serde_json::to_string_pretty(&combined_schema(&registry))
-            .map_err(|e| CliError::Io(e.to_string()))?;
-        writeln!(std::io::stdout().lock(), "{text}").map_err(|e| CliError::Io(e.to_string()))?;
+            .map_err(CommandError::from)?;
+        writeln!(std::io::stdout().lock(), "{text}").map_err(CommandError::output)?;
         return Ok(ExitCode::SUCCESS);
     };
     std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| CommandError::io(format!("cannot create {}", dir.display()), e))?;
     for (name, text) in schema_files(&registry) {
         let path = dir.join(&name);
         // Write beside, then rename: an interrupted run never leaves a half-written schema.
         let tmp = dir.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| CommandError::io(format!("cannot write {}", path.display()), e))?;
         println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

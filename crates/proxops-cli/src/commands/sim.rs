@@ -1,6 +1,6 @@
 //! `proxops sim`.
 
-use crate::error::CliError;
+use crate::error::CommandError;
 use proxops_engine::backend::{
     SimSeed, declared_storage, seed_cluster_guests, seed_state, sim_version,
 };
@@ -100,9 +100,9 @@ fn pve_version(text: &str) -> Result<PveVersion, String> {
 }
 
 /// One `--storage` value, checked as a cluster config's `simulation.storages` entry is.
-fn storage_flag(text: &str) -> Result<SimStorage, CliError> {
+fn storage_flag(text: &str) -> Result<SimStorage, CommandError> {
     let bad = |why: String| {
-        CliError::usage(
+        CommandError::usage(
             format!("invalid --storage `{text}`: {why}"),
             Some(
                 "the form is NAME:TYPE:CONTENT[,CONTENT...], e.g. vm_disks:lvmthin:images,rootdir"
@@ -141,7 +141,7 @@ fn storage_flag(text: &str) -> Result<SimStorage, CliError> {
 }
 
 /// The `--storage` values, each valid for the simulated release.
-fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, CliError> {
+fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, CommandError> {
     let storages = args
         .storages
         .iter()
@@ -157,7 +157,7 @@ fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, Cl
     }
     .check(&[]);
     match problems.first() {
-        Some(p) => Err(CliError::usage(
+        Some(p) => Err(CommandError::usage(
             format!("invalid --storage: {}", p.message),
             p.help.clone(),
         )),
@@ -171,9 +171,9 @@ fn task_time(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// One `--acl` value.
-fn acl_entry(text: &str) -> Result<AclEntry, CliError> {
+fn acl_entry(text: &str) -> Result<AclEntry, CommandError> {
     let bad = || {
-        CliError::usage(
+        CommandError::usage(
             format!("invalid --acl `{text}`"),
             Some(
                 "the form is PRINCIPAL:PATH:PRIV[,PRIV...], e.g. ops@pve!ci:/vms/100:VM.Audit"
@@ -203,7 +203,7 @@ fn acl_entry(text: &str) -> Result<AclEntry, CliError> {
 }
 
 /// Runs `proxops sim`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let mut config = SimConfig {
         listen: args.listen,
         offline_downloads: args.offline_downloads,
@@ -232,7 +232,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             config.state = proxops_pve_sim::State::demo();
         }
         let seeded = proxops_pve_sim::seed_guest_configs(&mut config.state, dir)
-            .map_err(|e| CliError::usage(e.to_string(), None))?;
+            .map_err(|e| CommandError::usage(e.to_string(), None))?;
         eprintln!(
             "seeded {} guest(s) from {}",
             seeded.guests.len(),
@@ -247,7 +247,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     }
     if let Some(path) = &args.state {
         config = config.with_state_file(path).map_err(|e| {
-            CliError::usage(
+            CommandError::usage(
                 format!("cannot use state file {}: {e}", path.display()),
                 None,
             )
@@ -259,7 +259,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     }
     if let Some(token) = &args.token {
         config.token = token.parse::<ApiToken>().map_err(|e| {
-            CliError::usage(
+            CommandError::usage(
                 format!("invalid --token: {e}"),
                 Some("the form is USER@REALM!TOKENID=SECRET, e.g. root@pam!ci=s3cret".into()),
             )
@@ -269,7 +269,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         config
             .extra_tokens
             .push(token.parse::<ApiToken>().map_err(|e| {
-                CliError::usage(
+                CommandError::usage(
                     format!("invalid --extra-token: {e}"),
                     Some("the form is USER@REALM!TOKENID=SECRET".into()),
                 )
@@ -289,11 +289,11 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::Io(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| CommandError::internal("cannot start the async runtime").with_source(e))?;
     runtime.block_on(async {
         let sim = start(config)
             .await
-            .map_err(|e| CliError::Io(format!("cannot start the simulator: {e}")))?;
+            .map_err(|e| CommandError::user("cannot start the simulator").with_source(e))?;
         // Write the (seeded or loaded) state at once, so the file exists once the URL is out.
         sim.with_state(|_| ());
         let mut out = std::io::stdout().lock();
@@ -302,13 +302,13 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             .and_then(|()| writeln!(out, "token: {}", sim.token))
             .and_then(|()| out.flush());
         drop(out);
-        printed.map_err(|e| CliError::Io(e.to_string()))?;
+        printed.map_err(CommandError::output)?;
         shutdown_signal()
             .await
-            .map_err(|e| CliError::Io(format!("cannot wait for a signal: {e}")))?;
+            .map_err(|e| CommandError::internal("cannot wait for a signal").with_source(e))?;
         sim.shutdown()
             .await
-            .map_err(|e| CliError::Io(format!("shutdown failed: {e}")))
+            .map_err(|e| CommandError::internal("the simulator's shutdown failed").with_source(e))
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -331,10 +331,10 @@ async fn shutdown_signal() -> std::io::Result<()> {
 
 /// A simulator state with the nodes of one cluster, PVE's default storages and the declared
 /// ones, and the release it runs.
-fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), CliError> {
+fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), CommandError> {
     let cluster = args.cluster.as_deref();
     let source = FsSource::new(dir).map_err(|e| {
-        CliError::usage(
+        CommandError::usage(
             format!("cannot open repository {}: {e}", dir.display()),
             None,
         )
@@ -346,7 +346,7 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), CliEr
     let repo = load_repository(&source, &registry, &options)?;
     let names: Vec<&str> = repo.clusters.iter().map(|c| c.name.as_str()).collect();
     let [chosen] = repo.clusters.as_slice() else {
-        return Err(CliError::usage(
+        return Err(CommandError::usage(
             format!(
                 "the repository has {} clusters; say which to seed from",
                 names.len()
@@ -362,7 +362,7 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), CliEr
     seed.storages = storage_flags(args, version)?;
     let mut state = seed_state(&registry, chosen, &seed);
     if let Some(seeded) = seed_cluster_guests(chosen, Some(dir), &mut state)
-        .map_err(|e| CliError::usage(e.to_string(), None))?
+        .map_err(|e| CommandError::usage(e.to_string(), None))?
     {
         eprintln!(
             "seeded {} guest(s) from the cluster's simulation.guest-configs",

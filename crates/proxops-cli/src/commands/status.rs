@@ -1,12 +1,11 @@
 //! `proxops status`.
 
 use super::get::{cluster_refs, table};
-use super::repo_dir;
-use crate::error::CliError;
-use crate::session::{RemoteArgs, store_error};
+use crate::error::CommandError;
+use crate::session::RemoteArgs;
+use crate::session::RepoArgs;
 use proxops_engine::planes::{ClusterStatus, Head, StatusList, cluster_status};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Show each cluster's git planes: the desired and observed heads, resources by state (CLEAN,
@@ -16,12 +15,8 @@ use std::process::ExitCode;
 /// named on stderr: its guests are left alone until it returns or the branch is deleted.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable; default: every cluster of the repository at HEAD).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -39,26 +34,25 @@ pub enum Output {
 }
 
 /// Runs `proxops status`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
     let store = args.remote.store(&dir)?;
     let mut clusters = Vec::new();
-    for refs in cluster_refs(&store, &args.clusters)? {
-        clusters.push(cluster_status(&store, &refs).map_err(store_error)?);
+    for refs in cluster_refs(&store, &args.repo.clusters)? {
+        clusters.push(cluster_status(&store, &refs).map_err(CommandError::from)?);
     }
     let text = match args.output {
         Output::Table => render_table(&clusters),
         Output::Json => {
-            serde_json::to_string_pretty(&StatusList::new(clusters))
-                .map_err(|e| CliError::Io(e.to_string()))?
+            serde_json::to_string_pretty(&StatusList::new(clusters)).map_err(CommandError::from)?
                 + "\n"
         }
     };
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
-        .map_err(|e| CliError::Io(e.to_string()))?;
-    if args.clusters.is_empty() {
+        .map_err(CommandError::output)?;
+    if args.repo.clusters.is_empty() {
         for v in vanished(&store) {
             eprintln!("warning[proxops::planes::vanished]: {v}");
         }

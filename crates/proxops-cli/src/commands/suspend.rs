@@ -1,7 +1,7 @@
 //! `proxops suspend`.
 
 use super::agent_url::{AgentArgs, set_suspension};
-use crate::error::CliError;
+use crate::error::CommandError;
 use std::process::ExitCode;
 
 /// Tell the running agent to leave a cluster, or one of its resources, alone until resumed.
@@ -27,6 +27,6 @@ pub struct Args {
 }
 
 /// Runs `proxops suspend`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     set_suspension(&args.agent, &args.cluster, args.resource.as_deref(), true)
 }

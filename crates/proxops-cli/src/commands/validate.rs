@@ -1,11 +1,9 @@
 //! `proxops validate`.
 
-use super::repo_dir;
-use crate::error::CliError;
+use crate::error::CommandError;
+use crate::session::RepoArgs;
 use proxops_model::report::ValidationReport;
-use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Check a GitOps repository: every cluster's config, composition and manifests, all at once.
@@ -14,12 +12,8 @@ use std::process::ExitCode;
 /// usage or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub repo: Option<PathBuf>,
-    /// Only this cluster (repeatable).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
+    #[command(flatten)]
+    pub repo: RepoArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
@@ -35,36 +29,23 @@ pub enum Output {
 }
 
 /// Runs `proxops validate`.
-pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dir = repo_dir(args.repo.as_deref())?;
-    let source = FsSource::new(&dir).map_err(|e| {
-        CliError::usage(
-            format!("cannot open repository {}: {e}", dir.display()),
-            Some("pass the repository directory with --repo DIR".into()),
-        )
-    })?;
-    let registry = Registry::builtin();
-    let options = LoadOptions {
-        clusters: args.clusters.clone(),
-    };
-    let mut repo = load_repository(&source, &registry, &options)?;
-    // Cycles are found by building each cluster's dependency graph.
-    proxops_graph::check_repository(&registry, &mut repo);
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.repo.resolve()?;
+    let repo = crate::session::open(&dir, &args.repo.clusters)?.repo;
     let mut out = std::io::stdout().lock();
     let written = match args.output {
         Output::Json => {
             let report = ValidationReport::new(&repo);
             serde_json::to_string_pretty(&report)
-                .map_err(|e| CliError::Io(e.to_string()))
-                .and_then(|s| writeln!(out, "{s}").map_err(|e| CliError::Io(e.to_string())))
+                .map_err(CommandError::from)
+                .and_then(|s| writeln!(out, "{s}").map_err(CommandError::output))
         }
         Output::Human => {
             let mut err = std::io::stderr().lock();
             for d in &repo.diagnostics {
                 let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
             }
-            crate::commands::validate::summary(&repo, &mut out)
-                .map_err(|e| CliError::Io(e.to_string()))
+            crate::commands::validate::summary(&repo, &mut out).map_err(CommandError::output)
         }
     };
     written?;
