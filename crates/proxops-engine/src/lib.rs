@@ -70,11 +70,13 @@
 //! ```
 
 pub mod adopt;
+#[cfg(feature = "agent")]
 pub mod agent;
 pub mod backend;
 pub mod compat;
 mod config_write;
 pub mod cycle;
+#[cfg(feature = "sim")]
 pub mod demo;
 pub mod desired;
 pub mod diff;

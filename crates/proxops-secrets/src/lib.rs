@@ -15,21 +15,38 @@
 //!   missing key, ...) without ever carrying a secret value.
 //!
 //! Only what ProxOps needs of sops is supported: YAML files, age X25519 recipients, one key group.
+//!
+//! Everything but [`Secret`] needs the `sops` feature (on by default): a crate that only passes
+//! secrets around (the PVE client) depends on this one without it, and so without age.
 
+#[cfg(feature = "sops")]
 mod cipher;
+#[cfg(feature = "sops")]
 mod decrypt;
+#[cfg(feature = "sops")]
 mod error;
+#[cfg(feature = "sops")]
 mod identity;
+#[cfg(feature = "sops")]
 mod mapping;
+#[cfg(feature = "sops")]
 mod metadata;
 mod secret;
+#[cfg(feature = "sops")]
 mod value;
+#[cfg(feature = "sops")]
 mod yaml;
 
+#[cfg(feature = "sops")]
 pub use decrypt::{SopsFile, decrypt_file};
+#[cfg(feature = "sops")]
 pub use error::Error;
+#[cfg(feature = "sops")]
 pub use identity::{Identities, IdentitySource};
+#[cfg(feature = "sops")]
 pub use mapping::{Credentials, SecretKeys};
+#[cfg(feature = "sops")]
 pub use metadata::{AgeRecipient, EncryptionRule, Metadata};
 pub use secret::{REDACTED, Secret};
+#[cfg(feature = "sops")]
 pub use value::{Document, Value};

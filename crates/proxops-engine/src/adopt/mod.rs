@@ -313,5 +313,5 @@ fn fill_required(guest: GuestType, spec: &mut Map<String, Value>) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sim"))]
 mod tests;

@@ -111,6 +111,7 @@ async fn cycle(
         AgentBackend::Pve => Backend::Pve {
             repo: Some(pass.fetched.dir.clone()),
         },
+        #[cfg(feature = "sim")]
         AgentBackend::Sim {
             state_file,
             task_time,

@@ -50,7 +50,9 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 pub enum AgentBackend {
     /// Each cluster's `base-url`, with credentials from the environment or its SOPS file.
     Pve,
-    /// A simulator per cluster and cycle, keeping its state in `state_file` between cycles.
+    /// A simulator per cluster and cycle, keeping its state in `state_file` between cycles
+    /// (feature `sim`).
+    #[cfg(feature = "sim")]
     Sim {
         /// The state file (several clusters: `name.<cluster>.ext`).
         state_file: Option<PathBuf>,

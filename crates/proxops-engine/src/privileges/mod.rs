@@ -42,7 +42,7 @@
 //! user may set: the model refuses them.
 
 mod keys;
-#[cfg(test)]
+#[cfg(all(test, feature = "sim"))]
 mod tests;
 
 use crate::desired::{Context, Desired, DesiredGuest, Drivers};

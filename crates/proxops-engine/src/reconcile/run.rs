@@ -223,6 +223,7 @@ impl Reconciler {
             .await;
         run.requests = conn.client.counters().snapshot();
         run.latencies = conn.client.counters().latencies();
+        #[cfg(feature = "sim")]
         if let Some(sim) = conn.sim {
             let _ = sim.shutdown().await;
         }

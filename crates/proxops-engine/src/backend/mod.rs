@@ -6,20 +6,23 @@ use crate::cycle::plan_options;
 use crate::execute::ExecOptions;
 use crate::planner::PlanOptions;
 use crate::secrets::ClusterSecrets;
-use proxops_model::config::{AuthMethod, ConfigFile, LogLevel, SimPveVersion, SimStorage};
+use proxops_model::config::{AuthMethod, ConfigFile, LogLevel};
 use proxops_model::settings::{
     ClusterSettings, Credential, FlagSettings, Layers, Origin, Tls, cluster_variable, effective,
 };
-use proxops_model::{Cluster, Registry, Spec};
+use proxops_model::{Cluster, Registry};
 use proxops_pve::{Credentials, PveClient, PveError, TlsVerification, WaitOptions};
-use proxops_pve_sim::{
-    AclEntry, ApiToken, DeclaredStorage, Mapping, Mappings, PveVersion, SimConfig, SimError,
-    SimHandle, State, Storage, TaskDurations, User, start,
-};
+#[cfg(feature = "sim")]
+use proxops_pve_sim::{SimError, SimHandle};
 use proxops_secrets::{Secret, SecretKeys};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+#[cfg(feature = "sim")]
 use std::time::Duration;
+
+#[cfg(feature = "sim")]
+mod sim;
+#[cfg(feature = "sim")]
+pub use sim::{SimSeed, declared_storage, seed_cluster_guests, seed_state, sim_version};
 
 /// The environment variables that may hold a cluster's API token (`USER@REALM!ID=SECRET`),
 /// which wins over the cluster's SOPS secrets: `PROXOPS_PVE_TOKEN_<CLUSTER>` (upper case, `-` as
@@ -60,9 +63,10 @@ pub enum Backend {
         /// environment only).
         repo: Option<PathBuf>,
     },
-    /// A simulator started in this process for each cluster. When the cluster's credentials
-    /// resolve (environment or SOPS), the simulator accepts exactly them, so the whole
-    /// credential path is exercised; otherwise it makes up a token of its own.
+    /// A simulator started in this process for each cluster (feature `sim`). When the
+    /// cluster's credentials resolve (environment or SOPS), the simulator accepts exactly them,
+    /// so the whole credential path is exercised; otherwise it makes up a token of its own.
+    #[cfg(feature = "sim")]
     Sim {
         /// Where each cluster's simulated state is kept between runs (`None`: in memory only).
         state_file: Option<PathBuf>,
@@ -101,6 +105,7 @@ pub enum ConnectError {
     #[error("cluster `{0}`: {1}")]
     Secrets(String, String),
     /// The simulator did not start.
+    #[cfg(feature = "sim")]
     #[error("cannot start the simulator for cluster `{0}`: {1}")]
     Sim(String, #[source] SimError),
 }
@@ -110,6 +115,7 @@ pub struct Connection {
     /// The API client.
     pub client: PveClient,
     /// The simulator serving it (dropped with the connection; shut it down for a clean stop).
+    #[cfg(feature = "sim")]
     pub sim: Option<SimHandle>,
     /// Warnings about the connection (insecure TLS); repeated on every connection, so on every
     /// cycle of a loop that connects per cycle.
@@ -154,6 +160,7 @@ pub async fn connect(
     let settings = settings_for(None, cluster, &FlagSettings::default(), LogLevel::Warn);
     let repo = match backend {
         Backend::Pve { repo } => repo.clone(),
+        #[cfg(feature = "sim")]
         Backend::Sim { .. } => None,
     };
     connect_with(registry, cluster, backend, settings, repo.as_deref()).await
@@ -170,79 +177,25 @@ pub async fn connect_with(
 ) -> Result<Connection, ConnectError> {
     let name = &cluster.name;
     let secrets = ClusterSecrets::load(repo, cluster);
+    // Only the simulator seeds itself from the manifests' kinds.
+    #[cfg(not(feature = "sim"))]
+    let _ = registry;
     match backend {
+        #[cfg(feature = "sim")]
         Backend::Sim {
             state_file,
             task_time,
         } => {
-            let seed = SimSeed::default();
-            let mut config = SimConfig {
-                state: seed_state(registry, cluster, &seed),
-                task_durations: TaskDurations::uniform(*task_time),
-                offline_downloads: true,
-                ..SimConfig::default()
-            };
-            // A fresh simulator starts with the guests of the cluster's `guest-configs`; a
-            // kept state already has them (and whatever was done to them since).
-            if !state_file.as_ref().is_some_and(|p| p.exists()) {
-                seed_cluster_guests(cluster, repo, &mut config.state)
-                    .map_err(|e| ConnectError::Sim(name.clone(), e))?;
-            }
-            if let Some(path) = state_file {
-                config = config
-                    .with_state_file(path)
-                    .map_err(|e| ConnectError::Sim(name.clone(), e))?;
-            }
-            // The cluster config says which release the cluster runs, whatever a kept state
-            // recorded.
-            config.pve_version = sim_version(cluster, &seed);
-            // The cluster's own credentials when they resolve, else the simulator's token.
-            let configured = match credentials_from(&settings, &secrets) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    tracing::debug!(cluster = %name, reason = %e, "simulator: the cluster's credentials do not resolve; using a generated token");
-                    None
-                }
-            };
-            match &configured {
-                Some(Credentials::Token { id, secret }) => {
-                    config.token = ApiToken {
-                        id: id.clone(),
-                        secret: secret.expose().to_owned(),
-                    };
-                }
-                Some(Credentials::Password { username, password }) => {
-                    config.users.push(User {
-                        userid: username.clone(),
-                        password: password.expose().to_owned(),
-                    });
-                    config.acl.push(AclEntry::admin(username));
-                }
-                None => {}
-            }
-            let sim = start(config)
-                .await
-                .map_err(|e| ConnectError::Sim(name.clone(), e))?;
-            let fingerprint = sim
-                .fingerprint
-                .parse()
-                .map_err(|e| ConnectError::Client(name.clone(), e))?;
-            let credentials = match configured {
-                Some(c) => c,
-                None => Credentials::parse_token(&sim.token.to_string())
-                    .map_err(|e| ConnectError::Client(name.clone(), e))?,
-            };
-            let client = PveClient::builder(sim.base_url(), credentials)
-                .tls(TlsVerification::Fingerprint(fingerprint))
-                .build()
-                .map_err(|e| ConnectError::Client(name.clone(), e))?;
-            Ok(Connection {
-                client,
-                sim: Some(sim),
-                warnings: Vec::new(),
+            sim::connect(
+                registry,
+                cluster,
+                state_file.as_deref(),
+                *task_time,
                 settings,
                 secrets,
-            })
+                repo,
+            )
+            .await
         }
         Backend::Pve { .. } => {
             let entry = cluster
@@ -272,6 +225,7 @@ pub async fn connect_with(
                 .map_err(|e| ConnectError::Client(name.clone(), e))?;
             Ok(Connection {
                 client,
+                #[cfg(feature = "sim")]
                 sim: None,
                 warnings,
                 settings,
@@ -296,148 +250,6 @@ fn ca_path(
         (Some(repo), Origin::RepositoryConfig) if path.is_relative() => repo.join(path),
         _ => path,
     }
-}
-
-/// Adds to `state` the guests of the cluster config's `simulation.guest-configs` directory
-/// (`None`: it names none).
-pub fn seed_cluster_guests(
-    cluster: &Cluster,
-    repo: Option<&Path>,
-    state: &mut State,
-) -> Result<Option<proxops_pve_sim::ConfigSeed>, SimError> {
-    let Some(dir) = guest_configs_dir(cluster, repo) else {
-        return Ok(None);
-    };
-    let seeded = proxops_pve_sim::seed_guest_configs(state, &dir)?;
-    tracing::debug!(cluster = %cluster.name, guests = seeded.guests.len(), dir = %dir.display(), "simulator seeded from guest configs");
-    Ok(Some(seeded))
-}
-
-/// The cluster config's `simulation.guest-configs` directory; a relative one is relative to
-/// `clusters/<c>/` under `repo`.
-fn guest_configs_dir(cluster: &Cluster, repo: Option<&Path>) -> Option<PathBuf> {
-    let dir = cluster
-        .entry
-        .as_ref()?
-        .simulation
-        .as_ref()?
-        .guest_configs
-        .as_deref()?;
-    let path = PathBuf::from(dir);
-    Some(match repo {
-        Some(repo) if path.is_relative() => repo.join("clusters").join(&cluster.name).join(path),
-        _ => path,
-    })
-}
-
-/// Storages and a PVE release for a simulator beyond what the cluster config's `simulation:`
-/// says (`proxops sim --storage`, `--pve-version`; tests that run a repository whose config
-/// does not describe its storages).
-#[derive(Debug, Clone, Default)]
-pub struct SimSeed {
-    /// The release to answer as instead of the config's.
-    pub pve_version: Option<PveVersion>,
-    /// Storages added after the config's (one with a name already declared replaces it).
-    pub storages: Vec<SimStorage>,
-}
-
-/// The PVE release a simulator of the cluster answers as: `seed`'s, else the cluster config's
-/// `simulation.pve-version`, else 9.1.
-pub fn sim_version(cluster: &Cluster, seed: &SimSeed) -> PveVersion {
-    seed.pve_version.unwrap_or_else(|| {
-        match cluster
-            .entry
-            .as_ref()
-            .and_then(|e| e.simulation.as_ref())
-            .and_then(|s| s.pve_version)
-        {
-            Some(SimPveVersion::V8_4) => PveVersion::V8_4,
-            Some(SimPveVersion::V9_1) | None => PveVersion::default(),
-        }
-    })
-}
-
-/// A declared storage as the simulator keeps it.
-pub fn declared_storage(s: &SimStorage) -> DeclaredStorage {
-    DeclaredStorage {
-        storage: Storage {
-            storage: s.name.clone(),
-            kind: s.kind.as_str().to_owned(),
-            shared: s.shared.unwrap_or(false),
-            content: s.content.iter().map(|c| c.as_str().to_owned()).collect(),
-            ..Storage::default()
-        },
-        nodes: s.nodes.clone(),
-    }
-}
-
-/// A simulator state with the cluster's nodes (its allowlist, plus any node a manifest names)
-/// and the storages PVE has: a fresh install's defaults of the simulated release, plus the
-/// storages the cluster config's `simulation.storages` and `seed` declare. No storage is made up
-/// to fit the manifests: one that names a storage the cluster lacks, or puts content on one
-/// that does not hold it, fails as it would on PVE.
-pub fn seed_state(registry: &Registry, cluster: &Cluster, seed: &SimSeed) -> State {
-    let mut nodes: Vec<String> = cluster
-        .entry
-        .as_ref()
-        .map(|e| e.nodes.clone())
-        .unwrap_or_default();
-    for r in &cluster.resources {
-        let Some(kind) = registry.get(r.kind) else {
-            continue;
-        };
-        for n in kind.placement_view(&r.spec).nodes {
-            if !nodes.iter().any(|x| *x == n) {
-                nodes.push(n.into_owned());
-            }
-        }
-    }
-    nodes.sort();
-    nodes.dedup();
-    let configured = cluster
-        .entry
-        .as_ref()
-        .and_then(|e| e.simulation.as_ref())
-        .map(|s| s.storages.as_slice())
-        .unwrap_or_default();
-    let storages: Vec<DeclaredStorage> = configured
-        .iter()
-        .chain(&seed.storages)
-        .map(declared_storage)
-        .collect();
-    let mut state = State::seeded(&cluster.name, &nodes, sim_version(cluster, seed), &storages);
-    state.mappings = seed_mappings(cluster);
-    state
-}
-
-/// The PCI and USB resource mappings the cluster's VMs name, each with an entry for the VM's
-/// node: an administrator creates them in PVE (Datacenter > Resource Mappings), and the
-/// simulator, having no hardware, maps each to a placeholder device (PCI `0000:00:00.0`, id
-/// `0000:0000`).
-fn seed_mappings(cluster: &Cluster) -> Mappings {
-    let mut out = Mappings::default();
-    let add = |table: &mut BTreeMap<String, Mapping>, id: &str, entry: String| {
-        let m = table.entry(id.to_owned()).or_default();
-        if !m.map.contains(&entry) {
-            m.map.push(entry);
-        }
-    };
-    for r in &cluster.resources {
-        let Spec::Vm(vm) = &r.spec else {
-            continue;
-        };
-        let Some(hw) = &vm.hardware else {
-            continue;
-        };
-        for id in hw.pci_devices.iter().filter_map(|d| d.mapping.as_deref()) {
-            let entry = format!("id=0000:0000,node={},path=0000:00:00.0", vm.node);
-            add(&mut out.pci, id, entry);
-        }
-        for id in hw.usb_devices.iter().filter_map(|d| d.mapping.as_deref()) {
-            add(&mut out.usb, id, format!("id=0000:0000,node={}", vm.node));
-        }
-    }
-    out
 }
 
 /// A cluster's credentials from the environment alone and its SOPS file under `repo`, with
