@@ -96,7 +96,9 @@ pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
                     v.parse::<u64>().ok().map(Value::from)
                 };
                 let Some(n) = n else {
-                    return not(&format!("its option `{k}={v}` has a value adopt cannot read"));
+                    return not(&format!(
+                        "its option `{k}={v}` has a value adopt cannot read"
+                    ));
                 };
                 if let Value::Object(limits) = disk
                     .entry("limits")

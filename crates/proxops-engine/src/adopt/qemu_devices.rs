@@ -51,8 +51,9 @@ fn pci(key: &str, value: &str, spec: &mut Map<String, Value>) -> Result<String, 
             "host" => ("device", Value::from(v)),
             "mapping" => ("mapping", Value::from(v)),
             "pcie" | "x-vga" | "rombar" | "legacy-igd" => (k.as_str(), flag(&k, &v, key, FIELD)?),
-            "romfile" | "mdev" | "vendor-id" | "device-id" | "sub-vendor-id"
-            | "sub-device-id" => (k.as_str(), Value::from(v)),
+            "romfile" | "mdev" | "vendor-id" | "device-id" | "sub-vendor-id" | "sub-device-id" => {
+                (k.as_str(), Value::from(v))
+            }
             _ => return Err(no_field(key, &k, &v, FIELD)),
         };
         dev.insert(field.into(), v);
@@ -161,7 +162,9 @@ fn machine(value: &str, spec: &mut Map<String, Value>) -> Result<String, String>
 /// so the nodes must come without a gap.
 fn numa_node(key: &str, value: &str, spec: &mut Map<String, Value>) -> Result<String, String> {
     const FIELD: &str = "hardware.numa-nodes";
-    let index: usize = key[4..].parse().map_err(|_| format!("`{key}` has no index"))?;
+    let index: usize = key[4..]
+        .parse()
+        .map_err(|_| format!("`{key}` has no index"))?;
     if len(spec, &["hardware"], "numa-nodes") != index {
         return Err(format!(
             "`{key}` follows a gap in the NUMA nodes, and `{FIELD}` numbers them by position: declare the nodes by hand"

@@ -40,7 +40,12 @@ pub(super) fn desired(
     if let Some(d) = &spec.pve_description {
         // Only the end is trimmed (a YAML block's newline): PVE keeps a leading space of its `#`
         // lines (qemu-server `QemuServer.pm` `parse_vm_config`), which adopt writes back.
-        o.push(owned("description", d.trim_end(), Compare::Canonical, false));
+        o.push(owned(
+            "description",
+            d.trim_end(),
+            Compare::Canonical,
+            false,
+        ));
     }
     if let Some(mib) = spec.memory.whole_mib() {
         o.push(owned("memory", mib.to_string(), Compare::Canonical, true));

@@ -5,7 +5,7 @@
 //! adopted manifest makes the planner delete, re-create or shrink anything.
 
 use crate::support::{graph_of, one_node, simulator};
-use proxops_engine::adopt::{Adopted, AdoptContext, LiveGuest, Outcome, Placement, Selection};
+use proxops_engine::adopt::{AdoptContext, Adopted, LiveGuest, Outcome, Placement, Selection};
 use proxops_engine::desired::{Context, guest};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, Verb};
@@ -316,7 +316,10 @@ async fn drift_of_adopted_corpus_vms_is_restored_to_the_adopted_values() {
                     .find(|k| m.contains_key(*k))
             });
         let mut change = ConfigChange::default();
-        for key in [Some(typed), pve_config, Some("net0")].into_iter().flatten() {
+        for key in [Some(typed), pve_config, Some("net0")]
+            .into_iter()
+            .flatten()
+        {
             if let Some(v) = before.get(key).and_then(|live| drifted(key, live)) {
                 change = change.set(key, v);
             }
@@ -398,9 +401,11 @@ async fn edited_adopted_manifests_never_delete_recreate_or_shrink() {
         }),
     ];
     let volume_key = |k: &str| {
-        ["scsi", "virtio", "sata", "ide", "efidisk", "tpmstate", "unused"]
-            .iter()
-            .any(|f| k.starts_with(f))
+        [
+            "scsi", "virtio", "sata", "ide", "efidisk", "tpmstate", "unused",
+        ]
+        .iter()
+        .any(|f| k.starts_with(f))
     };
     for (what, edit) in edits {
         let mut texts = Vec::new();
@@ -420,7 +425,13 @@ async fn edited_adopted_manifests_never_delete_recreate_or_shrink() {
         for a in &p.actions {
             assert!(a.resizes.is_empty(), "{what}: {p:#?}");
             for c in &a.changes {
-                assert!(!volume_key(&c.key) || c.key.starts_with("ide") && c.to.as_deref().is_some_and(|v| v.contains("media=cdrom")), "{what}: writes {}: {p:#?}", c.key);
+                assert!(
+                    !volume_key(&c.key)
+                        || c.key.starts_with("ide")
+                            && c.to.as_deref().is_some_and(|v| v.contains("media=cdrom")),
+                    "{what}: writes {}: {p:#?}",
+                    c.key
+                );
             }
         }
         if what != "dropped" {

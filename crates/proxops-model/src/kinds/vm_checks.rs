@@ -99,7 +99,10 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
             );
         }
     } else if spec.disks.is_empty()
-        && spec.hardware.as_ref().is_none_or(|h| h.pci_devices.is_empty())
+        && spec
+            .hardware
+            .as_ref()
+            .is_none_or(|h| h.pci_devices.is_empty())
     {
         // A VM with a passed-through controller (an NVMe drive, an HBA) boots from it.
         cx.report_missing(
