@@ -15,7 +15,7 @@ pub(crate) fn place(
 ) -> Result<String, String> {
     let not_yet = || {
         Err(format!(
-            "it is set by the typed field `{field}`, which adopt does not fill yet: declare `{field}` by hand from the live value `{value}`"
+            "its value `{value}` has no form in the typed field `{field}` (which owns the key, so `pve-config` cannot hold it): ProxOps leaves it as it is; declare `{field}` by hand to replace it"
         ))
     };
     let int = |v: &str| v.parse::<u64>().ok().map(Value::from);
@@ -66,7 +66,13 @@ pub(crate) fn place(
                 v => int(v).map(|n| Value::from(format!("{n}MiB"))),
             },
         ),
-        // `order=scsi0;net0`; the legacy `cdn` letters name no slot and stay reported.
+        // `order=scsi0;net0`; the legacy `cdn` letters name device classes, not slots, and
+        // stay reported (rewriting them as an order would change the config).
+        (GuestType::Qemu, "boot") if !value.starts_with("order=") => {
+            return Err(format!(
+                "its legacy value `{value}` names device classes (c disk, d CD-ROM, n network), while `{field}` lists slots: ProxOps leaves it as it is; declare `{field}` by hand to replace it with an order"
+            ));
+        }
         (GuestType::Qemu, "boot") => (
             &["options", "boot-order"],
             value
