@@ -366,6 +366,9 @@ async fn drift_of_adopted_corpus_vms_is_restored_to_the_adopted_values() {
     s.sim.shutdown().await.unwrap();
 }
 
+/// An edit of an adopted manifest's `spec`.
+type Edit = fn(&mut serde_json::Value);
+
 /// The adopted manifests edited to ask for what adopt must never lead to: every disk shrunk,
 /// moved to another storage, or left out, and the EFI and TPM volumes moved. The plan reports
 /// anomalies; it never deletes, re-creates or shrinks anything, and writes no volume key.
@@ -374,7 +377,7 @@ async fn edited_adopted_manifests_never_delete_recreate_or_shrink() {
     let Some(s) = seeded().await else { return };
     let (declared, _) = tag_all(&s).await;
     assert_eq!(declared.len(), CLEAN);
-    let edits: [(&str, fn(&mut serde_json::Value)); 3] = [
+    let edits: [(&str, Edit); 3] = [
         ("shrunk", |spec| {
             for d in spec["disks"].as_array_mut().into_iter().flatten() {
                 d["size"] = "1MiB".into();
