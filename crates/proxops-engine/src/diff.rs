@@ -115,6 +115,17 @@ pub fn diff_since(
     let mut out = GuestDiff::default();
     for owned in &desired.owned {
         let before = previous.and_then(|p| p.owned(&owned.key));
+        let default = absent_default(desired.guest, &owned.key, live);
+        // An absent key PVE runs with the default of is that default: writing it would change
+        // nothing but the config's text.
+        if live.get(&owned.key).is_none()
+            && default.is_some_and(|d| {
+                canonical_value(desired.guest, &owned.key, d)
+                    == canonical_value(desired.guest, &owned.key, &owned.value)
+            })
+        {
+            continue;
+        }
         compare(desired.guest, owned, before, live.get(&owned.key), &mut out);
     }
     match previous {
@@ -137,6 +148,28 @@ pub fn diff_since(
     }
     out.changes.sort_by(|a, b| a.key.cmp(&b.key));
     out
+}
+
+/// The CPU model a VM without a `cpu` key runs with: `kvm64` (`qemu64` without KVM), `host`
+/// on aarch64 (`max` without KVM), as qemu-server `CPUConfig.pm` `get_default_cpu_type` says.
+pub fn default_cpu_type(live: &BTreeMap<String, String>) -> &'static str {
+    let kvm = live.get("kvm").is_none_or(|v| v != "0");
+    match (live.get("arch").map(String::as_str), kvm) {
+        (Some("aarch64"), true) => "host",
+        (Some("aarch64"), false) => "max",
+        (_, true) => "kvm64",
+        (_, false) => "qemu64",
+    }
+}
+
+/// The value PVE means by an absent key, where the planner needs it: only a VM's `cpu`, which
+/// a manifest must declare while many configs leave it to PVE.
+fn absent_default(
+    guest: GuestType,
+    key: &str,
+    live: &BTreeMap<String, String>,
+) -> Option<&'static str> {
+    (guest == GuestType::Qemu && key == "cpu").then(|| default_cpu_type(live))
 }
 
 /// What a guest cloned from a template must have written at once: [`diff`], except that the
@@ -614,15 +647,15 @@ fn volume(
             }
         }
     }
-    // The other sub-keys the manifest writes, laid over the live value (which keeps its volume
-    // and size).
+    // The other sub-keys the manifest writes, laid over the live value (which keeps its volume,
+    // size and format: PVE converts a volume only by moving it, `qm disk move --format`).
     if let Some((live, merged, removed)) = overlay(
         guest,
         &owned.key,
         current,
         &owned.value,
         before,
-        &["file", "volume", "size", "import-from"],
+        &["file", "volume", "size", "import-from", "format"],
     ) && live != merged
     {
         change_removing(owned, current, merged, removed, out);

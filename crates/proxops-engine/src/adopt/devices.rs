@@ -52,12 +52,11 @@ pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
     else {
         return not("it names no volume");
     };
-    let Some((storage, name)) = volume.split_once(':') else {
-        return not("it is not a storage volume (a device or path)");
+    let Some((storage, _)) = volume.split_once(':') else {
+        return Err(format!(
+            "it passes the host's block device or file `{volume}` through, and `disks` allocates volumes on storages: the model cannot name a host device, so ProxOps leaves it as it is (root@pam sets it with `qm set <vmid> --{key} {volume}`)"
+        ));
     };
-    if name.contains("cloudinit") {
-        return not("it is the cloud-init drive, which adopt does not translate yet");
-    }
     let mut disk = Map::new();
     disk.insert("storage".into(), Value::from(storage));
     disk.insert("interface".into(), Value::from(key));
@@ -65,7 +64,7 @@ pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
         let (field, value) = match k {
             "file" => continue,
             "media" if v == "disk" => continue,
-            "media" => return not("it is a CD-ROM, which adopt does not translate yet"),
+            "media" => return not(&format!("its media `{v}` is neither a disk nor a CD-ROM")),
             "size" => ("size", size(v)),
             "iothread" => ("iothread", boolean(v)),
             "ssd" => ("ssd", boolean(v)),
@@ -85,6 +84,30 @@ pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
                 ("aio", Some(Value::from(v)))
             }
             "serial" => ("serial", Some(Value::from(v))),
+            "format" if matches!(v, "raw" | "qcow2" | "vmdk") => ("format", Some(Value::from(v))),
+            // I/O limits, under `limits` in the model's kebab-case names.
+            l if l.starts_with("mbps") || l.starts_with("iops") => {
+                let n = if l.starts_with("mbps") {
+                    v.parse::<f64>()
+                        .ok()
+                        .and_then(serde_json::Number::from_f64)
+                        .map(Value::Number)
+                } else {
+                    v.parse::<u64>().ok().map(Value::from)
+                };
+                let Some(n) = n else {
+                    return not(&format!(
+                        "its option `{k}={v}` has a value adopt cannot read"
+                    ));
+                };
+                if let Value::Object(limits) = disk
+                    .entry("limits")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    limits.insert(l.replace('_', "-"), n);
+                }
+                continue;
+            }
             _ => {
                 return not(&format!(
                     "its option `{k}={v}` is not translated by adopt yet"
@@ -123,6 +146,8 @@ pub(crate) fn vm_network(key: &str, value: &str) -> Result<Value, String> {
             "firewall" => ("firewall", boolean(v)),
             "link_down" => ("link-down", boolean(v)),
             "mtu" => ("mtu", v.parse::<u32>().ok().map(Value::from)),
+            // `rate-limit` is whole MB/s; a fraction stays reported.
+            "rate" => ("rate-limit", v.parse::<u32>().ok().map(Value::from)),
             "queues" => ("queues", v.parse::<u32>().ok().map(Value::from)),
             _ => {
                 return not(format!(

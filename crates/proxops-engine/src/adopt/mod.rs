@@ -9,6 +9,10 @@
 
 mod devices;
 mod live;
+mod props;
+mod qemu_cloudinit;
+mod qemu_devices;
+mod qemu_media;
 mod report;
 mod typed;
 
@@ -207,13 +211,24 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
                     "PVE shows only a hash of the cloud-init password: store the password as a secret and set `{field}`"
                 )),
                 k if live.guest == GuestType::Qemu && is_disk_slot(k) => {
-                    match devices::disk(k, value) {
-                        Ok(d) => {
+                    match qemu_media::drive(k, value, &mut spec)
+                        .unwrap_or_else(|| devices::disk(k, value).map(|d| {
                             disks.push(d);
-                            Placement::Typed {
-                                field: "disks".into(),
-                            }
-                        }
+                            "disks".to_owned()
+                        })) {
+                        Ok(field) => Placement::Typed { field },
+                        Err(reason) => reported(reason),
+                    }
+                }
+                "efidisk0" if live.guest == GuestType::Qemu => {
+                    match qemu_media::efidisk(value, &mut spec) {
+                        Ok(field) => Placement::Typed { field },
+                        Err(reason) => reported(reason),
+                    }
+                }
+                "tpmstate0" if live.guest == GuestType::Qemu => {
+                    match qemu_media::tpmstate(value, &mut spec) {
+                        Ok(field) => Placement::Typed { field },
                         Err(reason) => reported(reason),
                     }
                 }
@@ -228,10 +243,19 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
                         Err(reason) => reported(reason),
                     }
                 }
-                _ => match typed::place(live.guest, key, value, field, &mut spec) {
-                    Ok(field) => Placement::Typed { field },
-                    Err(reason) => reported(reason),
-                },
+                _ => {
+                    let device = match live.guest {
+                        GuestType::Qemu => qemu_devices::place(key, value, &mut spec)
+                            .or_else(|| qemu_cloudinit::place(key, value, &mut spec)),
+                        GuestType::Lxc => None,
+                    };
+                    match device
+                        .unwrap_or_else(|| typed::place(live.guest, key, value, field, &mut spec))
+                    {
+                        Ok(field) => Placement::Typed { field },
+                        Err(reason) => reported(reason),
+                    }
+                }
             },
             KeyClass::PveConfig => {
                 pve_config.insert(key.clone(), Value::from(value.clone()));
@@ -270,7 +294,7 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
     if !template && !live.running {
         spec.insert("state".into(), Value::from("stopped"));
     }
-    fill_required(live.guest, &mut spec);
+    fill_required(live.guest, &live.config, &mut spec);
     let mut metadata = Map::new();
     metadata.insert("name".into(), Value::from(name.clone()));
     let mut doc = Map::new();
@@ -297,9 +321,13 @@ fn is_disk_slot(key: &str) -> bool {
 }
 
 /// PVE's defaults for the fields a manifest requires but a live config may omit
-/// (qemu-server PVE/QemuServer.pm `$confdesc`: memory 512, cores 1, cpu kvm64;
-/// pve-container PVE/LXC/Config.pm: memory 512).
-fn fill_required(guest: GuestType, spec: &mut Map<String, Value>) {
+/// (qemu-server PVE/QemuServer.pm `$confdesc`: memory 512, cores 1; the CPU model of
+/// `CPUConfig.pm` `get_default_cpu_type`; pve-container PVE/LXC/Config.pm: memory 512).
+fn fill_required(
+    guest: GuestType,
+    config: &BTreeMap<String, String>,
+    spec: &mut Map<String, Value>,
+) {
     spec.entry("memory")
         .or_insert_with(|| Value::from("512MiB"));
     let cpu = spec
@@ -308,7 +336,8 @@ fn fill_required(guest: GuestType, spec: &mut Map<String, Value>) {
     if let Value::Object(cpu) = cpu {
         cpu.entry("cores").or_insert_with(|| Value::from(1));
         if guest == GuestType::Qemu {
-            cpu.entry("type").or_insert_with(|| Value::from("kvm64"));
+            cpu.entry("type")
+                .or_insert_with(|| Value::from(crate::diff::default_cpu_type(config)));
         }
     }
 }

@@ -38,7 +38,14 @@ pub(super) fn desired(
         .unwrap_or_else(|| resource.name().to_owned());
     o.push(owned("name", name, Compare::Canonical, false));
     if let Some(d) = &spec.pve_description {
-        o.push(owned("description", d.trim(), Compare::Canonical, false));
+        // Only the end is trimmed (a YAML block's newline): PVE keeps a leading space of its `#`
+        // lines (qemu-server `QemuServer.pm` `parse_vm_config`), which adopt writes back.
+        o.push(owned(
+            "description",
+            d.trim_end(),
+            Compare::Canonical,
+            false,
+        ));
     }
     if let Some(mib) = spec.memory.whole_mib() {
         o.push(owned("memory", mib.to_string(), Compare::Canonical, true));
@@ -111,6 +118,9 @@ pub(super) fn desired(
             // PVE keeps the serial url-encoded (qemu-server `Drive.pm`, `serial` is
             // `urlencoded`).
             value.push_str(&format!(",serial={}", percent_encode(serial)));
+        }
+        if let Some(f) = disk.format {
+            value.push_str(&format!(",format={}", word(&f)));
         }
         for (key, v) in disk.limits.iter().flat_map(|l| l.to_pve()) {
             value.push_str(&format!(",{key}={v}"));

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod adopt;
+mod adopt_corpus;
 mod artifacts;
 mod background;
 mod cycle;

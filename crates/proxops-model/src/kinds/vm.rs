@@ -42,7 +42,8 @@ pub struct VmSpec {
     pub ostype: Option<QemuOsType>,
     /// CPU model and cores.
     pub cpu: VmCpu,
-    /// Disks by slot; at least one unless the VM is cloned from a template (then none).
+    /// Disks by slot; at least one unless the VM is cloned from a template (then none) or
+    /// passes a PCI device through (a controller it boots from).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disks: Vec<VmDisk>,
     /// Network interfaces.
@@ -165,6 +166,22 @@ pub struct VmDisk {
     /// I/O limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<DiskLimits>,
+    /// The volume's format on a file storage: `raw`, `qcow2` or `vmdk` (PVE `format`; PVE's
+    /// default is the storage's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<DiskFormat>,
+}
+
+/// A volume format (PVE's drive `format`, the ones PVE allocates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskFormat {
+    /// Raw.
+    Raw,
+    /// QEMU copy-on-write.
+    Qcow2,
+    /// VMware.
+    Vmdk,
 }
 
 /// PVE's `discard` drive option.

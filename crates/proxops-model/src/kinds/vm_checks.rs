@@ -98,10 +98,16 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
                 Some("the clone inherits the template's disks; remove `disks` or `clone`".into()),
             );
         }
-    } else if spec.disks.is_empty() {
+    } else if spec.disks.is_empty()
+        && spec
+            .hardware
+            .as_ref()
+            .is_none_or(|h| h.pci_devices.is_empty())
+    {
+        // A VM with a passed-through controller (an NVMe drive, an HBA) boots from it.
         cx.report_missing(
             &path!["disks"],
-            "a VM needs at least one disk unless it sets `clone`",
+            "a VM needs at least one disk unless it sets `clone` or passes a PCI device through",
         );
     }
     let (cloud_init_slot, cdrom_slot) = drive_slots(spec.hardware.as_ref());

@@ -134,6 +134,7 @@ const DRIVE: &[&str] = &[
     "cache",
     "discard",
     "file",
+    "format",
     "iops",
     "iops_max",
     "iops_rd",
