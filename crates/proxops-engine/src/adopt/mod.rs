@@ -9,6 +9,7 @@
 
 mod devices;
 mod live;
+mod lxc;
 mod report;
 mod typed;
 
@@ -228,6 +229,10 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
                         Err(reason) => reported(reason),
                     }
                 }
+                _ if live.guest == GuestType::Lxc => match lxc::place(key, value, field, &mut spec) {
+                    Ok(field) => Placement::Typed { field },
+                    Err(reason) => reported(reason),
+                },
                 _ => match typed::place(live.guest, key, value, field, &mut spec) {
                     Ok(field) => Placement::Typed { field },
                     Err(reason) => reported(reason),
@@ -270,6 +275,9 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
     if !template && !live.running {
         spec.insert("state".into(), Value::from("stopped"));
     }
+    if live.guest == GuestType::Lxc {
+        lxc::finish(&mut spec);
+    }
     fill_required(live.guest, &mut spec);
     let mut metadata = Map::new();
     metadata.insert("name".into(), Value::from(name.clone()));
@@ -298,10 +306,13 @@ fn is_disk_slot(key: &str) -> bool {
 
 /// PVE's defaults for the fields a manifest requires but a live config may omit
 /// (qemu-server PVE/QemuServer.pm `$confdesc`: memory 512, cores 1, cpu kvm64;
-/// pve-container PVE/LXC/Config.pm: memory 512).
+/// pve-container PVE/LXC/Config.pm: memory 512; a container's `cores` may stay absent).
 fn fill_required(guest: GuestType, spec: &mut Map<String, Value>) {
     spec.entry("memory")
         .or_insert_with(|| Value::from("512MiB"));
+    if guest == GuestType::Lxc {
+        return;
+    }
     let cpu = spec
         .entry("cpu")
         .or_insert_with(|| Value::Object(Map::new()));
