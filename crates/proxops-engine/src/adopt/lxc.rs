@@ -14,7 +14,8 @@ pub(crate) fn place(
     field: &str,
     spec: &mut Map<String, Value>,
 ) -> Result<String, String> {
-    let why = |why: String| format!("{why}: declare `{field}` by hand from the live value `{value}`");
+    let why =
+        |why: String| format!("{why}: declare `{field}` by hand from the live value `{value}`");
     let cannot = |w: String| Err(why(w));
     let unreadable = || cannot(format!("adopt cannot read the value of `{key}`"));
     let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -144,7 +145,9 @@ fn int(v: &str) -> Option<Value> {
 }
 
 fn mib(v: &str) -> Option<Value> {
-    v.parse::<u64>().ok().map(|n| Value::from(format!("{n}MiB")))
+    v.parse::<u64>()
+        .ok()
+        .map(|n| Value::from(format!("{n}MiB")))
 }
 
 fn number(v: &str) -> Option<Value> {
@@ -225,7 +228,11 @@ fn features(value: &str, spec: &mut Map<String, Value>) -> Result<String, String
 
 /// The mount options shared by `rootfs` and volume mount points (`backup` only on the latter:
 /// the root is always backed up).
-fn mount_options(key: &str, pairs: &[(&str, &str)], mp: bool) -> Result<Map<String, Value>, String> {
+fn mount_options(
+    key: &str,
+    pairs: &[(&str, &str)],
+    mp: bool,
+) -> Result<Map<String, Value>, String> {
     let mut opts = Map::new();
     for (k, v) in pairs {
         let (field, value) = match *k {
@@ -234,7 +241,11 @@ fn mount_options(key: &str, pairs: &[(&str, &str)], mp: bool) -> Result<Map<Stri
             "backup" if mp => ("backup", boolean(v)),
             "acl" | "quota" | "shared" | "replicate" => (*k, boolean(v)),
             "mountoptions" => ("mount-options", Some(Value::from(*v))),
-            _ => return Err(format!("its option `{k}={v}` of `{key}` is not translated by adopt")),
+            _ => {
+                return Err(format!(
+                    "its option `{k}={v}` of `{key}` is not translated by adopt"
+                ));
+            }
         };
         let value =
             value.ok_or_else(|| format!("its option `{k}={v}` has a value adopt cannot read"))?;

@@ -16,7 +16,10 @@ pub(super) fn desired(
     // Without a template the container can only be taken over: no `ostemplate`, and the
     // planner refuses to create it (`proxops::no_template`).
     let create_only = match &spec.template {
-        Some(t) => vec![("ostemplate".to_owned(), cx.volume(resource, "CTTemplate", t)?)],
+        Some(t) => vec![(
+            "ostemplate".to_owned(),
+            cx.volume(resource, "CTTemplate", t)?,
+        )],
         None => Vec::new(),
     };
     let mut out = DesiredGuest {
@@ -38,7 +41,15 @@ pub(super) fn desired(
         .unwrap_or_else(|| resource.name().to_owned());
     o.push(owned("hostname", hostname, Compare::Canonical, false));
     if let Some(d) = &spec.pve_description {
-        o.push(owned("description", d.trim(), Compare::Canonical, false));
+        // Leading blanks are the operator's (`# GATEWAY ...` reads back as ` GATEWAY ...`,
+        // pve-container PVE/LXC/Config.pm `parse_pct_config`); a block scalar's final newline
+        // is YAML's.
+        o.push(owned(
+            "description",
+            d.trim_end(),
+            Compare::Canonical,
+            false,
+        ));
     }
     if let Some(mib) = spec.memory.whole_mib() {
         o.push(owned("memory", mib.to_string(), Compare::Canonical, false));

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod adopt;
+mod adopt_lxc;
 mod artifacts;
 mod background;
 mod cycle;
