@@ -114,7 +114,7 @@ async fn a_container_without_template_is_never_created_and_the_rest_still_plans(
     assert_eq!(created, [Some(301)], "{p:#?}");
     let report = execute(&client, &p, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{report:#?}");
-    assert!(client.inventory().await.unwrap().guests.get(&300).is_none());
+    assert!(!client.inventory().await.unwrap().guests.contains_key(&300));
     sim.shutdown().await.unwrap();
 }
 
