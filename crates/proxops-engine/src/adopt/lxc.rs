@@ -374,3 +374,74 @@ fn device(key: &str, value: &str) -> Result<Value, String> {
     dev.insert("slot".into(), Value::from(key));
     Ok(Value::Object(dev))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placed(key: &str, value: &str) -> (Result<String, String>, Map<String, Value>) {
+        let mut spec = Map::new();
+        let r = place(key, value, "field", &mut spec);
+        (r, spec)
+    }
+
+    #[test]
+    fn untranslatable_values_are_reported_and_write_nothing() {
+        for (key, value) in [
+            ("features", "nesting=1,future=1"),
+            ("mp0", "/mnt/a,mp=/a,backup=1"),
+            ("mp1", "local-lvm:vm-1-disk-1,mp=/b"),
+            ("rootfs", "local-lvm:vm-1-disk-0,size=1536K"),
+            ("net0", "name=eth0,type=veth"),
+            ("dev0", "gid=44"),
+            ("arch", "s390x"),
+            ("cmode", "serial"),
+            ("memory", "lots"),
+        ] {
+            let (r, spec) = placed(key, value);
+            let why = r.expect_err(key);
+            assert!(why.contains("declare `field` by hand"), "{key}: {why}");
+            assert!(spec.is_empty(), "{key}: {spec:?}");
+        }
+    }
+
+    #[test]
+    fn volumes_keep_storage_and_size_and_host_paths_are_bind_mounts() {
+        let (r, spec) = placed("rootfs", "local:100/vm-100-disk-0.raw,size=204M,acl=0");
+        assert_eq!(r.as_deref(), Ok("root"));
+        assert_eq!(
+            spec["root"],
+            serde_json::json!({"storage": "local", "size": "204MiB", "options": {"acl": false}})
+        );
+        let (r, spec) = placed("mp3", "/mnt/pve/cephfs/movies,mp=/movies,ro=1,shared=1");
+        assert_eq!(r.as_deref(), Ok("bind-mounts"));
+        assert_eq!(
+            spec["bind-mounts"],
+            serde_json::json!([{"host-path": "/mnt/pve/cephfs/movies", "mount-point": "/movies", "read-only": true, "shared": true, "slot": "mp3"}])
+        );
+    }
+
+    #[test]
+    fn finish_orders_slots_numerically_and_says_privileged_when_pve_defaults_to_it() {
+        let mut spec = Map::new();
+        for (k, v) in [
+            ("dev10", "/dev/b"),
+            ("dev2", "/dev/a"),
+            ("features", "mount=nfs;cifs,force_rw_sys=1"),
+        ] {
+            assert!(place(k, v, "f", &mut spec).is_ok(), "{k}");
+        }
+        finish(&mut spec);
+        let slots: Vec<&str> = spec["devices"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["slot"].as_str())
+            .collect();
+        assert_eq!(slots, ["dev2", "dev10"]);
+        assert_eq!(
+            spec["options"],
+            serde_json::json!({"mount": ["nfs", "cifs"], "force-rw-sys": true, "unprivileged": false})
+        );
+    }
+}

@@ -294,6 +294,15 @@ async fn corpus_containers_adopt_with_one_tagging_action_then_nothing_and_drift_
     let (sim, client) = seeded(&files).await;
     let adopted = adopt_all(&client).await;
     assert_eq!(adopted.len(), 22);
+    // Two `jellyfin` and two `ollama` host names: the second of each is named after its vmid.
+    let names: std::collections::BTreeSet<&str> = adopted
+        .iter()
+        .map(|(_, a)| a.report.name.as_str())
+        .collect();
+    assert_eq!(names.len(), 22, "{names:?}");
+    for name in ["jellyfin", "jellyfin-2035", "ollama", "ollama-2041"] {
+        assert!(names.contains(name), "{names:?}");
+    }
     let mut declared: Vec<String> = Vec::new();
     let mut problems = Vec::new();
     for (vmid, a) in &adopted {
@@ -347,15 +356,30 @@ async fn corpus_containers_adopt_with_one_tagging_action_then_nothing_and_drift_
     );
     assert!(problems.is_empty(), "{problems:#?}");
     assert_eq!(declared.len(), 22);
-    // Drift: memory and host name changed by hand on every container; the next plan restores
-    // exactly those two keys, then nothing.
+    // Drift: memory, swap, host name, and cores, start at boot and the first NIC's firewall
+    // where the container sets them, changed by hand on every container; the next plan
+    // restores exactly those keys, then nothing.
     let texts: Vec<&str> = declared.iter().map(String::as_str).collect();
+    let mut drifted: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for (vmid, _) in &adopted {
         let live = config(&client, *vmid).await;
-        let memory: u64 = live.values["memory"].parse().unwrap();
-        let change = ConfigChange::default()
-            .set("memory", (memory + 256).to_string())
+        let bump = |key: &str, by: u64| (live.values[key].parse::<u64>().unwrap() + by).to_string();
+        let mut change = ConfigChange::default()
+            .set("memory", bump("memory", 256))
+            .set("swap", bump("swap", 128))
             .set("hostname", "drifted");
+        if live.values.contains_key("cores") {
+            change = change.set("cores", bump("cores", 1));
+        }
+        if let Some(on) = live.values.get("onboot") {
+            change = change.set("onboot", if on == "1" { "0" } else { "1" });
+        }
+        if let Some(net0) = live.values.get("net0")
+            && net0.contains("firewall=1")
+        {
+            change = change.set("net0", net0.replace("firewall=1", "firewall=0"));
+        }
+        drifted.insert(*vmid, change.set.keys().cloned().collect());
         client
             .set_config(&GuestRef::lxc("pve1", *vmid), &change)
             .await
@@ -365,18 +389,23 @@ async fn corpus_containers_adopt_with_one_tagging_action_then_nothing_and_drift_
     no_create_delete_or_replace(&p);
     assert!(p.anomalies.is_empty() && p.errors.is_empty(), "{p:#?}");
     assert_eq!(p.actions.len(), 22, "{p:#?}");
+    let mut restored = 0;
     for a in &p.actions {
         assert_eq!(a.verb, Verb::Update, "{a:#?}");
-        let keys: Vec<&str> = a.changes.iter().map(|c| c.key.as_str()).collect();
-        assert_eq!(keys, ["hostname", "memory"], "{a:#?}");
+        let keys: Vec<String> = a.changes.iter().map(|c| c.key.clone()).collect();
+        let vmid = a.vmid.unwrap();
+        assert_eq!(keys, drifted[&vmid], "{a:#?}");
+        restored += keys.len();
     }
+    eprintln!("corpus containers: {restored} drifted keys restored");
     let report = execute(&client, &p, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{report:#?}");
     for (vmid, text) in &configs {
         let parsed = parse_guest_config(GuestKind::Lxc, text);
         let live = config(&client, *vmid).await;
-        assert_eq!(live.values["memory"], parsed.config["memory"], "{vmid}");
-        assert_eq!(live.values["hostname"], parsed.config["hostname"], "{vmid}");
+        for key in &drifted[vmid] {
+            assert_eq!(live.values.get(key), parsed.config.get(key), "{vmid} {key}");
+        }
         assert_eq!(live.raw_lxc, parsed.raw_lxc, "{vmid}: raw lxc lines kept");
     }
     let p = plan(&client, &texts).await;
