@@ -1,6 +1,6 @@
 //! `examples/adopt` as its README walks through it, through the `proxops` binary: adopt writes
-//! manifests that validate, the next apply only tags the guests, the diff after it is clean, and
-//! adopting again is refused.
+//! manifests (two VMs and a container) that validate, the next apply only tags the guests, the
+//! diff after it is clean, and adopting again is refused.
 
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -78,7 +78,7 @@ fn the_adopt_walk_through_works_as_written() {
     ]);
     assert!(dry.status.success(), "{dry:?}");
     let reports: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
-    assert_eq!(reports.as_array().map(Vec::len), Some(2), "{reports:#}");
+    assert_eq!(reports.as_array().map(Vec::len), Some(3), "{reports:#}");
     assert!(
         !repo.join("vm/lab/proxy.yaml").exists(),
         "--dry-run wrote a manifest"
@@ -104,24 +104,51 @@ fn the_adopt_walk_through_works_as_written() {
             .iter()
             .any(|k| k["key"] == "args" && k["to"] == "reported")
     );
+    // The container: every key of its main section, its raw `lxc.*` line and its snapshot
+    // (read with `GET .../snapshot`) reported; no `template`.
+    let dns = &reports[2];
+    assert_eq!(dns["kind"], "LXC", "{dns:#}");
+    let placed: Vec<(&str, &str)> = dns["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["key"].as_str().unwrap(), k["to"].as_str().unwrap()))
+        .collect();
+    let conf = std::fs::read_to_string(example("adopt/etc-pve/nodes/pve1/lxc/103.conf")).unwrap();
+    for line in conf.lines().skip(1).take_while(|l| !l.is_empty()) {
+        let key = line.split_once(':').unwrap().0;
+        assert!(
+            placed.iter().any(|(k, _)| *k == key),
+            "{key} missing from {placed:?}"
+        );
+    }
+    for key in ["lxc.cgroup2.devices.allow", "snapshot:before-upgrade"] {
+        assert!(placed.contains(&(key, "reported")), "{key}: {placed:?}");
+    }
 
     let out = with(&["adopt", "--cluster", "lab", "--all"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         stdout(&out),
-        "vmid 101 -> vm/lab/proxy.yaml (13 keys typed, 2 via pve-config, 0 reported)\nvmid 102 -> vm/lab/db.yaml (9 keys typed, 1 via pve-config, 1 reported)\n"
+        "vmid 101 -> vm/lab/proxy.yaml (13 keys typed, 2 via pve-config, 0 reported)\nvmid 102 -> vm/lab/db.yaml (9 keys typed, 1 via pve-config, 1 reported)\nvmid 103 -> lxc/lab/dns.yaml (14 keys typed, 0 via pve-config, 3 reported)\n"
+    );
+    let dns = std::fs::read_to_string(repo.join("lxc/lab/dns.yaml")).unwrap();
+    assert!(!dns.contains("template:"), "{dns}");
+    assert!(
+        dns.contains("# not declared: lxc.cgroup2.devices.allow: "),
+        "{dns}"
     );
     let v = proxops(&["validate", "--repo", repo_s]);
     assert!(v.status.success(), "{v:?}");
 
     let diff = with(&["diff"]);
     let text = stdout(&diff);
-    assert_eq!(text.matches("    adopt ").count(), 2, "{text}");
+    assert_eq!(text.matches("    adopt ").count(), 3, "{text}");
     assert_eq!(
         text.lines()
             .filter(|l| l.trim_start().starts_with("tags:"))
             .count(),
-        2,
+        3,
         "{text}"
     );
     let apply = with(&["apply", "--yes"]);

@@ -163,7 +163,7 @@ pub struct Skipped {
 pub struct ResourceError {
     /// `Kind/name`.
     pub subject: String,
-    /// The stable code (`proxops::cloud_init_secret`, `proxops::ssh_key`).
+    /// The stable code (`proxops::cloud_init_secret`, `proxops::ssh_key`, `proxops::no_template`).
     pub code: String,
     /// What is wrong and what to do; never a secret value.
     pub reason: String,

@@ -299,6 +299,9 @@ fn suspension(resource: &Resource, options: &PlanOptions) -> Option<String> {
         .map(|why| format!("{SUSPENDED_PREFIX}{why}"))
 }
 
+/// The plan error of a declared container without `template` that is not live.
+pub const NO_TEMPLATE: &str = "proxops::no_template";
+
 struct Planner<'a> {
     cx: Context<'a>,
     inventory: &'a Inventory,
@@ -352,6 +355,22 @@ impl Planner<'_> {
         self.graph()
             .key(self.graph().step(step).resource)
             .to_string()
+    }
+
+    /// A container declared without `template` whose vmid is not live: it can only be taken
+    /// over, so nothing is sent for it; a plan error, the rest of the cluster still plans.
+    fn no_template(&mut self, step: StepId, vmid: u32) {
+        let subject = self.subject(step);
+        tracing::debug!(cluster = %self.plan.cluster, %subject, "not planned: no template to create from");
+        self.plan.errors.push(ResourceError {
+            subject,
+            code: NO_TEMPLATE.to_owned(),
+            reason: format!(
+                "vmid {vmid} is not on the cluster, and a container without `template` can only be taken over, never created: declare `template` (a CTTemplate) to let ProxOps create it, or correct `vmid`/`node` if the container lives elsewhere"
+            ),
+        });
+        self.blocked.insert(step);
+        self.deferral = None;
     }
 
     fn block(&mut self, step: StepId, reason: String, anomaly: bool) {
@@ -606,6 +625,9 @@ impl Planner<'_> {
             if !others.is_empty() {
                 let reason = moved_vmid(&key, d.vmid, &others, self.cx.cluster);
                 return self.block(step, reason, true);
+            }
+            if !d.creatable() {
+                return self.no_template(step, d.vmid);
             }
             if let Some(c) = &d.clone
                 && c.node != d.node

@@ -227,6 +227,9 @@ pub struct GuestConfig {
     pub digest: Option<String>,
     /// Keys and values, e.g. `scsi0` → `local-lvm:vm-100-disk-0,size=32G`.
     pub values: BTreeMap<String, String>,
+    /// A container's raw `lxc.*` lines, in order: PVE returns them as the `lxc` array of
+    /// `[key, value]` pairs (pve-container `PVE/API2/LXC/Config.pm` `vm_config`).
+    pub raw_lxc: Vec<(String, String)>,
 }
 
 impl GuestConfig {
@@ -235,6 +238,18 @@ impl GuestConfig {
         let mut cfg = GuestConfig::default();
         if let Some(obj) = data.as_object() {
             for (k, v) in obj {
+                if k == "lxc"
+                    && let Some(lines) = v.as_array()
+                {
+                    cfg.raw_lxc = lines
+                        .iter()
+                        .filter_map(|pair| match pair.as_array()?.as_slice() {
+                            [k, v] => Some((k.as_str()?.to_owned(), lenient::scalar_text(v)?)),
+                            _ => None,
+                        })
+                        .collect();
+                    continue;
+                }
                 let Some(text) = lenient::scalar_text(v) else {
                     continue;
                 };

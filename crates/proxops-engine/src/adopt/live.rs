@@ -5,7 +5,7 @@ use proxops_model::Cluster;
 use proxops_model::kind::GuestType;
 use proxops_model::manifest::Spec;
 use proxops_pve::{PveClient, PveError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 impl AdoptContext {
@@ -97,9 +97,12 @@ pub async fn adopt_live(
         .guest_configs(chosen.iter().map(|g| g.guest_ref()), 8)
         .await;
     let mut out = Vec::new();
+    // Names the repository or an earlier guest of this run already uses, per kind: a second
+    // `jellyfin` becomes `jellyfin-<vmid>`.
+    let mut taken: BTreeSet<String> = ctx.declared.values().cloned().collect();
     for g in chosen {
         let config = match configs.remove(&g.vmid) {
-            Some(Ok(c)) => c.values,
+            Some(Ok(c)) => c,
             Some(Err(e)) => return Err(AdoptError::Pve(e)),
             None => return Err(AdoptError::NoSuchGuest(g.vmid)),
         };
@@ -110,18 +113,39 @@ pub async fn adopt_live(
                 proxops_pve::GuestType::Qemu => GuestType::Qemu,
                 proxops_pve::GuestType::Lxc => GuestType::Lxc,
             },
-            config,
-            raw_lxc: Vec::new(),
-            snapshots: Vec::new(),
+            config: config.values,
+            raw_lxc: config.raw_lxc,
+            snapshots: client.guest_snapshots(&g.guest_ref()).await?,
             running: g.status == "running",
         };
         let outcome = match adopt(ctx, &live) {
-            Ok(a) => Outcome::Adopted(Box::new(a)),
+            Ok(mut a) => {
+                if !taken.insert(format!("{}/{}", a.report.kind, a.report.name)) {
+                    rename(&mut a, &live);
+                    taken.insert(format!("{}/{}", a.report.kind, a.report.name));
+                }
+                Outcome::Adopted(Box::new(a))
+            }
             Err(r) => Outcome::Refused(r),
         };
         out.push((g.vmid, outcome));
     }
     Ok(out)
+}
+
+/// Gives `a` the name `<name>-<vmid>`; a VM's PVE name then goes to `pve-name`, which the
+/// resource name no longer is.
+fn rename(a: &mut Adopted, live: &LiveGuest) {
+    let name = format!("{}-{}", a.report.name, live.vmid);
+    a.report.name.clone_from(&name);
+    a.manifest["metadata"]["name"] = serde_json::Value::from(name);
+    if live.guest == GuestType::Qemu
+        && let Some(pve) = live.config.get("name")
+        && let Some(spec) = a.manifest["spec"].as_object_mut()
+    {
+        spec.entry("pve-name")
+            .or_insert_with(|| serde_json::Value::from(pve.clone()));
+    }
 }
 
 /// The repository path of an adopted guest's manifest: `<kind>/<cluster>/<name>.yaml`.

@@ -9,6 +9,7 @@
 
 mod devices;
 mod live;
+mod lxc;
 mod props;
 mod qemu_cloudinit;
 mod qemu_devices;
@@ -243,12 +244,13 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
                         Err(reason) => reported(reason),
                     }
                 }
+                _ if live.guest == GuestType::Lxc => match lxc::place(key, value, field, &mut spec) {
+                    Ok(field) => Placement::Typed { field },
+                    Err(reason) => reported(reason),
+                },
                 _ => {
-                    let device = match live.guest {
-                        GuestType::Qemu => qemu_devices::place(key, value, &mut spec)
-                            .or_else(|| qemu_cloudinit::place(key, value, &mut spec)),
-                        GuestType::Lxc => None,
-                    };
+                    let device = qemu_devices::place(key, value, &mut spec)
+                        .or_else(|| qemu_cloudinit::place(key, value, &mut spec));
                     match device
                         .unwrap_or_else(|| typed::place(live.guest, key, value, field, &mut spec))
                     {
@@ -294,6 +296,9 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
     if !template && !live.running {
         spec.insert("state".into(), Value::from("stopped"));
     }
+    if live.guest == GuestType::Lxc {
+        lxc::finish(&mut spec);
+    }
     fill_required(live.guest, &live.config, &mut spec);
     let mut metadata = Map::new();
     metadata.insert("name".into(), Value::from(name.clone()));
@@ -322,7 +327,8 @@ fn is_disk_slot(key: &str) -> bool {
 
 /// PVE's defaults for the fields a manifest requires but a live config may omit
 /// (qemu-server PVE/QemuServer.pm `$confdesc`: memory 512, cores 1; the CPU model of
-/// `CPUConfig.pm` `get_default_cpu_type`; pve-container PVE/LXC/Config.pm: memory 512).
+/// `CPUConfig.pm` `get_default_cpu_type`; pve-container PVE/LXC/Config.pm: memory 512; a
+/// container's `cores` may stay absent: all host CPUs).
 fn fill_required(
     guest: GuestType,
     config: &BTreeMap<String, String>,
@@ -330,6 +336,9 @@ fn fill_required(
 ) {
     spec.entry("memory")
         .or_insert_with(|| Value::from("512MiB"));
+    if guest == GuestType::Lxc {
+        return;
+    }
     let cpu = spec
         .entry("cpu")
         .or_insert_with(|| Value::Object(Map::new()));

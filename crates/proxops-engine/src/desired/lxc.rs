@@ -13,8 +13,15 @@ pub(super) fn desired(
     spec: &LxcSpec,
 ) -> Result<DesiredGuest, DesiredError> {
     let template = resource.kind == "TemplateCT";
-    let ostemplate = cx.volume(resource, "CTTemplate", &spec.template)?;
-    let create_only = vec![("ostemplate".to_owned(), ostemplate)];
+    // Without a template the container can only be taken over: no `ostemplate`, and the
+    // planner refuses to create it (`proxops::no_template`).
+    let create_only = match &spec.template {
+        Some(t) => vec![(
+            "ostemplate".to_owned(),
+            cx.volume(resource, "CTTemplate", t)?,
+        )],
+        None => Vec::new(),
+    };
     let mut out = DesiredGuest {
         guest: GuestType::Lxc,
         template,
@@ -34,7 +41,15 @@ pub(super) fn desired(
         .unwrap_or_else(|| resource.name().to_owned());
     o.push(owned("hostname", hostname, Compare::Canonical, false));
     if let Some(d) = &spec.pve_description {
-        o.push(owned("description", d.trim(), Compare::Canonical, false));
+        // Leading blanks are the operator's (`# GATEWAY ...` reads back as ` GATEWAY ...`,
+        // pve-container PVE/LXC/Config.pm `parse_pct_config`); a block scalar's final newline
+        // is YAML's.
+        o.push(owned(
+            "description",
+            d.trim_end(),
+            Compare::Canonical,
+            false,
+        ));
     }
     if let Some(mib) = spec.memory.whole_mib() {
         o.push(owned("memory", mib.to_string(), Compare::Canonical, false));
@@ -42,12 +57,9 @@ pub(super) fn desired(
     if let Some(mib) = spec.swap.as_ref().and_then(|s| s.whole_mib()) {
         o.push(owned("swap", mib.to_string(), Compare::Canonical, false));
     }
-    o.push(owned(
-        "cores",
-        spec.cpu.cores.to_string(),
-        Compare::Canonical,
-        false,
-    ));
+    if let Some(cores) = spec.cpu.cores {
+        o.push(owned("cores", cores.to_string(), Compare::Canonical, false));
+    }
     if let Some(units) = spec.cpu.units {
         o.push(owned(
             "cpuunits",
@@ -111,6 +123,9 @@ pub(super) fn desired(
         if let Some(b) = bind.read_only {
             value.push_str(&format!(",ro={}", flag(b)));
         }
+        if let Some(b) = bind.shared {
+            value.push_str(&format!(",shared={}", flag(b)));
+        }
         o.push(owned(slot, value, Compare::SubKeys, true));
     }
     for (i, nic) in spec.networks.iter().enumerate() {
@@ -146,6 +161,9 @@ pub(super) fn desired(
         }
         if let Some(mtu) = nic.mtu {
             value.push_str(&format!(",mtu={mtu}"));
+        }
+        if let Some(b) = nic.host_managed {
+            value.push_str(&format!(",host-managed={}", flag(b)));
         }
         o.push(owned(slot, value, Compare::SubKeys, false));
     }

@@ -140,6 +140,12 @@ impl DesiredGuest {
         config
     }
 
+    /// Whether ProxOps can create it: a container needs the template it is made from
+    /// (`ostemplate`); one declared without `template` can only be taken over.
+    pub fn creatable(&self) -> bool {
+        self.guest != GuestType::Lxc || self.create_only.iter().any(|(k, _)| k == "ostemplate")
+    }
+
     /// The owned key `key`.
     pub fn owned(&self, key: &str) -> Option<&Owned> {
         self.owned.iter().find(|o| o.key == key)

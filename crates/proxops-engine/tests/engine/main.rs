@@ -5,6 +5,7 @@
 
 mod adopt;
 mod adopt_corpus;
+mod adopt_lxc;
 mod artifacts;
 mod background;
 mod cycle;

@@ -23,8 +23,13 @@ pub struct LxcSpec {
     pub node: String,
     /// The PVE guest id, unique within the cluster across VMs, templates and containers.
     pub vmid: u32,
-    /// The CTTemplate (by `metadata.name`) the container is created from.
-    pub template: String,
+    /// The CTTemplate (by `metadata.name`) the container is created from. Without it the
+    /// container can only be taken over, never created: `proxops adopt` writes no `template`
+    /// (PVE does not record which template a container came from), and a declared container
+    /// without one whose vmid is not live is a plan error (`proxops::no_template`) instead of
+    /// a create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
     /// Desired power state: `started` (default for LXC) or `stopped` (the only value for TemplateCT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<PowerState>,
@@ -36,6 +41,7 @@ pub struct LxcSpec {
     #[schemars(with = "Option<crate::quantity::SwapSize>")]
     pub swap: Option<Quantity>,
     /// CPU settings.
+    #[serde(default)]
     pub cpu: LxcCpu,
     /// The root filesystem.
     pub root: RootFs,
@@ -147,11 +153,13 @@ pub struct LxcDevice {
 }
 
 /// CPU settings of a container.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct LxcCpu {
-    /// Cores, at least 1.
-    pub cores: u32,
+    /// Cores, at least 1. Absent: PVE's default, every CPU of the host (pve-container
+    /// `PVE/LXC/Config.pm` `cores`, "default: all"), which a container taken over may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
     /// CPU weight against other guests (PVE `cpuunits`, 0-500000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub units: Option<u32>,
@@ -232,6 +240,9 @@ pub struct BindMount {
     /// Mount read-only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
+    /// The host path is the same on every node (PVE `shared`: a migration does not move it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<bool>,
     /// The slot; defaults to `mp<number of mount-points + index>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<String>,
@@ -279,6 +290,10 @@ pub struct LxcNetwork {
     /// The MTU, 64-65535.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// The host, not the container, sets up the interface's addresses (PVE 9 `host-managed`,
+    /// for application containers without a network stack); not with `ip6: auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_managed: Option<bool>,
 }
 
 /// Host name and DNS settings of a container.
@@ -392,7 +407,9 @@ fn mp_slot_valid(slot: &str) -> bool {
 fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     check_node(cx, &spec.node, &path!["node"]);
     check_vmid(cx, spec.vmid);
-    check_name_ref(cx, &spec.template, &path!["template"], "CTTemplate");
+    if let Some(t) = &spec.template {
+        check_name_ref(cx, t, &path!["template"], "CTTemplate");
+    }
     if template && spec.state == Some(PowerState::Started) {
         cx.invalid(
             &path!["state"],
@@ -404,7 +421,7 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     if let Some(swap) = &spec.swap {
         common::check_memory(cx, swap, &path!["swap"], "swap", false);
     }
-    if spec.cpu.cores == 0 {
+    if spec.cpu.cores == Some(0) {
         cx.invalid(
             &path!["cpu", "cores"],
             "`cpu.cores` must be at least 1",
@@ -632,6 +649,15 @@ fn validate_more(spec: &LxcSpec, cx: &SpecContext<'_>) {
                 None,
             );
         }
+        // pve-container PVE/LXC/Config.pm `update_pct_config` refuses it:
+        // "SLAAC is not supported for host-managed network configuration".
+        if net.host_managed == Some(true) && net.ip6.as_deref() == Some("auto") {
+            cx.invalid(
+                &path!["networks", i, "ip6"],
+                "PVE does not support SLAAC (`ip6: auto`) on a host-managed interface",
+                Some("use a static `ip6`, `dhcp`, or drop `host-managed`".into()),
+            );
+        }
     }
     for (i, mp) in spec.mount_points.iter().enumerate() {
         if let Some(m) = mp.options.as_ref().and_then(|o| o.mount_options.as_deref())
@@ -855,13 +881,13 @@ impl KindDef for LxcKind {
 
     fn references(&self, spec: &Spec) -> Vec<Reference> {
         match spec {
-            Spec::Lxc(s) => vec![Reference::structured(
-                "template",
-                "CTTemplate",
-                &s.template,
-                &path!["template"],
-                true,
-            )],
+            Spec::Lxc(s) => s
+                .template
+                .iter()
+                .map(|t| {
+                    Reference::structured("template", "CTTemplate", t, &path!["template"], true)
+                })
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -894,13 +920,17 @@ impl KindDef for LxcKind {
 
     fn reference_views<'s>(&self, spec: &'s Spec) -> Vec<ReferenceView<'s>> {
         match spec {
-            Spec::Lxc(s) => vec![ReferenceView {
-                field: "template",
-                target_kind: Cow::Borrowed("CTTemplate"),
-                target_name: Cow::Borrowed(s.template.as_str()),
-                same_node: true,
-                source: ReferenceSource::Structured,
-            }],
+            Spec::Lxc(s) => s
+                .template
+                .iter()
+                .map(|t| ReferenceView {
+                    field: "template",
+                    target_kind: Cow::Borrowed("CTTemplate"),
+                    target_name: Cow::Borrowed(t.as_str()),
+                    same_node: true,
+                    source: ReferenceSource::Structured,
+                })
+                .collect(),
             _ => Vec::new(),
         }
     }

@@ -15,3 +15,4 @@ mod pve_config;
 mod pve_enums;
 mod schema;
 mod snapshots;
+mod takeover;

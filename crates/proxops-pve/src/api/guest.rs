@@ -43,6 +43,8 @@ fn template(kind: GuestType, rest: &str) -> &'static str {
         (GuestType::Lxc, "/clone") => "/nodes/{node}/lxc/{vmid}/clone",
         (GuestType::Lxc, "/template") => "/nodes/{node}/lxc/{vmid}/template",
         (GuestType::Lxc, "/resize") => "/nodes/{node}/lxc/{vmid}/resize",
+        (GuestType::Qemu, "/snapshot") => "/nodes/{node}/qemu/{vmid}/snapshot",
+        (GuestType::Lxc, "/snapshot") => "/nodes/{node}/lxc/{vmid}/snapshot",
         _ => "/nodes/{node}/{type}/{vmid}/?",
     }
 }
@@ -137,6 +139,35 @@ impl PveClient {
             });
         }
         Ok(GuestConfig::from_json(&data))
+    }
+
+    /// `GET .../snapshot`: the names of the guest's snapshots, in PVE's order, without the
+    /// `current` entry PVE lists for the running state (qemu-server `PVE/API2/Qemu.pm`
+    /// `snapshot_list`,
+    /// pve-container `PVE/API2/LXC/Snapshot.pm` `list`).
+    pub async fn guest_snapshots(&self, g: &GuestRef) -> Result<Vec<String>, PveError> {
+        let path = format!("{}/snapshot", base(g));
+        let data = self
+            .call_json(
+                Method::GET,
+                template(g.kind, "/snapshot"),
+                &path,
+                &Params::new(),
+            )
+            .await?;
+        let Some(rows) = data.as_array() else {
+            return Err(PveError::Decode {
+                method: "GET".into(),
+                path,
+                detail: format!("expected an array, got {data}"),
+            });
+        };
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.get("name")?.as_str())
+            .filter(|n| *n != "current")
+            .map(str::to_owned)
+            .collect())
     }
 
     /// `GET .../pending`: every config key with its current value and what waits for the
