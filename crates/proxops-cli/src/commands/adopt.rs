@@ -109,6 +109,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
                     a.report.vmid,
                     path.display()
                 ));
+                for note in &a.report.notes {
+                    text.push_str(&format!("  note: {note}\n"));
+                }
             }
         }
     }

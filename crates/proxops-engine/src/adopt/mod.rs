@@ -14,6 +14,7 @@ mod props;
 mod qemu_cloudinit;
 mod qemu_devices;
 mod qemu_media;
+mod relations;
 mod report;
 mod typed;
 
@@ -76,6 +77,9 @@ impl Adopted {
         );
         for (key, reason) in self.report.reported() {
             out.push_str(&format!("# not declared: {key}: {reason}\n"));
+        }
+        for note in &self.report.notes {
+            out.push_str(&format!("# note: {note}\n"));
         }
         out.push_str(&proxops_store::canonical::to_yaml(&self.manifest));
         out
@@ -314,6 +318,7 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
             kind: kind.to_owned(),
             name,
             keys,
+            notes: relations::notes(&live.config),
         },
     })
 }

@@ -41,6 +41,9 @@ pub struct AdoptReport {
     pub name: String,
     /// Every key of the live config, and where it went.
     pub keys: Vec<KeyPlacement>,
+    /// Relationships the manifest cannot express (a linked clone's template).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl AdoptReport {

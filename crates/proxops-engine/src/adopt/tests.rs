@@ -299,3 +299,29 @@ fn devices_media_and_cloud_init_become_their_typed_fields() {
     let loaded = load_manifest(&file, &Registry::builtin(), None);
     assert!(loaded.diagnostics.is_empty(), "{:#?}", loaded.diagnostics);
 }
+
+#[test]
+fn a_linked_clone_keeps_its_volumes_and_the_report_names_its_template() {
+    let text = "name: web\nmemory: 1024\ncores: 1\ncpu: host\nscsi0: local-lvm:base-9000-disk-0/vm-101-disk-0,size=8G\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0\n";
+    let a = adopt(&ctx(), &live(101, GuestType::Qemu, text)).unwrap();
+    assert_eq!(a.report.notes.len(), 1, "{:?}", a.report.notes);
+    assert!(a.report.notes[0].contains("template at vmid 9000 (scsi0 "));
+    let yaml = a.to_yaml();
+    assert!(
+        yaml.contains("# note: a linked clone of the template at vmid 9000"),
+        "{yaml}"
+    );
+    // The slot keeps its volume: the disk is declared by slot and storage, never re-created.
+    assert_eq!(a.manifest["spec"]["disks"][0]["interface"], "scsi0");
+    assert_eq!(a.manifest["spec"]["disks"][0]["storage"], "local-lvm");
+    let json = serde_json::to_value(&a.report).unwrap();
+    assert_eq!(json["notes"].as_array().map(Vec::len), Some(1));
+    // A guest with no linked volume has no `notes` in its JSON report.
+    let plain = adopt(&ctx(), &live(102, GuestType::Qemu, SIMPLE)).unwrap();
+    assert!(
+        serde_json::to_value(&plain.report)
+            .unwrap()
+            .get("notes")
+            .is_none()
+    );
+}
