@@ -21,7 +21,11 @@ ENDPOINTS = [
     ("DELETE", "/cluster/ha/resources/{sid}"),
     ("GET", "/cluster/mapping/pci"), ("GET", "/cluster/mapping/pci/{id}"),
     ("GET", "/cluster/mapping/usb"), ("GET", "/cluster/mapping/usb/{id}"),
-    ("GET", "/cluster/sdn/vnets"),
+    ("GET", "/cluster/sdn/vnets"), ("GET", "/cluster/config/join"),
+    *[("GET", f"/cluster/firewall/{p}") for p in ("options", "rules", "aliases", "ipset", "groups")],
+    *[("GET", f"/nodes/{{node}}/firewall/{p}") for p in ("options", "rules")],
+    *[("GET", f"/nodes/{{node}}/{k}/{{vmid}}/firewall/{p}")
+      for k in ("qemu", "lxc") for p in ("options", "rules", "aliases", "ipset")],
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
     ("GET", "/access/users"), ("GET", "/access/groups"), ("GET", "/access/domains"),
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
@@ -63,6 +67,8 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/storage/{storage}/content/{volume}"),
     ("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}"),
     ("POST", "/nodes/{node}/storage/{storage}/download-url"),
+    ("POST", "/nodes/{node}/storage/{storage}/upload"),
+    ("GET", "/nodes/{node}/aplinfo"), ("POST", "/nodes/{node}/aplinfo"),
     ("GET", "/nodes/{node}/tasks"), ("GET", "/nodes/{node}/tasks/{upid}/status"),
     ("GET", "/nodes/{node}/tasks/{upid}/log"), ("DELETE", "/nodes/{node}/tasks/{upid}"),
 ]

@@ -57,6 +57,52 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "pending", ty: Ty::Bool, optional: true, ..P },
         Param { name: "running", ty: Ty::Bool, optional: true, ..P },
     ] },
+    Endpoint { method: "GET", path: "/cluster/config/join", params: &[
+        Param { name: "node", optional: true, format: Fmt::Named("pve-node"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/cluster/firewall/options", params: &[] },
+    Endpoint { method: "GET", path: "/cluster/firewall/rules", params: &[] },
+    Endpoint { method: "GET", path: "/cluster/firewall/aliases", params: &[] },
+    Endpoint { method: "GET", path: "/cluster/firewall/ipset", params: &[] },
+    Endpoint { method: "GET", path: "/cluster/firewall/groups", params: &[] },
+    Endpoint { method: "GET", path: "/nodes/{node}/firewall/options", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/firewall/rules", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/options", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/rules", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/aliases", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/ipset", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/options", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/rules", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/aliases", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/ipset", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ] },
     Endpoint { method: "GET", path: "/access/permissions", params: &[
         Param { name: "path", optional: true, ..P },
         Param { name: "userid", optional: true, pattern: Some("(?^:^(?^:[^\\s:/]+)\\@(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)(?:!(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+))?$)"), ..P },
@@ -1027,6 +1073,23 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "url", pattern: Some("https?://.*"), ..P },
         Param { name: "verify-certificates", ty: Ty::Bool, optional: true, ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/storage/{storage}/upload", params: &[
+        Param { name: "checksum", optional: true, requires: Some("checksum-algorithm"), ..P },
+        Param { name: "checksum-algorithm", optional: true, enums: &["md5", "sha1", "sha224", "sha256", "sha384", "sha512"], requires: Some("checksum"), ..P },
+        Param { name: "content", enums: &["iso", "vztmpl", "import"], format: Fmt::Named("pve-storage-content"), ..P },
+        Param { name: "filename", max_len: Some(255), ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
+        Param { name: "tmpfilename", optional: true, pattern: Some("/var/tmp/pveupload-[0-9a-f]+"), ..P },
+    ] },
+    Endpoint { method: "GET", path: "/nodes/{node}/aplinfo", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+    ] },
+    Endpoint { method: "POST", path: "/nodes/{node}/aplinfo", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
+        Param { name: "template", max_len: Some(255), ..P },
     ] },
     Endpoint { method: "GET", path: "/nodes/{node}/tasks", params: &[
         Param { name: "errors", ty: Ty::Bool, optional: true, ..P },
