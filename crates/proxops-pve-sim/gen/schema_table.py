@@ -33,7 +33,7 @@ ENDPOINTS = [
     ("PUT", "/cluster/backup/{id}"), ("DELETE", "/cluster/backup/{id}"),
     ("POST", "/nodes/{node}/vzdump"),
     ("GET", "/nodes/{node}/replication"), ("GET", "/nodes/{node}/subscription"),
-    ("GET", "/nodes/{node}/dns"),
+    ("GET", "/nodes/{node}/dns"), ("GET", "/nodes/{node}/network"),
     ("GET", "/pools"), ("POST", "/pools"), ("PUT", "/pools"), ("DELETE", "/pools"),
     ("GET", "/pools/{poolid}"), ("PUT", "/pools/{poolid}"), ("DELETE", "/pools/{poolid}"),
     ("GET", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/qemu"),
@@ -129,6 +129,10 @@ def sub_const(fmt):
         f = d.get("format") if isinstance(d.get("format"), str) else None
         if f:
             fields.append(f"format: Some({rs(f)})")
+        if d.get("minimum") is not None:
+            fields.append(f"min: {num(d['minimum'])}")
+        if d.get("maximum") is not None:
+            fields.append(f"max: {num(d['maximum'])}")
         rows.append("    Sub { " + ", ".join(fields) + ", ..S },")
     key = "\n".join(rows)
     if key in subsets:

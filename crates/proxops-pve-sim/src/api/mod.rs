@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -22,6 +22,7 @@ pub(crate) mod lxc;
 pub(crate) mod mapping;
 pub(crate) mod migrate;
 pub(crate) mod move_disk;
+pub(crate) mod network;
 pub(crate) mod perms;
 pub(crate) mod pool;
 pub(crate) mod qemu;
@@ -227,6 +228,7 @@ routes! {
     "GET" "/nodes/{node}/replication" => reads::replication,
     "GET" "/nodes/{node}/subscription" => reads::subscription,
     "GET" "/nodes/{node}/dns" => reads::dns,
+    "GET" "/nodes/{node}/network" => network::index,
     "GET" "/pools" => pool::index,
     "POST" "/pools" => pool::create,
     "PUT" "/pools" => pool::update,
