@@ -204,6 +204,14 @@ pub(crate) async fn handle(
     // pveproxy's clock for a proxied call starts when it forwards the request.
     let arrived = tokio::time::Instant::now();
     let Some((template, handler, vars)) = routed.filter(|_| path.starts_with("/api2/json")) else {
+        // pve-http-server `AnyEvent.pm`: `handle_request` authenticates before
+        // `handle_api2_request` asks `rest_handler`, whose answer for a path or method without a
+        // handler is 501 "Method '$method $rel_uri' not implemented".
+        if path.starts_with("/api2/json")
+            && let Err(e) = auth::authenticate(&shared, &method_s, &headers, false)
+        {
+            return e.into_response();
+        }
         return ApiError::Status(501, format!("Method '{method_s} {rel}' not implemented"))
             .into_response();
     };
