@@ -195,9 +195,14 @@ async fn uploads_are_refused_as_pve_refuses_them() {
         .fail(500);
     assert_eq!(msg, "storage 'tpl' does not support 'iso' content");
     // A plain body over pveproxy's 512 KiB is refused before it is read.
-    let big = vec![("description", "x".repeat(600 * 1024))];
-    let big: Vec<(&str, &str)> = big.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let msg = sim.put("/nodes/pve1/qemu/1/config", &big).await.fail(501);
+    let big = "x".repeat(600 * 1024);
+    let msg = sim
+        .put(
+            "/nodes/pve1/qemu/1/config",
+            &[("description", big.as_str())],
+        )
+        .await
+        .fail(501);
     assert_eq!(msg, "for data too large");
 }
 
