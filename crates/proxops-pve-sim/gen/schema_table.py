@@ -56,6 +56,7 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/qemu/{vmid}/agent"), ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping"),
     ("POST", "/nodes/{node}/qemu/{vmid}/migrate"), ("POST", "/nodes/{node}/lxc/{vmid}/migrate"),
     ("POST", "/nodes/{node}/qemu/{vmid}/move_disk"), ("PUT", "/nodes/{node}/qemu/{vmid}/unlink"),
+    ("POST", "/nodes/{node}/lxc/{vmid}/move_volume"),
     *[("GET", f"/nodes/{{node}}/qemu/{{vmid}}/agent/{c}")
       for c in ("info", "network-get-interfaces", "get-osinfo", "get-host-name", "get-time")],
     *[(m, f"/nodes/{{node}}/{k}/{{vmid}}/snapshot{p}")

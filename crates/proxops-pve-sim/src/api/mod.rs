@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -22,6 +22,7 @@ pub(crate) mod lxc;
 pub(crate) mod mapping;
 pub(crate) mod migrate;
 pub(crate) mod move_disk;
+pub(crate) mod move_volume;
 pub(crate) mod network;
 pub(crate) mod perms;
 pub(crate) mod pool;
@@ -292,6 +293,7 @@ routes! {
     "POST" "/nodes/{node}/lxc/{vmid}/status/resume" => guest::lxc_resume,
     "POST" "/nodes/{node}/lxc/{vmid}/clone" => guest::lxc_clone,
     "POST" "/nodes/{node}/lxc/{vmid}/migrate" => migrate::lxc,
+    "POST" "/nodes/{node}/lxc/{vmid}/move_volume" => move_volume::move_volume,
     "POST" "/nodes/{node}/lxc/{vmid}/template" => guest::lxc_template,
     "PUT" "/nodes/{node}/lxc/{vmid}/resize" => guest::lxc_resize,
     "GET" "/nodes/{node}/lxc/{vmid}/firewall/options" => firewall::guest_options,

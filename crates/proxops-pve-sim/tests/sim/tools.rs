@@ -428,3 +428,81 @@ async fn memory_below_the_schema_minimum_is_refused() {
     assert_eq!(r.status, 400);
     sim.create_vm("100", &[("memory", "16")]).await;
 }
+
+#[tokio::test]
+async fn a_container_volume_moves_to_another_storage() {
+    let sim = Sim::start().await;
+    let tpl = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
+    sim.h.with_state(|st| {
+        st.volumes.push(Volume {
+            node: "pve1".into(),
+            storage: "local".into(),
+            volid: tpl.into(),
+            content: "vztmpl".into(),
+            format: "tzst".into(),
+            size: 120 << 20,
+            ..Default::default()
+        });
+        let mut s = st.nodes[0].storages[1].clone();
+        s.storage = "fast".into();
+        st.nodes[0].storages.push(s);
+    });
+    let upid = sim
+        .post(
+            "/nodes/pve1/lxc",
+            &[
+                ("vmid", "101"),
+                ("ostemplate", tpl),
+                ("rootfs", "local-lvm:2"),
+            ],
+        )
+        .await
+        .ok();
+    sim.wait_ok(&upid).await;
+    let path = "/nodes/pve1/lxc/101/move_volume";
+    let r = sim.post(path, &[("volume", "rootfs")]).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.body["errors"]["storage"],
+        "both 'storage' and 'target-vmid' missing, either needs to be set"
+    );
+    let msg = sim
+        .post(path, &[("volume", "unused0"), ("storage", "fast")])
+        .await
+        .fail(500);
+    assert!(msg.starts_with("cannot move volume 'unused0'"), "{msg}");
+    let upid = sim
+        .post(path, &[("volume", "rootfs"), ("storage", "fast")])
+        .await
+        .ok();
+    assert!(
+        upid.as_str().unwrap().contains(":move_volume:101:"),
+        "{upid}"
+    );
+    sim.wait_ok(&upid).await;
+    let conf = sim.get("/nodes/pve1/lxc/101/config").await.ok();
+    assert!(
+        conf["rootfs"]
+            .as_str()
+            .unwrap()
+            .starts_with("fast:vm-101-disk-0"),
+        "{conf}"
+    );
+    assert_eq!(conf["unused0"], "local-lvm:vm-101-disk-0");
+    assert!(conf.get("lock").is_none(), "{conf}");
+    // A running container's volumes stay where they are.
+    sim.wait_ok(&sim.post("/nodes/pve1/lxc/101/status/start", &[]).await.ok())
+        .await;
+    let msg = sim
+        .post(
+            path,
+            &[
+                ("volume", "rootfs"),
+                ("storage", "local-lvm"),
+                ("delete", "1"),
+            ],
+        )
+        .await
+        .fail(500);
+    assert_eq!(msg, "cannot move volumes of a running container");
+}
