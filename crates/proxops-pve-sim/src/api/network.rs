@@ -87,7 +87,7 @@ pub(crate) fn missing_bridge(st: &State, g: &Guest) -> Option<String> {
 
 /// The start task's failure for a missing bridge: the script's message in the task log, then
 /// qemu-server `vm_start_nolock`'s "start failed: QEMU exited with code 1" or pve-container
-/// `vm_start`'s "startup for container '<vmid>' failed".
+/// `vm_start`'s `startup for container '<vmid>' failed`.
 pub(crate) fn start_refusal(st: &mut State, g: &Guest, task_kind: &str) -> Option<String> {
     let bridge = missing_bridge(st, g)?;
     let id = g.vmid.to_string();
