@@ -21,7 +21,11 @@ ENDPOINTS = [
     ("DELETE", "/cluster/ha/resources/{sid}"),
     ("GET", "/cluster/mapping/pci"), ("GET", "/cluster/mapping/pci/{id}"),
     ("GET", "/cluster/mapping/usb"), ("GET", "/cluster/mapping/usb/{id}"),
-    ("GET", "/cluster/sdn/vnets"),
+    ("GET", "/cluster/sdn/vnets"), ("GET", "/cluster/config/join"),
+    *[("GET", f"/cluster/firewall/{p}") for p in ("options", "rules", "aliases", "ipset", "groups")],
+    *[("GET", f"/nodes/{{node}}/firewall/{p}") for p in ("options", "rules")],
+    *[("GET", f"/nodes/{{node}}/{k}/{{vmid}}/firewall/{p}")
+      for k in ("qemu", "lxc") for p in ("options", "rules", "aliases", "ipset")],
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
     ("GET", "/access/users"), ("GET", "/access/groups"), ("GET", "/access/domains"),
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
@@ -29,7 +33,7 @@ ENDPOINTS = [
     ("PUT", "/cluster/backup/{id}"), ("DELETE", "/cluster/backup/{id}"),
     ("POST", "/nodes/{node}/vzdump"),
     ("GET", "/nodes/{node}/replication"), ("GET", "/nodes/{node}/subscription"),
-    ("GET", "/nodes/{node}/dns"),
+    ("GET", "/nodes/{node}/dns"), ("GET", "/nodes/{node}/network"),
     ("GET", "/pools"), ("POST", "/pools"), ("PUT", "/pools"), ("DELETE", "/pools"),
     ("GET", "/pools/{poolid}"), ("PUT", "/pools/{poolid}"), ("DELETE", "/pools/{poolid}"),
     ("GET", "/nodes/{node}/qemu"), ("POST", "/nodes/{node}/qemu"),
@@ -52,6 +56,7 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/qemu/{vmid}/agent"), ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping"),
     ("POST", "/nodes/{node}/qemu/{vmid}/migrate"), ("POST", "/nodes/{node}/lxc/{vmid}/migrate"),
     ("POST", "/nodes/{node}/qemu/{vmid}/move_disk"), ("PUT", "/nodes/{node}/qemu/{vmid}/unlink"),
+    ("POST", "/nodes/{node}/lxc/{vmid}/move_volume"),
     *[("GET", f"/nodes/{{node}}/qemu/{{vmid}}/agent/{c}")
       for c in ("info", "network-get-interfaces", "get-osinfo", "get-host-name", "get-time")],
     *[(m, f"/nodes/{{node}}/{k}/{{vmid}}/snapshot{p}")
@@ -63,6 +68,8 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/storage/{storage}/content/{volume}"),
     ("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}"),
     ("POST", "/nodes/{node}/storage/{storage}/download-url"),
+    ("POST", "/nodes/{node}/storage/{storage}/upload"),
+    ("GET", "/nodes/{node}/aplinfo"), ("POST", "/nodes/{node}/aplinfo"),
     ("GET", "/nodes/{node}/tasks"), ("GET", "/nodes/{node}/tasks/{upid}/status"),
     ("GET", "/nodes/{node}/tasks/{upid}/log"), ("DELETE", "/nodes/{node}/tasks/{upid}"),
 ]
@@ -123,6 +130,10 @@ def sub_const(fmt):
         f = d.get("format") if isinstance(d.get("format"), str) else None
         if f:
             fields.append(f"format: Some({rs(f)})")
+        if d.get("minimum") is not None:
+            fields.append(f"min: {num(d['minimum'])}")
+        if d.get("maximum") is not None:
+            fields.append(f"max: {num(d['maximum'])}")
         rows.append("    Sub { " + ", ".join(fields) + ", ..S },")
     key = "\n".join(rows)
     if key in subsets:

@@ -96,6 +96,7 @@ pub(crate) fn authenticate(
     shared: &Shared,
     method: &str,
     headers: &HeaderMap,
+    upload: bool,
 ) -> Result<Principal, ApiError> {
     if let Some(value) = headers
         .get(axum::http::header::AUTHORIZATION)
@@ -135,7 +136,7 @@ pub(crate) fn authenticate(
     let Some((userid, stamp)) = verify_ticket(shared, &ticket) else {
         return Err(unauthorized("permission denied - invalid PVE ticket"));
     };
-    if method != "GET" {
+    if method != "GET" && !upload {
         let csrf = headers
             .get("CSRFPreventionToken")
             .and_then(|v| v.to_str().ok())

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::api::{self, Ctx};
 use crate::error::{ApiError, with_reason};
 use crate::server::{Shared, lock};
-use crate::{auth, faults, schema, sync_work};
+use crate::{auth, faults, multipart, schema, sync_work};
 
 /// Decodes `%XX` escapes (and `+` as space in forms).
 pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> String {
@@ -132,6 +132,40 @@ fn read_params(uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Result<Multi, Api
     Ok(params)
 }
 
+/// The upload endpoint's template.
+const UPLOAD: &str = "/nodes/{node}/storage/{storage}/upload";
+
+/// pve-http-server `AnyEvent.pm` `$limit_max_post`: 512 KiB for a body that is not an upload.
+const LIMIT_MAX_POST: usize = 512 * 1024;
+
+/// An upload's parameters as `AnyEvent.pm` collects them: the query's (`tmpfilename` refused
+/// there), then the multipart form's fields and the file.
+fn read_upload(
+    shared: &Shared,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Multi, multipart::Upload), ApiError> {
+    let ctype = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let boundary = multipart::boundary(ctype)?;
+    let mut params = uri.query().map(parse_form).unwrap_or_default();
+    if params.contains_key("tmpfilename") {
+        return Err(ApiError::fail(
+            "'tmpfilename' query parameter is not allowed for file uploads",
+        ));
+    }
+    let seq = shared.started.elapsed().as_nanos() as u64;
+    let (fields, upload) = multipart::parse(body, &boundary, seq)?;
+    for (k, v) in fields {
+        params.insert(k, vec![v]);
+    }
+    params.insert("tmpfilename".into(), vec![upload.tmpfilename.clone()]);
+    Ok((params, upload))
+}
+
 /// The single axum handler: everything under `/api2/json` and the debug endpoints.
 pub(crate) async fn handle(
     State(shared): State<Arc<Shared>>,
@@ -170,24 +204,49 @@ pub(crate) async fn handle(
     // pveproxy's clock for a proxied call starts when it forwards the request.
     let arrived = tokio::time::Instant::now();
     let Some((template, handler, vars)) = routed.filter(|_| path.starts_with("/api2/json")) else {
+        // pve-http-server `AnyEvent.pm`: `handle_request` authenticates before
+        // `handle_api2_request` asks `rest_handler`, whose answer for a path or method without a
+        // handler is 501 "Method '$method $rel_uri' not implemented".
+        if path.starts_with("/api2/json")
+            && let Err(e) = auth::authenticate(&shared, &method_s, &headers, false)
+        {
+            return e.into_response();
+        }
         return ApiError::Status(501, format!("Method '{method_s} {rel}' not implemented"))
             .into_response();
     };
 
-    let mut params = match read_params(&uri, &headers, &body).and_then(|p| {
+    // pve-manager `PVE/HTTPServer.pm` `auth_handler`: this path is an upload, exempt from the
+    // CSRF check and read as a multipart stream.
+    let is_upload = method_s == "POST" && template == UPLOAD;
+    let principal = if template == "/access/ticket" {
+        None
+    } else {
+        match auth::authenticate(&shared, &method_s, &headers, is_upload) {
+            Ok(p) => Some(p),
+            Err(e) => return e.into_response(),
+        }
+    };
+    // pve-http-server `AnyEvent.pm` `handle_request`: a plain body is at most
+    // `$limit_max_post`.
+    if !is_upload && body.len() > LIMIT_MAX_POST {
+        return ApiError::Status(501, "for data too large".into()).into_response();
+    }
+    let mut upload = None;
+    let read = if is_upload {
+        read_upload(&shared, &uri, &headers, &body).map(|(p, u)| {
+            upload = Some(u);
+            p
+        })
+    } else {
+        read_params(&uri, &headers, &body)
+    };
+    let mut params = match read.and_then(|p| {
         let version = lock(&shared.state).pve_version;
         single_values(p, schema::endpoint(&method_s, template), version)
     }) {
         Ok(p) => p,
         Err(e) => return e.into_response(),
-    };
-    let principal = if template == "/access/ticket" {
-        None
-    } else {
-        match auth::authenticate(&shared, &method_s, &headers) {
-            Ok(p) => Some(p),
-            Err(e) => return e.into_response(),
-        }
     };
     for (k, v) in vars {
         params.insert(k, v);
@@ -222,6 +281,7 @@ pub(crate) async fn handle(
         total: None,
         deferred: None,
         background: None,
+        upload,
     };
     match handler(&mut ctx) {
         Ok(_) if ctx.deferred.is_some() => {

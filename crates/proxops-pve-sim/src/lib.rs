@@ -32,6 +32,7 @@ mod dispatch;
 mod error;
 mod faults;
 mod hashes;
+mod multipart;
 mod reset;
 pub mod rng;
 pub mod schema;

@@ -103,6 +103,19 @@ pub fn seed_guest_configs(state: &mut State, dir: &Path) -> Result<ConfigSeed, S
         for (storage, volume) in volumes(kind, vmid, &parsed.config) {
             add_volume(state, &node, &storage, volume, &mut seed.storages_added);
         }
+        // The bridges its NICs name existed on the node the config came from.
+        let bridges = parsed
+            .config
+            .iter()
+            .filter(|(k, _)| k.starts_with("net"))
+            .filter_map(|(_, v)| v.split(',').find_map(|p| p.strip_prefix("bridge=")));
+        if let Some(n) = state.nodes.iter_mut().find(|n| n.node == node) {
+            for b in bridges {
+                if !n.bridges.iter().any(|x| x == b) {
+                    n.bridges.push(b.to_string());
+                }
+            }
+        }
         state.guests.insert(
             vmid,
             Guest {

@@ -12,10 +12,15 @@ use std::time::Duration;
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::config::{ApiToken, SimConfig};
+
 use crate::error::SimError;
 use crate::reset::KillAcceptor;
 use crate::state::State;
 use crate::{dispatch, rng, tls};
+
+/// The largest request body the simulator reads: an upload is held in memory while its task
+/// runs (PVE streams it to a temporary file instead), so it is bounded at 1 GiB.
+const UPLOAD_LIMIT: usize = 1 << 30;
 
 /// Locks a mutex, tolerating poisoning (a panicked holder must not take the simulator down).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,8 +130,11 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         }
     }
 
+    // Uploads arrive whole in memory; axum's 2 MiB default would refuse an ISO. Plain bodies
+    // keep PVE's own 512 KiB limit (`dispatch`).
     let app = Router::new()
         .fallback(dispatch::handle)
+        .layer(axum::extract::DefaultBodyLimit::max(UPLOAD_LIMIT))
         .with_state(shared.clone());
     let server = axum_server::Handle::new();
     let acceptor = RustlsAcceptor::new(RustlsConfig::from_config(identity.config))

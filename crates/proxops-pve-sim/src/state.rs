@@ -168,6 +168,9 @@ pub struct Node {
     pub maxmem: u64,
     /// Storages available on this node.
     pub storages: Vec<Storage>,
+    /// Its Linux bridges (`/etc/network/interfaces`): a fresh install has `vmbr0`. A guest NIC
+    /// on a bridge that is neither one of these nor an SDN VNet fails to start.
+    pub bridges: Vec<String>,
 }
 
 impl Default for Node {
@@ -178,6 +181,7 @@ impl Default for Node {
             maxcpu: 8,
             maxmem: 32 << 30,
             storages: Vec::new(),
+            bridges: vec!["vmbr0".into()],
         }
     }
 }

@@ -207,7 +207,35 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster, seed: &SimSeed) -> Sta
         .collect();
     let mut state = State::seeded(&cluster.name, &nodes, sim_version(cluster, seed), &storages);
     state.mappings = seed_mappings(cluster);
+    seed_bridges(cluster, &mut state);
     state
+}
+
+/// The Linux bridges the cluster's guests name, on each guest's node: an administrator creates
+/// them in `/etc/network/interfaces` (a fresh install has only `vmbr0`), and the simulator
+/// refuses to start a guest on a bridge its node lacks, as PVE does.
+fn seed_bridges(cluster: &Cluster, state: &mut State) {
+    for r in &cluster.resources {
+        let (node, bridges): (&str, Vec<&str>) = match &r.spec {
+            Spec::Vm(vm) => (
+                &vm.node,
+                vm.networks.iter().map(|n| n.bridge.as_str()).collect(),
+            ),
+            Spec::Lxc(ct) => (
+                &ct.node,
+                ct.networks.iter().map(|n| n.bridge.as_str()).collect(),
+            ),
+            _ => continue,
+        };
+        let Some(n) = state.nodes.iter_mut().find(|n| n.node == node) else {
+            continue;
+        };
+        for b in bridges.into_iter().filter(|b| !b.is_empty()) {
+            if !n.bridges.iter().any(|x| x == b) {
+                n.bridges.push(b.to_owned());
+            }
+        }
+    }
 }
 
 /// The PCI and USB resource mappings the cluster's VMs name, each with an entry for the VM's

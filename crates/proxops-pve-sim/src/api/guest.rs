@@ -334,6 +334,7 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
     }
     let prefix = if kind == GuestKind::Qemu { "qm" } else { "vz" };
     let task = action.word();
+    let (prefix2, task2) = (prefix, task);
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
         if fail {
             return Err(INJECTED.into());
@@ -344,6 +345,21 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
             && !g.running()
             && let Some(msg) = super::mapping::missing_on_start(st, g)
         {
+            return Err(msg);
+        }
+        // A (re)start plugs every NIC into its bridge.
+        if matches!(action, Power::Start | Power::Reboot)
+            && let Some(g) = st.guests.get(&vmid).cloned()
+            && (action == Power::Reboot || !g.running())
+            && let Some(msg) = super::network::start_refusal(st, &g, &format!("{prefix2}{task2}"))
+        {
+            if action == Power::Reboot {
+                // The guest stopped before its restart failed.
+                if let Some(g) = st.guests.get_mut(&vmid) {
+                    g.status = "stopped".into();
+                    g.started_at = None;
+                }
+            }
             return Err(msg);
         }
         let Some(g) = st.guests.get_mut(&vmid) else {

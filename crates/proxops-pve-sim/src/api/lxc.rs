@@ -80,6 +80,21 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         "Datastore.AllocateSpace",
     )?;
     let storage = ctx.p("storage").unwrap_or("local").to_string();
+    // pve-container `API2/LXC.pm` `create_vm`: "allow to use simple numbers (add default
+    // storage in that case)" for `rootfs` and `mpN`.
+    for (k, v) in requested.iter_mut() {
+        let disk = k == "rootfs"
+            || k.strip_prefix("mp")
+                .is_some_and(|n| n.parse::<u32>().is_ok());
+        let number = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+        let simple = match v.split_once('.') {
+            Some((a, b)) => number(a) && number(b),
+            None => number(v),
+        };
+        if disk && simple {
+            *v = format!("{storage}:{v}");
+        }
+    }
     requested
         .entry("rootfs".into())
         .or_insert_with(|| format!("{storage}:4"));

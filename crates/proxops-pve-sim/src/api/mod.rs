@@ -1,24 +1,29 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
-//! (VNets), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`] (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`disks`] (volume allocation and import), [`storage`]
-//! (storages, content, download-url), [`tasks`] and [`debug`].
+//! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
+//! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
 pub(crate) mod agent;
+pub(crate) mod aplinfo;
 pub(crate) mod backup;
 pub(crate) mod clone;
 pub(crate) mod cluster;
 pub(crate) mod debug;
 pub(crate) mod disks;
+pub(crate) mod firewall;
 pub(crate) mod guest;
 pub(crate) mod ha;
 pub(crate) mod hotplug;
+pub(crate) mod join;
 pub(crate) mod lxc;
 pub(crate) mod mapping;
 pub(crate) mod migrate;
 pub(crate) mod move_disk;
+pub(crate) mod move_volume;
+pub(crate) mod network;
 pub(crate) mod perms;
 pub(crate) mod pool;
 pub(crate) mod qemu;
@@ -28,6 +33,7 @@ pub(crate) mod setconfig;
 pub(crate) mod snapshot;
 pub(crate) mod storage;
 pub(crate) mod tasks;
+pub(crate) mod upload;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -58,6 +64,8 @@ pub(crate) struct Ctx {
     pub deferred: Option<crate::sync_work::Deferred>,
     /// A task the call waits for before it answers (`background_delay`): its UPID and the wait.
     pub background: Option<(String, std::time::Duration)>,
+    /// The file of an upload (`POST .../storage/{storage}/upload`), named by `tmpfilename`.
+    pub upload: Option<crate::multipart::Upload>,
 }
 
 impl Ctx {
@@ -73,6 +81,7 @@ impl Ctx {
             total: None,
             deferred: None,
             background: None,
+            upload: self.upload.clone(),
         }
     }
 
@@ -195,6 +204,14 @@ routes! {
     "GET" "/cluster/mapping/usb" => mapping::usb_list,
     "GET" "/cluster/mapping/usb/{id}" => mapping::usb_get,
     "GET" "/cluster/sdn/vnets" => sdn::vnets,
+    "GET" "/cluster/config/join" => join::join_info,
+    "GET" "/cluster/firewall/options" => firewall::cluster_options,
+    "GET" "/cluster/firewall/rules" => firewall::cluster_list,
+    "GET" "/cluster/firewall/aliases" => firewall::cluster_list,
+    "GET" "/cluster/firewall/ipset" => firewall::cluster_list,
+    "GET" "/cluster/firewall/groups" => firewall::groups,
+    "GET" "/nodes/{node}/firewall/options" => firewall::host_options,
+    "GET" "/nodes/{node}/firewall/rules" => firewall::host_rules,
     "GET" "/access/permissions" => access::permissions,
     "GET" "/access/users" => access::users,
     "GET" "/access/groups" => access::groups,
@@ -212,6 +229,7 @@ routes! {
     "GET" "/nodes/{node}/replication" => reads::replication,
     "GET" "/nodes/{node}/subscription" => reads::subscription,
     "GET" "/nodes/{node}/dns" => reads::dns,
+    "GET" "/nodes/{node}/network" => network::index,
     "GET" "/pools" => pool::index,
     "POST" "/pools" => pool::create,
     "PUT" "/pools" => pool::update,
@@ -241,6 +259,10 @@ routes! {
     "PUT" "/nodes/{node}/qemu/{vmid}/unlink" => move_disk::unlink,
     "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
     "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/options" => firewall::guest_options,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/rules" => firewall::guest_list,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/aliases" => firewall::guest_list,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/ipset" => firewall::guest_list,
     "GET" "/nodes/{node}/qemu/{vmid}/agent" => agent::index,
     "POST" "/nodes/{node}/qemu/{vmid}/agent/ping" => agent::ping,
     "GET" "/nodes/{node}/qemu/{vmid}/agent/info" => agent::info,
@@ -271,8 +293,13 @@ routes! {
     "POST" "/nodes/{node}/lxc/{vmid}/status/resume" => guest::lxc_resume,
     "POST" "/nodes/{node}/lxc/{vmid}/clone" => guest::lxc_clone,
     "POST" "/nodes/{node}/lxc/{vmid}/migrate" => migrate::lxc,
+    "POST" "/nodes/{node}/lxc/{vmid}/move_volume" => move_volume::move_volume,
     "POST" "/nodes/{node}/lxc/{vmid}/template" => guest::lxc_template,
     "PUT" "/nodes/{node}/lxc/{vmid}/resize" => guest::lxc_resize,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/options" => firewall::guest_options,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/rules" => firewall::guest_list,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/aliases" => firewall::guest_list,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/ipset" => firewall::guest_list,
     "GET" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_list,
     "POST" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_create,
     "GET" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}" => snapshot::lxc_index,
@@ -285,6 +312,9 @@ routes! {
     "GET" "/nodes/{node}/storage/{storage}/content/{volume}" => storage::volume_info,
     "DELETE" "/nodes/{node}/storage/{storage}/content/{volume}" => storage::volume_delete,
     "POST" "/nodes/{node}/storage/{storage}/download-url" => storage::download_url,
+    "POST" "/nodes/{node}/storage/{storage}/upload" => upload::upload,
+    "GET" "/nodes/{node}/aplinfo" => aplinfo::list,
+    "POST" "/nodes/{node}/aplinfo" => aplinfo::download,
     "GET" "/nodes/{node}/tasks" => tasks::list,
     "GET" "/nodes/{node}/tasks/{upid}/status" => tasks::status,
     "GET" "/nodes/{node}/tasks/{upid}/log" => tasks::log,

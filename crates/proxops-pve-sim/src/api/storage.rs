@@ -71,7 +71,7 @@ pub(crate) fn list(ctx: &mut Ctx) -> Result<Value, ApiError> {
     Ok(Value::Array(rows))
 }
 
-fn storage_of<'a>(
+pub(crate) fn storage_of<'a>(
     st: &'a State,
     node: &str,
     sid: &str,
@@ -176,7 +176,11 @@ pub(crate) fn volume_delete(ctx: &mut Ctx) -> Result<Value, ApiError> {
 /// (a plain `.tar` only from PVE 9.1, [`PveVersion::plain_tar_templates`]; its format is then
 /// `tar`, else `t` and the compressor, as `Plugin.pm` `get_subdir_files` lists it) and
 /// `$UPLOAD_IMPORT_EXT_RE_1` (import content, [`PveVersion::import_content`]).
-fn format_for(version: PveVersion, content: &str, filename: &str) -> Result<String, ApiError> {
+pub(crate) fn format_for(
+    version: PveVersion,
+    content: &str,
+    filename: &str,
+) -> Result<String, ApiError> {
     let lower = filename.to_lowercase();
     let wrong = || ApiError::param("filename", "wrong file extension");
     match content {
@@ -209,7 +213,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn checksum(algorithm: &str, data: &[u8]) -> Option<String> {
+pub(crate) fn checksum(algorithm: &str, data: &[u8]) -> Option<String> {
     Some(match algorithm {
         "sha224" => hex(&sha2::Sha224::digest(data)),
         "sha256" => hex(&sha2::Sha256::digest(data)),

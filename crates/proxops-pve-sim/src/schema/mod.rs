@@ -96,6 +96,10 @@ pub struct Sub {
     pub alias: Option<&'static str>,
     /// For a key alias (`virtio=MAC`): the key that receives the alias's name.
     pub key_alias: Option<&'static str>,
+    /// Inclusive minimum for a number (`memory`'s `current` is at least 16).
+    pub min: Option<f64>,
+    /// Inclusive maximum for a number.
+    pub max: Option<f64>,
 }
 
 impl Sub {
@@ -109,6 +113,8 @@ impl Sub {
         format: None,
         alias: None,
         key_alias: None,
+        min: None,
+        max: None,
     };
 
     /// An alias entry (`volume` for `file`, `virtio` for `macaddr` with model).
@@ -126,6 +132,8 @@ impl Sub {
             format: None,
             alias: Some(alias),
             key_alias,
+            min: None,
+            max: None,
         }
     }
 }
@@ -326,21 +334,28 @@ fn check_enum(enums: &[&str], value: &str) -> Result<(), String> {
     }
 }
 
-fn check_value(p: &Param, value: &str) -> Result<(), String> {
-    check_type(p.ty, value)?;
-    if matches!(p.ty, Ty::Int | Ty::Num) {
+/// pve-common `PVE/JSONSchema.pm` `check_prop`'s `minimum` and `maximum`, for parameters and
+/// property-string keys alike.
+fn check_range(ty: Ty, min: Option<f64>, max: Option<f64>, value: &str) -> Result<(), String> {
+    if matches!(ty, Ty::Int | Ty::Num) {
         let n: f64 = value.trim().parse().unwrap_or(0.0);
-        if let Some(min) = p.min
+        if let Some(min) = min
             && n < min
         {
             return Err(format!("value must have a minimum value of {min}"));
         }
-        if let Some(max) = p.max
+        if let Some(max) = max
             && n > max
         {
             return Err(format!("value must have a maximum value of {max}"));
         }
     }
+    Ok(())
+}
+
+fn check_value(p: &Param, value: &str) -> Result<(), String> {
+    check_type(p.ty, value)?;
+    check_range(p.ty, p.min, p.max, value)?;
     check_enum(p.enums, value)?;
     if let Some(max) = p.max_len
         && value.chars().count() > max
@@ -400,6 +415,7 @@ pub fn parse_property_string(keys: &[Sub], value: &str) -> Result<PropMap, Strin
             ));
         }
         let checked = check_type(def.ty, &v)
+            .and_then(|()| check_range(def.ty, def.min, def.max, &v))
             .and_then(|()| check_enum(def.enums, &v))
             .and_then(|()| match def.format {
                 Some(f) => check_named_format(f, &v).map_err(|e| format!("invalid format - {e}")),

@@ -100,6 +100,16 @@ async fn unknown_paths_and_methods_are_501() {
     let msg = sim.req("PATCH", "/version", &[]).await.fail(501);
     assert_eq!(msg, "Method 'PATCH /version' not implemented");
     assert_eq!(sim.h.count("GET", "<unknown>"), 1);
+    // Authentication comes first, as in pveproxy.
+    let anon = sim
+        .send(
+            "GET",
+            "/nodes/pve1/frobnicate",
+            &[],
+            &crate::support::Auth::None,
+        )
+        .await;
+    assert_eq!(anon.status, 401);
 }
 
 /// The guest rows of `/cluster/resources`, by vmid.

@@ -27,4 +27,5 @@ mod state;
 mod storage;
 mod tasks;
 mod tls;
+mod tools;
 mod versions;

@@ -651,6 +651,9 @@ async fn start_guest(sim: &Sim, path: &str) {
 #[tokio::test]
 async fn running_vm_applies_hotpluggable_keys_and_keeps_the_rest_pending() {
     let sim = Sim::start().await;
+    // The node has a second bridge for the NIC to move to.
+    sim.h
+        .with_state(|st| st.nodes[0].bridges.push("vmbr1".into()));
     sim.create_vm(
         "100",
         &[
@@ -825,6 +828,8 @@ async fn reboot_reset_suspend_and_resume_as_qemu_server_does_them() {
 async fn the_guest_agent_answers_once_configured_and_running() {
     // qemu-server `PVE::QemuServer::Agent::assert_agent_available` and `API2/Qemu/Agent.pm`.
     let sim = Sim::start().await;
+    sim.h
+        .with_state(|st| st.nodes[0].bridges.push("vmbr1".into()));
     sim.create_vm(
         "100",
         &[
