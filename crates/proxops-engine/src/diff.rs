@@ -623,11 +623,26 @@ fn volume(
         });
         return;
     }
+    // A manifest that names the slot's volume (`disks[].volume`) keeps exactly that one: a slot
+    // holding another is reported, never swapped (nor the other volume detached or deleted).
+    let allocation = want_volume
+        .split_once(':')
+        .and_then(|(_, gib)| gib.parse::<f64>().ok());
+    if owned.compare == Compare::Disk && allocation.is_none() && live_volume != want_volume {
+        out.anomalies.push(Anomaly {
+            key: owned.key.clone(),
+            message: format!(
+                "{} holds volume `{live_volume}`, the manifest names `{want_volume}`: ProxOps never swaps a slot's volume (attach the named one by hand, or change `volume`)",
+                owned.key
+            ),
+        });
+        return;
+    }
     if owned.compare == Compare::Disk {
-        let wanted = want_volume
-            .split_once(':')
-            .and_then(|(_, gib)| gib.parse::<f64>().ok())
-            .map(|gib| (gib * f64::from(1u32 << 30)) as u64);
+        let wanted = match allocation {
+            Some(gib) => Some((gib * f64::from(1u32 << 30)) as u64),
+            None => want.get("size").and_then(parse_size),
+        };
         let have = live.get("size").and_then(parse_size);
         if let (Some(to), Some(from)) = (wanted, have) {
             if to > from {
@@ -757,6 +772,45 @@ mod tests {
         assert!(found.removals.is_empty() && found.anomalies.is_empty());
         // Not knowing what was written before, nothing is taken out.
         assert!(diff(&now, &state).is_converged());
+    }
+
+    #[test]
+    fn a_named_volume_is_never_swapped_grows_with_size_and_never_shrinks() {
+        let named = |size: &str| {
+            guest(vec![owned(
+                "scsi0",
+                format!("local-lvm:vm-100-disk-0,size={size},iothread=1"),
+                Compare::Disk,
+                true,
+            )])
+        };
+        let holds = |volume: &str| live(&[("scsi0", &format!("{volume},iothread=1,size=8G"))]);
+        // The slot holds the named volume at its size: nothing to do.
+        assert!(diff(&named("8G"), &holds("local-lvm:vm-100-disk-0")).is_converged());
+        // Another volume in the slot: an anomaly naming both, no write, no resize.
+        let other = diff(&named("8G"), &holds("local-lvm:vm-100-disk-3"));
+        assert!(other.changes.is_empty() && other.resizes.is_empty() && other.removals.is_empty());
+        assert_eq!(other.anomalies.len(), 1);
+        assert!(
+            other.anomalies[0]
+                .message
+                .contains("`local-lvm:vm-100-disk-3`")
+        );
+        assert!(other.anomalies[0].message.contains("never swaps"));
+        // Grown by `size`, never shrunk.
+        let grow = diff(&named("16G"), &holds("local-lvm:vm-100-disk-0"));
+        assert_eq!(
+            grow.resizes,
+            [Resize {
+                disk: "scsi0".into(),
+                from: 8 << 30,
+                to: 16 << 30
+            }]
+        );
+        assert!(grow.changes.is_empty());
+        let shrink = diff(&named("4G"), &holds("local-lvm:vm-100-disk-0"));
+        assert!(shrink.resizes.is_empty() && shrink.changes.is_empty());
+        assert!(shrink.anomalies[0].message.contains("never shrunk"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! A VM's disk slots and NICs as typed `disks` and `networks` entries. A disk keeps the volume
-//! its slot holds: the engine never re-creates a volume in an occupied slot, compares only its
+//! A VM's disk slots and NICs as typed `disks` and `networks` entries. A disk names the volume
+//! its slot holds (`volume`): the engine never re-creates a volume in an occupied slot, compares only its
 //! storage and grows it only when the manifest's size is larger (diff.rs `volume`).
 
 use serde_json::{Map, Value};
@@ -59,6 +59,8 @@ pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
     };
     let mut disk = Map::new();
     disk.insert("storage".into(), Value::from(storage));
+    // The volume by its id: never allocated or swapped (diff.rs `volume`).
+    disk.insert("volume".into(), Value::from(volume));
     disk.insert("interface".into(), Value::from(key));
     for (k, v) in pairs {
         let (field, value) = match k {

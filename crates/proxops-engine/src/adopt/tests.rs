@@ -58,10 +58,10 @@ fn every_key_has_a_place_and_typed_fields_are_filled() {
         spec["hardware"]["cdroms"],
         serde_json::json!([{"slot": "ide2", "volume": "local:iso/d.iso"}])
     );
-    // The disk keeps its slot's volume: storage, slot and size, nothing to create.
+    // The disk names its slot's volume: storage, volume, slot and size, nothing to create.
     assert_eq!(
         spec["disks"],
-        serde_json::json!([{"storage": "local-lvm", "interface": "scsi0", "size": "8GiB"}])
+        serde_json::json!([{"storage": "local-lvm", "volume": "local-lvm:vm-101-disk-0", "interface": "scsi0", "size": "8GiB"}])
     );
     assert_eq!(
         spec["networks"],
@@ -287,7 +287,7 @@ fn devices_media_and_cloud_init_become_their_typed_fields() {
     assert_eq!(spec["cpu"]["type"], "kvm64");
     assert_eq!(
         spec["disks"],
-        serde_json::json!([{"storage": "local", "interface": "virtio0", "size": "10GiB", "format": "qcow2", "limits": {"iops-rd": 100, "mbps-wr": 12.5}}])
+        serde_json::json!([{"storage": "local", "volume": "local:102/vm-102-disk-1.qcow2", "interface": "virtio0", "size": "10GiB", "format": "qcow2", "limits": {"iops-rd": 100, "mbps-wr": 12.5}}])
     );
     // What the model cannot say is reported with the reason, never written.
     let reported: BTreeMap<_, _> = a.report.reported().collect();

@@ -12,6 +12,7 @@ use proxops_model::kinds::vm::{
 };
 use proxops_model::kinds::{PowerState, VmSpec, drive_slots};
 use proxops_pve::GuestType;
+use proxops_pve::props::format_size;
 use proxops_secrets::{REDACTED, Secret};
 
 pub(super) fn desired(
@@ -69,13 +70,18 @@ pub(super) fn desired(
     let mut scsihw = None;
     for (i, disk) in spec.disks.iter().enumerate() {
         let slot = disk.interface.clone().unwrap_or_else(|| format!("scsi{i}"));
-        let mut value = match &disk.image {
-            Some(image) => format!(
+        let mut value = match (&disk.image, &disk.volume) {
+            (Some(image), _) => format!(
                 "{}:0,import-from={}",
                 disk.storage,
                 cx.volume(resource, "DiskImage", image)?
             ),
-            None => format!(
+            // The slot's own volume: compared by id and grown by `size` (diff.rs `volume`).
+            (None, Some(volume)) => format!(
+                "{volume},size={}",
+                format_size(disk.size.as_ref().map_or(0, |s| s.bytes()))
+            ),
+            (None, None) => format!(
                 "{}:{}",
                 disk.storage,
                 disk.size

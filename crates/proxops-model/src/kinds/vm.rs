@@ -129,6 +129,12 @@ pub struct VmDisk {
     /// A DiskImage (by `metadata.name`) to import into the disk at create.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The existing volume the slot holds, `STORAGE:NAME` (`local-lvm:vm-101-disk-0`; what
+    /// `proxops adopt` writes): never allocated or re-created. Its storage must be `storage`. A
+    /// slot found holding another volume is an anomaly, never swapped; the volume grows when
+    /// `size` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
     /// The slot: `scsi0`-`scsi30`, `virtio0`-`virtio15`, `sata0`-`sata5` or `ide0`-`ide3`; defaults
     /// to `scsi<index>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -102,3 +102,40 @@ fn find_required<'a>(v: &'a serde_json::Value, property: &str) -> Option<Vec<&'a
         _ => None,
     }
 }
+
+/// `disks[].volume`: the volume a slot holds, on the disk's own storage, never PVE's
+/// `STORAGE:SIZE` allocation form and never beside `image`.
+#[test]
+fn a_disk_names_its_existing_volume_on_its_own_storage() {
+    let with_volume = |volume: &str| {
+        let text = vm("web", "pve01", 101).replace(
+            "      size: 8GiB\n",
+            &format!("      size: 8GiB\n      volume: {volume}\n"),
+        );
+        cluster_of(&[("vm/dev/web.yaml", text)]).load()
+    };
+    let ok = with_volume("local-lvm:vm-101-disk-0");
+    assert!(errors(&ok).is_empty(), "{}", dump(&ok));
+    let linked = with_volume("local-lvm:base-100-disk-0/vm-101-disk-0");
+    assert!(errors(&linked).is_empty(), "{}", dump(&linked));
+    for (volume, expected) in [
+        (
+            "other:vm-101-disk-0",
+            "the volume is on storage `other`, the disk's `storage` is `local-lvm`",
+        ),
+        ("local-lvm:8", "`local-lvm:8` names no volume"),
+        (
+            "vm-101-disk-0",
+            "is not a volume id: expected `STORAGE:NAME`",
+        ),
+    ] {
+        let repo = with_volume(volume);
+        let found = errors(&repo);
+        assert_eq!(found.len(), 1, "{volume}: {}", dump(&repo));
+        assert!(
+            found[0].message.contains(expected),
+            "{volume}: {}",
+            found[0].message
+        );
+    }
+}
