@@ -254,8 +254,7 @@ fn mount_options(
     Ok(opts)
 }
 
-/// The volume `rootfs` or `mpN` holds: its storage and size (the volume itself is the slot's,
-/// kept), its mount point for `mpN`, and its options.
+/// The volume `rootfs` or `mpN` holds: its storage, id and size, its mount point for `mpN`, and its options.
 fn volume(key: &str, value: &str, mp: bool) -> Result<Value, String> {
     let (default, pairs) = split(value);
     let volume = default
@@ -272,6 +271,7 @@ fn volume(key: &str, value: &str, mp: bool) -> Result<Value, String> {
     let size = self::size(size).ok_or_else(|| format!("its size `{size}` is not whole MiB"))?;
     let mut out = Map::new();
     out.insert("storage".into(), Value::from(storage));
+    out.insert("volume".into(), Value::from(volume));
     out.insert("size".into(), size);
     if mp {
         if let Some((_, path)) = pairs.iter().find(|(k, _)| *k == "mp") {
@@ -411,7 +411,7 @@ mod tests {
         assert_eq!(r.as_deref(), Ok("root"));
         assert_eq!(
             spec["root"],
-            serde_json::json!({"storage": "local", "size": "204MiB", "options": {"acl": false}})
+            serde_json::json!({"storage": "local", "volume": "local:100/vm-100-disk-0.raw", "size": "204MiB", "options": {"acl": false}})
         );
         let (r, spec) = placed("mp3", "/mnt/pve/cephfs/movies,mp=/movies,ro=1,shared=1");
         assert_eq!(r.as_deref(), Ok("bind-mounts"));

@@ -6,6 +6,7 @@ use proxops_model::Resource;
 use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType, MountOptions};
 use proxops_model::kinds::{LxcSpec, PowerState};
 use proxops_pve::GuestType;
+use proxops_pve::props::format_size;
 
 pub(super) fn desired(
     cx: &Context<'_>,
@@ -97,14 +98,21 @@ pub(super) fn desired(
         o.push(owned(slot, value, Compare::SubKeys, true));
     }
     o.push(tags(cx, resource, &spec.tags));
-    let mut rootfs = format!("{}:{}", spec.root.storage, spec.root.size.gib_string());
+    // A named volume is the slot's own: compared by id and grown by `size` (diff.rs `volume`).
+    let volume_or_new = |storage: &str,
+                         size: &proxops_model::quantity::Quantity,
+                         volume: &Option<String>| match volume {
+        Some(v) => format!("{v},size={}", format_size(size.bytes())),
+        None => format!("{storage}:{}", size.gib_string()),
+    };
+    let mut rootfs = volume_or_new(&spec.root.storage, &spec.root.size, &spec.root.volume);
     if let Some(opts) = &spec.root.options {
         mount_options(&mut rootfs, opts);
     }
     o.push(owned("rootfs", rootfs, Compare::Disk, true));
     for (i, mp) in spec.mount_points.iter().enumerate() {
         let slot = mp.slot.clone().unwrap_or_else(|| format!("mp{i}"));
-        let mut value = format!("{}:{}", mp.storage, mp.size.gib_string());
+        let mut value = volume_or_new(&mp.storage, &mp.size, &mp.volume);
         if let Some(path) = &mp.mount_point {
             value.push_str(&format!(",mp={path}"));
         }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 const CLUSTER: &str = "t";
 
 /// The root filesystem as the adopted manifest has it.
-const ROOT: &str = "size: \"8GiB\"\n    storage: local-lvm";
+const ROOT: &str = "size: \"8GiB\"\n    storage: local-lvm\n    volume: local-lvm:vm-300-disk-0";
 
 const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
 
@@ -130,7 +130,10 @@ async fn an_adopted_container_is_never_deleted_recreated_or_replaced_when_it_dif
     for differs in [
         manifest.replace("memory: \"1024MiB\"", "memory: \"2048MiB\""),
         manifest.replace("size: \"8GiB\"", "size: \"4GiB\""),
-        manifest.replace(ROOT, "size: \"8GiB\"\n    storage: other"),
+        manifest.replace(
+            ROOT,
+            "size: \"8GiB\"\n    storage: other\n    volume: other:vm-300-disk-0",
+        ),
     ] {
         let p = plan(&client, &[&differs]).await;
         no_create_delete_or_replace(&p);
@@ -167,7 +170,10 @@ async fn an_adopted_container_is_never_deleted_recreated_or_replaced_when_it_dif
             .any(|a| a.message.contains("never shrunk")),
         "{p:#?}"
     );
-    let moved = manifest.replace(ROOT, "size: \"8GiB\"\n    storage: other");
+    let moved = manifest.replace(
+        ROOT,
+        "size: \"8GiB\"\n    storage: other\n    volume: other:vm-300-disk-0",
+    );
     let p = plan(&client, &[&moved]).await;
     no_create_delete_or_replace(&p);
     assert!(
@@ -217,11 +223,11 @@ async fn adopt_reads_raw_lxc_lines_and_snapshots_and_keeps_the_volumes() {
     assert_eq!(a.manifest["kind"], "LXC");
     assert_eq!(
         spec["root"],
-        serde_json::json!({"storage": "local-lvm", "size": "8GiB"})
+        serde_json::json!({"storage": "local-lvm", "volume": "local-lvm:vm-300-disk-0", "size": "8GiB"})
     );
     assert_eq!(
         spec["mount-points"],
-        serde_json::json!([{"storage": "local-lvm", "size": "16GiB", "mount-point": "/srv/data", "slot": "mp0", "options": {"backup": true}}])
+        serde_json::json!([{"storage": "local-lvm", "volume": "local-lvm:vm-300-disk-1", "size": "16GiB", "mount-point": "/srv/data", "slot": "mp0", "options": {"backup": true}}])
     );
     assert_eq!(
         spec["bind-mounts"],

@@ -347,6 +347,41 @@ pub fn check_ssh_public_key(line: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `volume:` that keeps an existing volume (`disks[].volume`, `root.volume`,
+/// `mount-points[].volume`): `STORAGE:NAME` on the entry's own `storage`, naming a volume (not
+/// PVE's `STORAGE:SIZE` allocation form).
+pub(crate) fn check_existing_volume(
+    cx: &SpecContext<'_>,
+    volume: &str,
+    storage: &str,
+    at: &[PathSeg],
+) {
+    let Some((on, name)) = volume.split_once(':') else {
+        cx.invalid(
+            at,
+            format!("`{volume}` is not a volume id: expected `STORAGE:NAME`, e.g. `local-lvm:vm-101-disk-0`"),
+            None,
+        );
+        return;
+    };
+    if name.is_empty() || name.parse::<f64>().is_ok() || name.contains([',', '=', ' ', '\t']) {
+        cx.invalid(
+            at,
+            format!("`{volume}` names no volume: `{name}` is not a volume name"),
+            Some(
+                "a volume name such as `vm-101-disk-0`; to allocate a new one, leave `volume` out"
+                    .into(),
+            ),
+        );
+    } else if on != storage {
+        cx.invalid(
+            at,
+            format!("the volume is on storage `{on}`, the entry's `storage` is `{storage}`"),
+            Some(format!("set `storage: {on}`")),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

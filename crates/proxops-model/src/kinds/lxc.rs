@@ -176,6 +176,11 @@ pub struct RootFs {
     pub storage: String,
     /// The size, e.g. `8GiB`.
     pub size: Quantity,
+    /// The existing volume it is, `STORAGE:NAME` (`local-lvm:vm-200-disk-0`; what `proxops
+    /// adopt` writes): never allocated; a slot found holding another volume is an anomaly,
+    /// never swapped; grown when `size` grows. Its storage must be `storage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
     /// Mount options of the root filesystem; `backup` does not apply (the root is always
     /// backed up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,6 +195,11 @@ pub struct MountPoint {
     pub storage: String,
     /// The size.
     pub size: Quantity,
+    /// The existing volume it is, `STORAGE:NAME` (`local-lvm:vm-200-disk-0`; what `proxops
+    /// adopt` writes): never allocated; a slot found holding another volume is an anomaly,
+    /// never swapped; grown when `size` grows. Its storage must be `storage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
     /// The absolute path inside the container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_point: Option<String>,
@@ -429,6 +439,9 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
         );
     }
     common::check_storage_id(cx, &spec.root.storage, &path!["root", "storage"]);
+    if let Some(volume) = &spec.root.volume {
+        common::check_existing_volume(cx, volume, &spec.root.storage, &path!["root", "volume"]);
+    }
     if spec.root.size.bytes() == 0 {
         cx.invalid(
             &path!["root", "size"],
@@ -439,6 +452,10 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     let mut slots = BTreeSet::new();
     for (i, mp) in spec.mount_points.iter().enumerate() {
         common::check_storage_id(cx, &mp.storage, &path!["mount-points", i, "storage"]);
+        if let Some(volume) = &mp.volume {
+            let at = path!["mount-points", i, "volume"];
+            common::check_existing_volume(cx, volume, &mp.storage, &at);
+        }
         if mp.size.bytes() == 0 {
             cx.invalid(
                 &path!["mount-points", i, "size"],

@@ -400,44 +400,6 @@ fn validate_cpu(spec: &VmSpec, cx: &SpecContext<'_>) {
     }
 }
 
-/// `disks[i].volume`: `STORAGE:NAME` on the disk's own storage, naming a volume (not PVE's
-/// `STORAGE:SIZE` allocation form), and not beside `image`.
-fn check_existing_volume(cx: &SpecContext<'_>, volume: &str, storage: &str, image: bool, i: usize) {
-    let at = path!["disks", i, "volume"];
-    if image {
-        cx.invalid(
-            &at,
-            "a disk either imports an `image` or keeps an existing `volume`, not both",
-            None,
-        );
-        return;
-    }
-    let Some((on, name)) = volume.split_once(':') else {
-        cx.invalid(
-            &at,
-            format!("`{volume}` is not a volume id: expected `STORAGE:NAME`, e.g. `local-lvm:vm-101-disk-0`"),
-            None,
-        );
-        return;
-    };
-    if name.is_empty() || name.parse::<f64>().is_ok() || name.contains([',', '=', ' ', '\t']) {
-        cx.invalid(
-            &at,
-            format!("`{volume}` names no volume: `{name}` is not a volume name"),
-            Some(
-                "a volume name such as `vm-101-disk-0`; to allocate a new disk, leave `volume` out"
-                    .into(),
-            ),
-        );
-    } else if on != storage {
-        cx.invalid(
-            &at,
-            format!("the volume is on storage `{on}`, the disk's `storage` is `{storage}`"),
-            Some(format!("set `storage: {on}`")),
-        );
-    }
-}
-
 fn validate_disk(disk: &VmDisk, i: usize, slot: &str, cx: &SpecContext<'_>) {
     common::check_storage_id(cx, &disk.storage, &path!["disks", i, "storage"]);
     match (&disk.size, &disk.image) {
@@ -461,7 +423,16 @@ fn validate_disk(disk: &VmDisk, i: usize, slot: &str, cx: &SpecContext<'_>) {
         check_name_ref(cx, image, &path!["disks", i, "image"], "DiskImage");
     }
     if let Some(volume) = &disk.volume {
-        check_existing_volume(cx, volume, &disk.storage, disk.image.is_some(), i);
+        let at = path!["disks", i, "volume"];
+        if disk.image.is_some() {
+            cx.invalid(
+                &at,
+                "a disk either imports an `image` or keeps an existing `volume`, not both",
+                None,
+            );
+        } else {
+            common::check_existing_volume(cx, volume, &disk.storage, &at);
+        }
     }
     let bus = slot.trim_end_matches(|c: char| c.is_ascii_digit());
     if disk.ssd.is_some() && !matches!(bus, "scsi" | "sata" | "ide") {

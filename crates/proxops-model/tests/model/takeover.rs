@@ -121,7 +121,7 @@ fn a_disk_names_its_existing_volume_on_its_own_storage() {
     for (volume, expected) in [
         (
             "other:vm-101-disk-0",
-            "the volume is on storage `other`, the disk's `storage` is `local-lvm`",
+            "the volume is on storage `other`, the entry's `storage` is `local-lvm`",
         ),
         ("local-lvm:8", "`local-lvm:8` names no volume"),
         (
