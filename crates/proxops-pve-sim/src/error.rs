@@ -27,6 +27,9 @@ pub enum SimError {
     /// The server task ended with an error.
     #[error("server failed: {0}")]
     Server(String),
+    /// The OS gave no randomness for the ticket-signing secret.
+    #[error("no randomness from the OS for the ticket secret: {0}")]
+    Random(String),
     /// Guest config files could not be seeded.
     #[error("cannot seed guests: {0}")]
     Seed(String),

@@ -1,4 +1,4 @@
-//! Fault injection. Every decision is a draw from [`SplitMix64`] seeded by the configured seed,
+//! Fault injection. Every decision is a draw from a [`fastrand::Rng`] seeded by the configured seed,
 //! the fault kind, the request's `METHOD /template` and its number for that key, so the same
 //! request sequence meets the same faults on every run.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::config::EndpointClass;
 use crate::error::{ApiError, with_reason};
 use crate::reset;
-use crate::rng::{SplitMix64, fnv1a};
+use crate::rng::{fnv1a, seeded_f64};
 use crate::server::{Shared, lock};
 use crate::state::GuestKind;
 
@@ -17,7 +17,7 @@ use crate::state::GuestKind;
 pub fn draw(seed: u64, fault: &str, key: &str, n: u64) -> f64 {
     let mixed =
         seed ^ fnv1a(fault).rotate_left(21) ^ fnv1a(key) ^ n.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    SplitMix64::new(mixed).next_f64()
+    seeded_f64(mixed)
 }
 
 /// The endpoint class of a `METHOD /template` key.

@@ -1,33 +1,6 @@
-//! Randomness without a dependency: [`SplitMix64`] for reproducible fault decisions, and fresh
-//! secrets from the OS (`/dev/urandom`, falling back to std's randomly keyed hasher).
-
-use std::hash::{BuildHasher, Hasher};
-use std::io::Read;
-
-/// Steele, Lea and Flood's SplitMix64: tiny, fast, and good enough to draw fault decisions.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A float in `[0, 1)`.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+//! Randomness: fault decisions drawn from a seeded [`fastrand::Rng`] (reproducible for a seed),
+//! identifiers (UUIDs, MACs) from fastrand, and the ticket-signing secret from the OS through
+//! getrandom, never from a fallback generator.
 
 /// FNV-1a of a string: a stable hash (std's hashers are randomly keyed or unstable).
 pub fn fnv1a(s: &str) -> u64 {
@@ -36,23 +9,23 @@ pub fn fnv1a(s: &str) -> u64 {
     })
 }
 
-/// `n` random bytes from the OS.
-pub fn random_bytes(n: usize) -> Vec<u8> {
+/// A reproducible draw in `[0, 1)` for `seed`.
+pub fn seeded_f64(seed: u64) -> f64 {
+    fastrand::Rng::with_seed(seed).f64()
+}
+
+/// `n` bytes of the OS's randomness, for secrets.
+pub fn os_random_bytes(n: usize) -> Result<Vec<u8>, getrandom::Error> {
     let mut buf = vec![0u8; n];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .is_ok();
-    if !ok {
-        let mut mix = SplitMix64::new(
-            std::collections::hash_map::RandomState::new()
-                .build_hasher()
-                .finish(),
-        );
-        for b in buf.iter_mut() {
-            *b = (mix.next_u64() & 0xff) as u8;
-        }
-    }
-    buf
+    getrandom::fill(&mut buf)?;
+    Ok(buf)
+}
+
+/// `n` random bytes for identifiers that need to be unlikely to collide, not secret.
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    std::iter::repeat_with(|| fastrand::u8(..))
+        .take(n)
+        .collect()
 }
 
 /// A random UUID (version 4) in lowercase hex form.
@@ -73,16 +46,24 @@ pub fn uuid() -> String {
 
 /// Standard base64 without padding (PVE's ticket signatures and CSRF tokens look like this).
 pub fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-        }
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD_NO_PAD.encode(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_are_reproducible_and_uuids_are_v4() {
+        assert_eq!(seeded_f64(42), seeded_f64(42));
+        assert_ne!(seeded_f64(42), seeded_f64(43));
+        assert!((0.0..1.0).contains(&seeded_f64(7)));
+        let u = uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"), "{u}");
+        assert_eq!(base64(b"abcd"), "YWJjZA");
+        assert_eq!(os_random_bytes(32).map(|b| b.len()).ok(), Some(32));
     }
-    out
 }

@@ -110,7 +110,7 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         faults: Mutex::new(config.faults.clone()),
         durations: Mutex::new(config.task_durations.clone()),
         fingerprint: fingerprint.clone(),
-        ticket_secret: rng::random_bytes(32),
+        ticket_secret: rng::os_random_bytes(32).map_err(|e| SimError::Random(e.to_string()))?,
         counters: Mutex::new(BTreeMap::new()),
         task_counts: Mutex::new(BTreeMap::new()),
         kills: kills.clone(),

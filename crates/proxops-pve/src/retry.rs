@@ -1,8 +1,8 @@
 //! [`RetryPolicy`]: bounded retries with jittered exponential backoff, applied only to errors
-//! classified retryable. Jitter comes from a small seeded SplitMix64 ([`Jitter`]): reproducible
+//! classified retryable. Jitter comes from a seeded `fastrand` generator ([`Jitter`]): reproducible
 //! when a seed is given, and free of a `rand` dependency.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// How often and how patiently a retryable failure is tried again.
@@ -54,32 +54,23 @@ impl RetryPolicy {
     }
 }
 
-/// A lock-free SplitMix64 stream.
+/// A shared stream of jitter draws: seeded (reproducible) or from fastrand's own seed.
 #[derive(Debug)]
-pub struct Jitter(AtomicU64);
+pub struct Jitter(Mutex<fastrand::Rng>);
 
 impl Jitter {
-    /// A stream from a seed (or from the clock).
+    /// A stream from a seed (or, without one, seeded by fastrand from the process's state).
     pub fn new(seed: Option<u64>) -> Jitter {
-        let seed = seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0x5EED)
-        });
-        Jitter(AtomicU64::new(seed))
+        Jitter(Mutex::new(match seed {
+            Some(seed) => fastrand::Rng::with_seed(seed),
+            None => fastrand::Rng::new(),
+        }))
     }
 
     /// The next draw in `[0, 1)`.
     pub fn next_f64(&self) -> f64 {
-        let mut z = self
-            .0
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        // A poisoned lock only means another draw panicked; the generator is still fine.
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).f64()
     }
 }
 

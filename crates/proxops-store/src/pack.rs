@@ -150,25 +150,7 @@ fn sha1(bytes: &[u8]) -> Result<ObjectId> {
 
 /// CRC-32 (IEEE), as pack indexes record per entry.
 fn crc32(bytes: &[u8]) -> u32 {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, slot) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
-            for _ in 0..8 {
-                c = if c & 1 == 1 {
-                    0xedb8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-            }
-            *slot = c;
-        }
-        t
-    });
-    !bytes
-        .iter()
-        .fold(!0u32, |c, b| table[usize::from((c as u8) ^ b)] ^ (c >> 8))
+    crc32fast::hash(bytes)
 }
 
 #[cfg(test)]
