@@ -1,7 +1,7 @@
 //! Control: suspend, resume, reconcile now, drift mode report, the change gate, and the
 //! example agent configuration.
 
-use crate::support::*;
+use super::support::*;
 use proxops_e2e::{example, git, proxops_bin};
 use serde_json::Value;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! foreign `Origin`, 404 for what the repository does not declare, and no public listener
 //! without a token.
 
-use crate::support::*;
+use super::support::*;
 use proxops_e2e::{ChildGuard, free_port, http_with, proxops_bin};
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -1,6 +1,6 @@
 //! The agent converges commits, recovers from a kill mid-apply, and isolates clusters.
 
-use crate::support::*;
+use super::support::*;
 use proxops_e2e::{ChildGuard, free_port, git, http_get, proxops_bin};
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -2,7 +2,7 @@
 //! whichever forge signs it; a bad or missing signature, a replay, an oversized body, a ping
 //! and a push to another branch run none. A gated cluster's merged candidate runs its cycle.
 
-use crate::support::*;
+use super::support::*;
 use proxops_e2e::{git, http_body};
 use proxops_engine::agent::hooks::generic_signature;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Leases: two agents (one repository, or clones of one remote), apply against a held lease,
 //! and a graceful stop that gives the lease back.
 
-use crate::support::*;
+use super::support::*;
 use proxops_e2e::{git, proxops_bin};
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -3,8 +3,8 @@
 //! statuses on GitHub, GitLab and Gitea going pending -> failure on the failing commit and
 //! pending -> success on the fixing one. Local servers stand in for all of them.
 
-use crate::standin::{Received, StandIn};
-use crate::support::*;
+use super::standin::{Received, StandIn};
+use super::support::*;
 use proxops_e2e::http_body;
 use proxops_engine::agent::hooks::generic_signature;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! recoveries, filters), and how failing, slow and unusable sinks are handled without holding
 //! up the caller.
 
-use crate::standin::StandIn;
+use super::standin::StandIn;
 use proxops_engine::agent::cluster::CycleOutcome;
 use proxops_engine::agent::notify::{ConfiguredSinks, Notifier, NotifyOptions};
 use proxops_engine::agent::{CycleRecord, CycleResult};

@@ -5,10 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
+use crate::common::{copy_tree, homelab, lab_sim, tool, write};
 use assert_cmd::Command;
-use common::{copy_tree, homelab, lab_sim, tool, write};
 use std::path::{Path, PathBuf};
 
 const TOKEN_SECRET: &str = "tok-5e1f0c2a-sops-only";

@@ -4,10 +4,8 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
+use crate::common::{copy_tree, homelab};
 use assert_cmd::Command;
-use common::{copy_tree, homelab};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,0 +1,12 @@
+//! ProxOps end to end, in one test binary (one link instead of one per area): each module
+//! drives the `proxops` binary, the engine, the simulator and git repositories in temporary
+//! directories. Shared helpers are the `proxops_e2e` library (`support.rs`).
+
+mod adopt;
+mod agent;
+mod ansible;
+mod engine;
+mod examples;
+mod interop;
+mod planes;
+mod safety;
