@@ -7,7 +7,7 @@ use super::{AgentBackend, Pass, lock};
 use crate::backend::{Backend, per_cluster_state_file};
 use crate::execute::{CycleReport, Outcome, Progress};
 use crate::plan::ClusterPlan;
-use crate::planes::{Planes, cluster_status};
+use crate::planes::Planes;
 use crate::reconcile::{
     ClusterRun, Event, ReconcileOptions, Reconciler, RunError, RunResult, Source,
 };
@@ -184,29 +184,36 @@ async fn read_view(pass: &Arc<Pass>, name: &str, out: &mut CycleOutcome) {
         return;
     };
     let (store, refs) = (planes.store.clone(), planes.refs.clone());
+    // Each plane is read once (its 1,000 documents parsed once), and only the heads and the
+    // rows leave the blocking task.
     let read = tokio::task::spawn_blocking(move || {
-        let status = cluster_status(&store, &refs)?;
-        let view = store.view(&refs)?;
-        Ok::<_, StoreError>((status, view))
-    })
-    .await;
-    if let Ok(Ok((status, view))) = read {
-        out.record.desired_head = status.desired.revision;
-        out.record.observed_head = status.observed.revision;
-        out.resources = Some(
-            view.resources
-                .iter()
-                .map(|r| ResourceRow {
+        let desired = store.read_desired(&refs, None)?;
+        let observed = store.read_observed(&refs, None)?;
+        let view = proxops_store::state::derive(&refs.cluster, desired.as_ref(), observed.as_ref());
+        let rows: Vec<ResourceRow> = view
+            .resources
+            .iter()
+            .map(|r| ResourceRow {
                     kind: r.key.kind.clone(),
                     name: r.key.name.clone(),
                     state: serde_json::to_value(r.state)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default(),
-                    reason: r.reason.clone(),
-                })
-                .collect(),
+                reason: r.reason.clone(),
+            })
+            .collect();
+        let heads = (
+            desired.map(|d| hex(d.plane.commit.id)),
+            observed.map(|o| hex(o.plane.commit.id)),
         );
+        Ok::<_, StoreError>((heads, rows))
+    })
+    .await;
+    if let Ok(Ok(((desired, observed), rows))) = read {
+        out.record.desired_head = desired;
+        out.record.observed_head = observed;
+        out.resources = Some(rows);
     }
 }
 
