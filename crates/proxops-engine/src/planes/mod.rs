@@ -45,6 +45,7 @@ use proxops_store::{
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One cluster's planes in one store.
@@ -62,8 +63,9 @@ pub struct PublishedDesired {
     /// The ref update and what changed.
     pub publication: DesiredPublication,
     /// The desired plane at the live head (published, unchanged, or left alone by a gated
-    /// publication): what this cycle reconciles and its receipts pin.
-    pub state: DesiredState,
+    /// publication): what this cycle reconciles and its receipts pin. Shared: a converged
+    /// cluster's head does not move, and its plane is the one read before publishing.
+    pub state: Arc<DesiredState>,
 }
 
 /// Where a desired publication went.
@@ -138,16 +140,34 @@ impl Planes {
         repository: &Repository,
         source_revision: ObjectId,
     ) -> Result<PublishedDesired, StoreError> {
-        let publication = self.store.publish_desired(
+        self.publish_desired_over(repository, source_revision, None)
+    }
+
+    /// [`Planes::publish_desired`] where `prior` is the desired plane as read before: when the
+    /// live head stays where `prior` was read (nothing changed, or the change went to a
+    /// candidate), `prior` is the plane at the head and is not read and parsed a second time.
+    pub fn publish_desired_over(
+        &self,
+        repository: &Repository,
+        source_revision: ObjectId,
+        prior: Option<&Arc<DesiredState>>,
+    ) -> Result<PublishedDesired, StoreError> {
+        let publication = self.store.publish_desired_over(
             &self.refs,
             repository,
             source_revision,
             &DesiredOptions::default(),
+            prior,
         )?;
-        let state = self
-            .store
-            .read_desired(&self.refs, Some(publication.publication.head))?
-            .ok_or_else(|| StoreError::Invalid("the desired plane vanished".to_owned()))?;
+        let head = publication.publication.head;
+        let state = match prior.filter(|p| p.plane.commit.id == head && p.plane.refname == self.refs.desired) {
+            Some(p) => Arc::clone(p),
+            None => Arc::new(
+                self.store
+                    .read_desired(&self.refs, Some(head))?
+                    .ok_or_else(|| StoreError::Invalid("the desired plane vanished".to_owned()))?,
+            ),
+        };
         Ok(PublishedDesired { publication, state })
     }
 
