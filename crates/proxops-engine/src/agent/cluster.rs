@@ -15,6 +15,7 @@ use proxops_model::ResourceKey;
 use proxops_model::config::LogLevel;
 use proxops_pve::Latency;
 use proxops_store::StoreError;
+use proxops_store::desired::DesiredState;
 use proxops_store::documents::{hex, utc_timestamp};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -170,16 +171,23 @@ async fn cycle(
     out.requests = run.requests.clone();
     out.latencies = run.latencies.clone();
     let result = classify(&run, out);
+    let desired = run.desired.map(|d| d.state);
     if let Some(last) = run.cycles.into_iter().last() {
         out.plan = Some(last.plan);
         out.report = last.report;
     }
-    read_view(pass, name, out).await;
+    read_view(pass, name, desired, out).await;
     result
 }
 
-/// Fills the desired and observed heads and the resources' states from the planes.
-async fn read_view(pass: &Arc<Pass>, name: &str, out: &mut CycleOutcome) {
+/// Fills the desired and observed heads and the resources' states from the planes. `desired`
+/// is the plane the cycle reconciled: read again only if the head moved since.
+async fn read_view(
+    pass: &Arc<Pass>,
+    name: &str,
+    desired: Option<Arc<DesiredState>>,
+    out: &mut CycleOutcome,
+) {
     let Ok(planes) = Planes::from_config(pass.fetched.store.clone(), &pass.repo, name) else {
         return;
     };
@@ -187,9 +195,15 @@ async fn read_view(pass: &Arc<Pass>, name: &str, out: &mut CycleOutcome) {
     // Each plane is read once (its 1,000 documents parsed once), and only the heads and the
     // rows leave the blocking task.
     let read = tokio::task::spawn_blocking(move || {
-        let desired = store.read_desired(&refs, None)?;
+        let head = store.head(&refs.desired)?;
+        let desired = match (desired, head) {
+            (_, None) => None,
+            (Some(d), Some(h)) if d.plane.commit.id == h => Some(d),
+            (_, Some(h)) => store.read_desired(&refs, Some(h))?.map(Arc::new),
+        };
         let observed = store.read_observed(&refs, None)?;
-        let view = proxops_store::state::derive(&refs.cluster, desired.as_ref(), observed.as_ref());
+        let view =
+            proxops_store::state::derive(&refs.cluster, desired.as_deref(), observed.as_ref());
         let rows: Vec<ResourceRow> = view
             .resources
             .iter()
