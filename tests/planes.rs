@@ -457,7 +457,10 @@ fn the_plane_read_before_publishing_is_the_one_reconciled_while_the_head_stays()
         .unwrap();
     assert!(moved.publication.publication.published);
     assert!(!Arc::ptr_eq(&moved.state, &prior));
-    assert_eq!(moved.state.plane.commit.id, moved.publication.publication.head);
+    assert_eq!(
+        moved.state.plane.commit.id,
+        moved.publication.publication.head
+    );
     assert_ne!(moved.state.plane.commit.id, prior.plane.commit.id);
 }
 

@@ -72,7 +72,10 @@ fn an_unchanged_commit_is_not_reloaded_and_a_pushed_one_is_reconciled_by_the_web
         &[("TEST_RELOAD_SECRET", SECRET)],
     );
     let first = cycles(&agent, 1);
-    let revision = first["lastCycle"]["sourceRevision"].as_str().unwrap().to_owned();
+    let revision = first["lastCycle"]["sourceRevision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(metric(&agent, "proxops_source_loads_total"), Some(1));
     assert_eq!(memory_of(&state, 100), "2048");
 
@@ -97,12 +100,13 @@ fn an_unchanged_commit_is_not_reloaded_and_a_pushed_one_is_reconciled_by_the_web
     git(repo.path(), &["push", "-q", &url, "main"]);
     poke(&agent);
     let third = cycles(&agent, 3);
-    assert_eq!(third["lastCycle"]["sourceRevision"], head.as_str(), "{third}");
+    assert_eq!(
+        third["lastCycle"]["sourceRevision"],
+        head.as_str(),
+        "{third}"
+    );
     assert_eq!(third["lastCycle"]["result"], "applied", "{third}");
     assert_eq!(memory_of(&state, 100), "3072");
     assert_eq!(metric(&agent, "proxops_source_loads_total"), Some(2));
-    assert_eq!(
-        agent.status().unwrap()["source"]["revision"],
-        head.as_str()
-    );
+    assert_eq!(agent.status().unwrap()["source"]["revision"], head.as_str());
 }

@@ -396,10 +396,12 @@ impl Store {
         }
         let head = self.current_head(repo, &refs.desired)?;
         let previous = match head {
-            Some(h) => Some(match known.filter(|k| k.plane.commit.id == h && k.plane.refname == refs.desired) {
-                Some(k) => Arc::clone(k),
-                None => Arc::new(DesiredState::read(repo, &refs.desired, h)?),
-            }),
+            Some(h) => Some(
+                match known.filter(|k| k.plane.commit.id == h && k.plane.refname == refs.desired) {
+                    Some(k) => Arc::clone(k),
+                    None => Arc::new(DesiredState::read(repo, &refs.desired, h)?),
+                },
+            ),
             None => None,
         };
         if cluster.resources.is_empty()

@@ -208,12 +208,12 @@ async fn read_view(
             .resources
             .iter()
             .map(|r| ResourceRow {
-                    kind: r.key.kind.clone(),
-                    name: r.key.name.clone(),
-                    state: serde_json::to_value(r.state)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
+                kind: r.key.kind.clone(),
+                name: r.key.name.clone(),
+                state: serde_json::to_value(r.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
                 reason: r.reason.clone(),
             })
             .collect();

@@ -139,7 +139,10 @@ mod tests {
             graphs: Arc::new(BTreeMap::new()),
         });
         let (hit, _) = cache.at(id(1)).expect("the kept commit");
-        assert!(Arc::ptr_eq(&hit, &repo), "the same load is shared, not a copy");
+        assert!(
+            Arc::ptr_eq(&hit, &repo),
+            "the same load is shared, not a copy"
+        );
         assert!(cache.at(id(2)).is_none(), "another commit is not served");
     }
 }

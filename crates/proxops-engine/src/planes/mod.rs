@@ -160,7 +160,9 @@ impl Planes {
             prior,
         )?;
         let head = publication.publication.head;
-        let state = match prior.filter(|p| p.plane.commit.id == head && p.plane.refname == self.refs.desired) {
+        let state = match prior
+            .filter(|p| p.plane.commit.id == head && p.plane.refname == self.refs.desired)
+        {
             Some(p) => Arc::clone(p),
             None => Arc::new(
                 self.store

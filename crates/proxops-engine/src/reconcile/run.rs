@@ -458,8 +458,8 @@ async fn publish(
     tokio::task::spawn_blocking(move || {
         planes.publish_desired_over(&repository, revision, prior.as_ref())
     })
-        .await
-        .map_err(joined)
-        .and_then(|r| r)
-        .map_err(RunError::Desired)
+    .await
+    .map_err(joined)
+    .and_then(|r| r)
+    .map_err(RunError::Desired)
 }

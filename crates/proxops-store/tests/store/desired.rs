@@ -261,7 +261,10 @@ fn a_plane_known_to_the_caller_stands_in_only_at_the_head_it_was_read_at() {
     let build = store
         .build_desired_over(&gix_repo, &refs, &loaded, rev, &options, Some(&current))
         .unwrap();
-    assert!(std::sync::Arc::ptr_eq(build.previous.as_ref().unwrap(), &current));
+    assert!(std::sync::Arc::ptr_eq(
+        build.previous.as_ref().unwrap(),
+        &current
+    ));
     let same = store
         .publish_desired_over(&refs, &loaded, rev, &options, Some(&current))
         .unwrap();
@@ -281,5 +284,8 @@ fn a_plane_known_to_the_caller_stands_in_only_at_the_head_it_was_read_at() {
         .unwrap();
     assert!(!again.publication.published, "{:?}", again.changes);
     assert!(again.changes.updated.is_empty(), "{:?}", again.changes);
-    assert_eq!(store.head(&refs.desired).unwrap(), Some(current.plane.commit.id));
+    assert_eq!(
+        store.head(&refs.desired).unwrap(),
+        Some(current.plane.commit.id)
+    );
 }
