@@ -15,9 +15,11 @@ fn metric(agent: &Agent, name: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
-/// Pushes to `main` were announced: a signed generic notice runs a pass.
-fn poke(agent: &Agent) {
-    let body = br#"{"ref":"refs/heads/main"}"#;
+/// A push to `main` that left it at `after` is announced: a signed generic notice runs a pass
+/// (a notice with the same body again would be a replay).
+fn poke(agent: &Agent, after: &str) {
+    let body = format!(r#"{{"ref":"refs/heads/main","after":"{after}"}}"#);
+    let body = body.as_bytes();
     let signature = generic_signature(SECRET.as_bytes(), body);
     let (code, text) = http_body(
         agent.port,
@@ -80,7 +82,7 @@ fn an_unchanged_commit_is_not_reloaded_and_a_pushed_one_is_reconciled_by_the_web
     assert_eq!(memory_of(&state, 100), "2048");
 
     // Nothing new on the remote: the pass fetches, finds the same commit and reuses its load.
-    poke(&agent);
+    poke(&agent, &revision);
     let second = cycles(&agent, 2);
     assert_eq!(second["lastCycle"]["sourceRevision"], revision.as_str());
     assert_eq!(metric(&agent, "proxops_passes_total"), Some(2));
@@ -98,7 +100,7 @@ fn an_unchanged_commit_is_not_reloaded_and_a_pushed_one_is_reconciled_by_the_web
     );
     let head = repo.commit("lab: grow sandbox-01");
     git(repo.path(), &["push", "-q", &url, "main"]);
-    poke(&agent);
+    poke(&agent, &head);
     let third = cycles(&agent, 3);
     assert_eq!(
         third["lastCycle"]["sourceRevision"],
