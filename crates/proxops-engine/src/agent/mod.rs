@@ -2,8 +2,9 @@
 //!
 //! Every interval (with ±10% jitter, so that agents started together drift apart) an
 //! [`Agent`] runs a pass: it brings the repository up to date ([`SourceLocation`]), loads and
-//! validates it at that commit, and runs one cycle per cluster, clusters in parallel (bounded)
-//! and isolated: an invalid, unreachable or failing cluster ends its own cycle only.
+//! validates it at that commit (unless the previous pass loaded the same commit: then its load
+//! is reused), and runs one cycle per cluster, clusters in parallel (bounded) and isolated: an
+//! invalid, unreachable or failing cluster ends its own cycle only.
 //!
 //! A cluster's cycle ([`cluster`]) takes the cluster's lease in the git store (so two agents,
 //! or an agent and `proxops apply --planes`, never reconcile one cluster at once), publishes
