@@ -17,6 +17,9 @@ use proxops_store::documents::hex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// The graphs of a repository's valid clusters, by cluster.
+pub(crate) type Graphs = Arc<BTreeMap<String, Graph>>;
+
 /// A repository loaded and checked at one commit.
 #[derive(Debug)]
 pub(crate) struct Loaded {
@@ -25,7 +28,7 @@ pub(crate) struct Loaded {
     /// The repository, diagnostics included.
     pub(crate) repo: Arc<Repository>,
     /// The graphs of its valid clusters.
-    pub(crate) graphs: Arc<BTreeMap<String, Graph>>,
+    pub(crate) graphs: Graphs,
 }
 
 /// The last load, kept between passes.
@@ -36,7 +39,7 @@ pub(crate) struct LoadCache {
 
 impl LoadCache {
     /// The loaded repository at `commit`, if it is the one kept.
-    fn at(&self, commit: ObjectId) -> Option<(Arc<Repository>, Arc<BTreeMap<String, Graph>>)> {
+    fn at(&self, commit: ObjectId) -> Option<(Arc<Repository>, Graphs)> {
         self.last
             .as_ref()
             .filter(|l| l.commit == commit)
@@ -48,7 +51,7 @@ impl LoadCache {
 pub(crate) struct Source {
     pub(crate) fetched: Fetched,
     pub(crate) repo: Arc<Repository>,
-    pub(crate) graphs: Arc<BTreeMap<String, Graph>>,
+    pub(crate) graphs: Graphs,
     /// Whether the repository was loaded by this call (not taken from the cache).
     pub(crate) loaded: bool,
 }
