@@ -422,6 +422,48 @@ fn resources_applied_before_planes_get_in_sync_receipts() {
     }
 }
 
+/// A cycle that publishes nothing new reconciles the plane it read before publishing (shared,
+/// not read again); one that moves the head reconciles the new head.
+#[test]
+fn the_plane_read_before_publishing_is_the_one_reconciled_while_the_head_stays() {
+    use proxops_engine::planes::Planes;
+    use proxops_model::{LoadOptions, Registry, load_repository};
+    use proxops_store::Store;
+    use std::sync::Arc;
+
+    let lab = Lab::new();
+    let store = Store::open(lab.path()).unwrap();
+    let registry = Registry::builtin();
+    let load = || {
+        let source = store.source(None).unwrap();
+        let repo = load_repository(&source, &registry, &LoadOptions::default()).unwrap();
+        (source.commit(), repo)
+    };
+    let planes = Planes::for_cluster(store.clone(), "lab").unwrap();
+    let (commit, repo) = load();
+    let first = planes.publish_desired_over(&repo, commit, None).unwrap();
+    assert!(first.publication.publication.published);
+    let prior = Arc::new(store.read_desired(&planes.refs, None).unwrap().unwrap());
+    let same = planes
+        .publish_desired_over(&repo, commit, Some(&prior))
+        .unwrap();
+    assert!(!same.publication.publication.published);
+    assert!(Arc::ptr_eq(&same.state, &prior), "the plane was read again");
+
+    set_sandbox_memory(&lab, "2GiB", "3GiB");
+    let (commit, repo) = load();
+    let moved = planes
+        .publish_desired_over(&repo, commit, Some(&prior))
+        .unwrap();
+    assert!(moved.publication.publication.published);
+    assert!(!Arc::ptr_eq(&moved.state, &prior));
+    assert_eq!(
+        moved.state.plane.commit.id,
+        moved.publication.publication.head
+    );
+    assert_ne!(moved.state.plane.commit.id, prior.plane.commit.id);
+}
+
 /// The engine with planes, without the CLI: a failed download and the VM deferred behind it get
 /// no receipt and stay READY; the next cycle reconciles them and only them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

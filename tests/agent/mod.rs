@@ -14,4 +14,5 @@ mod hooks;
 mod leases;
 mod notifications;
 mod notifier;
+mod reload;
 mod standin;

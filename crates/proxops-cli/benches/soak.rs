@@ -10,7 +10,8 @@
 //! `cargo bench -p proxops-cli --bench soak -- --duration 10m` (also `--clusters 10`,
 //! `--manifests 1000`, `--interval 15s`, `--parallel 4`, `--task-time 1ms`; or the variables
 //! `SOAK_DURATION`, `SOAK_CLUSTERS`, ...). The first pass creates every guest; the duration
-//! counts from the end of it. The agent inherits the environment (`MALLOC_ARENA_MAX`, ...).
+//! counts from the end of it. The agent inherits the environment (`MALLOC_ARENA_MAX`, ...);
+//! `SOAK_WRAP` runs it under a profiler (`SOAK_WRAP="heaptrack -o /tmp/agent"`).
 //!
 //! The first pass creates guests and reads none, so its working set is smaller than that of a
 //! converged pass, which reads every guest's configuration: memory is judged against the first
@@ -282,7 +283,20 @@ fn main() {
         .port();
     let log = std::fs::File::create(work.path().join("agent.log")).unwrap();
     let interval = format!("{}ms", s.interval.as_millis());
-    let mut agent = Command::new(env!("CARGO_BIN_EXE_proxops"))
+    // `SOAK_WRAP` (e.g. `heaptrack -o /tmp/agent`) runs the agent under a profiler: the RSS
+    // figures are then the wrapper's and say nothing.
+    let wrap: Vec<String> = std::env::var("SOAK_WRAP")
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut command = match wrap.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(env!("CARGO_BIN_EXE_proxops"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_proxops")),
+    };
+    let mut agent = command
         .args([
             "run",
             "--backend",

@@ -14,6 +14,7 @@ use gix::ObjectId;
 use proxops_model::{Repository, ResourceKey};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The trailer pinning the source revision of a desired commit.
 pub const SOURCE_TRAILER: &str = "Source-Revision";
@@ -196,7 +197,7 @@ pub struct DesiredBuild {
     /// The live desired head it was built on.
     pub head: Option<ObjectId>,
     /// The plane at that head.
-    pub previous: Option<DesiredState>,
+    pub previous: Option<Arc<DesiredState>>,
     /// The new plane's files.
     pub files: FileMap,
     /// What differs from the head.
@@ -315,8 +316,23 @@ impl Store {
         source_revision: ObjectId,
         options: &DesiredOptions,
     ) -> Result<DesiredPublication> {
+        self.publish_desired_over(refs, repository, source_revision, options, None)
+    }
+
+    /// [`Store::publish_desired`] given the desired plane as the caller read it before
+    /// (`known`): when the head is still the one `known` was read at, its 1,000s of documents
+    /// are not read and parsed again.
+    pub fn publish_desired_over(
+        &self,
+        refs: &PlaneRefs,
+        repository: &Repository,
+        source_revision: ObjectId,
+        options: &DesiredOptions,
+        known: Option<&Arc<DesiredState>>,
+    ) -> Result<DesiredPublication> {
         let mut repo = crate::pack::batch(&self.repo());
-        let build = self.build_desired(&repo, refs, repository, source_revision, options)?;
+        let build =
+            self.build_desired_over(&repo, refs, repository, source_revision, options, known)?;
         let message = apply_message(&refs.cluster, source_revision, &build.changes);
         self.publish_build(&mut repo, refs, build, &message)
     }
@@ -355,6 +371,20 @@ impl Store {
         source_revision: ObjectId,
         options: &DesiredOptions,
     ) -> Result<DesiredBuild> {
+        self.build_desired_over(repo, refs, repository, source_revision, options, None)
+    }
+
+    /// [`Store::build_desired`], taking the plane at the head from `known` when it was read
+    /// at that head (a plane is a function of its commit).
+    pub fn build_desired_over(
+        &self,
+        repo: &gix::Repository,
+        refs: &PlaneRefs,
+        repository: &Repository,
+        source_revision: ObjectId,
+        options: &DesiredOptions,
+        known: Option<&Arc<DesiredState>>,
+    ) -> Result<DesiredBuild> {
         let cluster = repository.cluster(&refs.cluster).ok_or_else(|| {
             StoreError::Invalid(format!("no cluster `{}` was loaded", refs.cluster))
         })?;
@@ -366,7 +396,12 @@ impl Store {
         }
         let head = self.current_head(repo, &refs.desired)?;
         let previous = match head {
-            Some(h) => Some(DesiredState::read(repo, &refs.desired, h)?),
+            Some(h) => Some(
+                match known.filter(|k| k.plane.commit.id == h && k.plane.refname == refs.desired) {
+                    Some(k) => Arc::clone(k),
+                    None => Arc::new(DesiredState::read(repo, &refs.desired, h)?),
+                },
+            ),
             None => None,
         };
         if cluster.resources.is_empty()

@@ -172,7 +172,7 @@ impl Store {
         message.push_str(&format!("{VERSION_TRAILER}: {CONTROLLER_VERSION}\n"));
         let build = DesiredBuild {
             head: Some(head),
-            previous: Some(current),
+            previous: Some(std::sync::Arc::new(current)),
             files,
             changes: changes.clone(),
         };

@@ -7,7 +7,7 @@ use super::{AgentBackend, Pass, lock};
 use crate::backend::{Backend, per_cluster_state_file};
 use crate::execute::{CycleReport, Outcome, Progress};
 use crate::plan::ClusterPlan;
-use crate::planes::{Planes, cluster_status};
+use crate::planes::Planes;
 use crate::reconcile::{
     ClusterRun, Event, ReconcileOptions, Reconciler, RunError, RunResult, Source,
 };
@@ -15,6 +15,7 @@ use proxops_model::ResourceKey;
 use proxops_model::config::LogLevel;
 use proxops_pve::Latency;
 use proxops_store::StoreError;
+use proxops_store::desired::DesiredState;
 use proxops_store::documents::{hex, utc_timestamp};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -171,43 +172,63 @@ async fn cycle(
     out.requests = run.requests.clone();
     out.latencies = run.latencies.clone();
     let result = classify(&run, out);
+    let desired = run.desired.map(|d| d.state);
     if let Some(last) = run.cycles.into_iter().last() {
         out.plan = Some(last.plan);
         out.report = last.report;
     }
-    read_view(pass, name, out).await;
+    read_view(pass, name, desired, out).await;
     result
 }
 
-/// Fills the desired and observed heads and the resources' states from the planes.
-async fn read_view(pass: &Arc<Pass>, name: &str, out: &mut CycleOutcome) {
+/// Fills the desired and observed heads and the resources' states from the planes. `desired`
+/// is the plane the cycle reconciled: read again only if the head moved since.
+async fn read_view(
+    pass: &Arc<Pass>,
+    name: &str,
+    desired: Option<Arc<DesiredState>>,
+    out: &mut CycleOutcome,
+) {
     let Ok(planes) = Planes::from_config(pass.fetched.store.clone(), &pass.repo, name) else {
         return;
     };
     let (store, refs) = (planes.store.clone(), planes.refs.clone());
+    // Each plane is read once (its 1,000 documents parsed once), and only the heads and the
+    // rows leave the blocking task.
     let read = tokio::task::spawn_blocking(move || {
-        let status = cluster_status(&store, &refs)?;
-        let view = store.view(&refs)?;
-        Ok::<_, StoreError>((status, view))
+        let head = store.head(&refs.desired)?;
+        let desired = match (desired, head) {
+            (_, None) => None,
+            (Some(d), Some(h)) if d.plane.commit.id == h => Some(d),
+            (_, Some(h)) => store.read_desired(&refs, Some(h))?.map(Arc::new),
+        };
+        let observed = store.read_observed(&refs, None)?;
+        let view =
+            proxops_store::state::derive(&refs.cluster, desired.as_deref(), observed.as_ref());
+        let rows: Vec<ResourceRow> = view
+            .resources
+            .iter()
+            .map(|r| ResourceRow {
+                kind: r.key.kind.clone(),
+                name: r.key.name.clone(),
+                state: serde_json::to_value(r.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                reason: r.reason.clone(),
+            })
+            .collect();
+        let heads = (
+            desired.map(|d| hex(d.plane.commit.id)),
+            observed.map(|o| hex(o.plane.commit.id)),
+        );
+        Ok::<_, StoreError>((heads, rows))
     })
     .await;
-    if let Ok(Ok((status, view))) = read {
-        out.record.desired_head = status.desired.revision;
-        out.record.observed_head = status.observed.revision;
-        out.resources = Some(
-            view.resources
-                .iter()
-                .map(|r| ResourceRow {
-                    kind: r.key.kind.clone(),
-                    name: r.key.name.clone(),
-                    state: serde_json::to_value(r.state)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    reason: r.reason.clone(),
-                })
-                .collect(),
-        );
+    if let Ok(Ok(((desired, observed), rows))) = read {
+        out.record.desired_head = desired;
+        out.record.observed_head = observed;
+        out.resources = Some(rows);
     }
 }
 

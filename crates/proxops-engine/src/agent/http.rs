@@ -194,7 +194,15 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 async fn status(State(shared): State<Arc<Shared>>) -> Response {
-    axum::Json(shared.status()).into_response()
+    match shared.status_json() {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 async fn reconcile(State(shared): State<Arc<Shared>>, Path(cluster): Path<String>) -> Response {

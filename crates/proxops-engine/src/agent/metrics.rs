@@ -35,6 +35,7 @@ impl Histogram {
 pub struct Metrics {
     passes: u64,
     source_failures: u64,
+    source_loads: u64,
     cycles: BTreeMap<(String, &'static str), u64>,
     actions: BTreeMap<(String, String, String, &'static str), u64>,
     durations: BTreeMap<String, Histogram>,
@@ -57,6 +58,11 @@ impl Metrics {
     /// Fetching or loading the repository failed.
     pub fn source_failed(&mut self) {
         self.source_failures += 1;
+    }
+
+    /// The repository was loaded and checked at a commit the agent had not loaded last.
+    pub fn source_loaded(&mut self) {
+        self.source_loads += 1;
     }
 
     /// A cluster's cycle ended.
@@ -167,6 +173,13 @@ impl Metrics {
             "proxops_source_failures_total {}",
             self.source_failures
         );
+        header(
+            &mut out,
+            "proxops_source_loads_total",
+            "counter",
+            "Loads of the repository (a pass on the commit loaded last reuses it).",
+        );
+        let _ = writeln!(out, "proxops_source_loads_total {}", self.source_loads);
         header(
             &mut out,
             "proxops_cycles_total",

@@ -2,8 +2,9 @@
 //!
 //! Every interval (with ±10% jitter, so that agents started together drift apart) an
 //! [`Agent`] runs a pass: it brings the repository up to date ([`SourceLocation`]), loads and
-//! validates it at that commit, and runs one cycle per cluster, clusters in parallel (bounded)
-//! and isolated: an invalid, unreachable or failing cluster ends its own cycle only.
+//! validates it at that commit (unless the previous pass loaded the same commit: then its load
+//! is reused), and runs one cycle per cluster, clusters in parallel (bounded) and isolated: an
+//! invalid, unreachable or failing cluster ends its own cycle only.
 //!
 //! A cluster's cycle ([`cluster`]) takes the cluster's lease in the git store (so two agents,
 //! or an agent and `proxops apply --planes`, never reconcile one cluster at once), publishes
@@ -23,6 +24,7 @@ pub mod client;
 pub mod cluster;
 pub mod hooks;
 pub mod http;
+mod load;
 pub mod metrics;
 pub mod notify;
 pub mod source;
@@ -32,9 +34,10 @@ pub use auth::ControlToken;
 pub use source::SourceLocation;
 pub use status::{AgentStatus, ClusterState, CycleRecord, CycleResult, Suspensions};
 
+use load::LoadCache;
 use metrics::Metrics;
-use proxops_graph::{Graph, check_repository};
-use proxops_model::{LoadOptions, Registry, Repository, load_repository};
+use proxops_graph::Graph;
+use proxops_model::{Registry, Repository};
 use proxops_store::documents::{hex, utc_timestamp};
 use source::Fetched;
 use status::SourceState;
@@ -295,13 +298,21 @@ impl Shared {
 
     /// The status, with the current suspensions filled in.
     pub(crate) fn status(&self) -> AgentStatus {
-        let mut status = lock(&self.status).clone();
         let suspensions = lock(&self.suspensions).clone();
-        for c in &mut status.clusters {
-            c.suspended = suspensions.clusters.contains(&c.name);
-            c.suspended_resources = suspensions.resources_of(&c.name);
-        }
-        status
+        let mut status = lock(&self.status);
+        fill_suspensions(&mut status, &suspensions);
+        status.clone()
+    }
+
+    /// [`Shared::status`] as JSON, written from the shared status itself: `/status` is polled,
+    /// and a copy of every cluster's resource rows per request is heap churn that nobody
+    /// needs.
+    pub(crate) fn status_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        // Suspensions first and apart: the control API locks them, then the status.
+        let suspensions = lock(&self.suspensions).clone();
+        let mut status = lock(&self.status);
+        fill_suspensions(&mut status, &suspensions);
+        serde_json::to_vec(&*status)
     }
 
     /// Whether the repository last loaded declares `cluster` and, if given, its `resource`
@@ -337,6 +348,15 @@ impl Shared {
     }
 }
 
+/// Sets each cluster's suspensions in `status` to `suspensions` (they change outside passes,
+/// through the control API).
+fn fill_suspensions(status: &mut AgentStatus, suspensions: &Suspensions) {
+    for c in &mut status.clusters {
+        c.suspended = suspensions.clusters.contains(&c.name);
+        c.suspended_resources = suspensions.resources_of(&c.name);
+    }
+}
+
 /// The answer of [`Shared::declares`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Declared {
@@ -353,8 +373,9 @@ pub(crate) enum Declared {
 /// What one pass works with.
 pub struct Pass {
     fetched: Fetched,
-    repo: Repository,
-    graphs: BTreeMap<String, Graph>,
+    /// Shared with the agent's [`LoadCache`] while the commit stays the same.
+    repo: Arc<Repository>,
+    graphs: Arc<BTreeMap<String, Graph>>,
     registry: Arc<Registry>,
     options: Arc<AgentOptions>,
     stop: watch::Receiver<bool>,
@@ -479,6 +500,7 @@ impl Agent {
         let options = Arc::clone(&shared.options);
         let server = tokio::spawn(http::serve(listener, Arc::clone(&shared), stop.clone()));
         let mut jitter = Jitter::new();
+        let mut cache = LoadCache::default();
         let mut next = tokio::time::Instant::now();
         let mut passes = 0u64;
         loop {
@@ -496,7 +518,7 @@ impl Agent {
                 }
             };
             let full = only.is_none();
-            let pass = run_pass(&shared, &registry, only.as_ref(), stop.clone());
+            let pass = run_pass(&shared, &registry, &mut cache, only.as_ref(), stop.clone());
             let finished =
                 with_shutdown_timeout(pass, stop.clone(), options.shutdown_timeout).await;
             if let Some(t) = trigger {
@@ -548,6 +570,7 @@ async fn with_shutdown_timeout(
 async fn run_pass(
     shared: &Arc<Shared>,
     registry: &Arc<Registry>,
+    cache: &mut LoadCache,
     only: Option<&BTreeSet<String>>,
     stop: watch::Receiver<bool>,
 ) {
@@ -557,9 +580,17 @@ async fn run_pass(
         h.pass_started = Some(Instant::now());
     }
     lock(&shared.metrics).pass();
-    let loaded = load(&options, registry).await;
+    let loaded = load::load(&options, registry, cache).await;
     let pass = match loaded {
-        Ok((fetched, repo, graphs)) => {
+        Ok(load::Source {
+            fetched,
+            repo,
+            graphs,
+            loaded,
+        }) => {
+            if loaded {
+                lock(&shared.metrics).source_loaded();
+            }
             let mut status = lock(&shared.status);
             status.passes += 1;
             status.source.revision = Some(hex(fetched.commit));
@@ -572,16 +603,19 @@ async fn run_pass(
             }
             status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
             drop(status);
-            *lock(&shared.known) = Some(
-                repo.clusters
-                    .iter()
-                    .map(|c| {
-                        let keys = c.resources.iter().map(|r| r.key().to_string()).collect();
-                        (c.name.clone(), keys)
-                    })
-                    .collect(),
-            );
-            lock(&shared.hooks).followed = followed(&options.source, &repo);
+            // Both follow from the repository alone: rebuilt when it was (re)loaded.
+            if loaded {
+                *lock(&shared.known) = Some(
+                    repo.clusters
+                        .iter()
+                        .map(|c| {
+                            let keys = c.resources.iter().map(|r| r.key().to_string()).collect();
+                            (c.name.clone(), keys)
+                        })
+                        .collect(),
+                );
+                lock(&shared.hooks).followed = followed(&options.source, &repo);
+            }
             shared
                 .notifier
                 .configure(options.notifications.as_ref(), &repo, &fetched.dir);
@@ -659,34 +693,6 @@ fn end_pass(shared: &Shared, loaded: bool) {
     h.pass_started = None;
     h.last_pass_end = Some(Instant::now());
     h.ready |= loaded;
-}
-
-type Loaded = (Fetched, Repository, BTreeMap<String, Graph>);
-
-/// Fetches the source and loads it at the fetched commit.
-async fn load(options: &Arc<AgentOptions>, registry: &Arc<Registry>) -> Result<Loaded, AgentError> {
-    let fetched = source::refresh(&options.source, &options.data_dir).await?;
-    let (registry, clusters, f) = (
-        Arc::clone(registry),
-        options.clusters.clone(),
-        fetched.clone(),
-    );
-    let loaded = tokio::task::spawn_blocking(move || {
-        let source = f
-            .store
-            .source(Some(&hex(f.commit)))
-            .map_err(|e| AgentError::Source(e.to_string()))?;
-        let mut repo = load_repository(&source, &registry, &LoadOptions { clusters })
-            .map_err(|e| AgentError::Source(e.to_string()))?;
-        let graphs = check_repository(&registry, &mut repo)
-            .into_iter()
-            .filter_map(|c| c.graph.map(|g| (c.name, g)))
-            .collect();
-        Ok::<_, AgentError>((repo, graphs))
-    })
-    .await
-    .map_err(|e| AgentError::Source(format!("loading failed: {e}")))??;
-    Ok((fetched, loaded.0, loaded.1))
 }
 
 /// What the webhook receivers act on: the followed branch, and the gated clusters' live

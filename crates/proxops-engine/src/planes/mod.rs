@@ -45,6 +45,7 @@ use proxops_store::{
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One cluster's planes in one store.
@@ -62,8 +63,9 @@ pub struct PublishedDesired {
     /// The ref update and what changed.
     pub publication: DesiredPublication,
     /// The desired plane at the live head (published, unchanged, or left alone by a gated
-    /// publication): what this cycle reconciles and its receipts pin.
-    pub state: DesiredState,
+    /// publication): what this cycle reconciles and its receipts pin. Shared: a converged
+    /// cluster's head does not move, and its plane is the one read before publishing.
+    pub state: Arc<DesiredState>,
 }
 
 /// Where a desired publication went.
@@ -138,16 +140,36 @@ impl Planes {
         repository: &Repository,
         source_revision: ObjectId,
     ) -> Result<PublishedDesired, StoreError> {
-        let publication = self.store.publish_desired(
+        self.publish_desired_over(repository, source_revision, None)
+    }
+
+    /// [`Planes::publish_desired`] where `prior` is the desired plane as read before: when the
+    /// live head stays where `prior` was read (nothing changed, or the change went to a
+    /// candidate), `prior` is the plane at the head and is not read and parsed a second time.
+    pub fn publish_desired_over(
+        &self,
+        repository: &Repository,
+        source_revision: ObjectId,
+        prior: Option<&Arc<DesiredState>>,
+    ) -> Result<PublishedDesired, StoreError> {
+        let publication = self.store.publish_desired_over(
             &self.refs,
             repository,
             source_revision,
             &DesiredOptions::default(),
+            prior,
         )?;
-        let state = self
-            .store
-            .read_desired(&self.refs, Some(publication.publication.head))?
-            .ok_or_else(|| StoreError::Invalid("the desired plane vanished".to_owned()))?;
+        let head = publication.publication.head;
+        let state = match prior
+            .filter(|p| p.plane.commit.id == head && p.plane.refname == self.refs.desired)
+        {
+            Some(p) => Arc::clone(p),
+            None => Arc::new(
+                self.store
+                    .read_desired(&self.refs, Some(head))?
+                    .ok_or_else(|| StoreError::Invalid("the desired plane vanished".to_owned()))?,
+            ),
+        };
         Ok(PublishedDesired { publication, state })
     }
 
@@ -209,14 +231,19 @@ impl Planes {
     pub async fn record_cycle(
         &self,
         client: &proxops_pve::PveClient,
-        desired: &DesiredState,
+        desired: &Arc<DesiredState>,
         plan: &ClusterPlan,
         report: Option<&CycleReport>,
         started: SystemTime,
     ) -> Result<PublishedReceipts, StoreError> {
         let joined = |e: tokio::task::JoinError| StoreError::Invalid(format!("task failed: {e}"));
-        let (planes, desired2, plan2, report2) =
-            (self.clone(), desired.clone(), plan.clone(), report.cloned());
+        // The plane is shared with the blocking task, not copied (1,000 documents a cycle).
+        let (planes, desired2, plan2, report2) = (
+            self.clone(),
+            Arc::clone(desired),
+            plan.clone(),
+            report.cloned(),
+        );
         let mut built = tokio::task::spawn_blocking(move || {
             planes.prepare_receipts(&desired2, &plan2, report2.as_ref(), started)
         })

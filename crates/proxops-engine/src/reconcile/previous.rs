@@ -6,7 +6,7 @@ use proxops_model::manifest::load_manifest;
 use proxops_model::{Registry, Resource, ResourceKey};
 use proxops_store::desired::DesiredState;
 use proxops_store::documents::{ResourceDoc, parse_id};
-use proxops_store::{PlaneRefs, Store, StoreError};
+use proxops_store::{ObjectId, PlaneRefs, Store, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -20,34 +20,48 @@ pub fn previous_documents(
     prior: Option<&DesiredState>,
     registry: &Registry,
 ) -> Result<BTreeMap<ResourceKey, Arc<Resource>>, StoreError> {
-    let mut docs: BTreeMap<ResourceKey, ResourceDoc> = BTreeMap::new();
-    if let Some(prior) = prior {
-        for (key, entry) in &prior.resources {
-            docs.insert(key.clone(), entry.doc.clone());
+    // Each document is read and turned into a resource on its own, and `prior`'s are borrowed:
+    // no map of every document of the cluster is built on the side (with 1,000 resources
+    // that was megabytes per cycle and cluster).
+    let pinned: BTreeMap<ResourceKey, Option<ObjectId>> = match store.read_observed(refs, None)? {
+        Some(observed) => observed
+            .receipts
+            .iter()
+            .map(|(key, receipt)| (key.clone(), parse_id(&receipt.doc.spec.desired.blob)))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let mut out = BTreeMap::new();
+    let mut keep = |key: &ResourceKey, doc: &ResourceDoc| {
+        if let Some(resource) = resource_of(doc, registry)
+            && resource.key() == *key
+        {
+            out.insert(key.clone(), resource);
         }
-    }
-    if let Some(observed) = store.read_observed(refs, None)? {
-        for (key, receipt) in &observed.receipts {
-            let Some(blob) = parse_id(&receipt.doc.spec.desired.blob) else {
-                continue;
-            };
-            match store.read_resource_doc(blob) {
-                Ok(doc) => {
-                    docs.insert(key.clone(), doc);
-                }
-                Err(e) => {
-                    tracing::debug!(resource = %key, error = %e, "the document a receipt pins cannot be read");
-                }
+    };
+    // A receipt's document wins; a receipt whose document cannot be read leaves the prior
+    // one, as a missing receipt does.
+    let mut from_receipts = std::collections::BTreeSet::new();
+    for (key, blob) in &pinned {
+        let Some(blob) = blob else { continue };
+        match store.read_resource_doc(*blob) {
+            Ok(doc) => {
+                keep(key, &doc);
+                from_receipts.insert(key);
+            }
+            Err(e) => {
+                tracing::debug!(resource = %key, error = %e, "the document a receipt pins cannot be read");
             }
         }
     }
-    Ok(docs
-        .into_iter()
-        .filter_map(|(key, doc)| {
-            let resource = resource_of(&doc, registry)?;
-            (resource.key() == key).then_some((key, resource))
-        })
-        .collect())
+    if let Some(prior) = prior {
+        for (key, entry) in &prior.resources {
+            if !from_receipts.contains(key) {
+                keep(key, &entry.doc);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A desired document as a resource, through the manifest loader (the document is the model's

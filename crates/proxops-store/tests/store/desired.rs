@@ -239,3 +239,53 @@ fn compare_and_swap_refuses_a_moved_ref_and_leaves_it_alone() {
     assert_eq!(store.head(&refs.desired).unwrap(), Some(sibling));
     assert_fsck_clean(repo.path());
 }
+
+#[test]
+fn a_plane_known_to_the_caller_stands_in_only_at_the_head_it_was_read_at() {
+    let repo = TestRepo::homelab();
+    let store = Store::open(repo.path()).unwrap();
+    let refs = PlaneRefs::for_cluster("home").unwrap();
+    let options = DesiredOptions::default();
+    publish_head(&store, "home");
+    let stale = std::sync::Arc::new(store.read_desired(&refs, None).unwrap().unwrap());
+    let path = "vm/home/jumpbox.yaml";
+    let text = repo.read(path);
+    repo.write(path, &text.replacen("memory: ", "memory: 3GiB # was ", 1));
+    repo.commit_all("more memory");
+    assert!(publish_head(&store, "home").publication.published);
+    let current = std::sync::Arc::new(store.read_desired(&refs, None).unwrap().unwrap());
+    let (rev, loaded) = load_at(&store, None);
+
+    // The plane at the head is the one built on, not a second reading of it.
+    let gix_repo = store.repo();
+    let build = store
+        .build_desired_over(&gix_repo, &refs, &loaded, rev, &options, Some(&current))
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        build.previous.as_ref().unwrap(),
+        &current
+    ));
+    let same = store
+        .publish_desired_over(&refs, &loaded, rev, &options, Some(&current))
+        .unwrap();
+    assert!(!same.publication.published, "{:?}", same.changes);
+
+    // A plane read at an older head is not taken for the head: against it the jumpbox would
+    // look updated and a commit would follow.
+    let build = store
+        .build_desired_over(&gix_repo, &refs, &loaded, rev, &options, Some(&stale))
+        .unwrap();
+    assert_eq!(
+        build.previous.as_ref().unwrap().plane.commit.id,
+        current.plane.commit.id
+    );
+    let again = store
+        .publish_desired_over(&refs, &loaded, rev, &options, Some(&stale))
+        .unwrap();
+    assert!(!again.publication.published, "{:?}", again.changes);
+    assert!(again.changes.updated.is_empty(), "{:?}", again.changes);
+    assert_eq!(
+        store.head(&refs.desired).unwrap(),
+        Some(current.plane.commit.id)
+    );
+}

@@ -114,7 +114,7 @@ pub(crate) struct HookState {
     /// Commits a pass was asked for lately: a merge announced as a pull request and as a push
     /// runs one pass, not two.
     recent: VecDeque<(Instant, String)>,
-    /// Updated by every pass.
+    /// Updated by every pass that loads a new commit.
     pub(crate) followed: Followed,
 }
 
