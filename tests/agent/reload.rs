@@ -1,7 +1,7 @@
 //! The agent keeps the repository it loaded while the commit stays the same, and loads a new
 //! commit as soon as a pass sees it: a webhook's pass reconciles what was just pushed.
 
-use crate::support::*;
+use super::support::*;
 use proxops_e2e::{git, http_body};
 use proxops_engine::agent::hooks::generic_signature;
 use std::time::Duration;

@@ -716,28 +716,18 @@ fn followed(source: &SourceLocation, repo: &Repository) -> hooks::Followed {
     }
 }
 
-/// ±10% jitter from a small xorshift generator seeded by the clock and pid (no need for a
-/// cryptographic source: it only spreads agents apart).
-struct Jitter(u64);
+/// ±10% jitter, so that agents started together spread apart (fastrand, seeded by fastrand
+/// from the process's state; no cryptographic source is needed).
+struct Jitter(fastrand::Rng);
 
 impl Jitter {
     fn new() -> Jitter {
-        let seed = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            ^ u64::from(std::process::id()).rotate_left(32);
-        Jitter(seed | 1)
+        Jitter(fastrand::Rng::new())
     }
 
     fn around(&mut self, interval: Duration) -> Duration {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
         // A factor in [0.9, 1.1).
-        let factor = 0.9 + (x % 10_000) as f64 / 50_000.0;
-        interval.mul_f64(factor)
+        interval.mul_f64(0.9 + self.0.f64() / 5.0)
     }
 }
 
