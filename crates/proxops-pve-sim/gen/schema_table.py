@@ -28,6 +28,7 @@ ENDPOINTS = [
       for k in ("qemu", "lxc") for p in ("options", "rules", "aliases", "ipset")],
     ("GET", "/access/permissions"), ("POST", "/access/ticket"), ("GET", "/storage"),
     ("GET", "/access/users"), ("GET", "/access/groups"), ("GET", "/access/domains"),
+    ("GET", "/access/acl"), ("GET", "/access/roles"),
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
     ("GET", "/cluster/backup"), ("POST", "/cluster/backup"), ("GET", "/cluster/backup/{id}"),
     ("PUT", "/cluster/backup/{id}"), ("DELETE", "/cluster/backup/{id}"),

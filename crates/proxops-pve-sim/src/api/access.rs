@@ -1,5 +1,6 @@
-//! `GET /access/permissions`: the effective privileges of the caller (or of a user or token it
-//! may look at), per ACL path, as PVE's `PVE::API2::AccessControl` answers them.
+//! The access reads: `GET /access/permissions` (the effective privileges of the caller, or of a
+//! user or token it may look at, per ACL path, as PVE's `PVE::API2::AccessControl` answers
+//! them), users, groups, realms, the ACL and its roles.
 
 use serde_json::{Map, Value};
 
@@ -102,7 +103,11 @@ pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
                     .get(&id)
                     .into_iter()
                     .flatten()
-                    .map(|t| serde_json::json!({ "tokenid": t, "privsep": 1, "expire": 0 }))
+                    .map(|t| {
+                        // The principal token holds its user's privileges (privsep 0).
+                        let own = cfg.token.id == format!("{id}!{t}");
+                        serde_json::json!({ "tokenid": t, "privsep": u8::from(!own), "expire": 0 })
+                    })
                     .collect();
                 row["tokens"] = Value::Array(list);
             }
@@ -123,4 +128,73 @@ pub(crate) fn domains(_ctx: &mut Ctx) -> Result<Value, ApiError> {
         { "realm": "pam", "type": "pam", "comment": "Linux PAM standard authentication" },
         { "realm": "pve", "type": "pve", "comment": "Proxmox VE authentication server" },
     ]))
+}
+
+/// The role of a grant: `Administrator` for every privilege, else the custom role holding
+/// exactly its privileges (the simulator grants privilege lists; PVE grants roles, so each
+/// distinct list is served as a role of its own, named after its content).
+fn role_of(privs: &[String]) -> (String, Vec<String>) {
+    if privs.iter().any(|p| p == "*") {
+        let all = auth::PRIVILEGES.iter().map(|p| (*p).to_owned()).collect();
+        return ("Administrator".to_owned(), all);
+    }
+    let mut sorted = privs.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let id = format!(
+        "SimRole-{:08x}",
+        crate::rng::fnv1a(&sorted.join(",")) as u32
+    );
+    (id, sorted)
+}
+
+/// `GET /access/acl` (pve-access-control `PVE/API2/ACL.pm` `read_acl`): every grant, as PVE
+/// lists them, restricted to the paths where the caller may modify permissions unless it
+/// holds `Sys.Audit` on `/access`. The simulator's grants always propagate.
+pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let audit = ctx.allowed("/access", "Sys.Audit");
+    let rows = ctx
+        .shared
+        .config
+        .acl
+        .iter()
+        .filter(|e| audit || ctx.allowed(&e.path, "Permissions.Modify"))
+        .map(|e| {
+            let kind = if e.principal.contains('!') {
+                "token"
+            } else {
+                "user"
+            };
+            serde_json::json!({
+                "path": e.path,
+                "type": kind,
+                "ugid": e.principal,
+                "roleid": role_of(&e.privs).0,
+                "propagate": 1,
+            })
+        })
+        .collect();
+    Ok(Value::Array(rows))
+}
+
+/// `GET /access/roles` (`PVE/API2/Role.pm` `index`): the built-in `Administrator` and
+/// `NoAccess`, and the role of each distinct grant (see [`role_of`]), with their privileges
+/// comma-separated as PVE lists them.
+pub(crate) fn roles(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let mut roles: std::collections::BTreeMap<String, (Vec<String>, bool)> = Default::default();
+    let (admin, all) = role_of(&["*".to_owned()]);
+    roles.insert(admin, (all, true));
+    roles.insert("NoAccess".into(), (Vec::new(), true));
+    for e in &ctx.shared.config.acl {
+        let (id, privs) = role_of(&e.privs);
+        roles.entry(id).or_insert((privs, false));
+    }
+    Ok(Value::Array(
+        roles
+            .into_iter()
+            .map(|(id, (privs, special))| {
+                serde_json::json!({ "roleid": id, "privs": privs.join(","), "special": u8::from(special) })
+            })
+            .collect(),
+    ))
 }

@@ -216,6 +216,8 @@ routes! {
     "GET" "/access/users" => access::users,
     "GET" "/access/groups" => access::groups,
     "GET" "/access/domains" => access::domains,
+    "GET" "/access/acl" => access::acl,
+    "GET" "/access/roles" => access::roles,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,
     "GET" "/storage/{storage}" => reads::storage_config,

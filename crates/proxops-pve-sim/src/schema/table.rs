@@ -127,6 +127,8 @@ pub static ENDPOINTS: &[Endpoint] = &[
     ] },
     Endpoint { method: "GET", path: "/access/groups", params: &[] },
     Endpoint { method: "GET", path: "/access/domains", params: &[] },
+    Endpoint { method: "GET", path: "/access/acl", params: &[] },
+    Endpoint { method: "GET", path: "/access/roles", params: &[] },
     Endpoint { method: "GET", path: "/storage/{storage}", params: &[
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
     ] },

@@ -297,3 +297,48 @@ async fn access_permissions_reports_effective_privileges() {
         .await;
     assert_eq!(bad.status, 400);
 }
+
+/// `GET /access/acl` and `/access/roles` as `read_acl` and the role index answer: every grant
+/// with its role to a caller with `Sys.Audit` on `/access`, none to one without
+/// `Permissions.Modify`; a grant's privilege list is served as a role of its own.
+#[tokio::test]
+async fn the_acl_lists_each_grant_with_its_role() {
+    let mut cfg = config();
+    let limited = ApiToken {
+        id: "ops@pve!ci".into(),
+        secret: "s".into(),
+    };
+    cfg.extra_tokens.push(limited.clone());
+    cfg.acl = vec![
+        AclEntry {
+            principal: "ops@pve!ci".into(),
+            path: "/vms/100".into(),
+            privs: vec!["VM.PowerMgmt".into(), "VM.Audit".into()],
+        },
+        AclEntry::admin("admin@pve"),
+    ];
+    let sim = Sim::with(cfg).await;
+    let acl = sim.get("/access/acl").await.ok();
+    let rows = acl.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{acl}");
+    assert_eq!(rows[0]["path"], "/vms/100");
+    assert_eq!(rows[0]["type"], "token");
+    assert_eq!(rows[0]["ugid"], "ops@pve!ci");
+    assert_eq!(rows[0]["propagate"], 1);
+    assert_eq!(rows[1]["type"], "user");
+    assert_eq!(rows[1]["roleid"], "Administrator");
+    let role = rows[0]["roleid"].as_str().unwrap().to_owned();
+    let roles = sim.get("/access/roles").await.ok();
+    let custom = roles
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["roleid"] == role.as_str())
+        .unwrap_or_else(|| panic!("{role} not in {roles}"));
+    assert_eq!(custom["privs"], "VM.Audit,VM.PowerMgmt");
+    assert_eq!(custom["special"], 0);
+    // The limited token may modify permissions nowhere: it sees no grant.
+    let ci = Auth::Header(limited.header());
+    let seen = sim.send("GET", "/access/acl", &[], &ci).await.ok();
+    assert_eq!(seen, serde_json::json!([]));
+}
