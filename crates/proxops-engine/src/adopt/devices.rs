@@ -2,43 +2,8 @@
 //! its slot holds (`volume`): the engine never re-creates a volume in an occupied slot, compares only its
 //! storage and grows it only when the manifest's size is larger (diff.rs `volume`).
 
+use super::props::{bool_value, size, split};
 use serde_json::{Map, Value};
-
-/// Splits a property string into its default (key-less) value and its `k=v` pairs.
-fn split(value: &str) -> (Option<&str>, Vec<(&str, &str)>) {
-    let mut default = None;
-    let mut pairs = Vec::new();
-    for part in value.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('=') {
-            Some((k, v)) => pairs.push((k, v)),
-            None => default = Some(part),
-        }
-    }
-    (default, pairs)
-}
-
-fn boolean(v: &str) -> Option<Value> {
-    match v {
-        "1" | "on" | "yes" | "true" => Some(Value::Bool(true)),
-        "0" | "off" | "no" | "false" => Some(Value::Bool(false)),
-        _ => None,
-    }
-}
-
-/// PVE's size (`32G`, `512M`, `4T`, bytes) as a manifest quantity, whole MiB only.
-fn size(v: &str) -> Option<Value> {
-    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
-    let n: u64 = num.parse().ok()?;
-    let text = match unit {
-        "T" => format!("{n}TiB"),
-        "G" => format!("{n}GiB"),
-        "M" => format!("{n}MiB"),
-        "K" if n.is_multiple_of(1024) => format!("{}MiB", n / 1024),
-        "" if n.is_multiple_of(1 << 20) => format!("{}MiB", n >> 20),
-        _ => return None,
-    };
-    Some(Value::from(text))
-}
 
 /// The `disks` entry of slot `key` (`scsi0`) holding `value`, or why it cannot be one.
 pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
@@ -68,11 +33,11 @@ pub(crate) fn disk(key: &str, value: &str) -> Result<Value, String> {
             "media" if v == "disk" => continue,
             "media" => return not(&format!("its media `{v}` is neither a disk nor a CD-ROM")),
             "size" => ("size", size(v)),
-            "iothread" => ("iothread", boolean(v)),
-            "ssd" => ("ssd", boolean(v)),
-            "backup" => ("backup", boolean(v)),
-            "replicate" => ("replicate", boolean(v)),
-            "ro" => ("read-only", boolean(v)),
+            "iothread" => ("iothread", bool_value(v)),
+            "ssd" => ("ssd", bool_value(v)),
+            "backup" => ("backup", bool_value(v)),
+            "replicate" => ("replicate", bool_value(v)),
+            "ro" => ("read-only", bool_value(v)),
             "discard" if matches!(v, "on" | "ignore") => ("discard", Some(Value::from(v))),
             "cache"
                 if matches!(
@@ -145,8 +110,8 @@ pub(crate) fn vm_network(key: &str, value: &str) -> Result<Value, String> {
             }
             "bridge" => ("bridge", Some(Value::from(v))),
             "tag" => ("vlan", v.parse::<u16>().ok().map(Value::from)),
-            "firewall" => ("firewall", boolean(v)),
-            "link_down" => ("link-down", boolean(v)),
+            "firewall" => ("firewall", bool_value(v)),
+            "link_down" => ("link-down", bool_value(v)),
             "mtu" => ("mtu", v.parse::<u32>().ok().map(Value::from)),
             // `rate-limit` is whole MB/s; a fraction stays reported.
             "rate" => ("rate-limit", v.parse::<u32>().ok().map(Value::from)),

@@ -4,6 +4,7 @@
 //! larger (diff.rs `volume`). A container adopted has no `template` (PVE does not record it),
 //! so ProxOps can take it over but never create it again.
 
+use super::props::{self, bool_value, set, split};
 use serde_json::{Map, Value};
 
 /// Writes the container key `key = value` into `spec` as its typed field; `Ok(field)` names
@@ -61,7 +62,7 @@ pub(crate) fn place(
             ),
         ),
         "onboot" | "protection" | "console" | "unprivileged" => {
-            (&["options", family], boolean(value))
+            (&["options", family], bool_value(value))
         }
         "startup" => (&["options", "startup"], Some(Value::from(value))),
         "tty" => (&["options", "ttys"], int(value)),
@@ -119,18 +120,6 @@ pub(crate) fn finish(spec: &mut Map<String, Value>) {
     }
 }
 
-fn set(spec: &mut Map<String, Value>, path: &[&str], v: Value) {
-    let mut at = spec;
-    for p in &path[..path.len() - 1] {
-        let entry = at
-            .entry((*p).to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Value::Object(m) = entry else { return };
-        at = m;
-    }
-    at.insert(path[path.len() - 1].to_owned(), v);
-}
-
 fn push(spec: &mut Map<String, Value>, list: &str, v: Value) {
     let entry = spec
         .entry(list.to_owned())
@@ -158,44 +147,8 @@ fn number(v: &str) -> Option<Value> {
     serde_json::Number::from_f64(n).map(Value::Number)
 }
 
-fn boolean(v: &str) -> Option<Value> {
-    match v {
-        "1" | "on" | "yes" | "true" => Some(Value::Bool(true)),
-        "0" | "off" | "no" | "false" => Some(Value::Bool(false)),
-        _ => None,
-    }
-}
-
 fn one_of(v: &str, allowed: &[&str]) -> Option<Value> {
     allowed.contains(&v).then(|| Value::from(v))
-}
-
-/// Splits a property string into its default (key-less) value and its `k=v` pairs.
-fn split(value: &str) -> (Option<&str>, Vec<(&str, &str)>) {
-    let mut default = None;
-    let mut pairs = Vec::new();
-    for part in value.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('=') {
-            Some((k, v)) => pairs.push((k, v)),
-            None => default = Some(part),
-        }
-    }
-    (default, pairs)
-}
-
-/// PVE's size (`8G`, `204M`, `1T`, bytes) as a manifest quantity, whole MiB only.
-fn size(v: &str) -> Option<Value> {
-    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
-    let n: u64 = num.parse().ok()?;
-    let text = match unit {
-        "T" => format!("{n}TiB"),
-        "G" => format!("{n}GiB"),
-        "M" => format!("{n}MiB"),
-        "K" if n.is_multiple_of(1024) => format!("{}MiB", n / 1024),
-        "" if n.is_multiple_of(1 << 20) => format!("{}MiB", n >> 20),
-        _ => return None,
-    };
-    Some(Value::from(text))
 }
 
 /// `features`: each sub-key as its `options` field; nothing is written unless all translate.
@@ -203,8 +156,8 @@ fn features(value: &str, spec: &mut Map<String, Value>) -> Result<String, String
     let mut out = Vec::new();
     for (k, raw) in split(value).1 {
         let (field, v) = match k {
-            "nesting" | "keyctl" | "fuse" | "mknod" => (k, boolean(raw)),
-            "force_rw_sys" => ("force-rw-sys", boolean(raw)),
+            "nesting" | "keyctl" | "fuse" | "mknod" => (k, bool_value(raw)),
+            "force_rw_sys" => ("force-rw-sys", bool_value(raw)),
             "mount" => (
                 "mount",
                 Some(Value::Array(
@@ -237,9 +190,9 @@ fn mount_options(
     for (k, v) in pairs {
         let (field, value) = match *k {
             "volume" | "size" | "mp" => continue,
-            "ro" => ("read-only", boolean(v)),
-            "backup" if mp => ("backup", boolean(v)),
-            "acl" | "quota" | "shared" | "replicate" => (*k, boolean(v)),
+            "ro" => ("read-only", bool_value(v)),
+            "backup" if mp => ("backup", bool_value(v)),
+            "acl" | "quota" | "shared" | "replicate" => (*k, bool_value(v)),
             "mountoptions" => ("mount-options", Some(Value::from(*v))),
             _ => {
                 return Err(format!(
@@ -268,7 +221,7 @@ fn volume(key: &str, value: &str, mp: bool) -> Result<Value, String> {
         .find(|(k, _)| *k == "size")
         .ok_or_else(|| "PVE records no size for it".to_owned())?
         .1;
-    let size = self::size(size).ok_or_else(|| format!("its size `{size}` is not whole MiB"))?;
+    let size = props::size(size).ok_or_else(|| format!("its size `{size}` is not whole MiB"))?;
     let mut out = Map::new();
     out.insert("storage".into(), Value::from(storage));
     out.insert("volume".into(), Value::from(volume));
@@ -303,8 +256,8 @@ fn mount(key: &str, value: &str, spec: &mut Map<String, Value>) -> Result<String
         let (field, value) = match *k {
             "volume" => continue,
             "mp" => ("mount-point", Some(Value::from(*v))),
-            "ro" => ("read-only", boolean(v)),
-            "shared" => ("shared", boolean(v)),
+            "ro" => ("read-only", bool_value(v)),
+            "shared" => ("shared", bool_value(v)),
             _ => {
                 return Err(format!(
                     "its option `{k}={v}` is not one a bind mount takes in a manifest"
@@ -335,8 +288,8 @@ fn network(key: &str, value: &str) -> Result<Value, String> {
             "tag" => ("tag", v.parse::<u16>().ok().map(Value::from)),
             "mtu" => ("mtu", v.parse::<u32>().ok().map(Value::from)),
             "rate" => ("rate-limit", v.parse::<u32>().ok().map(Value::from)),
-            "firewall" => ("firewall", boolean(v)),
-            "host-managed" => ("host-managed", boolean(v)),
+            "firewall" => ("firewall", bool_value(v)),
+            "host-managed" => ("host-managed", bool_value(v)),
             _ => return Err(format!("its option `{k}={v}` is not translated by adopt")),
         };
         let value =
@@ -361,7 +314,7 @@ fn device(key: &str, value: &str) -> Result<Value, String> {
             "path" => ("path", Some(Value::from(v))),
             "uid" | "gid" => (k, v.parse::<u32>().ok().map(Value::from)),
             "mode" => ("mode", Some(Value::from(v))),
-            "deny-write" => ("deny-write", boolean(v)),
+            "deny-write" => ("deny-write", bool_value(v)),
             _ => return Err(format!("its option `{k}={v}` is not translated by adopt")),
         };
         let value =

@@ -64,6 +64,52 @@ pub(crate) fn boolean(v: &str) -> Option<bool> {
     }
 }
 
+/// [`boolean`] as a JSON value.
+pub(crate) fn bool_value(v: &str) -> Option<Value> {
+    boolean(v).map(Value::Bool)
+}
+
+/// Splits a property string into its default (key-less) value and its `k=v` pairs.
+pub(crate) fn split(value: &str) -> (Option<&str>, Vec<(&str, &str)>) {
+    let mut default = None;
+    let mut pairs = Vec::new();
+    for part in value.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            Some((k, v)) => pairs.push((k, v)),
+            None => default = Some(part),
+        }
+    }
+    (default, pairs)
+}
+
+/// PVE's size (`32G`, `512M`, `4T`, bytes) as a manifest quantity, whole MiB only.
+pub(crate) fn size(v: &str) -> Option<Value> {
+    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: u64 = num.parse().ok()?;
+    let text = match unit {
+        "T" => format!("{n}TiB"),
+        "G" => format!("{n}GiB"),
+        "M" => format!("{n}MiB"),
+        "K" if n.is_multiple_of(1024) => format!("{}MiB", n / 1024),
+        "" if n.is_multiple_of(1 << 20) => format!("{}MiB", n >> 20),
+        _ => return None,
+    };
+    Some(Value::from(text))
+}
+
+/// Sets `v` at `path` under `spec`, making the objects on the way.
+pub(crate) fn set(spec: &mut Map<String, Value>, path: &[&str], v: Value) {
+    let mut at = spec;
+    for p in &path[..path.len() - 1] {
+        let entry = at
+            .entry((*p).to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(m) = entry else { return };
+        at = m;
+    }
+    at.insert(path[path.len() - 1].to_owned(), v);
+}
+
 /// Why a sub-key is left out of the manifest.
 pub(crate) fn no_field(name: &str, sub: &str, value: &str, field: &str) -> String {
     format!(

@@ -1,6 +1,7 @@
 //! The typed manifest fields adopt can fill from a live config value. A typed key this module
 //! cannot translate yet is reported (never written to `pve-config`, which refuses typed keys).
 
+use super::props::set;
 use proxops_model::kind::GuestType;
 use serde_json::{Map, Value};
 
@@ -23,17 +24,6 @@ pub(crate) fn place(
         "0" => Some(Value::Bool(false)),
         "1" => Some(Value::Bool(true)),
         _ => None,
-    };
-    let set = |spec: &mut Map<String, Value>, path: &[&str], v: Value| {
-        let mut at = spec;
-        for p in &path[..path.len() - 1] {
-            let entry = at
-                .entry((*p).to_owned())
-                .or_insert_with(|| Value::Object(Map::new()));
-            let Value::Object(m) = entry else { return };
-            at = m;
-        }
-        at.insert(path[path.len() - 1].to_owned(), v);
     };
     let (path, v): (&[&str], Option<Value>) = match (guest, key) {
         (_, "memory") => (
