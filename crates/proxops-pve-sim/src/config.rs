@@ -219,7 +219,7 @@ pub enum EndpointClass {
     Auth,
 }
 
-/// Seeded, reproducible fault injection. Each decision is drawn from a fastrand generator seeded by
+/// Seeded, reproducible fault injection. Each decision is a reproducible draw seeded by
 /// (seed, fault kind, method, path template, the request's number for that template), so a
 /// sequence of requests meets the same faults on every run whatever else runs concurrently.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,4 +1,4 @@
-//! Fault injection. Every decision is a draw from a [`fastrand::Rng`] seeded by the configured seed,
+//! Fault injection. Every decision is a reproducible draw ([`seeded_f64`]) from the configured seed,
 //! the fault kind, the request's `METHOD /template` and its number for that key, so the same
 //! request sequence meets the same faults on every run.
 

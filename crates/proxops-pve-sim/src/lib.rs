@@ -18,7 +18,7 @@
 //!   `OK` or the error text.
 //! - Synchronous calls that allocate or import storage take time too, and pveproxy cuts them
 //!   with `596 Connection timed out` while the work goes on ([`TaskDurations`]).
-//! - Faults ([`FaultConfig`]) are drawn from a seeded `fastrand::Rng`, so a run is
+//! - Faults ([`FaultConfig`]) are drawn from a seeded, reproducible draw (`rng::seeded_f64`), so a run is
 //!   reproducible from its seed.
 //!
 //! A `proxops sim` command is: build a [`SimConfig`] (`listen`, [`SimConfig::with_state_file`],
