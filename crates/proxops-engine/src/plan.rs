@@ -163,7 +163,8 @@ pub struct Skipped {
 pub struct ResourceError {
     /// `Kind/name`.
     pub subject: String,
-    /// The stable code (`proxops::cloud_init_secret`, `proxops::ssh_key`, `proxops::no_template`).
+    /// The stable code (`proxops::cloud_init_secret`, `proxops::ssh_key`, `proxops::no_template`,
+    /// `proxops::volume_without_guest`).
     pub code: String,
     /// What is wrong and what to do; never a secret value.
     pub reason: String,

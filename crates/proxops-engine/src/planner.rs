@@ -302,6 +302,9 @@ fn suspension(resource: &Resource, options: &PlanOptions) -> Option<String> {
 /// The plan error of a declared container without `template` that is not live.
 pub const NO_TEMPLATE: &str = "proxops::no_template";
 
+/// The plan error of a declared guest that names existing volumes but is not live.
+pub const VOLUME_WITHOUT_GUEST: &str = "proxops::volume_without_guest";
+
 struct Planner<'a> {
     cx: Context<'a>,
     inventory: &'a Inventory,
@@ -367,6 +370,24 @@ impl Planner<'_> {
             code: NO_TEMPLATE.to_owned(),
             reason: format!(
                 "vmid {vmid} is not on the cluster, and a container without `template` can only be taken over, never created: declare `template` (a CTTemplate) to let ProxOps create it, or correct `vmid`/`node` if the container lives elsewhere"
+            ),
+        });
+        self.blocked.insert(step);
+        self.deferral = None;
+    }
+
+    /// A guest whose manifest names the volumes it has (what `adopt` writes) but is not live:
+    /// those volumes went with it (or belong to something else now), so nothing is created
+    /// around them; a plan error, the rest of the cluster still plans.
+    fn volume_without_guest(&mut self, step: StepId, vmid: u32, slots: &[String]) {
+        let subject = self.subject(step);
+        tracing::debug!(cluster = %self.plan.cluster, %subject, "not planned: named volumes without their guest");
+        self.plan.errors.push(ResourceError {
+            subject,
+            code: VOLUME_WITHOUT_GUEST.to_owned(),
+            reason: format!(
+                "vmid {vmid} is not on the cluster, and its manifest names the existing volumes of {}: a guest is never created around named volumes; remove `volume` from them to let ProxOps allocate new ones, or correct `vmid`/`node` if the guest lives elsewhere",
+                slots.join(", ")
             ),
         });
         self.blocked.insert(step);
@@ -628,6 +649,10 @@ impl Planner<'_> {
             }
             if !d.creatable() {
                 return self.no_template(step, d.vmid);
+            }
+            let named = d.named_volumes();
+            if !named.is_empty() {
+                return self.volume_without_guest(step, d.vmid, &named);
             }
             if let Some(c) = &d.clone
                 && c.node != d.node

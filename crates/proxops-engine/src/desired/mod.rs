@@ -146,6 +146,23 @@ impl DesiredGuest {
         self.guest != GuestType::Lxc || self.create_only.iter().any(|(k, _)| k == "ostemplate")
     }
 
+    /// The slots whose manifest names an existing volume (`disks[].volume`, `root.volume`,
+    /// `mount-points[].volume`) rather than a size to allocate: a guest is taken over with
+    /// them, never created around them.
+    pub fn named_volumes(&self) -> Vec<String> {
+        self.owned
+            .iter()
+            .filter(|o| o.compare == Compare::Disk)
+            .filter(|o| {
+                let volume = o.value.split(',').next().unwrap_or_default();
+                volume
+                    .split_once(':')
+                    .is_some_and(|(_, name)| name.parse::<f64>().is_err())
+            })
+            .map(|o| o.key.clone())
+            .collect()
+    }
+
     /// The owned key `key`.
     pub fn owned(&self, key: &str) -> Option<&Owned> {
         self.owned.iter().find(|o| o.key == key)

@@ -7,7 +7,7 @@ use proxops_engine::adopt::{AdoptContext, Outcome, Selection, adopt_live};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
-use proxops_pve::{GuestRef, PveClient};
+use proxops_pve::{DestroyOptions, GuestRef, PveClient, WaitOptions};
 use proxops_pve_sim::SimHandle;
 
 const CLUSTER: &str = "t";
@@ -117,5 +117,46 @@ async fn an_adopted_guest_gets_its_tags_and_nothing_else_then_is_in_sync() {
     }
     let p = plan(&client, &[&manifest]).await;
     assert!(p.actions.is_empty() && p.anomalies.is_empty(), "{p:#?}");
+    sim.shutdown().await.unwrap();
+}
+
+/// An adopted VM destroyed by hand: its manifest names the volumes it had (`disks[].volume`),
+/// which went with it. The plan never creates a guest around them (that would fail, or worse
+/// attach whatever holds the name): a coded plan error, nothing sent, and another guest of the
+/// same plan is still created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adopted_vm_that_is_gone_is_not_recreated_around_its_named_volumes() {
+    let (sim, client) = seeded(PROXY).await;
+    let manifest = adopted(&client).await;
+    assert!(
+        manifest.contains("volume: local-lvm:vm-101-disk-0"),
+        "{manifest}"
+    );
+    let p = plan(&client, &[&manifest]).await;
+    assert!(
+        execute(&client, &p, &ExecOptions::default())
+            .await
+            .all_succeeded()
+    );
+    let upid = client
+        .destroy(&GuestRef::qemu("pve1", 101), &DestroyOptions::default())
+        .await
+        .unwrap();
+    client
+        .wait_task(&upid, &WaitOptions::default())
+        .await
+        .unwrap();
+    let fresh = "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: fresh\nspec:\n  node: pve1\n  vmid: 150\n  memory: 512MiB\n  cpu: {type: host, cores: 1}\n  disks: [{storage: local-lvm, size: 4GiB}]\n";
+    let p = plan(&client, &[&manifest, fresh]).await;
+    assert_eq!(p.errors.len(), 1, "{p:#?}");
+    assert_eq!(p.errors[0].code, "proxops::volume_without_guest");
+    assert!(p.errors[0].reason.contains("scsi0"), "{p:#?}");
+    assert!(p.actions.iter().all(|a| a.vmid != Some(101)), "{p:#?}");
+    assert!(
+        p.actions
+            .iter()
+            .any(|a| a.vmid == Some(150) && a.verb == Verb::Create),
+        "{p:#?}"
+    );
     sim.shutdown().await.unwrap();
 }
