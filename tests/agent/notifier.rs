@@ -29,10 +29,7 @@ fn outcome(result: CycleResult, failures: &[&str], anomalies: &[&str]) -> CycleO
             not_started: 0,
             anomalies: anomalies
                 .iter()
-                .map(|s| Anomaly {
-                    subject: (*s).to_owned(),
-                    message: format!("{s} is odd"),
-                })
+                .map(|s| Anomaly::new(*s, format!("{s} is odd")))
                 .collect(),
             skipped: Vec::new(),
             deferred_prunes: Vec::new(),
@@ -328,10 +325,10 @@ fn lease_takeovers_waiting_resources_and_held_back_prunes_are_events() {
         let mut o = outcome(CycleResult::Stuck, &[], &[]);
         o.lease_events =
             vec!["took over the lease of cluster lab from agent-b (pid 7 on h)".into()];
-        o.record.deferred_prunes = vec![proxops_engine::plan::Skipped {
-            subject: "VM/old".into(),
-            reason: "the prune budget (2) is spent".into(),
-        }];
+        o.record.deferred_prunes = vec![proxops_engine::plan::Skipped::new(
+            "VM/old",
+            "the prune budget (2) is spent",
+        )];
         o.resources = Some(vec![proxops_engine::agent::status::ResourceRow {
             kind: "VM".into(),
             name: "web".into(),

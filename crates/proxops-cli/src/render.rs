@@ -16,6 +16,7 @@ fn verb(v: Verb) -> &'static str {
         Verb::Stop => "stop",
         Verb::MarkTemplate => "template",
         Verb::Delete => "delete",
+        _ => "change",
     }
 }
 
@@ -137,6 +138,7 @@ pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
                 .join(", ")
         ),
         Outcome::NotStarted => "not started (stopping)".to_owned(),
+        other => format!("{other:?}"),
     };
     format!(
         "[{cluster}] #{} {} {} on {}: {status}",
@@ -250,10 +252,7 @@ mod tests {
                 .await
                 .all_succeeded()
         );
-        let options = PlanOptions {
-            previous: Some([(v1.key(), v1.clone())].into()),
-            ..PlanOptions::default()
-        };
+        let options = PlanOptions::default().with_previous(Some([(v1.key(), v1.clone())].into()));
         let graph = Graph::build(&registry, std::slice::from_ref(&v2)).unwrap();
         let p = plan_cluster(&client, "t", &graph, &options).await.unwrap();
         let text = plan(&p);

@@ -265,6 +265,10 @@ pub(crate) fn print_event(event: &Event<'_>, multi: bool) {
                         "already proposed"
                     }
                 ),
+                other => println!(
+                    "cluster {cluster}: {branch} at {} ({other:?})",
+                    short(p.head)
+                ),
             }
         }
         Event::LiveHead {
@@ -367,5 +371,6 @@ pub fn progress(cluster: &str) -> ProgressFn {
                 None => eprintln!("{}", render::result_line(&cluster, a, r)),
             }
         }
+        _ => {}
     })
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 /// A config key to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Change {
     /// The config key.
     pub key: String,
@@ -39,6 +40,7 @@ impl Change {
 /// A config key the previous desired document owned and the current one does not: deleted
 /// (`delete=<key>`), which resets it to PVE's default.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Removal {
     /// The config key.
     pub key: String,
@@ -50,6 +52,7 @@ pub struct Removal {
 
 /// A disk to grow (`PUT .../resize`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Resize {
     /// The slot (`scsi0`, `rootfs`, `mp0`).
     pub disk: String,
@@ -61,6 +64,7 @@ pub struct Resize {
 
 /// A difference ProxOps never fixes by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Anomaly {
     /// The config key concerned.
     pub key: String,
@@ -70,6 +74,7 @@ pub struct Anomaly {
 
 /// Everything that differs for one guest.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GuestDiff {
     /// Keys to write, sorted by key.
     pub changes: Vec<Change>,

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 
 /// A lease held for one cycle.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct HeldLease {
     lease: Arc<Mutex<Option<Lease>>>,
     keeper: JoinHandle<()>,

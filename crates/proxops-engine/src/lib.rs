@@ -81,6 +81,7 @@ pub mod demo;
 pub mod desired;
 pub mod diff;
 pub mod execute;
+mod failure;
 pub mod hotplug;
 pub mod identity;
 pub mod lease;

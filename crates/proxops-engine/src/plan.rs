@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// What an action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum Verb {
     /// Fetch an artifact onto a node's storage (download-url).
     Download,
@@ -37,6 +38,7 @@ pub enum Verb {
 
 /// One changed key, for display: a value written, or (`delete`) a key removed from the guest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct KeyChange {
     /// The config key.
     pub key: String,
@@ -57,6 +59,7 @@ pub struct KeyChange {
 
 /// One disk growth, for display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DiskGrowth {
     /// The slot.
     pub disk: String,
@@ -105,6 +108,7 @@ pub(crate) enum Op {
 /// One step of the plan.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Action {
     /// Its index in the plan.
     pub id: usize,
@@ -140,6 +144,7 @@ pub struct Action {
 /// Something that differs and that ProxOps will not change by itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Anomaly {
     /// `Kind/name` of the resource, or the guest (`vmid 120`) when none is declared.
     pub subject: String,
@@ -147,9 +152,20 @@ pub struct Anomaly {
     pub message: String,
 }
 
+impl Anomaly {
+    /// An anomaly of `subject`.
+    pub fn new(subject: impl Into<String>, message: impl Into<String>) -> Anomaly {
+        Anomaly {
+            subject: subject.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// A resource not looked at in this cycle, and why (retried next cycle).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Skipped {
     /// `Kind/name`.
     pub subject: String,
@@ -157,9 +173,20 @@ pub struct Skipped {
     pub reason: String,
 }
 
+impl Skipped {
+    /// `subject` skipped for `reason`.
+    pub fn new(subject: impl Into<String>, reason: impl Into<String>) -> Skipped {
+        Skipped {
+            subject: subject.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// A resource that cannot be planned until the repository or its secrets are fixed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceError {
     /// `Kind/name`.
     pub subject: String,
@@ -173,6 +200,7 @@ pub struct ResourceError {
 /// The plan of one cluster.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterPlan {
     /// The cluster.
     pub cluster: String,
@@ -241,6 +269,7 @@ impl ClusterPlan {
 /// How a cluster stands after planning: what `diff --detailed-exitcode` tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum PlanState {
     /// Nothing to do and nothing in the way: the cluster matches the repository (suspended
     /// resources aside, which are left alone on purpose).
@@ -265,6 +294,7 @@ pub const SUSPENDED_PREFIX: &str = "suspended: ";
 /// `{"apiVersion":"proxops/v1alpha1","kind":"Plan","clusters":[...]}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Plan {
     /// Always `proxops/v1alpha1`.
     pub api_version: &'static str,

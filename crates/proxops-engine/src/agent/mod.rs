@@ -50,6 +50,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 /// Where the agent's clusters' PVE API is.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AgentBackend {
     /// Each cluster's `base-url`, with credentials from the environment or its SOPS file.
     Pve,
@@ -129,6 +130,7 @@ impl AgentOptions {
 
 /// Why the agent cannot run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// The HTTP endpoint cannot listen.
     #[error("cannot listen on {addr}: {reason}")]

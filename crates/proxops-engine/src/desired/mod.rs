@@ -34,6 +34,7 @@ pub fn identity_tag(cluster: &str, kind: &str, name: &str) -> String {
 
 /// How a live value is compared with the desired one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Compare {
     /// Equal in PVE's canonical form of the key (property strings parsed and re-rendered).
     Canonical,
@@ -172,6 +173,7 @@ impl DesiredGuest {
 /// Why a manifest cannot be mapped to PVE (a reference that does not resolve: the graph normally
 /// rules this out).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DesiredError {
     /// A referenced resource is not in the graph, or not of the expected kind.
     #[error("{resource} references {target}, which is not in the cluster")]

@@ -345,6 +345,7 @@ pub struct CycleRun {
 /// How a run of one cluster ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum RunResult {
     /// Nothing to do and nothing in the way.
     InSync,

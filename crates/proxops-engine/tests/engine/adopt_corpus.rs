@@ -85,6 +85,7 @@ async fn seeded() -> Option<Seeded> {
                 adopted: *a,
             },
             Outcome::Refused(r) => panic!("{vmid} refused: {r}"),
+            other => panic!("{vmid}: {other:?}"),
         })
         .collect();
     Some(Seeded { sim, client, vms })
@@ -250,6 +251,7 @@ async fn corpus_vms_adopt_clean_and_the_report_accounts_for_every_key() {
                     via_pve_config += 1;
                 }
                 Placement::Reported { .. } => reported += 1,
+                other => panic!("a placement this test does not know: {other:?}"),
             }
         }
     }

@@ -58,6 +58,7 @@ async fn adopt_all(client: &PveClient) -> Vec<(u32, Adopted)> {
         .map(|(vmid, o)| match o {
             Outcome::Adopted(a) => (vmid, *a),
             Outcome::Refused(r) => panic!("{vmid}: {r}"),
+            other => panic!("{vmid}: {other:?}"),
         })
         .collect()
 }
@@ -468,6 +469,7 @@ async fn corpus_containers_every_key_is_accounted_for() {
                     *reasons.entry(family).or_default() += 1;
                     assert!(!reason.is_empty());
                 }
+                other => panic!("a placement this test does not know: {other:?}"),
             }
         }
     }

@@ -3,7 +3,7 @@
 //! worker whose failure is the action's.
 
 use crate::support::{graph_of, one_node};
-use proxops_engine::execute::{ExecOptions, Outcome, execute};
+use proxops_engine::execute::{ExecOptions, FailureKind, Outcome, execute};
 use proxops_engine::plan::Verb;
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_pve::{Credentials, GuestRef, PveClient, TlsVerification};
@@ -116,7 +116,8 @@ async fn a_failed_vztemplate_worker_fails_the_action_and_the_next_cycle_converts
         .unwrap();
     match &create.outcome {
         Outcome::Failed { error } => {
-            assert!(error.contains("injected task failure"), "{error}")
+            assert!(error.message().contains("injected task failure"), "{error}");
+            assert_eq!(error.kind(), FailureKind::TaskFailed, "{error}");
         }
         other => panic!("the conversion failed in its worker, yet: {other:?}"),
     }

@@ -244,11 +244,9 @@ async fn run(edits: Vec<(Edit, bool)>, seed: u64) -> Result<(), TestCaseError> {
     .timeout(Duration::from_secs(20))
     .build()
     .unwrap();
-    let options = PlanOptions {
-        prune_budget: 0,
-        allowed_nodes: vec!["pve1".into(), "pve2".into()],
-        ..PlanOptions::default()
-    };
+    let options = PlanOptions::default()
+        .with_prune_budget(0)
+        .with_allowed_nodes(vec!["pve1".into(), "pve2".into()]);
     let registry = Registry::builtin();
     let (mut set, mut fresh) = (Vec::new(), 0);
     // Two clean cycles at the end let failed steps be retried and repaired.

@@ -188,10 +188,7 @@ fn seed_for_one_lost_put(rate: f64) -> u64 {
 }
 
 fn options(watch: Duration) -> ExecOptions {
-    ExecOptions {
-        outcome_wait: watch,
-        ..ExecOptions::default()
-    }
+    ExecOptions::default().with_outcome_wait(watch)
 }
 
 // A 596 says nothing about whether pvedaemon ran the write. When the read-back still shows the
@@ -260,10 +257,16 @@ async fn a_key_changed_by_someone_else_meanwhile_stops_the_write() {
         proxops_engine::execute::Outcome::Failed { error } => error.clone(),
         other => panic!("{other:?}"),
     };
+    let message = error.message();
     assert!(
-        error.contains("memory is now 4096, neither 1024 nor the value written")
-            && error.contains("596 Connection timed out")
-            && error.contains("not written again"),
+        message.contains("memory is now 4096, neither 1024 nor the value written")
+            && message.contains("596 Connection timed out")
+            && message.contains("not written again"),
+        "{error}"
+    );
+    assert_eq!(
+        error.kind(),
+        proxops_engine::execute::FailureKind::AnswerLost,
         "{error}"
     );
     assert_eq!(sim.count("PUT", "/nodes/{node}/qemu/{vmid}/config"), 1);
