@@ -59,12 +59,10 @@ fn sink(value: serde_json::Value) -> SinkConfig {
 }
 
 fn options() -> NotifyOptions {
-    NotifyOptions {
-        attempts: 2,
-        backoff: Duration::from_millis(20),
-        timeout: Duration::from_secs(2),
-        ..NotifyOptions::default()
-    }
+    NotifyOptions::default()
+        .with_attempts(2)
+        .with_backoff(Duration::from_millis(20))
+        .with_timeout(Duration::from_secs(2))
 }
 
 /// Runs `body` with a notifier of `sinks`, whose `file:` secrets are in `dir`.
@@ -247,13 +245,11 @@ fn a_stuck_sink_drops_what_its_queue_cannot_hold_and_never_holds_up_a_cycle() {
     let sinks = vec![sink(
         json!({"name": "stuck", "type": "webhook", "url": {"file": "stuck"}}),
     )];
-    let opts = NotifyOptions {
-        attempts: 1,
-        queue: 1,
-        timeout: Duration::from_secs(30),
-        flush_timeout: Duration::from_millis(200),
-        ..options()
-    };
+    let opts = options()
+        .with_attempts(1)
+        .with_queue(1)
+        .with_timeout(Duration::from_secs(30))
+        .with_flush_timeout(Duration::from_millis(200));
     with_notifier(&dir, sinks, opts, async |n| {
         let many = ["VM/a", "VM/b", "VM/c", "VM/d", "VM/e", "VM/f"];
         let started = Instant::now();

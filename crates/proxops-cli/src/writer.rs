@@ -113,12 +113,7 @@ impl Writer<'_> {
                     planes,
                     &needs_terminal,
                 );
-                let source = Source {
-                    repository: &loaded.repo,
-                    graph: Some(graph),
-                    revision,
-                    dir: &loaded.dir,
-                };
+                let source = Source::new(&loaded.repo, Some(graph), &loaded.dir).at(revision);
                 let run = reconciler
                     .cycle(source, &cluster.name, stop_rx.clone())
                     .await;

@@ -218,7 +218,7 @@ pub fn after_clone(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> G
 }
 
 /// Marks what a running guest would keep pending until its next start: the changes and
-/// removals [`crate::hotplug::stays_pending`] predicts so, and every owned key PVE already lists
+/// removals `hotplug::stays_pending` predicts so, and every owned key PVE already lists
 /// as pending (`GET .../pending`). An owned key that is pending while its current value matches
 /// is written again with that value, so the restart leaves it as the manifest wants it. `live` is
 /// the current config (`current=1`). A stopped guest takes every change at once: nothing to do.

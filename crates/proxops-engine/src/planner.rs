@@ -5,7 +5,7 @@
 //! and the config of each guest of ours; never waits for a guest agent. A step that cannot be
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation. What
-//! the cluster's PVE would refuse (its version, [`crate::compat`], read once per connection,
+//! the cluster's PVE would refuse (its version, `compat`, read once per connection,
 //! or a storage without the content a step puts there) is an anomaly before anything is sent.
 
 use crate::compat::{self, Release};

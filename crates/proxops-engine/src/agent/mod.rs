@@ -31,6 +31,7 @@ pub mod source;
 pub mod status;
 
 pub use auth::ControlToken;
+pub use notify::{ConfiguredSinks, NotifyOptions};
 pub use source::SourceLocation;
 pub use status::{AgentStatus, ClusterState, CycleRecord, CycleResult, Suspensions};
 
@@ -65,8 +66,10 @@ pub enum AgentBackend {
     },
 }
 
-/// How the agent runs.
+/// How the agent runs. Build with [`AgentOptions::new`], then the `with_*` setters (or assign
+/// the fields).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AgentOptions {
     /// The repository.
     pub source: SourceLocation,
@@ -125,6 +128,77 @@ impl AgentOptions {
             notifications: None,
             notify: notify::NotifyOptions::default(),
         }
+    }
+
+    /// Only these clusters (empty: every cluster).
+    pub fn with_clusters(mut self, clusters: Vec<String>) -> Self {
+        self.clusters = clusters;
+        self
+    }
+    /// Sets the time between passes.
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+    /// Sets the HTTP endpoint's address.
+    pub fn with_listen(mut self, listen: SocketAddr) -> Self {
+        self.listen = listen;
+        self
+    }
+    /// Sets where the clusters' PVE API is.
+    pub fn with_backend(mut self, backend: AgentBackend) -> Self {
+        self.backend = backend;
+        self
+    }
+    /// Sets how many clusters are reconciled at once (at least one).
+    pub fn with_parallel_clusters(mut self, n: usize) -> Self {
+        self.parallel_clusters = n.max(1);
+        self
+    }
+    /// Sets the agent's name in leases.
+    pub fn with_holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = holder.into();
+        self
+    }
+    /// Sets how long a lease lasts unless renewed.
+    pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+    /// Sets how long a stop waits for actions in flight.
+    pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+    /// Sets how long a pass may run before `/healthz` fails.
+    pub fn with_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall_timeout = timeout;
+        self
+    }
+    /// Stops after `passes` passes (`None`: runs until stopped).
+    pub fn with_max_passes(mut self, passes: Option<u64>) -> Self {
+        self.max_passes = passes;
+        self
+    }
+    /// Sets the control API's bearer token.
+    pub fn with_token(mut self, token: Option<ControlToken>) -> Self {
+        self.token = token;
+        self
+    }
+    /// Sets the webhook receivers.
+    pub fn with_webhooks(mut self, webhooks: Option<hooks::Receivers>) -> Self {
+        self.webhooks = webhooks;
+        self
+    }
+    /// Sets the sinks of the agent's own configuration file.
+    pub fn with_notifications(mut self, sinks: Option<notify::ConfiguredSinks>) -> Self {
+        self.notifications = sinks;
+        self
+    }
+    /// Sets how notifications are sent.
+    pub fn with_notify(mut self, notify: notify::NotifyOptions) -> Self {
+        self.notify = notify;
+        self
     }
 }
 

@@ -363,7 +363,7 @@ pub(crate) fn flag(b: bool) -> &'static str {
 /// The owned keys of a `pve-config:` map: each value as PVE stores it (booleans `1`/`0`),
 /// property strings owned by the sub-keys written (like the typed property strings), numbers
 /// compared as numbers, anything else in PVE's canonical form. A change is not marked as
-/// needing a restart here: [`crate::hotplug`] predicts that per key.
+/// needing a restart here: `hotplug` predicts that per key.
 pub(crate) fn pve_config(
     guest: GuestType,
     config: &proxops_model::pve_config::PveConfig,
