@@ -133,3 +133,23 @@ fn homelab_secrets_files_decrypt_with_the_example_key_and_hold_the_mapped_creden
         assert!(e.contains("age"), "{e}");
     }
 }
+
+/// The README's "Embedding" section shows `examples/embed/src/main.rs` as it is.
+#[test]
+fn readme_embedding_section_shows_the_embed_example_whole() {
+    let readme = std::fs::read_to_string(example("../README.md")).unwrap();
+    let section = readme
+        .split_once("\n## Embedding\n")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or_default())
+        .expect("README has an \"Embedding\" section");
+    let shown = section
+        .split_once("```rust\n")
+        .and_then(|(_, rest)| rest.split_once("```\n"))
+        .map(|(code, _)| code)
+        .expect("the section has a rust block");
+    let source = std::fs::read_to_string(example("embed/src/main.rs")).unwrap();
+    assert_eq!(
+        shown, source,
+        "README's Embedding snippet differs from examples/embed/src/main.rs"
+    );
+}

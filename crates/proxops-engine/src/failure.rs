@@ -306,4 +306,29 @@ mod tests {
         assert!(internal.source().is_none());
         assert!(!internal.is_retryable());
     }
+
+    /// In an action's result the failure stays `"outcome": "failed"` with the message under
+    /// `"error"`, the kind and status beside it.
+    #[test]
+    fn a_failed_result_serializes_flat() {
+        let result = crate::execute::ActionResult {
+            id: 3,
+            subject: "VM/web".into(),
+            verb: crate::plan::Verb::Create,
+            outcome: crate::execute::Outcome::Failed {
+                error: ActionError::from(api(403, "Permission check failed", ErrorKind::Forbidden)),
+            },
+            upids: Vec::new(),
+            millis: 7,
+        };
+        let v = serde_json::to_value(&result).unwrap();
+        assert_eq!(v["outcome"], "failed");
+        assert_eq!(v["kind"], "pve-refused");
+        assert_eq!(v["status"], 403);
+        assert_eq!(
+            v["error"],
+            "POST /nodes/pve1/qemu: HTTP 403 Permission check failed"
+        );
+        assert_eq!(v["subject"], "VM/web");
+    }
 }
