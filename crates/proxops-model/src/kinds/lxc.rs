@@ -513,24 +513,13 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     }
     let mut nets = BTreeSet::new();
     for (i, net) in spec.networks.iter().enumerate() {
-        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
-        let valid = slot
-            .strip_prefix("net")
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_some_and(|n| n <= 31 && slot == format!("net{n}"));
-        if !valid {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("`{slot}` is not a NIC slot (net0-net31)"),
-                None,
-            );
-        } else if !nets.insert(slot.clone()) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("NIC slot `{slot}` is used twice"),
-                None,
-            );
-        }
+        let nic = common::Nic {
+            slot: net.slot.as_deref(),
+            bridge: &net.bridge,
+            vlan: (net.tag, "tag"),
+            mac: (net.hwaddr.as_deref(), "hwaddr"),
+        };
+        common::check_nic(cx, i, &nic, &mut nets);
         if let Some(t) = &net.net_type {
             common::check_pve_enum(
                 cx,
@@ -539,19 +528,6 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
                 "container interface type",
                 &path!["networks", i, "type"],
             );
-        }
-        if net.bridge.trim().is_empty() {
-            cx.invalid(
-                &path!["networks", i, "bridge"],
-                "`bridge` must not be empty",
-                None,
-            );
-        }
-        if let Some(tag) = net.tag {
-            common::check_vlan(cx, tag, &path!["networks", i, "tag"]);
-        }
-        if let Some(mac) = &net.hwaddr {
-            common::check_mac(cx, mac, &path!["networks", i, "hwaddr"]);
         }
         check_container_ips(cx, net, &path!["networks", i]);
     }

@@ -490,33 +490,13 @@ fn validate_disk(disk: &VmDisk, i: usize, slot: &str, cx: &SpecContext<'_>) {
 fn validate_networks(spec: &VmSpec, cx: &SpecContext<'_>) {
     let mut nets = BTreeSet::new();
     for (i, net) in spec.networks.iter().enumerate() {
-        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
-        if !slot_in(&slot, "net", 31) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("`{slot}` is not a NIC slot (net0-net31)"),
-                None,
-            );
-        } else if !nets.insert(slot.clone()) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("NIC slot `{slot}` is used twice"),
-                None,
-            );
-        }
-        if net.bridge.trim().is_empty() {
-            cx.invalid(
-                &path!["networks", i, "bridge"],
-                "`bridge` must not be empty",
-                None,
-            );
-        }
-        if let Some(vlan) = net.vlan {
-            common::check_vlan(cx, vlan, &path!["networks", i, "vlan"]);
-        }
-        if let Some(mac) = &net.mac {
-            common::check_mac(cx, mac, &path!["networks", i, "mac"]);
-        }
+        let nic = common::Nic {
+            slot: net.slot.as_deref(),
+            bridge: &net.bridge,
+            vlan: (net.vlan, "vlan"),
+            mac: (net.mac.as_deref(), "mac"),
+        };
+        common::check_nic(cx, i, &nic, &mut nets);
         if let Some(model) = &net.model {
             common::check_pve_enum(
                 cx,
