@@ -40,6 +40,42 @@ pub fn https_client(fingerprint: &str) -> reqwest::Client {
         .unwrap()
 }
 
+/// Node `name` with a fresh PVE install's storages: `local` (dir, for files and backups) and
+/// `local-lvm` (LVM-thin, for disks and container volumes).
+pub fn node_with_default_storages(name: &str) -> proxops_pve_sim::Node {
+    let storage = |storage: &str, kind: &str, content: &[&str]| proxops_pve_sim::Storage {
+        storage: storage.into(),
+        kind: kind.into(),
+        content: content.iter().map(|c| (*c).to_owned()).collect(),
+        ..proxops_pve_sim::Storage::default()
+    };
+    proxops_pve_sim::Node {
+        node: name.into(),
+        storages: vec![
+            storage(
+                "local",
+                "dir",
+                &["iso", "vztmpl", "import", "backup", "snippets"],
+            ),
+            storage("local-lvm", "lvmthin", &["images", "rootdir"]),
+        ],
+        ..proxops_pve_sim::Node::default()
+    }
+}
+
+/// The volume ids the simulator holds for guest `vmid`, sorted.
+pub fn volumes_of(sim: &SimHandle, vmid: u32) -> Vec<String> {
+    let mut v: Vec<String> = sim
+        .state()
+        .volumes
+        .iter()
+        .filter(|v| v.vmid == Some(vmid))
+        .map(|v| v.volid.clone())
+        .collect();
+    v.sort();
+    v
+}
+
 fn pin(fingerprint: &str) -> Fingerprint {
     fingerprint
         .parse()

@@ -12,6 +12,7 @@ use proxops_engine::plan::{ClusterPlan, PlanState, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_pve::{GuestRef, PveClient};
 use proxops_pve_sim::{SimConfig, SimHandle, TaskDurations, start};
+use proxops_test_support::sim::volumes_of;
 use std::time::Duration;
 
 const PROXY: Duration = Duration::from_millis(250);
@@ -63,18 +64,6 @@ async fn apply(client: &PveClient, p: &ClusterPlan) -> proxops_engine::execute::
     let report = execute(client, p, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{report:#?}");
     report
-}
-
-fn volumes_of(sim: &SimHandle, vmid: u32) -> Vec<String> {
-    let mut v: Vec<String> = sim
-        .state()
-        .volumes
-        .iter()
-        .filter(|v| v.vmid == Some(vmid))
-        .map(|v| v.volid.clone())
-        .collect();
-    v.sort();
-    v
 }
 
 // qemu-server `update_vm_async`: POST config forks a `qmconfig` worker, whose UPID the update
