@@ -105,6 +105,30 @@ pub(crate) fn check_storage_id(cx: &SpecContext<'_>, id: &str, at: &[PathSeg]) {
     }
 }
 
+/// What every guest's spec is checked for first: its node, its vmid, that a template (`template`
+/// names its kind) is not asked to run, and its memory.
+pub(crate) fn check_guest_basics(
+    cx: &SpecContext<'_>,
+    node: &str,
+    vmid: u32,
+    template: Option<&str>,
+    state: Option<PowerState>,
+    memory: &Quantity,
+) {
+    check_node(cx, node, &path!["node"]);
+    check_vmid(cx, vmid);
+    if let Some(kind) = template
+        && state == Some(PowerState::Started)
+    {
+        cx.invalid(
+            &path!["state"],
+            format!("a {kind} cannot be started"),
+            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
+        );
+    }
+    check_memory(cx, memory, &path!["memory"], "memory", true);
+}
+
 /// The fields a guest NIC of either type has, under the names its kind gives them (a VM's
 /// `vlan` and `mac` are a container's `tag` and `hwaddr`).
 pub(crate) struct Nic<'a> {
@@ -116,11 +140,19 @@ pub(crate) struct Nic<'a> {
     pub vlan: (Option<u16>, &'static str),
     /// The MAC address and its field's name.
     pub mac: (Option<&'a str>, &'static str),
+    /// The device type (a VM's `model`, a container's `type`), its field's name, the values
+    /// PVE takes and what they are called in a message.
+    pub kind: (
+        Option<&'a str>,
+        &'static str,
+        &'static [&'static str],
+        &'static str,
+    ),
 }
 
 /// The checks that qemu-server and pve-container share for `networks[i]`: a slot net0-net31
 /// used once (`seen` holds the slots of the NICs before it), a bridge, a VLAN tag in range and a
-/// unicast MAC.
+/// unicast MAC, a device type PVE knows.
 pub(crate) fn check_nic(
     cx: &SpecContext<'_>,
     i: usize,
@@ -153,6 +185,9 @@ pub(crate) fn check_nic(
     }
     if let (Some(mac), field) = nic.mac {
         check_mac(cx, mac, &path!["networks", i, field]);
+    }
+    if let (Some(kind), field, known, what) = nic.kind {
+        check_pve_enum(cx, kind, known, what, &path!["networks", i, field]);
     }
 }
 

@@ -1,6 +1,6 @@
 //! `kind: LXC` and `kind: TemplateCT`: containers (SPEC.md sections 8.3 and 8.4).
 
-use super::common::{self, PowerState, check_name_ref, check_node, check_vmid};
+use super::common::{self, PowerState, check_name_ref};
 use crate::Code;
 use crate::kind::{
     GuestType, Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField,
@@ -415,19 +415,17 @@ fn mp_slot_valid(slot: &str) -> bool {
 }
 
 fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
-    check_node(cx, &spec.node, &path!["node"]);
-    check_vmid(cx, spec.vmid);
+    common::check_guest_basics(
+        cx,
+        &spec.node,
+        spec.vmid,
+        template.then_some("TemplateCT"),
+        spec.state,
+        &spec.memory,
+    );
     if let Some(t) = &spec.template {
         check_name_ref(cx, t, &path!["template"], "CTTemplate");
     }
-    if template && spec.state == Some(PowerState::Started) {
-        cx.invalid(
-            &path!["state"],
-            "a TemplateCT cannot be started",
-            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
-        );
-    }
-    common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
     if let Some(swap) = &spec.swap {
         common::check_memory(cx, swap, &path!["swap"], "swap", false);
     }
@@ -513,22 +511,24 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     }
     let mut nets = BTreeSet::new();
     for (i, net) in spec.networks.iter().enumerate() {
-        let nic = common::Nic {
-            slot: net.slot.as_deref(),
-            bridge: &net.bridge,
-            vlan: (net.tag, "tag"),
-            mac: (net.hwaddr.as_deref(), "hwaddr"),
-        };
-        common::check_nic(cx, i, &nic, &mut nets);
-        if let Some(t) = &net.net_type {
-            common::check_pve_enum(
-                cx,
-                t,
-                common::PVE_LXC_NET_TYPES,
-                "container interface type",
-                &path!["networks", i, "type"],
-            );
-        }
+        let kind = net.net_type.as_deref();
+        common::check_nic(
+            cx,
+            i,
+            &common::Nic {
+                slot: net.slot.as_deref(),
+                bridge: &net.bridge,
+                vlan: (net.tag, "tag"),
+                mac: (net.hwaddr.as_deref(), "hwaddr"),
+                kind: (
+                    kind,
+                    "type",
+                    common::PVE_LXC_NET_TYPES,
+                    "container interface type",
+                ),
+            },
+            &mut nets,
+        );
         check_container_ips(cx, net, &path!["networks", i]);
     }
     for (i, tag) in spec.tags.iter().enumerate() {
