@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, shared, with_compat_storages};
+use crate::support::{copy_tree, example, shared, with_compat_storages};
 use proxops_engine::backend::{Backend, Connection, SimSeed, connect, seed_state};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
 use proxops_engine::execute::{ActionError, ExecOptions, FailureKind, Outcome};
@@ -233,7 +233,7 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raw_pci_device_is_refused_to_a_token_once_and_named_before_apply() {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&example("homelab"), dir.path()).unwrap();
+    copy_tree(&example("homelab"), dir.path());
     edit(
         dir.path(),
         "vm/home/truenas.yaml",
@@ -369,7 +369,7 @@ fn edit(dir: &Path, file: &str, from: &str, to: &str) {
 /// A writable copy of examples/homelab and a simulator on which its `home` cluster converged.
 async fn converged_home_copy() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&example("homelab"), dir.path()).unwrap();
+    copy_tree(&example("homelab"), dir.path());
     let loaded = load(dir.path());
     let (cluster, graph) = loaded.cluster("home");
     let conn = simulator(cluster).await;

@@ -4,7 +4,7 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, shared};
+use crate::support::{copy_tree, example, shared};
 use proxops_model::report::ValidationReport;
 use proxops_model::{FsSource, LoadOptions, Registry, Repository, load_repository};
 use std::collections::BTreeMap;
@@ -80,7 +80,7 @@ fn homelab_validates_clean_with_both_clusters() {
 #[test]
 fn report_does_not_depend_on_composition_order() {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_tree(&example("homelab"), dir.path()).expect("copy");
+    copy_tree(&example("homelab"), dir.path());
     // Break something so the report has content, then compare against a reversed composition.
     let broken = dir.path().join("vm/home/jumpbox.yaml");
     let text = std::fs::read_to_string(&broken).expect("read");

@@ -1,6 +1,6 @@
 //! ProxOps end to end, in one test binary (one link instead of one per area): each module
 //! drives the `proxops` binary, the engine, the simulator and git repositories in temporary
-//! directories. Shared helpers are the `proxops_e2e` library (`support.rs`).
+//! directories. Shared helpers are `proxops-test-support` and `support.rs`.
 
 mod adopt;
 mod agent;
@@ -10,3 +10,4 @@ mod examples;
 mod interop;
 mod planes;
 mod safety;
+mod support;

@@ -184,7 +184,6 @@ mod tests {
     use proxops_model::Registry;
     use proxops_model::diagnostic::SourceFile;
     use proxops_model::manifest::load_manifest;
-    use proxops_pve::{Credentials, PveClient, TlsVerification};
     use proxops_pve_sim::{Node, SimConfig, State, Storage};
     use std::sync::Arc;
 
@@ -232,15 +231,7 @@ mod tests {
         })
         .await
         .unwrap();
-        let client = PveClient::builder(
-            sim.base_url(),
-            Credentials::parse_token(&sim.token.to_string()).unwrap(),
-        )
-        .tls(TlsVerification::Fingerprint(
-            sim.fingerprint.parse().unwrap(),
-        ))
-        .build()
-        .unwrap();
+        let client = proxops_test_support::sim::client(&sim);
         let registry = Registry::builtin();
         let (v1, v2) = (vm(true, true, "web, blue"), vm(false, false, "web"));
         let graph = Graph::build(&registry, std::slice::from_ref(&v1)).unwrap();

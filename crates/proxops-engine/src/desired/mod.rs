@@ -2,6 +2,7 @@
 
 mod artifact;
 mod drivers;
+mod keys;
 mod lxc;
 mod vm;
 
