@@ -1,106 +1,340 @@
-//! The agent's metrics, rendered in the Prometheus text exposition format (version 0.0.4).
-//! Written by hand: a handful of counters and gauges do not justify a metrics framework.
+//! The agent's metrics, kept in [`prometheus_client`] metric types and encoded by its text
+//! encoders (the Prometheus text format 0.0.4, or OpenMetrics 1.0 when a scraper asks for it).
+//!
+//! Every metric is a handle onto shared atomics: [`Metrics::register`] puts the same handles
+//! into any [`Registry`], so the agent's `/metrics` and an embedding tool's registry (see
+//! [`Agent::register_metrics`](super::Agent::register_metrics)) show the same values.
+//! Names are registered without their `proxops_` prefix and, for counters, without the
+//! `_total` suffix: the agent registers them in a sub-registry prefixed `proxops`, and the
+//! encoder adds `_total` to counters itself.
 
 use super::status::CycleResult;
 use crate::execute::{CycleReport, Outcome};
 use crate::plan::ClusterPlan;
+pub use prometheus_client;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
 use proxops_pve::Latency;
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 /// Upper bounds of the cycle duration histogram, in seconds.
 const BUCKETS: [f64; 10] = [0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0];
 
-#[derive(Debug, Default, Clone)]
-struct Histogram {
-    buckets: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+/// A float counter (seconds).
+type SecondsCounter = Counter<f64, AtomicU64>;
+/// A float gauge (a Unix time).
+type SecondsGauge = Gauge<f64, AtomicU64>;
+
+/// A labelled family like [`prometheus_client::metrics::family::Family`], but kept in label
+/// order: that family is a `HashMap`, and `/metrics` is to come out the same for the same
+/// state.
+#[derive(Debug)]
+pub struct OrderedFamily<S, M> {
+    members: Arc<Mutex<BTreeMap<S, M>>>,
+    new: fn() -> M,
 }
 
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            if seconds <= *bound {
-                self.buckets[i] += 1;
-            }
+impl<S, M> Clone for OrderedFamily<S, M> {
+    fn clone(&self) -> Self {
+        OrderedFamily {
+            members: Arc::clone(&self.members),
+            new: self.new,
         }
-        self.count += 1;
-        self.sum += seconds;
     }
 }
 
-/// Everything `/metrics` reports.
-#[derive(Debug, Default)]
+impl<S: Ord + Clone, M: Clone + Default> Default for OrderedFamily<S, M> {
+    fn default() -> Self {
+        OrderedFamily::with(M::default)
+    }
+}
+
+impl<S: Ord + Clone, M: Clone> OrderedFamily<S, M> {
+    /// A family whose members start as `new()` makes them.
+    fn with(new: fn() -> M) -> Self {
+        OrderedFamily {
+            members: Arc::new(Mutex::new(BTreeMap::new())),
+            new,
+        }
+    }
+
+    /// The member of `labels` (created on first use); a handle onto the same atomics.
+    pub fn get(&self, labels: &S) -> M {
+        let mut members = self
+            .members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        members
+            .entry(labels.clone())
+            .or_insert_with(self.new)
+            .clone()
+    }
+}
+
+impl<S, M: TypedMetric> TypedMetric for OrderedFamily<S, M> {
+    const TYPE: MetricType = M::TYPE;
+}
+
+impl<S, M> EncodeMetric for OrderedFamily<S, M>
+where
+    S: EncodeLabelSet + Send + Sync + std::fmt::Debug + 'static,
+    M: EncodeMetric + TypedMetric,
+{
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let members = self
+            .members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (labels, metric) in members.iter() {
+            metric.encode(encoder.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+
+    fn is_empty(&self) -> bool {
+        self.members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+}
+
+/// `cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub struct ClusterLabels {
+    /// The cluster.
+    pub cluster: String,
+}
+
+/// `cluster`, `result`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub struct CycleLabels {
+    /// The cluster.
+    pub cluster: String,
+    /// [`CycleResult::label`].
+    pub result: &'static str,
+}
+
+/// `cluster`, `kind`, `action`, `result`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub struct ActionLabels {
+    /// The cluster.
+    pub cluster: String,
+    /// The resource kind (`VM`, `LXC`, ...).
+    pub kind: String,
+    /// The verb (`create`, `update`, ...).
+    pub action: String,
+    /// `succeeded`, `failed`, `deferred` or `not_started`.
+    pub result: &'static str,
+}
+
+/// `cluster`, `endpoint`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub struct EndpointLabels {
+    /// The cluster.
+    pub cluster: String,
+    /// The PVE API endpoint (`GET /cluster/resources`).
+    pub endpoint: String,
+}
+
+/// `receiver`, `result`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub struct WebhookLabels {
+    /// The receiver (`github`, `gitlab`, `gitea`, `generic`, or `unknown`).
+    pub receiver: &'static str,
+    /// What became of the delivery.
+    pub result: &'static str,
+}
+
+/// Everything `/metrics` reports of passes, cycles, PVE requests and webhooks (the notifier
+/// reports its own, [`Notifier::register_metrics`](super::notify::Notifier::register_metrics)).
+#[derive(Debug, Clone)]
 pub struct Metrics {
-    passes: u64,
-    source_failures: u64,
-    source_loads: u64,
-    cycles: BTreeMap<(String, &'static str), u64>,
-    actions: BTreeMap<(String, String, String, &'static str), u64>,
-    durations: BTreeMap<String, Histogram>,
-    deferred_prunes: BTreeMap<String, u64>,
-    anomalies: BTreeMap<String, u64>,
-    drift: BTreeMap<String, u64>,
-    last_success: BTreeMap<String, f64>,
-    suspended: BTreeMap<String, u64>,
-    pve_requests: BTreeMap<(String, String), u64>,
-    pve_seconds: BTreeMap<(String, String), f64>,
-    webhooks: BTreeMap<(&'static str, &'static str), u64>,
+    passes: Counter,
+    source_failures: Counter,
+    source_loads: Counter,
+    cycles: OrderedFamily<CycleLabels, Counter>,
+    actions: OrderedFamily<ActionLabels, Counter>,
+    durations: OrderedFamily<ClusterLabels, Histogram>,
+    deferred_prunes: OrderedFamily<ClusterLabels, Counter>,
+    anomalies: OrderedFamily<ClusterLabels, Gauge>,
+    drift: OrderedFamily<ClusterLabels, Gauge>,
+    suspended: OrderedFamily<ClusterLabels, Gauge>,
+    last_success: OrderedFamily<ClusterLabels, SecondsGauge>,
+    pve_requests: OrderedFamily<EndpointLabels, Counter>,
+    pve_seconds: OrderedFamily<EndpointLabels, SecondsCounter>,
+    webhooks: OrderedFamily<WebhookLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            passes: Counter::default(),
+            source_failures: Counter::default(),
+            source_loads: Counter::default(),
+            cycles: OrderedFamily::default(),
+            actions: OrderedFamily::default(),
+            durations: OrderedFamily::with(|| Histogram::new(BUCKETS)),
+            deferred_prunes: OrderedFamily::default(),
+            anomalies: OrderedFamily::default(),
+            drift: OrderedFamily::default(),
+            suspended: OrderedFamily::default(),
+            last_success: OrderedFamily::default(),
+            pve_requests: OrderedFamily::default(),
+            pve_seconds: OrderedFamily::default(),
+            webhooks: OrderedFamily::default(),
+        }
+    }
+}
+
+/// A count as a gauge's value.
+fn gauge_value(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn cluster(name: &str) -> ClusterLabels {
+    ClusterLabels {
+        cluster: name.to_owned(),
+    }
 }
 
 impl Metrics {
+    /// Registers every metric in `registry` by its name without the `proxops_` prefix
+    /// (`passes`, `cycles`, ...; the agent passes a sub-registry prefixed `proxops`). The
+    /// registered metrics are handles onto these: they show what the agent counts.
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register("passes", "Passes over the clusters", self.passes.clone());
+        r.register(
+            "source_failures",
+            "Failed fetches or loads of the repository",
+            self.source_failures.clone(),
+        );
+        r.register(
+            "source_loads",
+            "Loads of the repository (a pass on the commit loaded last reuses it)",
+            self.source_loads.clone(),
+        );
+        r.register(
+            "cycles",
+            "Reconcile cycles by cluster and result",
+            self.cycles.clone(),
+        );
+        r.register(
+            "actions",
+            "Executed actions by cluster, kind, action and result",
+            self.actions.clone(),
+        );
+        r.register(
+            "cycle_duration_seconds",
+            "Duration of reconcile cycles",
+            self.durations.clone(),
+        );
+        r.register(
+            "deferred_prunes",
+            "Prunes held back by the prune budget or the empty-composition guard",
+            self.deferred_prunes.clone(),
+        );
+        r.register(
+            "anomalies",
+            "Anomalies (never fixed automatically) found by the last cycle",
+            self.anomalies.clone(),
+        );
+        r.register(
+            "drift_actions",
+            "Actions the last cycle planned but left alone (drift mode report)",
+            self.drift.clone(),
+        );
+        r.register(
+            "cluster_suspended",
+            "1 when the cluster is suspended",
+            self.suspended.clone(),
+        );
+        r.register(
+            "last_success_timestamp_seconds",
+            "Unix time of the last successful cycle",
+            self.last_success.clone(),
+        );
+        r.register(
+            "pve_requests",
+            "PVE API requests by cluster and endpoint",
+            self.pve_requests.clone(),
+        );
+        r.register(
+            "pve_request_seconds",
+            "Time spent in PVE API requests by cluster and endpoint",
+            self.pve_seconds.clone(),
+        );
+        r.register(
+            "webhook_requests",
+            "Webhook deliveries by receiver and result (triggered, ignored, replayed, \
+             unauthorized, too_large, bad_request, forbidden, not_configured)",
+            self.webhooks.clone(),
+        );
+    }
+
     /// A pass over the clusters began.
-    pub fn pass(&mut self) {
-        self.passes += 1;
+    pub fn pass(&self) {
+        self.passes.inc();
     }
 
     /// Fetching or loading the repository failed.
-    pub fn source_failed(&mut self) {
-        self.source_failures += 1;
+    pub fn source_failed(&self) {
+        self.source_failures.inc();
     }
 
     /// The repository was loaded and checked at a commit the agent had not loaded last.
-    pub fn source_loaded(&mut self) {
-        self.source_loads += 1;
+    pub fn source_loaded(&self) {
+        self.source_loads.inc();
     }
 
     /// A cluster's cycle ended.
     pub fn cycle(
-        &mut self,
-        cluster: &str,
+        &self,
+        name: &str,
         result: CycleResult,
         seconds: f64,
         finished_unix: f64,
         plan: Option<&ClusterPlan>,
         report: Option<&CycleReport>,
     ) {
-        *self
-            .cycles
-            .entry((cluster.to_owned(), result.label()))
-            .or_default() += 1;
-        self.durations
-            .entry(cluster.to_owned())
-            .or_default()
-            .observe(seconds);
-        self.suspended.insert(
-            cluster.to_owned(),
-            u64::from(result == CycleResult::Suspended),
-        );
+        let c = cluster(name);
+        self.cycles
+            .get(&CycleLabels {
+                cluster: name.to_owned(),
+                result: result.label(),
+            })
+            .inc();
+        self.durations.get(&c).observe(seconds);
+        self.suspended
+            .get(&c)
+            .set(i64::from(result == CycleResult::Suspended));
         if result.is_success() {
-            self.last_success.insert(cluster.to_owned(), finished_unix);
+            self.last_success.get(&c).set(finished_unix);
         }
         if let Some(plan) = plan {
-            *self.deferred_prunes.entry(cluster.to_owned()).or_default() +=
-                plan.deferred_prunes.len() as u64;
+            self.deferred_prunes
+                .get(&c)
+                .inc_by(plan.deferred_prunes.len() as u64);
             self.anomalies
-                .insert(cluster.to_owned(), plan.anomalies.len() as u64);
+                .get(&c)
+                .set(gauge_value(plan.anomalies.len()));
             let drift = if result == CycleResult::Drifted {
-                plan.actions.len() as u64
+                plan.actions.len()
             } else {
                 0
             };
-            self.drift.insert(cluster.to_owned(), drift);
+            self.drift.get(&c).set(gauge_value(drift));
         }
         if let (Some(plan), Some(report)) = (plan, report) {
             for r in &report.results {
@@ -117,237 +351,131 @@ impl Metrics {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default();
-                *self
-                    .actions
-                    .entry((cluster.to_owned(), action.kind.clone(), verb, outcome))
-                    .or_default() += 1;
+                self.actions
+                    .get(&ActionLabels {
+                        cluster: name.to_owned(),
+                        kind: action.kind.clone(),
+                        action: verb,
+                        result: outcome,
+                    })
+                    .inc();
             }
         }
     }
 
     /// A webhook delivery was answered (`result`: triggered, ignored, replayed, unauthorized,
     /// too_large, bad_request, forbidden, not_configured).
-    pub fn webhook(&mut self, receiver: &'static str, result: &'static str) {
-        *self.webhooks.entry((receiver, result)).or_default() += 1;
+    pub fn webhook(&self, receiver: &'static str, result: &'static str) {
+        self.webhooks.get(&WebhookLabels { receiver, result }).inc();
     }
 
     /// Adds a cycle's PVE requests.
     pub fn pve(
-        &mut self,
-        cluster: &str,
+        &self,
+        name: &str,
         requests: &BTreeMap<String, u64>,
         latencies: &BTreeMap<String, Latency>,
     ) {
+        let labels = |endpoint: &str| EndpointLabels {
+            cluster: name.to_owned(),
+            endpoint: endpoint.to_owned(),
+        };
         for (endpoint, n) in requests {
-            *self
-                .pve_requests
-                .entry((cluster.to_owned(), endpoint.clone()))
-                .or_default() += n;
+            self.pve_requests.get(&labels(endpoint)).inc_by(*n);
         }
         for (endpoint, l) in latencies {
-            *self
-                .pve_seconds
-                .entry((cluster.to_owned(), endpoint.clone()))
-                .or_default() += l.seconds;
+            self.pve_seconds.get(&labels(endpoint)).inc_by(l.seconds);
         }
     }
+}
 
-    /// The text exposition.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        header(
-            &mut out,
-            "proxops_passes_total",
-            "counter",
-            "Passes over the clusters.",
-        );
-        let _ = writeln!(out, "proxops_passes_total {}", self.passes);
-        header(
-            &mut out,
-            "proxops_source_failures_total",
-            "counter",
-            "Failed fetches or loads of the repository.",
-        );
-        let _ = writeln!(
-            out,
-            "proxops_source_failures_total {}",
-            self.source_failures
-        );
-        header(
-            &mut out,
-            "proxops_source_loads_total",
-            "counter",
-            "Loads of the repository (a pass on the commit loaded last reuses it).",
-        );
-        let _ = writeln!(out, "proxops_source_loads_total {}", self.source_loads);
-        header(
-            &mut out,
-            "proxops_cycles_total",
-            "counter",
-            "Reconcile cycles by cluster and result.",
-        );
-        for ((cluster, result), n) in &self.cycles {
-            let _ = writeln!(
-                out,
-                "proxops_cycles_total{{cluster=\"{}\",result=\"{result}\"}} {n}",
-                esc(cluster)
-            );
-        }
-        header(
-            &mut out,
-            "proxops_actions_total",
-            "counter",
-            "Executed actions by cluster, kind, action and result.",
-        );
-        for ((cluster, kind, action, result), n) in &self.actions {
-            let _ = writeln!(
-                out,
-                "proxops_actions_total{{cluster=\"{}\",kind=\"{}\",action=\"{}\",result=\"{result}\"}} {n}",
-                esc(cluster),
-                esc(kind),
-                esc(action)
-            );
-        }
-        header(
-            &mut out,
-            "proxops_cycle_duration_seconds",
-            "histogram",
-            "Duration of reconcile cycles.",
-        );
-        for (cluster, h) in &self.durations {
-            let c = esc(cluster);
-            for (bound, n) in BUCKETS.iter().zip(h.buckets) {
-                let _ = writeln!(
-                    out,
-                    "proxops_cycle_duration_seconds_bucket{{cluster=\"{c}\",le=\"{bound}\"}} {n}"
-                );
+/// The exposition formats `/metrics` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format 0.0.4 (the default: what `curl` and older scrapers get).
+    Prometheus,
+    /// OpenMetrics text 1.0.0 (counters' families without `_total`, `# EOF` at the end), for
+    /// a scraper whose `Accept` prefers it, as Prometheus's own does.
+    OpenMetrics,
+}
+
+/// The content type of OpenMetrics text 1.0.0 (the OpenMetrics specification's own).
+const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+impl Format {
+    /// The format an `Accept` header prefers: OpenMetrics only when it ranks (by `q`) above
+    /// the Prometheus text format; an OpenMetrics range of a version other than 1.0.0, or
+    /// none at all, leaves the default.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let (mut open, mut text) = (0.0_f64, 0.0_f64);
+        for range in accept.unwrap_or_default().split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+            let (mut q, mut version) = (1.0_f64, None);
+            for p in parts {
+                let Some((k, v)) = p.split_once('=') else {
+                    continue;
+                };
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "q" => q = v.trim().parse().unwrap_or(0.0),
+                    "version" => version = Some(v.trim().trim_matches('"').to_owned()),
+                    _ => {}
+                }
             }
-            let _ = writeln!(
-                out,
-                "proxops_cycle_duration_seconds_bucket{{cluster=\"{c}\",le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "proxops_cycle_duration_seconds_sum{{cluster=\"{c}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "proxops_cycle_duration_seconds_count{{cluster=\"{c}\"}} {}",
-                h.count
-            );
+            match media.as_str() {
+                "application/openmetrics-text"
+                    if version.as_deref().is_none_or(|v| v == "1.0.0") =>
+                {
+                    open = open.max(q);
+                }
+                "text/plain" | "text/*" | "*/*" => text = text.max(q),
+                _ => {}
+            }
         }
-        per_cluster(
-            &mut out,
-            "proxops_deferred_prunes_total",
-            "counter",
-            "Prunes held back by the prune budget or the empty-composition guard.",
-            &self.deferred_prunes,
-        );
-        per_cluster(
-            &mut out,
-            "proxops_anomalies",
-            "gauge",
-            "Anomalies (never fixed automatically) found by the last cycle.",
-            &self.anomalies,
-        );
-        per_cluster(
-            &mut out,
-            "proxops_drift_actions",
-            "gauge",
-            "Actions the last cycle planned but left alone (drift mode report).",
-            &self.drift,
-        );
-        per_cluster(
-            &mut out,
-            "proxops_cluster_suspended",
-            "gauge",
-            "1 when the cluster is suspended.",
-            &self.suspended,
-        );
-        header(
-            &mut out,
-            "proxops_last_success_timestamp_seconds",
-            "gauge",
-            "Unix time of the last successful cycle.",
-        );
-        for (cluster, t) in &self.last_success {
-            let _ = writeln!(
-                out,
-                "proxops_last_success_timestamp_seconds{{cluster=\"{}\"}} {t}",
-                esc(cluster)
-            );
+        if open > text {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
         }
-        header(
-            &mut out,
-            "proxops_pve_requests_total",
-            "counter",
-            "PVE API requests by cluster and endpoint.",
-        );
-        for ((cluster, endpoint), n) in &self.pve_requests {
-            let _ = writeln!(
-                out,
-                "proxops_pve_requests_total{{cluster=\"{}\",endpoint=\"{}\"}} {n}",
-                esc(cluster),
-                esc(endpoint)
-            );
-        }
-        header(
-            &mut out,
-            "proxops_pve_request_seconds_total",
-            "counter",
-            "Time spent in PVE API requests by cluster and endpoint.",
-        );
-        for ((cluster, endpoint), s) in &self.pve_seconds {
-            let _ = writeln!(
-                out,
-                "proxops_pve_request_seconds_total{{cluster=\"{}\",endpoint=\"{}\"}} {s}",
-                esc(cluster),
-                esc(endpoint)
-            );
-        }
-        header(
-            &mut out,
-            "proxops_webhook_requests_total",
-            "counter",
-            "Webhook deliveries by receiver and result (triggered, ignored, replayed, unauthorized, too_large, bad_request, forbidden, not_configured).",
-        );
-        for ((receiver, result), n) in &self.webhooks {
-            let _ = writeln!(
-                out,
-                "proxops_webhook_requests_total{{receiver=\"{receiver}\",result=\"{result}\"}} {n}"
-            );
-        }
-        out
     }
-}
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-}
-
-fn per_cluster(out: &mut String, name: &str, kind: &str, help: &str, map: &BTreeMap<String, u64>) {
-    header(out, name, kind, help);
-    for (cluster, n) in map {
-        let _ = writeln!(out, "{name}{{cluster=\"{}\"}} {n}", esc(cluster));
+    /// The `Content-Type` of the format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Format::OpenMetrics => OPENMETRICS_CONTENT_TYPE,
+        }
     }
-}
 
-/// Escapes a label value (backslash, double quote, newline).
-pub(crate) fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    /// `registry` in this format.
+    pub fn encode(self, registry: &Registry) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        match self {
+            Format::Prometheus => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, registry)?;
+            }
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, registry)?,
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prometheus_client::encoding::{prometheus_text, text};
+
+    fn exposition(m: &Metrics) -> String {
+        let mut registry = Registry::default();
+        m.register(registry.sub_registry_with_prefix("proxops"));
+        let mut out = String::new();
+        prometheus_text::encode(&mut out, &registry).unwrap_or_default();
+        out
+    }
 
     #[test]
     fn a_cycle_shows_in_counters_histogram_and_gauges() {
-        let mut m = Metrics::default();
+        let m = Metrics::default();
         m.pass();
         m.cycle(
             "lab",
@@ -365,12 +493,20 @@ mod tests {
             None,
             None,
         );
-        let text = m.render();
-        assert!(text.contains("proxops_passes_total 1\n"), "{text}");
+        let text = exposition(&m);
+        assert!(
+            text.contains(
+                "# HELP proxops_passes_total Passes over the clusters.\n\
+                 # TYPE proxops_passes_total counter\n\
+                 proxops_passes_total 1\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("proxops_cycles_total{cluster=\"lab\",result=\"applied\"} 1\n"));
         assert!(text.contains("proxops_cycles_total{cluster=\"lab\",result=\"failed\"} 1\n"));
         assert!(
-            text.contains("proxops_cycle_duration_seconds_bucket{cluster=\"lab\",le=\"1\"} 1\n")
+            text.contains("proxops_cycle_duration_seconds_bucket{cluster=\"lab\",le=\"1\"} 1\n"),
+            "{text}"
         );
         assert!(
             text.contains("proxops_cycle_duration_seconds_bucket{cluster=\"lab\",le=\"60\"} 2\n")
@@ -378,7 +514,8 @@ mod tests {
         assert!(text.contains("proxops_cycle_duration_seconds_count{cluster=\"lab\"} 2\n"));
         // The failed cycle did not move the last success.
         assert!(
-            text.contains("proxops_last_success_timestamp_seconds{cluster=\"lab\"} 1800000000\n")
+            text.contains("proxops_last_success_timestamp_seconds{cluster=\"lab\"} 1800000000.0\n"),
+            "{text}"
         );
         // Every sample line belongs to a declared metric family.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
@@ -389,10 +526,103 @@ mod tests {
                 .trim_end_matches("_count");
             assert!(text.contains(&format!("# TYPE {family} ")), "{line}");
         }
+        // The Prometheus text format has no end marker; OpenMetrics has.
+        assert!(!text.contains("# EOF"));
+        let mut registry = Registry::default();
+        m.register(registry.sub_registry_with_prefix("proxops"));
+        let mut open = String::new();
+        text::encode(&mut open, &registry).unwrap_or_default();
+        assert!(open.ends_with("# EOF\n"), "{open}");
+        assert!(open.contains("# TYPE proxops_passes counter\nproxops_passes_total 1\n"));
     }
 
     #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    fn families_come_out_in_label_order_and_label_values_are_escaped() {
+        let m = Metrics::default();
+        for receiver in ["gitlab", "github", "generic"] {
+            m.webhook(receiver, "triggered");
+        }
+        let mut latencies = BTreeMap::new();
+        latencies.insert(
+            "GET /a\"b\\c\nd".to_owned(),
+            Latency {
+                seconds: 0.5,
+                ..Latency::default()
+            },
+        );
+        m.pve("lab", &BTreeMap::new(), &latencies);
+        let text = exposition(&m);
+        let receivers: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("proxops_webhook_requests_total{receiver=\""))
+            .filter_map(|l| l.split('"').next())
+            .collect();
+        assert_eq!(receivers, ["generic", "github", "gitlab"]);
+        assert!(
+            text.contains(
+                "proxops_pve_request_seconds_total{cluster=\"lab\",endpoint=\"GET /a\\\"b\\\\c\\nd\"} 0.5\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(text, exposition(&m), "the same state, the same text");
+    }
+
+    #[test]
+    fn a_scraper_gets_openmetrics_only_when_it_prefers_it() {
+        use Format::{OpenMetrics, Prometheus};
+        for (accept, want) in [
+            (None, Prometheus),
+            (Some("*/*"), Prometheus),
+            (Some("text/plain"), Prometheus),
+            // Prometheus 3's default scrape protocols.
+            (
+                Some(
+                    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,\
+                     application/openmetrics-text;version=0.0.1;q=0.4,\
+                     text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+                ),
+                OpenMetrics,
+            ),
+            (Some("application/openmetrics-text"), OpenMetrics),
+            (
+                Some("text/plain;q=1, application/openmetrics-text;q=0.5"),
+                Prometheus,
+            ),
+            // Only 1.0.0 is spoken.
+            (
+                Some("application/openmetrics-text;version=2.0.0"),
+                Prometheus,
+            ),
+            (Some("application/json"), Prometheus),
+        ] {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
+        assert_eq!(
+            Prometheus.content_type(),
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let m = Metrics::default();
+        m.pass();
+        let mut registry = Registry::default();
+        m.register(registry.sub_registry_with_prefix("proxops"));
+        let open = OpenMetrics.encode(&registry).unwrap_or_default();
+        assert!(open.ends_with("# EOF\n"), "{open}");
+        assert_eq!(
+            Prometheus.encode(&registry).unwrap_or_default(),
+            exposition(&m)
+        );
+    }
+
+    #[test]
+    fn a_second_registry_sees_the_same_counts() {
+        let m = Metrics::default();
+        let mut theirs = Registry::with_prefix("tool");
+        m.register(theirs.sub_registry_with_prefix("proxops"));
+        m.pass();
+        m.pass();
+        let mut out = String::new();
+        prometheus_text::encode(&mut out, &theirs).unwrap_or_default();
+        assert!(out.contains("\ntool_proxops_passes_total 2\n"), "{out}");
+        assert!(exposition(&m).contains("\nproxops_passes_total 2\n"));
     }
 }
