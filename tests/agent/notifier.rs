@@ -4,6 +4,8 @@
 
 use super::standin::StandIn;
 use proxops_engine::agent::cluster::CycleOutcome;
+use proxops_engine::agent::metrics::Format;
+use proxops_engine::agent::metrics::prometheus_client::registry::Registry;
 use proxops_engine::agent::notify::{ConfiguredSinks, Notifier, NotifyOptions};
 use proxops_engine::agent::{CycleRecord, CycleResult};
 use proxops_engine::plan::Anomaly;
@@ -84,6 +86,13 @@ fn with_notifier(
     });
 }
 
+/// What the notifier's metrics encode to, registered as the agent registers them.
+fn metrics_of(n: &Notifier) -> String {
+    let mut registry = Registry::default();
+    n.register_metrics(registry.sub_registry_with_prefix("proxops"));
+    Format::Prometheus.encode(&registry).unwrap()
+}
+
 async fn settle(n: &Notifier) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while n.in_flight() > 0 && Instant::now() < deadline {
@@ -160,8 +169,7 @@ fn identical_events_are_sent_once_then_on_change_after_the_reminder_and_recovere
                 "CycleFailed ISO/x"
             ]
         );
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         assert!(
             metrics.contains("proxops_notifications_total{sink=\"webhook\",result=\"sent\"} 5\n"),
             "{metrics}"
@@ -221,8 +229,7 @@ fn a_failing_sink_is_retried_counted_and_told_again_at_the_next_cycle() {
         n.cycle_ended(&fail, DriftMode::Correct);
         settle(n).await;
         assert_eq!(standin.received("/down").len(), 4);
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         assert!(
             metrics.contains("proxops_notifications_total{sink=\"down\",result=\"failed\"} 2\n"),
             "{metrics}"
@@ -259,8 +266,7 @@ fn a_stuck_sink_drops_what_its_queue_cannot_hold_and_never_holds_up_a_cycle() {
             "{:?}",
             started.elapsed()
         );
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         let dropped: u64 = metrics
             .lines()
             .find(|l| {
@@ -285,8 +291,7 @@ fn an_unusable_sink_is_down_and_says_why_without_a_secret() {
             &outcome(CycleResult::Failed, &["VM/y create"], &[]),
             DriftMode::Correct,
         );
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         assert!(
             metrics.contains("proxops_notification_sink_up{sink=\"nowhere\"} 0\n"),
             "{metrics}"
