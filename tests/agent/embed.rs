@@ -102,7 +102,7 @@ fn an_embedding_tool_serves_the_agents_metrics_with_its_own() {
 
 /// Cluster lab's cycles in the agent's `/status`.
 fn agent_cycles(port: u16) -> Option<u64> {
-    let (code, body) = proxops_e2e::http_get(port, "/status")?;
+    let (code, body) = crate::support::http_get(port, "/status")?;
     let status: serde_json::Value = serde_json::from_str(&body).ok()?;
     (code == 200).then_some(())?;
     status["clusters"]
