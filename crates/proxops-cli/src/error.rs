@@ -201,6 +201,8 @@ impl From<proxops_store::StoreError> for CommandError {
             // `git push`/`git fetch` against a remote.
             S::GitCli { .. } => ErrorKind::Unreachable,
             S::RefUpdate { .. } | S::Git(_) => ErrorKind::Internal,
+            // A kind of failure newer than this table: not the user's to fix until classified.
+            _ => ErrorKind::Internal,
         };
         let code = e.code();
         CommandError::new(kind, e.to_string()).with_code(code)

@@ -24,11 +24,11 @@ use crate::documents::{
 };
 use crate::error::{Result, StoreError};
 use crate::git;
+use crate::id::ObjectId;
 use crate::observed::ObservedState;
 use crate::refs::PlaneRefs;
 use crate::state::{ClusterView, ResourceState, derive};
 use crate::store::Store;
-use gix::ObjectId;
 use proxops_model::Repository;
 
 /// What to promote.
@@ -156,12 +156,13 @@ impl Store {
                 specification_revision: hex(request.specification_revision),
             },
         };
-        let mut build = self.build_desired(
+        let mut build = self.build_desired_in(
             &repo,
             &target,
             repository,
             request.specification_revision,
             &DesiredOptions::default(),
+            None,
         )?;
         build.files.insert(
             PROMOTION_PATH.to_owned(),

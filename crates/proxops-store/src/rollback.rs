@@ -26,9 +26,9 @@ use crate::documents::{
 };
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
+use crate::id::ObjectId;
 use crate::refs::PlaneRefs;
 use crate::store::{Plane, Store};
-use gix::ObjectId;
 use serde::Serialize;
 use std::collections::HashMap;
 

@@ -3,10 +3,10 @@
 
 use crate::desired::DesiredState;
 use crate::documents::{Receipt, hex};
+use crate::id::ObjectId;
 use crate::observed::{ObservedState, Stored};
 use crate::refs::PlaneRefs;
 use crate::store::Store;
-use gix::ObjectId;
 use proxops_model::ResourceKey;
 use serde::Serialize;
 use std::collections::BTreeSet;

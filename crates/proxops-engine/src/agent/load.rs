@@ -120,7 +120,7 @@ mod tests {
     use super::*;
 
     fn id(byte: u8) -> ObjectId {
-        ObjectId::from_bytes_or_panic(&[byte; 20])
+        ObjectId::from_bytes([byte; 20])
     }
 
     fn empty() -> Repository {
