@@ -178,6 +178,8 @@ impl From<proxops_model::LoadError> for CommandError {
                     .hint(format!("clusters here: {known}"))
             }
             proxops_model::LoadError::Unreadable { .. } => CommandError::user(e.to_string()),
+            // A newer kind of load failure: still about the user's repository.
+            _ => CommandError::user(e.to_string()),
         }
     }
 }

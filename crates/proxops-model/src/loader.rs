@@ -25,6 +25,7 @@ pub struct LoadOptions {
 
 /// Why a repository could not be loaded at all (as opposed to being loaded with findings).
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum LoadError {
     /// `--cluster` named a cluster the repository does not have.
     #[error("no cluster named `{name}` in this repository")]

@@ -317,6 +317,7 @@ pub fn pve_identity(spec: &Value) -> BTreeMap<String, Value> {
 /// What reconciling one desired document achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum Outcome {
     /// The resource was created.
     Created,
