@@ -58,11 +58,11 @@ async fn populate(sim: &SimHandle, graph: &Graph) {
     let client = fleet::client(sim, Some(32));
     let exec = ExecOptions {
         concurrency: 64,
-        wait: Some(WaitOptions {
-            first_poll: Duration::from_millis(2),
-            max_poll: Duration::from_millis(20),
-            ..WaitOptions::default()
-        }),
+        wait: Some(
+            WaitOptions::default()
+                .with_first_poll(Duration::from_millis(2))
+                .with_max_poll(Duration::from_millis(20)),
+        ),
         ..ExecOptions::default()
     };
     let plan = PlanOptions::default();

@@ -138,11 +138,20 @@ pub fn trailer(message: &str, key: &str) -> Option<String> {
 
 /// How to publish.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct DesiredOptions {
     /// Publish even if the composition is empty while the plane holds resources (which turns
     /// every one of them into a deletion intent). Off by default: an empty composition is more
     /// often a mistake than an intent.
     pub allow_empty: bool,
+}
+
+impl DesiredOptions {
+    /// Sets [`DesiredOptions::allow_empty`].
+    pub fn with_allow_empty(mut self, allow_empty: bool) -> Self {
+        self.allow_empty = allow_empty;
+        self
+    }
 }
 
 /// What a publication changed, by (kind, name).

@@ -33,6 +33,7 @@ use proxops_model::Repository;
 
 /// What to promote.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct PromotionRequest<'a> {
     /// The source cluster.
     pub from: &'a str,
@@ -45,6 +46,31 @@ pub struct PromotionRequest<'a> {
     pub specification_revision: ObjectId,
     /// Check and build, publish nothing.
     pub dry_run: bool,
+}
+
+impl<'a> PromotionRequest<'a> {
+    /// Promotes `from` to `to` with `repository` as loaded at `specification_revision`; not a
+    /// dry run.
+    pub fn new(
+        from: &'a str,
+        to: &'a str,
+        repository: &'a Repository,
+        specification_revision: ObjectId,
+    ) -> Self {
+        PromotionRequest {
+            from,
+            to,
+            repository,
+            specification_revision,
+            dry_run: false,
+        }
+    }
+
+    /// Sets [`PromotionRequest::dry_run`].
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
 }
 
 /// What [`Store::promote`] did (or, dry, would do).

@@ -34,6 +34,7 @@ use std::collections::HashMap;
 
 /// What to roll back.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RollbackRequest<'a> {
     /// The cluster's planes.
     pub refs: &'a PlaneRefs,
@@ -43,6 +44,24 @@ pub struct RollbackRequest<'a> {
     pub reason: &'a str,
     /// Check and build, publish nothing.
     pub dry_run: bool,
+}
+
+impl<'a> RollbackRequest<'a> {
+    /// Rolls the desired plane of `refs` back to `to`, for `reason`; not a dry run.
+    pub fn new(refs: &'a PlaneRefs, to: ObjectId, reason: &'a str) -> Self {
+        RollbackRequest {
+            refs,
+            to,
+            reason,
+            dry_run: false,
+        }
+    }
+
+    /// Sets [`RollbackRequest::dry_run`].
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
 }
 
 /// Where a rollback comes from and goes to (printed by `--dry-run`).

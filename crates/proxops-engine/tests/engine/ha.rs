@@ -39,11 +39,12 @@ async fn plan(client: &PveClient, texts: &[&str]) -> ClusterPlan {
 /// acts (one more `hastart` task time after the task).
 fn options() -> ExecOptions {
     ExecOptions {
-        wait: Some(WaitOptions {
-            first_poll: Duration::from_millis(10),
-            max_poll: Duration::from_millis(20),
-            ..WaitOptions::default().timeout(Duration::from_secs(10))
-        }),
+        wait: Some(
+            WaitOptions::default()
+                .timeout(Duration::from_secs(10))
+                .with_first_poll(Duration::from_millis(10))
+                .with_max_poll(Duration::from_millis(20)),
+        ),
         ..ExecOptions::default()
     }
 }

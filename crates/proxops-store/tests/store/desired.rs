@@ -183,7 +183,12 @@ fn an_empty_composition_is_refused_unless_allowed() {
         .unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
     let ok = store
-        .publish_desired(&refs, &loaded, rev, &DesiredOptions { allow_empty: true })
+        .publish_desired(
+            &refs,
+            &loaded,
+            rev,
+            &DesiredOptions::default().with_allow_empty(true),
+        )
         .unwrap();
     assert_eq!(ok.changes.deleting.len(), 5);
 }
