@@ -62,7 +62,7 @@ pub(crate) fn publish(
     let unchanged = Publication {
         refname: refs.desired.clone(),
         previous: head,
-        head: head.unwrap_or_else(|| ObjectId::NULL),
+        head: head.unwrap_or(ObjectId::NULL),
         published: false,
     };
     if let Some(h) = head
