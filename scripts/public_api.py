@@ -254,6 +254,9 @@ class Renderer:
                     if member is not None and member.get("visibility") == "public":
                         self.assoc(path, member, in_trait=False)
                 continue
+            # The compiler's marker for derived equality: it follows from `PartialEq`.
+            if self.external_path((inner["trait"] or {}).get("id")) == "std::marker::StructuralPartialEq":
+                continue
             negative = "!" if inner.get("is_negative") else ""
             generics = self.generics(inner["generics"])
             head = f"{generics} {negative}{self.path_ty(inner['trait'])} for {self.ty(inner['for'])}"
