@@ -178,6 +178,8 @@ impl From<proxops_model::LoadError> for CommandError {
                     .hint(format!("clusters here: {known}"))
             }
             proxops_model::LoadError::Unreadable { .. } => CommandError::user(e.to_string()),
+            // A newer kind of load failure: still about the user's repository.
+            _ => CommandError::user(e.to_string()),
         }
     }
 }
@@ -201,6 +203,8 @@ impl From<proxops_store::StoreError> for CommandError {
             // `git push`/`git fetch` against a remote.
             S::GitCli { .. } => ErrorKind::Unreachable,
             S::RefUpdate { .. } | S::Git(_) => ErrorKind::Internal,
+            // A kind of failure newer than this table: not the user's to fix until classified.
+            _ => ErrorKind::Internal,
         };
         let code = e.code();
         CommandError::new(kind, e.to_string()).with_code(code)

@@ -265,9 +265,7 @@ fn open_from(
     clusters: &[String],
 ) -> Result<Loaded, CommandError> {
     let registry = Registry::builtin();
-    let options = LoadOptions {
-        clusters: clusters.to_vec(),
-    };
+    let options = LoadOptions::default().with_clusters(clusters.iter().cloned());
     let mut repo = load_repository(source, &registry, &options)?;
     let graphs = check_repository(&registry, &mut repo)
         .into_iter()

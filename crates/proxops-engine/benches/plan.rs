@@ -56,13 +56,11 @@ fn node_storage_pairs(graph: &Graph) -> usize {
 async fn populate(sim: &SimHandle, graph: &Graph) {
     let started = Instant::now();
     let client = fleet::client(sim, Some(32));
-    let exec = ExecOptions::default()
-        .with_concurrency(64)
-        .with_wait(Some(WaitOptions {
-            first_poll: Duration::from_millis(2),
-            max_poll: Duration::from_millis(20),
-            ..WaitOptions::default()
-        }));
+    let exec = ExecOptions::default().with_concurrency(64).with_wait(Some(
+        WaitOptions::default()
+            .with_first_poll(Duration::from_millis(2))
+            .with_max_poll(Duration::from_millis(20)),
+    ));
     let plan = PlanOptions::default();
     let cycles = converge(&client, fleet::CLUSTER, graph, &plan, &exec, 3)
         .await

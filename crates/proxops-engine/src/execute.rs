@@ -452,11 +452,9 @@ async fn run(
             }
             // `purge` also lets PVE destroy an HA-managed guest (qemu-server
             // `src/PVE/API2/Qemu.pm` `destroy_vm` refuses it otherwise) and drops its HA resource.
-            let opts = DestroyOptions {
-                purge: Some(true),
-                destroy_unreferenced_disks: Some(true),
-                ..DestroyOptions::default()
-            };
+            let opts = DestroyOptions::default()
+                .with_purge(Some(true))
+                .with_destroy_unreferenced_disks(Some(true));
             let upid = client.destroy(guest, &opts).await?;
             wait(client, options, upid, upids).await
         }
@@ -609,12 +607,11 @@ async fn make_template(
     options: &ExecOptions,
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
-    let filter = TaskFilter {
-        vmid: Some(guest.vmid),
-        typefilter: Some("vztemplate".into()),
-        source: Some("all".into()),
-        limit: Some(100),
-    };
+    let filter = TaskFilter::default()
+        .with_vmid(Some(guest.vmid))
+        .with_typefilter(Some("vztemplate".into()))
+        .with_source(Some("all".into()))
+        .with_limit(Some(100));
     let before: BTreeSet<String> = if guest.kind == GuestType::Lxc {
         client
             .node_tasks(&guest.node, &filter)

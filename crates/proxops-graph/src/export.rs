@@ -84,10 +84,7 @@ pub struct ReportStep {
 }
 
 fn source_name(source: ReferenceSource) -> &'static str {
-    match source {
-        ReferenceSource::Structured => "structured",
-        ReferenceSource::Annotation => "annotation",
-    }
+    source.as_str()
 }
 
 impl ReportCluster {
@@ -233,9 +230,11 @@ pub fn to_dot<'a>(graphs: impl IntoIterator<Item = (&'a str, &'a Graph)>) -> Str
                 let Some(edge) = edge_of(graph, step.resource, before.resource) else {
                     continue;
                 };
-                let style = match edge.source {
-                    ReferenceSource::Structured => "",
-                    ReferenceSource::Annotation => ", style=dashed",
+                // Only what a manifest's author declared by hand is dashed.
+                let style = if edge.source == ReferenceSource::Annotation {
+                    ", style=dashed"
+                } else {
+                    ""
                 };
                 let _ = writeln!(
                     out,

@@ -22,6 +22,7 @@ pub struct CycleEdge {
 
 /// One reason the graph of a cluster cannot be built.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Problem {
     /// Two resources share a kind and name.
     #[error("duplicate resource {key}")]

@@ -234,6 +234,7 @@ pub struct PlanesConfig {
 
 /// Change gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum ChangeGate {
     /// Publish to the live desired branch.
     #[default]
@@ -256,6 +257,7 @@ pub struct PromotionConfig {
 /// Drift handling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum DriftMode {
     /// Plan and apply whatever makes PVE match the repository.
     #[default]

@@ -134,6 +134,7 @@ impl Serialize for Code {
 /// How serious a finding is: errors make a cluster invalid, warnings do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Severity {
     /// The cluster cannot be reconciled.
     Error,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 /// How PVE identifies objects of a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Identity {
     /// A guest in the cluster-wide vmid pool.
     Guest {
@@ -42,6 +43,7 @@ pub enum GuestType {
 
 /// The git planes in which a kind's resources appear.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Plane {
     /// `proxops/desired/<cluster>`: the resolved resource.
     Desired,
@@ -60,11 +62,22 @@ pub struct ReferenceField {
 
 /// How a reference came about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ReferenceSource {
     /// A structured spec field.
     Structured,
     /// The `proxops/depends-on` annotation.
     Annotation,
+}
+
+impl ReferenceSource {
+    /// Its name in reports (`structured`, `annotation`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReferenceSource::Structured => "structured",
+            ReferenceSource::Annotation => "annotation",
+        }
+    }
 }
 
 /// One concrete reference from a resource to another.
@@ -303,6 +316,7 @@ pub trait KindDef: Send + Sync + 'static {
 
 /// Why a kind could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// Another kind already has this name, alias or directory root.
     #[error("kind `{kind}` clashes with registered kind `{existing}` on {what} `{value}`")]

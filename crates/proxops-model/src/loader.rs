@@ -18,13 +18,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Which clusters to report on.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct LoadOptions {
     /// Cluster names; empty means every cluster.
     pub clusters: Vec<String>,
 }
 
+impl LoadOptions {
+    /// Sets [`LoadOptions::clusters`].
+    pub fn with_clusters<S: Into<String>>(mut self, clusters: impl IntoIterator<Item = S>) -> Self {
+        self.clusters = clusters.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
 /// Why a repository could not be loaded at all (as opposed to being loaded with findings).
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
 pub enum LoadError {
     /// `--cluster` named a cluster the repository does not have.
     #[error("no cluster named `{name}` in this repository")]

@@ -55,6 +55,7 @@ pub trait CustomSpec: Any + fmt::Debug + Send + Sync {
 // Resources live behind an `Arc` each; boxing the large variants would only add an allocation.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Spec {
     /// `VM` and `TemplateVM`.
     Vm(VmSpec),

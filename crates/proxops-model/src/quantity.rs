@@ -17,6 +17,7 @@ pub struct Quantity {
 
 /// Why a quantity could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum QuantityError {
     /// The text is not `<digits><unit>`.
     #[error("`{0}` is not a size: expected digits followed by an optional unit, such as `8GiB`")]

@@ -24,6 +24,7 @@ use std::time::Duration;
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Origin {
     /// ProxOps's built-in default.
     Default,

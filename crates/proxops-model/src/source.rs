@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// There is no such file.
     #[error("no such file")]

@@ -80,6 +80,7 @@ pub struct Node {
 
 /// One step of a path into a document, used to find a node's span after decoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PathSeg {
     /// A mapping key.
     Key(String),

@@ -208,6 +208,7 @@ impl TaskDurations {
 /// A class of endpoints that a fault rate applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum EndpointClass {
     /// GET requests except task polling.
     Read,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 /// A failure of the simulator itself (not of an API request).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimError {
     /// Reading or writing a file failed.
     #[error("{0}: {1}")]
@@ -37,6 +38,7 @@ pub enum SimError {
 
 /// An API failure as PVE answers it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ApiError {
     /// 400 with per-parameter messages.
     Params(BTreeMap<String, String>),

@@ -34,7 +34,7 @@ mod faults;
 mod hashes;
 mod multipart;
 mod reset;
-pub mod rng;
+mod rng;
 pub mod schema;
 mod seed;
 mod server;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 /// Whether trying again can help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorClass {
     /// A transient condition: locks, server or proxy errors, resets, timeouts.
     Retryable,
@@ -20,6 +21,7 @@ pub enum ErrorClass {
 
 /// What kind of failure an error is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// `VM is locked (...)`, `CT is locked (...)`, `can't lock file ... - got timeout`.
     Locked,
@@ -92,6 +94,7 @@ pub struct ApiFailure {
 
 /// A failure of the client.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PveError {
     /// The API answered with an error status.
     #[error("{} {}: HTTP {} {}{}", .0.method, .0.path, .0.status, .0.message, param_list(&.0.errors))]

@@ -295,14 +295,13 @@ impl PveClient {
         let limit = concurrency.max(1);
         let mut set = tokio::task::JoinSet::new();
         let mut out = BTreeMap::new();
-        let mut keep = |joined: Result<(u32, Result<T, PveError>), tokio::task::JoinError>| {
-            match joined {
+        let mut keep =
+            |joined: Result<(u32, Result<T, PveError>), tokio::task::JoinError>| match joined {
                 Ok((vmid, result)) => {
                     out.insert(vmid, result);
                 }
                 Err(e) => tracing::warn!(error = %e, "a {what} read task ended abnormally"),
-            }
-        };
+            };
         for g in guests {
             if set.len() >= limit
                 && let Some(joined) = set.join_next().await

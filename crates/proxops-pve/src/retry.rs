@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// How often and how patiently a retryable failure is tried again.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Attempts in total, the first included (1 = no retries).
     pub max_attempts: u32,
@@ -16,6 +17,29 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// Seed of the jitter; `None` seeds from the clock.
     pub seed: Option<u64>,
+}
+
+impl RetryPolicy {
+    /// Sets [`RetryPolicy::max_attempts`].
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+    /// Sets [`RetryPolicy::base_delay`].
+    pub fn with_base_delay(mut self, base_delay: Duration) -> Self {
+        self.base_delay = base_delay;
+        self
+    }
+    /// Sets [`RetryPolicy::max_delay`].
+    pub fn with_max_delay(mut self, max_delay: Duration) -> Self {
+        self.max_delay = max_delay;
+        self
+    }
+    /// Sets [`RetryPolicy::seed`].
+    pub fn with_seed(mut self, seed: Option<u64>) -> Self {
+        self.seed = seed;
+        self
+    }
 }
 
 impl Default for RetryPolicy {

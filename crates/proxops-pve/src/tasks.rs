@@ -14,6 +14,7 @@ use crate::upid::Upid;
 
 /// How to wait for a task.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct WaitOptions {
     /// Give up (with [`PveError::TaskTimeout`]) after this long.
     pub timeout: Duration,
@@ -25,6 +26,30 @@ pub struct WaitOptions {
     pub growth: f64,
     /// Log lines kept in a failure.
     pub log_tail: usize,
+}
+
+impl WaitOptions {
+    // The timeout's setter is `WaitOptions::timeout`, below (older than these).
+    /// Sets [`WaitOptions::first_poll`].
+    pub fn with_first_poll(mut self, first_poll: Duration) -> Self {
+        self.first_poll = first_poll;
+        self
+    }
+    /// Sets [`WaitOptions::max_poll`].
+    pub fn with_max_poll(mut self, max_poll: Duration) -> Self {
+        self.max_poll = max_poll;
+        self
+    }
+    /// Sets [`WaitOptions::growth`].
+    pub fn with_growth(mut self, growth: f64) -> Self {
+        self.growth = growth;
+        self
+    }
+    /// Sets [`WaitOptions::log_tail`].
+    pub fn with_log_tail(mut self, log_tail: usize) -> Self {
+        self.log_tail = log_tail;
+        self
+    }
 }
 
 impl Default for WaitOptions {
@@ -90,6 +115,7 @@ fn task_path(upid: &Upid, rest: &str) -> String {
 
 /// Filters of `GET /nodes/{node}/tasks`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskFilter {
     /// Only tasks of this guest.
     pub vmid: Option<u32>,
@@ -99,6 +125,29 @@ pub struct TaskFilter {
     pub source: Option<String>,
     /// At most this many rows (PVE's default is 50).
     pub limit: Option<u32>,
+}
+
+impl TaskFilter {
+    /// Sets [`TaskFilter::vmid`].
+    pub fn with_vmid(mut self, vmid: Option<u32>) -> Self {
+        self.vmid = vmid;
+        self
+    }
+    /// Sets [`TaskFilter::typefilter`].
+    pub fn with_typefilter(mut self, typefilter: Option<String>) -> Self {
+        self.typefilter = typefilter;
+        self
+    }
+    /// Sets [`TaskFilter::source`].
+    pub fn with_source(mut self, source: Option<String>) -> Self {
+        self.source = source;
+        self
+    }
+    /// Sets [`TaskFilter::limit`].
+    pub fn with_limit(mut self, limit: Option<u32>) -> Self {
+        self.limit = limit;
+        self
+    }
 }
 
 impl PveClient {

@@ -71,6 +71,7 @@ impl fmt::Debug for Fingerprint {
 
 /// How the server certificate is verified.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TlsVerification {
     /// The platform's trust store (what browsers trust), with host name checks.
     System,

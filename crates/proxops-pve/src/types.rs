@@ -432,6 +432,7 @@ impl CloneRequest {
 
 /// `DELETE /nodes/{node}/{qemu|lxc}/{vmid}` options.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DestroyOptions {
     /// Remove the VMID from backup jobs, replication and HA.
     pub purge: Option<bool>,
@@ -444,6 +445,30 @@ pub struct DestroyOptions {
 }
 
 impl DestroyOptions {
+    /// Sets [`DestroyOptions::purge`].
+    pub fn with_purge(mut self, purge: Option<bool>) -> Self {
+        self.purge = purge;
+        self
+    }
+    /// Sets [`DestroyOptions::destroy_unreferenced_disks`].
+    pub fn with_destroy_unreferenced_disks(
+        mut self,
+        destroy_unreferenced_disks: Option<bool>,
+    ) -> Self {
+        self.destroy_unreferenced_disks = destroy_unreferenced_disks;
+        self
+    }
+    /// Sets [`DestroyOptions::skiplock`].
+    pub fn with_skiplock(mut self, skiplock: Option<bool>) -> Self {
+        self.skiplock = skiplock;
+        self
+    }
+    /// Sets [`DestroyOptions::force`].
+    pub fn with_force(mut self, force: Option<bool>) -> Self {
+        self.force = force;
+        self
+    }
+
     pub(crate) fn params(&self, kind: GuestType) -> Params {
         let p = Params::new().flag("purge", self.purge).flag(
             "destroy-unreferenced-disks",

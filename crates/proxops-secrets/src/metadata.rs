@@ -17,6 +17,7 @@ pub struct AgeRecipient {
 /// Which values of the tree sops encrypted. A file carries at most one rule; without one, sops
 /// applies `unencrypted_suffix: _unencrypted`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EncryptionRule {
     /// Values under a key ending in the suffix are plain text.
     UnencryptedSuffix(String),

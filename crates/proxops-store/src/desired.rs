@@ -8,9 +8,9 @@ use crate::documents::{
 };
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
+use crate::id::ObjectId;
 use crate::refs::PlaneRefs;
 use crate::store::{Plane, Store};
-use gix::ObjectId;
 use proxops_model::{Repository, ResourceKey};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,7 +62,11 @@ pub struct DeletionEntry {
 
 impl DesiredState {
     /// Reads the desired plane at `commit`.
-    pub fn read(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<DesiredState> {
+    pub(crate) fn read(
+        repo: &gix::Repository,
+        refname: &str,
+        commit: ObjectId,
+    ) -> Result<DesiredState> {
         let plane = Plane::read(repo, refname, commit)?;
         let mut resources = BTreeMap::new();
         let mut deletions = BTreeMap::new();
@@ -134,11 +138,20 @@ pub fn trailer(message: &str, key: &str) -> Option<String> {
 
 /// How to publish.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct DesiredOptions {
     /// Publish even if the composition is empty while the plane holds resources (which turns
     /// every one of them into a deletion intent). Off by default: an empty composition is more
     /// often a mistake than an intent.
     pub allow_empty: bool,
+}
+
+impl DesiredOptions {
+    /// Sets [`DesiredOptions::allow_empty`].
+    pub fn with_allow_empty(mut self, allow_empty: bool) -> Self {
+        self.allow_empty = allow_empty;
+        self
+    }
 }
 
 /// What a publication changed, by (kind, name).
@@ -336,7 +349,7 @@ impl Store {
     ) -> Result<DesiredPublication> {
         let mut repo = crate::pack::batch(&self.repo());
         let build =
-            self.build_desired_over(&repo, refs, repository, source_revision, options, known)?;
+            self.build_desired_in(&repo, refs, repository, source_revision, options, known)?;
         let message = apply_message(&refs.cluster, source_revision, &build.changes);
         self.publish_build(&mut repo, refs, build, &message)
     }
@@ -365,22 +378,26 @@ impl Store {
         })
     }
 
-    /// Builds the desired tree of `cluster` as loaded from the source at `source_revision` on
-    /// top of the live desired head (writing blobs, moving nothing).
-    pub fn build_desired(
+    /// What [`Store::publish_desired_over`] would publish: the desired tree of `cluster` as
+    /// loaded from the source at `source_revision`, built on the live desired head and taking
+    /// the plane at that head from `known` when it was read at that head. Writes nothing: the
+    /// new blobs stay in memory and are dropped with the handle.
+    pub fn build_desired_over(
         &self,
-        repo: &gix::Repository,
         refs: &PlaneRefs,
         repository: &Repository,
         source_revision: ObjectId,
         options: &DesiredOptions,
+        known: Option<&Arc<DesiredState>>,
     ) -> Result<DesiredBuild> {
-        self.build_desired_over(repo, refs, repository, source_revision, options, None)
+        let repo = crate::pack::batch(&self.repo());
+        self.build_desired_in(&repo, refs, repository, source_revision, options, known)
     }
 
-    /// [`Store::build_desired`], taking the plane at the head from `known` when it was read
-    /// at that head (a plane is a function of its commit).
-    pub fn build_desired_over(
+    /// Builds the desired tree in `repo` (writing blobs there, moving nothing), taking the plane
+    /// at the head from `known` when it was read at that head (a plane is a function of its
+    /// commit).
+    pub(crate) fn build_desired_in(
         &self,
         repo: &gix::Repository,
         refs: &PlaneRefs,

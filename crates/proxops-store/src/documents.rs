@@ -15,8 +15,8 @@
 
 use crate::canonical::to_yaml;
 use crate::error::{Result, StoreError};
+use crate::id::ObjectId;
 use crate::refs::check_segment;
-use gix::ObjectId;
 use proxops_model::ResourceKey;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -317,6 +317,7 @@ pub fn pve_identity(spec: &Value) -> BTreeMap<String, Value> {
 /// What reconciling one desired document achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum Outcome {
     /// The resource was created.
     Created,
@@ -446,7 +447,7 @@ pub fn parse_id(text: &str) -> Option<ObjectId> {
     if text.len() != 40 || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return None;
     }
-    ObjectId::from_hex(text.as_bytes()).ok()
+    text.parse().ok()
 }
 
 /// `now` as RFC 3339 UTC with seconds (`2026-11-30T12:00:00Z`).

@@ -1,17 +1,18 @@
 //! Errors of the store.
 
-use gix::ObjectId;
+use crate::id::ObjectId;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The repository could not be opened.
     #[error("cannot open the git repository at {path}: {source}")]
     Open {
         /// The path given.
         path: String,
-        /// What gix said.
-        source: Box<gix::Error>,
+        /// What git said.
+        source: BoxError,
     },
     /// A revision did not resolve to a commit.
     #[error("revision `{revision}` does not name a commit: {reason}")]
@@ -49,8 +50,8 @@ pub enum StoreError {
     RefUpdate {
         /// The full ref name.
         name: String,
-        /// What gix said.
-        source: Box<gix::Error>,
+        /// What git said.
+        source: BoxError,
     },
     /// A plane holds something this version cannot read.
     #[error("{path} in {plane}: {reason}")]
@@ -139,7 +140,7 @@ pub enum StoreError {
     },
     /// Any other git failure.
     #[error("git: {0}")]
-    Git(#[from] Box<gix::Error>),
+    Git(#[source] BoxError),
     /// An I/O failure outside git.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -178,10 +179,14 @@ impl StoreError {
     }
 }
 
-impl From<gix::Error> for StoreError {
-    fn from(e: gix::Error) -> Self {
-        StoreError::Git(Box::new(e))
-    }
+/// The underlying failure of the git library, type-erased so that the store's API does not
+/// name the library.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// [`StoreError::Git`] of a gix failure; a function rather than a `From` impl, which would put
+/// gix's error type into the store's public API.
+pub(crate) fn git(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Git(Box::new(e))
 }
 
 fn show(id: &Option<ObjectId>) -> String {

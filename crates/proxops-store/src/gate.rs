@@ -11,15 +11,15 @@
 //! A gated publication needs a live head to propose against: the very first publication of a
 //! cluster (no desired ref yet) initialises the live ref directly, gate or not.
 //!
-//! Every publication flushes its new objects ([`crate::pack::flush`]) before any ref moves.
+//! Every publication flushes its new objects before any ref moves.
 
 use crate::desired::Publication;
 use crate::documents::hex;
 use crate::error::{Result, StoreError};
 use crate::git;
+use crate::id::ObjectId;
 use crate::refs::{ChangeGate, PlaneRefs};
 use crate::store::Store;
-use gix::ObjectId;
 use sha2::{Digest, Sha256};
 
 /// A candidate branch proposing a desired change.
@@ -62,7 +62,7 @@ pub(crate) fn publish(
     let unchanged = Publication {
         refname: refs.desired.clone(),
         previous: head,
-        head: head.unwrap_or_else(|| ObjectId::null(gix::hash::Kind::Sha1)),
+        head: head.unwrap_or(ObjectId::NULL),
         published: false,
     };
     if let Some(h) = head

@@ -4,8 +4,8 @@
 //! the map becomes nested trees in one pass, so building a commit never needs a work tree or an
 //! index, and unchanged documents keep their blob ids.
 
-use crate::error::{Result, StoreError};
-use gix::ObjectId;
+use crate::error::{Result, StoreError, git};
+use crate::id::ObjectId;
 use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::{EntryKind, EntryMode};
 use gix::refs::Target;
@@ -20,21 +20,13 @@ pub const COMMITTER_NAME: &str = "proxops";
 /// See [`COMMITTER_NAME`].
 pub const COMMITTER_EMAIL: &str = "proxops@localhost";
 
-/// The git blob id of exactly these bytes (`git hash-object`).
-pub fn blob_id(bytes: &[u8]) -> ObjectId {
-    // Hashing an in-memory buffer with SHA-1 cannot fail (the only error is a detected collision
-    // attack, which then is no valid blob id either).
-    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-        .unwrap_or_else(|_| ObjectId::null(gix::hash::Kind::Sha1))
-}
-
 /// The commit a full ref name points at, if the ref exists.
 pub fn read_ref(repo: &gix::Repository, full_name: &str) -> Result<Option<ObjectId>> {
-    let Some(reference) = repo.try_find_reference(full_name)? else {
+    let Some(reference) = repo.try_find_reference(full_name).map_err(git)? else {
         return Ok(None);
     };
     match reference.target().try_id() {
-        Some(id) => Ok(Some(id.to_owned())),
+        Some(id) => Ok(Some(ObjectId::from_gix(id.to_owned()))),
         None => Err(StoreError::RefName {
             name: full_name.to_owned(),
             reason: "is a symbolic ref".to_owned(),
@@ -59,14 +51,14 @@ pub struct CommitInfo {
 
 /// Reads a commit.
 pub fn commit_info(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo> {
-    let commit = repo.find_commit(id)?;
-    let decoded = commit.decode()?;
+    let commit = repo.find_commit(id.to_gix()).map_err(git)?;
+    let decoded = commit.decode().map_err(git)?;
     Ok(CommitInfo {
         id,
-        tree: decoded.tree(),
-        parents: decoded.parents().collect(),
+        tree: ObjectId::from_gix(decoded.tree()),
+        parents: decoded.parents().map(ObjectId::from_gix).collect(),
         message: decoded.message.to_str_lossy().into_owned(),
-        time: decoded.committer()?.seconds(),
+        time: decoded.committer().map_err(git)?.seconds(),
     })
 }
 
@@ -75,12 +67,15 @@ pub fn walk_tree(
     repo: &gix::Repository,
     tree: ObjectId,
 ) -> Result<Vec<(String, EntryMode, ObjectId)>> {
-    let tree = repo.find_tree(tree)?;
-    let records = tree.traverse().breadthfirst.files()?;
+    let tree = repo.find_tree(tree.to_gix()).map_err(git)?;
+    let records = tree.traverse().breadthfirst.files().map_err(git)?;
     Ok(records
         .into_iter()
         .filter(|e| !e.mode.is_tree())
-        .map(|e| (e.filepath.to_str_lossy().into_owned(), e.mode, e.oid))
+        .map(|e| {
+            let path = e.filepath.to_str_lossy().into_owned();
+            (path, e.mode, ObjectId::from_gix(e.oid))
+        })
         .collect())
 }
 
@@ -102,12 +97,14 @@ pub fn plane_files(repo: &gix::Repository, tree: ObjectId, plane: &str) -> Resul
 
 /// The bytes of a blob.
 pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>> {
-    Ok(repo.find_blob(id)?.take_data())
+    Ok(repo.find_blob(id.to_gix()).map_err(git)?.take_data())
 }
 
 /// Writes bytes as a blob (a no-op for the object database if it exists) and returns its id.
 pub fn write_blob(repo: &gix::Repository, bytes: &[u8]) -> Result<ObjectId> {
-    Ok(repo.write_blob(bytes)?.detach())
+    Ok(ObjectId::from_gix(
+        repo.write_blob(bytes).map_err(git)?.detach(),
+    ))
 }
 
 enum Node {
@@ -156,8 +153,8 @@ fn write_dir(repo: &gix::Repository, dir: &BTreeMap<String, Node>) -> Result<Obj
     let mut entries = Vec::with_capacity(dir.len());
     for (name, node) in dir {
         let (mode, oid) = match node {
-            Node::Blob(id) => (EntryKind::Blob.into(), *id),
-            Node::Dir(d) => (EntryKind::Tree.into(), write_dir(repo, d)?),
+            Node::Blob(id) => (EntryKind::Blob.into(), id.to_gix()),
+            Node::Dir(d) => (EntryKind::Tree.into(), write_dir(repo, d)?.to_gix()),
         };
         entries.push(gix::objs::tree::Entry {
             mode,
@@ -167,7 +164,10 @@ fn write_dir(repo: &gix::Repository, dir: &BTreeMap<String, Node>) -> Result<Obj
     }
     // Git orders a directory as if its name ended in `/`; the entries' `Ord` does exactly that.
     entries.sort();
-    Ok(repo.write_object(&gix::objs::Tree { entries })?.detach())
+    let id = repo
+        .write_object(&gix::objs::Tree { entries })
+        .map_err(git)?;
+    Ok(ObjectId::from_gix(id.detach()))
 }
 
 /// Writes a commit (without moving any ref) by the store's committer, now, in UTC.
@@ -183,15 +183,17 @@ pub fn write_commit(
         time: gix::date::Time::now_utc(),
     };
     let commit = gix::objs::Commit {
-        tree,
-        parents: parent.into_iter().collect(),
+        tree: tree.to_gix(),
+        parents: parent.into_iter().map(ObjectId::to_gix).collect(),
         author: signature.clone(),
         committer: signature,
         encoding: None,
         message: message.into(),
         extra_headers: Vec::new(),
     };
-    Ok(repo.write_object(&commit)?.detach())
+    Ok(ObjectId::from_gix(
+        repo.write_object(&commit).map_err(git)?.detach(),
+    ))
 }
 
 /// Moves `full_name` to `new` if and only if it is still at `expected` (`None`: must not exist),
@@ -205,7 +207,7 @@ pub fn compare_and_swap(
 ) -> Result<()> {
     let name = ref_name(full_name)?;
     let expected_value = match expected {
-        Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
+        Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id.to_gix())),
         None => PreviousValue::MustNotExist,
     };
     let edit = RefEdit {
@@ -216,7 +218,7 @@ pub fn compare_and_swap(
                 message: log_message.lines().next().unwrap_or_default().into(),
             },
             expected: expected_value,
-            new: Target::Object(new),
+            new: Target::Object(new.to_gix()),
         },
         name,
         deref: false,
@@ -255,7 +257,7 @@ pub fn force_ref(
     new: ObjectId,
     log_message: &str,
 ) -> Result<()> {
-    repo.reference(full_name, new, PreviousValue::Any, log_message)
+    repo.reference(full_name, new.to_gix(), PreviousValue::Any, log_message)
         .map_err(|e| StoreError::RefUpdate {
             name: full_name.to_owned(),
             source: Box::new(e),
@@ -272,16 +274,18 @@ pub fn is_ancestor(
     if ancestor == descendant {
         return Ok(true);
     }
-    let base = repo.merge_base(ancestor, descendant)?;
-    Ok(base.is_some_and(|b| b.detach() == ancestor))
+    let base = repo
+        .merge_base(ancestor.to_gix(), descendant.to_gix())
+        .map_err(git)?;
+    Ok(base.is_some_and(|b| ObjectId::from_gix(b.detach()) == ancestor))
 }
 
 /// Commits reachable from `head`, newest first (first parents and merges alike).
 pub fn history(repo: &gix::Repository, head: ObjectId) -> Result<Vec<ObjectId>> {
-    let walk = repo.rev_walk([head]).all()?;
+    let walk = repo.rev_walk([head.to_gix()]).all().map_err(git)?;
     let mut out = Vec::new();
     for info in walk {
-        out.push(info?.id);
+        out.push(ObjectId::from_gix(info.map_err(git)?.id));
     }
     Ok(out)
 }
@@ -310,7 +314,7 @@ pub fn delete_ref(
     let edit = RefEdit {
         change: Change::Delete {
             expected: match expected {
-                Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
+                Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id.to_gix())),
                 None => PreviousValue::Any,
             },
             log: RefLog::AndReference,
@@ -335,5 +339,62 @@ pub fn delete_ref(
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A fresh bare repository (git CLI) and a gix handle on it.
+    pub(crate) fn bare_repo() -> (tempfile::TempDir, gix::Repository) {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = std::process::Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(ran.success());
+        let repo = gix::open(dir.path()).unwrap();
+        (dir, repo)
+    }
+
+    /// A commit of one file `name` holding `text`, on `parent`; (commit, tree).
+    pub(crate) fn commit_file(
+        repo: &gix::Repository,
+        parent: Option<ObjectId>,
+        name: &str,
+        text: &str,
+    ) -> (ObjectId, ObjectId) {
+        let blob = write_blob(repo, text.as_bytes()).unwrap();
+        let tree = write_tree(repo, &FileMap::from([(name.to_owned(), blob)])).unwrap();
+        (write_commit(repo, tree, parent, text).unwrap(), tree)
+    }
+
+    #[test]
+    fn compare_and_swap_refuses_a_moved_ref_and_leaves_it_alone() {
+        let (_dir, repo) = bare_repo();
+        let name = "refs/heads/proxops/desired/home";
+        let (head, tree) = commit_file(&repo, None, "a.yaml", "a: 1\n");
+        compare_and_swap(&repo, name, None, head, "first").unwrap();
+        let sibling = write_commit(&repo, tree, Some(head), "sibling\n").unwrap();
+        let other = commit_file(&repo, None, "b.yaml", "b: 1\n").0;
+        // Expected absent, but it exists.
+        let err = compare_and_swap(&repo, name, None, sibling, "x").unwrap_err();
+        assert!(
+            matches!(err, StoreError::Conflict { actual: Some(a), .. } if a == head),
+            "{err}"
+        );
+        // Expected another value.
+        let err = compare_and_swap(&repo, name, Some(other), sibling, "x").unwrap_err();
+        assert!(err.is_retryable(), "{err}");
+        assert_eq!(read_ref(&repo, name).unwrap(), Some(head));
+        // The right expectation moves it.
+        compare_and_swap(&repo, name, Some(head), sibling, "x").unwrap();
+        assert_eq!(read_ref(&repo, name).unwrap(), Some(sibling));
+        assert_eq!(commit_info(&repo, sibling).unwrap().parents, vec![head]);
+        assert_eq!(history(&repo, sibling).unwrap(), vec![sibling, head]);
+        assert!(is_ancestor(&repo, head, sibling).unwrap());
+        assert!(!is_ancestor(&repo, sibling, head).unwrap());
     }
 }

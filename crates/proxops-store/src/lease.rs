@@ -15,8 +15,8 @@
 use crate::documents::utc_timestamp;
 use crate::error::{Result, StoreError};
 use crate::git;
+use crate::id::ObjectId;
 use crate::store::Store;
-use gix::ObjectId;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -15,7 +15,7 @@
 //!   WAIT or DELETING and each receipt and artifact current, stale or orphan, computed when
 //!   read and never stored.
 //! - Every document is serialised canonically ([`canonical`]): the same content, the same blob
-//!   id. Refs move only by compare-and-swap ([`git::compare_and_swap`]); a lost race is
+//!   id. Refs move only by compare-and-swap; a lost race is
 //!   [`StoreError::Conflict`], which [`StoreError::is_retryable`] says can be retried.
 //!
 //! - [`lease`]: a per-cluster [`Lease`] (a ref with holder and expiry) keeps two processes from
@@ -26,22 +26,25 @@
 //!   composition, pinned to a source cluster whose every resource has a current receipt, and
 //!   records a `promotion.yaml`; [`Store::rollback`] ([`rollback`]) publishes a historical
 //!   desired snapshot as a new forward commit, if one observed snapshot saw it all clean.
-//! - A publication's new objects are written as one pack when there are many ([`pack`]).
+//! - A publication's new objects are written as one pack when there are many.
 //! - With a remote ([`Store::with_remote`], [`remote`]) heads are read from it and
 //!   publications pushed with `git push --atomic --force-with-lease`.
 //!
 //! Everything is built on gix: reading, object writing and local ref transactions; only
-//! pushing and fetching run the git CLI.
+//! pushing and fetching run the git CLI. No gix type is part of this crate's API: commits,
+//! trees and blobs are named by the store's own [`ObjectId`], and git failures reach callers
+//! type-erased in [`StoreError`].
 
 pub mod canonical;
 pub mod desired;
 pub mod documents;
 pub mod error;
 pub mod gate;
-pub mod git;
+pub(crate) mod git;
+mod id;
 pub mod lease;
 pub mod observed;
-pub mod pack;
+pub(crate) mod pack;
 pub mod promotion;
 pub mod refs;
 pub mod remote;
@@ -53,7 +56,8 @@ pub mod store;
 pub use desired::{DesiredOptions, DesiredPublication, DesiredState, Publication};
 pub use error::{Result, StoreError};
 pub use gate::Candidate;
-pub use gix::ObjectId;
+pub use git::CommitInfo;
+pub use id::{ObjectId, ParseIdError};
 pub use lease::{Holder, Lease, LeaseRecord};
 pub use observed::{Observation, ObservationBatch, ObservedState, TeardownRecord};
 pub use promotion::{PromotionOutcome, PromotionRequest};

@@ -9,9 +9,9 @@ use crate::documents::{
 };
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
+use crate::id::ObjectId;
 use crate::refs::PlaneRefs;
 use crate::store::{Plane, Store};
-use gix::ObjectId;
 use proxops_model::ResourceKey;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -340,7 +340,11 @@ pub struct ObservedState {
 
 impl ObservedState {
     /// Reads the observed plane at `commit`.
-    pub fn read(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<ObservedState> {
+    pub(crate) fn read(
+        repo: &gix::Repository,
+        refname: &str,
+        commit: ObjectId,
+    ) -> Result<ObservedState> {
         let plane = Plane::read(repo, refname, commit)?;
         let mut receipts = BTreeMap::new();
         let mut artifacts = BTreeMap::new();

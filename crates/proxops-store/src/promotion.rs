@@ -24,15 +24,16 @@ use crate::documents::{
 };
 use crate::error::{Result, StoreError};
 use crate::git;
+use crate::id::ObjectId;
 use crate::observed::ObservedState;
 use crate::refs::PlaneRefs;
 use crate::state::{ClusterView, ResourceState, derive};
 use crate::store::Store;
-use gix::ObjectId;
 use proxops_model::Repository;
 
 /// What to promote.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct PromotionRequest<'a> {
     /// The source cluster.
     pub from: &'a str,
@@ -45,6 +46,31 @@ pub struct PromotionRequest<'a> {
     pub specification_revision: ObjectId,
     /// Check and build, publish nothing.
     pub dry_run: bool,
+}
+
+impl<'a> PromotionRequest<'a> {
+    /// Promotes `from` to `to` with `repository` as loaded at `specification_revision`; not a
+    /// dry run.
+    pub fn new(
+        from: &'a str,
+        to: &'a str,
+        repository: &'a Repository,
+        specification_revision: ObjectId,
+    ) -> Self {
+        PromotionRequest {
+            from,
+            to,
+            repository,
+            specification_revision,
+            dry_run: false,
+        }
+    }
+
+    /// Sets [`PromotionRequest::dry_run`].
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
 }
 
 /// What [`Store::promote`] did (or, dry, would do).
@@ -156,12 +182,13 @@ impl Store {
                 specification_revision: hex(request.specification_revision),
             },
         };
-        let mut build = self.build_desired(
+        let mut build = self.build_desired_in(
             &repo,
             &target,
             repository,
             request.specification_revision,
             &DesiredOptions::default(),
+            None,
         )?;
         build.files.insert(
             PROMOTION_PATH.to_owned(),

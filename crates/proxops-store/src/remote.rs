@@ -3,9 +3,9 @@
 //! With a remote ([`crate::Store::with_remote`]) the remote's branches are the authority and
 //! the local plane branches a mirror of them:
 //!
-//! - reading a head ([`sync`]) asks the remote (`git ls-remote`), fetches the commit when it
+//! - reading a head asks the remote (`git ls-remote`), fetches the commit when it
 //!   is not here yet and moves the local branch to it;
-//! - publishing ([`push`]) runs `git push --atomic --force-with-lease=<ref>:<expected>
+//! - publishing runs `git push --atomic --force-with-lease=<ref>:<expected>
 //!   <remote> <commit>:<ref>`: the remote moves only if it is still where the caller read it.
 //!   An ambiguous outcome (git failed, timed out or said something unclear) counts as done
 //!   only when the remote head now is a commit whose only parent is the expected head and
@@ -14,7 +14,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::git;
-use gix::ObjectId;
+use crate::id::ObjectId;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -162,7 +162,11 @@ impl Remote {
 }
 
 /// The remote head of `full_ref`, mirrored into the local branch (see the module docs).
-pub fn sync(repo: &gix::Repository, remote: &Remote, full_ref: &str) -> Result<Option<ObjectId>> {
+pub(crate) fn sync(
+    repo: &gix::Repository,
+    remote: &Remote,
+    full_ref: &str,
+) -> Result<Option<ObjectId>> {
     let git_dir = repo.git_dir();
     let Some(head) = remote.head(git_dir, full_ref)? else {
         return Ok(None);
@@ -170,7 +174,7 @@ pub fn sync(repo: &gix::Repository, remote: &Remote, full_ref: &str) -> Result<O
     if git::read_ref(repo, full_ref)? == Some(head) {
         return Ok(Some(head));
     }
-    if repo.has_object(head) {
+    if repo.has_object(head.to_gix()) {
         git::force_ref(repo, full_ref, head, "mirror the remote")?;
     } else {
         remote.fetch(git_dir, full_ref)?;
@@ -180,7 +184,7 @@ pub fn sync(repo: &gix::Repository, remote: &Remote, full_ref: &str) -> Result<O
 
 /// Moves the remote's `full_ref` from `expected` (`None`: must not exist) to `new`, whose tree
 /// is `tree`, and the local mirror with it; returns the remote head (see the module docs).
-pub fn push(
+pub(crate) fn push(
     repo: &gix::Repository,
     remote: &Remote,
     full_ref: &str,
@@ -200,7 +204,7 @@ pub fn push(
         let actual = remote.head(git_dir, full_ref)?;
         let done = match actual {
             Some(a) if a == new => true,
-            Some(a) if repo.has_object(a) => {
+            Some(a) if repo.has_object(a.to_gix()) => {
                 let info = git::commit_info(repo, a)?;
                 expected.is_some_and(|e| info.parents == [e]) && info.tree == tree
             }
@@ -247,7 +251,7 @@ fn push_with_lease(git_dir: &Path, remote: &Remote, lease: &str, refspec: &str) 
 
 /// Deletes the remote's `full_ref` if it still points at `expected`, and the local mirror with
 /// it. An ambiguous outcome counts as done only when the remote no longer has the ref.
-pub fn delete(
+pub(crate) fn delete(
     repo: &gix::Repository,
     remote: &Remote,
     full_ref: &str,
@@ -274,4 +278,48 @@ pub fn delete(
         }
     }
     git::delete_ref(repo, full_ref, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::tests::{bare_repo, commit_file};
+
+    #[test]
+    fn a_lost_race_on_the_remote_is_detected_not_overwritten() {
+        let (remote_dir, _) = bare_repo();
+        let (_dir, repo) = bare_repo();
+        let added = Command::new("git")
+            .arg("--git-dir")
+            .arg(repo.git_dir())
+            .args(["remote", "add", "origin"])
+            .arg(remote_dir.path())
+            .status()
+            .unwrap();
+        assert!(added.success());
+        let remote = Remote::new("origin");
+        let name = "refs/heads/proxops/desired/home";
+        let (first, first_tree) = commit_file(&repo, None, "a.yaml", "a: 1\n");
+        assert_eq!(
+            push(&repo, &remote, name, None, first, first_tree).unwrap(),
+            first
+        );
+        assert_eq!(remote.head(repo.git_dir(), name).unwrap(), Some(first));
+        // Another writer moves the remote on from `first`.
+        let (theirs, theirs_tree) = commit_file(&repo, Some(first), "a.yaml", "a: 2\n");
+        push(&repo, &remote, name, Some(first), theirs, theirs_tree).unwrap();
+        // Ours, authorised against `first`: refused, the remote untouched.
+        let (ours, ours_tree) = commit_file(&repo, Some(first), "a.yaml", "a: 3\n");
+        let err = push(&repo, &remote, name, Some(first), ours, ours_tree).unwrap_err();
+        match err {
+            StoreError::Conflict {
+                expected, actual, ..
+            } => assert_eq!((expected, actual), (Some(first), Some(theirs))),
+            other => panic!("expected a conflict, got {other}"),
+        }
+        assert_eq!(remote.head(repo.git_dir(), name).unwrap(), Some(theirs));
+        // The local mirror follows the remote when read.
+        assert_eq!(sync(&repo, &remote, name).unwrap(), Some(theirs));
+        assert_eq!(git::read_ref(&repo, name).unwrap(), Some(theirs));
+    }
 }

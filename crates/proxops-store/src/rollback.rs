@@ -26,14 +26,15 @@ use crate::documents::{
 };
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
+use crate::id::ObjectId;
 use crate::refs::PlaneRefs;
 use crate::store::{Plane, Store};
-use gix::ObjectId;
 use serde::Serialize;
 use std::collections::HashMap;
 
 /// What to roll back.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RollbackRequest<'a> {
     /// The cluster's planes.
     pub refs: &'a PlaneRefs,
@@ -43,6 +44,24 @@ pub struct RollbackRequest<'a> {
     pub reason: &'a str,
     /// Check and build, publish nothing.
     pub dry_run: bool,
+}
+
+impl<'a> RollbackRequest<'a> {
+    /// Rolls the desired plane of `refs` back to `to`, for `reason`; not a dry run.
+    pub fn new(refs: &'a PlaneRefs, to: ObjectId, reason: &'a str) -> Self {
+        RollbackRequest {
+            refs,
+            to,
+            reason,
+            dry_run: false,
+        }
+    }
+
+    /// Sets [`RollbackRequest::dry_run`].
+    pub fn with_dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
 }
 
 /// Where a rollback comes from and goes to (printed by `--dry-run`).

@@ -2,7 +2,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::git;
-use gix::ObjectId;
+use crate::id::ObjectId;
 use gix::objs::tree::EntryKind;
 use proxops_model::source::{DirEntry, ReadError, RepoSource, join_relative};
 use std::collections::BTreeMap;
@@ -59,14 +59,17 @@ impl GitSource {
     }
 
     /// The source at `revision` (`None`: `HEAD`) of an open repository.
-    pub fn from_repository(repo: &gix::Repository, revision: Option<&str>) -> Result<GitSource> {
+    pub(crate) fn from_repository(
+        repo: &gix::Repository,
+        revision: Option<&str>,
+    ) -> Result<GitSource> {
         let revision = revision.unwrap_or("HEAD");
         let commit = resolve_commit(repo, revision)?;
         GitSource::at_commit(repo, commit, revision)
     }
 
     /// The source at an exact commit id.
-    pub fn at_commit(
+    pub(crate) fn at_commit(
         repo: &gix::Repository,
         commit: ObjectId,
         revision: &str,
@@ -186,7 +189,7 @@ fn normalise(path: &str) -> Option<String> {
 }
 
 /// The commit `revision` names in `repo` (a branch, tag, `HEAD`, a full or short id, ...).
-pub fn resolve_commit(repo: &gix::Repository, revision: &str) -> Result<ObjectId> {
+pub(crate) fn resolve_commit(repo: &gix::Repository, revision: &str) -> Result<ObjectId> {
     let err = |reason: String| StoreError::Revision {
         revision: revision.to_owned(),
         reason,
@@ -196,7 +199,7 @@ pub fn resolve_commit(repo: &gix::Repository, revision: &str) -> Result<ObjectId
         .map_err(|e| err(e.to_string()))?;
     let object = id.object().map_err(|e| err(e.to_string()))?;
     let commit = object.peel_to_commit().map_err(|e| err(e.to_string()))?;
-    Ok(commit.id)
+    Ok(ObjectId::from_gix(commit.id))
 }
 
 impl RepoSource for GitSource {

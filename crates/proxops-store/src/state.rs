@@ -3,10 +3,10 @@
 
 use crate::desired::DesiredState;
 use crate::documents::{Receipt, hex};
+use crate::id::ObjectId;
 use crate::observed::{ObservedState, Stored};
 use crate::refs::PlaneRefs;
 use crate::store::Store;
-use gix::ObjectId;
 use proxops_model::ResourceKey;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 /// How a receipt or artifact relates to the desired plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum Freshness {
     /// It observed the live desired document.
     Current,
@@ -26,6 +27,7 @@ pub enum Freshness {
 /// What a desired resource's receipt says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum ObservationState {
     /// The receipt pins the live desired document.
     Current,
@@ -40,6 +42,7 @@ pub enum ObservationState {
 /// What a resource needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
 pub enum ResourceState {
     /// Reconciled: a current receipt.
     Clean,

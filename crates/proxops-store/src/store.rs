@@ -3,9 +3,9 @@
 use crate::canonical::parse_yaml;
 use crate::error::{Result, StoreError};
 use crate::git::{self, CommitInfo, FileMap};
+use crate::id::ObjectId;
 use crate::remote::Remote;
 use crate::source::{GitSource, resolve_commit};
-use gix::ObjectId;
 use serde_json::Value;
 use std::path::Path;
 
@@ -91,7 +91,7 @@ impl Store {
     }
 
     /// A thread-local handle on the repository.
-    pub fn repo(&self) -> gix::Repository {
+    pub(crate) fn repo(&self) -> gix::Repository {
         self.repo.to_thread_local()
     }
 
@@ -195,7 +195,7 @@ pub struct Plane {
 
 impl Plane {
     /// Reads the plane at `commit`.
-    pub fn read(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<Plane> {
+    pub(crate) fn read(repo: &gix::Repository, refname: &str, commit: ObjectId) -> Result<Plane> {
         let commit = git::commit_info(repo, commit)?;
         let files = git::plane_files(repo, commit.tree, refname)?;
         Ok(Plane {
@@ -206,7 +206,7 @@ impl Plane {
     }
 
     /// The document at `path`, parsed; `None` if there is no such file.
-    pub fn document(&self, repo: &gix::Repository, path: &str) -> Result<Option<Value>> {
+    pub(crate) fn document(&self, repo: &gix::Repository, path: &str) -> Result<Option<Value>> {
         let Some(id) = self.files.get(path) else {
             return Ok(None);
         };
@@ -214,7 +214,7 @@ impl Plane {
     }
 
     /// Parses the blob `id` stored at `path`.
-    pub fn parse(&self, repo: &gix::Repository, path: &str, id: ObjectId) -> Result<Value> {
+    pub(crate) fn parse(&self, repo: &gix::Repository, path: &str, id: ObjectId) -> Result<Value> {
         let bytes = git::read_blob(repo, id)?;
         let corrupt = |reason: String| StoreError::Corrupt {
             plane: self.refname.clone(),

@@ -205,9 +205,7 @@ pub fn cluster_refs(store: &Store, clusters: &[String]) -> Result<Vec<PlaneRefs>
     };
     // The branches and gate each cluster's config at HEAD names (defaults if it cannot be read).
     let loaded = store.source(None).ok().and_then(|source| {
-        let options = proxops_model::LoadOptions {
-            clusters: names.clone(),
-        };
+        let options = proxops_model::LoadOptions::default().with_clusters(names.iter().cloned());
         proxops_model::load_repository(&source, &proxops_model::Registry::builtin(), &options).ok()
     });
     names

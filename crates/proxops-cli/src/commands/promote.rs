@@ -41,13 +41,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let source = store.source(None).map_err(CommandError::from)?;
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;
     let outcome = store
-        .promote(&PromotionRequest {
-            from: &args.from,
-            to: &args.to,
-            repository: &loaded.repo,
-            specification_revision: source.commit(),
-            dry_run: args.dry_run,
-        })
+        .promote(
+            &PromotionRequest::new(&args.from, &args.to, &loaded.repo, source.commit())
+                .with_dry_run(args.dry_run),
+        )
         .map_err(CommandError::from)?;
     let pins = &outcome.record.spec;
     let target = outcome.target.desired_branch();

@@ -50,12 +50,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         )
     })?;
     let outcome = store
-        .rollback(&RollbackRequest {
-            refs: &refs,
-            to,
-            reason: &args.reason,
-            dry_run: args.dry_run,
-        })
+        .rollback(&RollbackRequest::new(&refs, to, &args.reason).with_dry_run(args.dry_run))
         .map_err(CommandError::from)?;
     if args.dry_run {
         let text = serde_json::to_string_pretty(&outcome.provenance).map_err(CommandError::from)?;

@@ -340,9 +340,7 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), Comma
         )
     })?;
     let registry = Registry::builtin();
-    let options = LoadOptions {
-        clusters: cluster.map(|c| vec![c.to_owned()]).unwrap_or_default(),
-    };
+    let options = LoadOptions::default().with_clusters(cluster);
     let repo = load_repository(&source, &registry, &options)?;
     let names: Vec<&str> = repo.clusters.iter().map(|c| c.name.as_str()).collect();
     let [chosen] = repo.clusters.as_slice() else {

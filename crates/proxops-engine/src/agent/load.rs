@@ -106,8 +106,12 @@ fn load_at(
         .store
         .source(Some(&hex(f.commit)))
         .map_err(|e| AgentError::Source(e.to_string()))?;
-    let mut repo = load_repository(&source, registry, &LoadOptions { clusters })
-        .map_err(|e| AgentError::Source(e.to_string()))?;
+    let mut repo = load_repository(
+        &source,
+        registry,
+        &LoadOptions::default().with_clusters(clusters),
+    )
+    .map_err(|e| AgentError::Source(e.to_string()))?;
     let graphs = check_repository(registry, &mut repo)
         .into_iter()
         .filter_map(|c| c.graph.map(|g| (c.name, g)))
@@ -120,7 +124,7 @@ mod tests {
     use super::*;
 
     fn id(byte: u8) -> ObjectId {
-        ObjectId::from_bytes_or_panic(&[byte; 20])
+        ObjectId::from_bytes([byte; 20])
     }
 
     fn empty() -> Repository {

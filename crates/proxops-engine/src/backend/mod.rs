@@ -144,10 +144,8 @@ impl Connection {
     pub fn exec_options(&self) -> ExecOptions {
         let timeout = &self.settings.task_timeout;
         ExecOptions {
-            wait: (timeout.origin != Origin::Default).then(|| WaitOptions {
-                timeout: timeout.value,
-                ..WaitOptions::default()
-            }),
+            wait: (timeout.origin != Origin::Default)
+                .then(|| WaitOptions::default().timeout(timeout.value)),
             ..ExecOptions::default()
         }
     }

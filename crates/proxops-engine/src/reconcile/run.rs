@@ -400,9 +400,7 @@ impl Reconciler {
             let source = store
                 .source(Some(&hex(revision)))
                 .map_err(|e| e.to_string())?;
-            let options = proxops_model::LoadOptions {
-                clusters: vec![name.clone()],
-            };
+            let options = proxops_model::LoadOptions::default().with_clusters([name.clone()]);
             let mut repo = proxops_model::load_repository(&source, &registry, &options)
                 .map_err(|e| e.to_string())?;
             let graph = proxops_graph::check_repository(&registry, &mut repo)

@@ -38,11 +38,12 @@ async fn plan(client: &PveClient, texts: &[&str]) -> ClusterPlan {
 /// Quick polls, so that an engine waiting only for the task returns well before the HA stack
 /// acts (one more `hastart` task time after the task).
 fn options() -> ExecOptions {
-    ExecOptions::default().with_wait(Some(WaitOptions {
-        first_poll: Duration::from_millis(10),
-        max_poll: Duration::from_millis(20),
-        ..WaitOptions::default().timeout(Duration::from_secs(10))
-    }))
+    ExecOptions::default().with_wait(Some(
+        WaitOptions::default()
+            .timeout(Duration::from_secs(10))
+            .with_first_poll(Duration::from_millis(10))
+            .with_max_poll(Duration::from_millis(20)),
+    ))
 }
 
 async fn add_ha(client: &PveClient, sid: &str) {

@@ -108,6 +108,7 @@ pub enum Forge {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum EventKind {
     /// A cluster's cycle failed (an action failed, PVE could not be reached, ...).
     CycleFailed,

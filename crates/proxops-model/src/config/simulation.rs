@@ -78,6 +78,7 @@ pub struct SimStorage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum StorageType {
     Btrfs,
     Cephfs,
@@ -101,6 +102,7 @@ pub enum StorageType {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ContentType {
     /// VM disk images.
     Images,

@@ -91,6 +91,7 @@ impl ChecksumAlgorithm {
 
 /// Which of the three artifact kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ArtifactClass {
     /// An installer or live ISO (`iso` content).
     Iso,

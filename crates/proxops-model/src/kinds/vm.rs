@@ -181,6 +181,7 @@ pub struct VmDisk {
 /// A volume format (PVE's drive `format`, the ones PVE allocates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum DiskFormat {
     /// Raw.
     Raw,
@@ -569,6 +570,7 @@ pub struct IpConfig {
 
 /// An IP family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IpFamily {
     /// IPv4.
     V4,

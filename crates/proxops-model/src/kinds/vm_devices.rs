@@ -13,6 +13,7 @@ use std::fmt;
 /// PVE's `ostype` of a VM: which guest OS PVE tunes the VM for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum QemuOsType {
     /// Unspecified OS.
     Other,
@@ -171,6 +172,7 @@ pub enum Viommu {
 
 /// Hugepages backing the VM's memory (PVE `hugepages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum Hugepages {
     /// Any size the host has (`any`).
     #[serde(rename = "any")]
@@ -290,6 +292,7 @@ pub enum RngSource {
 /// The clipboard of the display (`vga` `clipboard`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Clipboard {
     /// Through VNC (needs the guest agent).
     Vnc,
@@ -395,6 +398,7 @@ impl DiskLimits {
 /// Cloud-init's data source format (`citype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CiType {
     /// ConfigDrive v2 (PVE's default for Windows).
     Configdrive2,
@@ -440,6 +444,7 @@ impl CiCustom {
 
 /// Microsoft UEFI certificates of an EFI disk with pre-enrolled keys (`ms-cert`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum MsCert {
     /// The 2011 certificates.
     #[serde(rename = "2011")]

@@ -95,6 +95,7 @@ impl Versions {
 
 /// The JSON type of a key or sub-key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ty {
     /// `string`
     Str,
@@ -120,6 +121,7 @@ impl Ty {
 
 /// A key's `format`.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Fmt {
     /// No format.
     None,

@@ -651,7 +651,10 @@ fn clash(kind: Named) -> Option<(String, String, &'static str, String)> {
                 existing,
                 what,
                 value,
-            } = e;
+            } = e
+            else {
+                unreachable!("only clashes are refused here: {message}")
+            };
             assert!(
                 message.contains(&kind) && message.contains(&existing),
                 "{message}"

@@ -876,6 +876,7 @@ proptest! {
             Err(QuantityError::Syntax(t) | QuantityError::Overflow(t) | QuantityError::Unit(t, _)) => {
                 prop_assert_eq!(t, text);
             }
+            Err(e) => prop_assert!(false, "{text:?}: an unexpected kind of error: {e}"),
         }
     }
 

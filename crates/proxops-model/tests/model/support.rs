@@ -201,9 +201,7 @@ impl TempRepo {
     /// Loads and validates only the clusters named.
     pub fn load_only(&self, clusters: &[&str]) -> Result<Repository, proxops_model::LoadError> {
         let source = FsSource::new(self.dir.path()).expect("source");
-        let options = LoadOptions {
-            clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
-        };
+        let options = LoadOptions::default().with_clusters(clusters.iter().copied());
         load_repository(&source, &Registry::builtin(), &options)
     }
 

@@ -18,6 +18,7 @@ pub(crate) use formats::{check_named_format, split_list};
 
 /// The JSON type of a parameter or property-string key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ty {
     /// `string`
     Str,
@@ -68,6 +69,7 @@ impl Versions {
 
 /// A parameter's `format`: none, a named one (`pve-vmid`), or a property string's keys.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Fmt {
     /// No format.
     None,

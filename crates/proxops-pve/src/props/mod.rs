@@ -22,6 +22,7 @@ use crate::types::GuestType;
 
 /// How a sub-key's value is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KeyKind {
     /// Kept as written.
     Plain,

@@ -227,11 +227,9 @@ async fn qemu_lifecycle() {
             .c
             .destroy(
                 &GuestRef::qemu("pve1", vmid),
-                &DestroyOptions {
-                    purge: Some(true),
-                    destroy_unreferenced_disks: Some(true),
-                    ..Default::default()
-                },
+                &DestroyOptions::default()
+                    .with_purge(Some(true))
+                    .with_destroy_unreferenced_disks(Some(true)),
             )
             .await
             .unwrap();
@@ -328,12 +326,10 @@ async fn lxc_lifecycle() {
 
     // LXC template answers null but forks a vztemplate worker: the node's task list names it.
     assert_eq!(sim.c.make_template(&clone).await.unwrap(), None);
-    let filter = proxops_pve::TaskFilter {
-        vmid: Some(201),
-        typefilter: Some("vztemplate".into()),
-        source: Some("all".into()),
-        limit: None,
-    };
+    let filter = proxops_pve::TaskFilter::default()
+        .with_vmid(Some(201))
+        .with_typefilter(Some("vztemplate".into()))
+        .with_source(Some("all".into()));
     let tasks = sim.c.node_tasks("pve1", &filter).await.unwrap();
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     assert_eq!(tasks[0].kind, "vztemplate");

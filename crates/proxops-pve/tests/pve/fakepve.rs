@@ -201,10 +201,7 @@ async fn read_create_wait_delete() {
         let u = c
             .destroy(
                 &GuestRef::qemu("pve1", vmid),
-                &DestroyOptions {
-                    purge: Some(true),
-                    ..Default::default()
-                },
+                &DestroyOptions::default().with_purge(Some(true)),
             )
             .await
             .unwrap();

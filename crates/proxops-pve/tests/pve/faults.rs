@@ -9,10 +9,7 @@ use proxops_pve_sim::{AclEntry, ApiToken, EndpointClass, FaultConfig};
 use std::time::Duration;
 
 fn many_retries() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 12,
-        ..fast_retry()
-    }
+    fast_retry().with_max_attempts(12)
 }
 
 async fn with_faults(faults: FaultConfig) -> Sim {
@@ -162,10 +159,7 @@ async fn timeouts_are_retryable() {
         sim.h.fingerprint.parse().unwrap(),
     ))
     .timeout(Duration::from_millis(100))
-    .retry(RetryPolicy {
-        max_attempts: 2,
-        ..fast_retry()
-    })
+    .retry(fast_retry().with_max_attempts(2))
     .build()
     .unwrap();
     let e = c.version().await.unwrap_err();

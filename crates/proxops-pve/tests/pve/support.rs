@@ -23,12 +23,11 @@ pub fn config() -> SimConfig {
 
 /// Quick retries for tests (bounded, seeded).
 pub fn fast_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 6,
-        base_delay: Duration::from_millis(5),
-        max_delay: Duration::from_millis(40),
-        seed: Some(42),
-    }
+    RetryPolicy::default()
+        .with_max_attempts(6)
+        .with_base_delay(Duration::from_millis(5))
+        .with_max_delay(Duration::from_millis(40))
+        .with_seed(Some(42))
 }
 
 /// A client for a simulator: token auth, fingerprint pin, fast retries.
@@ -93,10 +92,8 @@ pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 /// A bounded wait for tests.
 pub fn wait() -> WaitOptions {
-    WaitOptions {
-        timeout: Duration::from_secs(20),
-        first_poll: Duration::from_millis(10),
-        max_poll: Duration::from_millis(100),
-        ..WaitOptions::default()
-    }
+    WaitOptions::default()
+        .timeout(Duration::from_secs(20))
+        .with_first_poll(Duration::from_millis(10))
+        .with_max_poll(Duration::from_millis(100))
 }

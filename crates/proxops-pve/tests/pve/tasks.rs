@@ -16,11 +16,9 @@ async fn wait_polls_with_backoff_not_a_fixed_interval() {
         .create_guest(&GuestRef::qemu("pve1", 100), &map(&[]))
         .await
         .unwrap();
-    let opts = WaitOptions {
-        first_poll: Duration::from_millis(50),
-        max_poll: Duration::from_millis(800),
-        ..wait()
-    };
+    let opts = wait()
+        .with_first_poll(Duration::from_millis(50))
+        .with_max_poll(Duration::from_millis(800));
     let out = sim.c.wait_task(&u, &opts).await.unwrap();
     assert_eq!(out.status.exitstatus.as_deref(), Some("OK"));
     assert_eq!(out.warnings, 0);

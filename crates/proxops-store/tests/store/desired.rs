@@ -1,7 +1,7 @@
 //! The desired plane: publication, no-op detection, determinism, UIDs and deletion intents.
 
 use crate::support::*;
-use proxops_store::{DesiredOptions, PlaneRefs, Store, StoreError, git};
+use proxops_store::{DesiredOptions, PlaneRefs, Store, StoreError};
 
 #[test]
 fn publishes_resolved_resources_readable_with_the_git_cli() {
@@ -183,7 +183,12 @@ fn an_empty_composition_is_refused_unless_allowed() {
         .unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
     let ok = store
-        .publish_desired(&refs, &loaded, rev, &DesiredOptions { allow_empty: true })
+        .publish_desired(
+            &refs,
+            &loaded,
+            rev,
+            &DesiredOptions::default().with_allow_empty(true),
+        )
         .unwrap();
     assert_eq!(ok.changes.deleting.len(), 5);
 }
@@ -213,34 +218,6 @@ fn a_cluster_with_errors_is_not_published() {
 }
 
 #[test]
-fn compare_and_swap_refuses_a_moved_ref_and_leaves_it_alone() {
-    let repo = TestRepo::homelab();
-    let store = Store::open(repo.path()).unwrap();
-    let p = publish_head(&store, "home");
-    let gix_repo = store.repo();
-    let refs = PlaneRefs::for_cluster("home").unwrap();
-    let head = p.publication.head;
-    let info = git::commit_info(&gix_repo, head).unwrap();
-    let sibling = git::write_commit(&gix_repo, info.tree, Some(head), "sibling\n").unwrap();
-    // Expected absent, but it exists.
-    let err = git::compare_and_swap(&gix_repo, &refs.desired, None, sibling, "x").unwrap_err();
-    assert!(
-        matches!(err, StoreError::Conflict { actual: Some(a), .. } if a == head),
-        "{err}"
-    );
-    // Expected an older value.
-    let source_head = store.resolve("HEAD").unwrap();
-    let err = git::compare_and_swap(&gix_repo, &refs.desired, Some(source_head), sibling, "x")
-        .unwrap_err();
-    assert!(err.is_retryable());
-    assert_eq!(store.head(&refs.desired).unwrap(), Some(head));
-    // The right expectation moves it.
-    git::compare_and_swap(&gix_repo, &refs.desired, Some(head), sibling, "x").unwrap();
-    assert_eq!(store.head(&refs.desired).unwrap(), Some(sibling));
-    assert_fsck_clean(repo.path());
-}
-
-#[test]
 fn a_plane_known_to_the_caller_stands_in_only_at_the_head_it_was_read_at() {
     let repo = TestRepo::homelab();
     let store = Store::open(repo.path()).unwrap();
@@ -257,9 +234,8 @@ fn a_plane_known_to_the_caller_stands_in_only_at_the_head_it_was_read_at() {
     let (rev, loaded) = load_at(&store, None);
 
     // The plane at the head is the one built on, not a second reading of it.
-    let gix_repo = store.repo();
     let build = store
-        .build_desired_over(&gix_repo, &refs, &loaded, rev, &options, Some(&current))
+        .build_desired_over(&refs, &loaded, rev, &options, Some(&current))
         .unwrap();
     assert!(std::sync::Arc::ptr_eq(
         build.previous.as_ref().unwrap(),
@@ -273,7 +249,7 @@ fn a_plane_known_to_the_caller_stands_in_only_at_the_head_it_was_read_at() {
     // A plane read at an older head is not taken for the head: against it the jumpbox would
     // look updated and a commit would follow.
     let build = store
-        .build_desired_over(&gix_repo, &refs, &loaded, rev, &options, Some(&stale))
+        .build_desired_over(&refs, &loaded, rev, &options, Some(&stale))
         .unwrap();
     assert_eq!(
         build.previous.as_ref().unwrap().plane.commit.id,

@@ -36,13 +36,7 @@ fn observe_all(store: &Store, cluster: &str) {
 
 fn promote(store: &Store, dry_run: bool) -> Result<proxops_store::PromotionOutcome, StoreError> {
     let (rev, loaded) = load_at(store, None);
-    store.promote(&PromotionRequest {
-        from: "lab",
-        to: "home",
-        repository: &loaded,
-        specification_revision: rev,
-        dry_run,
-    })
+    store.promote(&PromotionRequest::new("lab", "home", &loaded, rev).with_dry_run(dry_run))
 }
 
 fn promotable() -> (TestRepo, Store) {
@@ -198,12 +192,11 @@ fn rollback(
     refs: &PlaneRefs,
     to: &str,
 ) -> Result<proxops_store::RollbackOutcome, StoreError> {
-    store.rollback(&RollbackRequest {
+    store.rollback(&RollbackRequest::new(
         refs,
-        to: store.resolve(to).unwrap(),
-        reason: "v2 broke the sandbox",
-        dry_run: false,
-    })
+        store.resolve(to).unwrap(),
+        "v2 broke the sandbox",
+    ))
 }
 
 #[test]
@@ -326,12 +319,10 @@ fn rollback_refuses_a_revision_that_was_never_fully_clean() {
 fn rollback_dry_run_reports_provenance_and_publishes_nothing() {
     let (repo, store, refs, [v1, v2]) = two_versions([true, true]);
     let outcome = store
-        .rollback(&RollbackRequest {
-            refs: &refs,
-            to: store.resolve(&v1).unwrap(),
-            reason: "  try  it ",
-            dry_run: true,
-        })
+        .rollback(
+            &RollbackRequest::new(&refs, store.resolve(&v1).unwrap(), "  try  it ")
+                .with_dry_run(true),
+        )
         .unwrap();
     assert!(outcome.publication.is_none());
     let p = &outcome.provenance;

@@ -3,7 +3,6 @@
 
 use crate::support::*;
 use proxops_store::documents::Outcome;
-use proxops_store::remote::{Remote, push};
 use proxops_store::{Observation, ObservationBatch, PlaneRefs, Store, StoreError};
 
 const DESIRED: &str = "refs/heads/proxops/desired/home";
@@ -51,53 +50,6 @@ fn remote_push_to_a_local_bare_repository_moves_the_remote_ref_atomically() {
         remote_head(bare.path(), DESIRED).as_deref(),
         Some(head.as_str())
     );
-}
-
-#[test]
-fn a_lost_race_on_the_remote_is_detected_not_overwritten() {
-    let (bare, a, b) = remote_and_clones();
-    let store_a = Store::open(a.path()).unwrap().with_remote("origin");
-    let first = publish_head(&store_a, "home").publication.head;
-
-    // Behind a's back, b publishes a change.
-    let store_b = Store::open(b.path()).unwrap().with_remote("origin");
-    remove_resource(&b, "home", "vm/home/truenas.yaml");
-    b.commit_all("drop truenas");
-    b.git(&["push", "-q", "origin", "main"]);
-    let theirs = publish_head(&store_b, "home").publication.head;
-    assert_ne!(theirs, first);
-
-    // a pushes a commit authorised against the head it read: refused, remote untouched.
-    let tree = a.git(&["rev-parse", &format!("{first}^{{tree}}")]);
-    let ours = a.git(&[
-        "commit-tree",
-        "-p",
-        &first.to_string(),
-        "-m",
-        "ours",
-        tree.trim(),
-    ]);
-    let ours = store_a.resolve(ours.trim()).unwrap();
-    let repo = store_a.repo();
-    let err = push(
-        &repo,
-        &Remote::new("origin"),
-        DESIRED,
-        Some(first),
-        ours,
-        store_a.resolve(tree.trim()).unwrap_or(first),
-    )
-    .unwrap_err();
-    match err {
-        StoreError::Conflict {
-            expected, actual, ..
-        } => {
-            assert_eq!((expected, actual), (Some(first), Some(theirs)));
-        }
-        other => panic!("expected a conflict, got {other}"),
-    }
-    assert_eq!(remote_head(bare.path(), DESIRED), Some(theirs.to_string()));
-    assert_fsck_clean(bare.path());
 }
 
 #[test]
