@@ -4,6 +4,7 @@
 use super::{Compare, Context, DesiredError, DesiredGuest, flag, owned, pve_config, tags};
 use proxops_model::Resource;
 use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType, MountOptions};
+use proxops_model::kinds::placement::allowed_nodes;
 use proxops_model::kinds::{LxcSpec, PowerState};
 use proxops_pve::GuestType;
 use proxops_pve::props::format_size;
@@ -23,12 +24,20 @@ pub(super) fn desired(
         )],
         None => Vec::new(),
     };
+    let nodes = allowed_nodes(spec.node.as_deref(), &spec.nodes);
     let mut out = DesiredGuest {
         guest: GuestType::Lxc,
         template,
-        node: spec.node.clone(),
+        node: nodes.first().cloned().unwrap_or_default(),
+        placed: spec.node.is_none(),
+        nodes,
         vmid: spec.vmid,
-        power: (!template).then(|| spec.state.unwrap_or(PowerState::Started)),
+        power: match &spec.ha {
+            _ if template => None,
+            Some(ha) => ha.state().power(),
+            None => Some(spec.state.unwrap_or(PowerState::Started)),
+        },
+        ha: spec.ha.clone().filter(|_| !template),
         clone: None,
         owned: Vec::new(),
         create_only,

@@ -6,6 +6,7 @@ use super::{
     CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, owned, pve_config, tags,
 };
 use proxops_model::Resource;
+use proxops_model::kinds::placement::allowed_nodes;
 use proxops_model::kinds::vm::{
     AgentType, Aio, AudioDevice, AudioDriver, Balloon, Bios, Cache, Cdrom, Clipboard, Discard,
     Media, NumaPolicy, RngSource, SecureBoot, TpmVersion, Viommu, VmHardware,
@@ -21,12 +22,20 @@ pub(super) fn desired(
     spec: &VmSpec,
 ) -> Result<DesiredGuest, DesiredError> {
     let template = resource.kind == "TemplateVM";
+    let nodes = allowed_nodes(spec.node.as_deref(), &spec.nodes);
     let mut out = DesiredGuest {
         guest: GuestType::Qemu,
         template,
-        node: spec.node.clone(),
+        node: nodes.first().cloned().unwrap_or_default(),
+        placed: spec.node.is_none(),
+        nodes,
         vmid: spec.vmid,
-        power: (!template).then(|| spec.state.unwrap_or(PowerState::Started)),
+        power: match &spec.ha {
+            _ if template => None,
+            Some(ha) => ha.state().power(),
+            None => Some(spec.state.unwrap_or(PowerState::Started)),
+        },
+        ha: spec.ha.clone().filter(|_| !template),
         clone: None,
         owned: Vec::new(),
         create_only: Vec::new(),
@@ -341,7 +350,7 @@ pub(super) fn desired(
         if let proxops_model::Spec::Vm(t) = &source.spec {
             out.clone = Some(CloneSource {
                 vmid: t.vmid,
-                node: t.node.clone(),
+                node: t.node.clone().unwrap_or_default(),
             });
         }
     }

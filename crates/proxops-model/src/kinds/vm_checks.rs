@@ -1,7 +1,7 @@
 //! The checks of a VM or TemplateVM spec beyond its types: slots, references, values PVE
 //! would refuse, and `pve-config`.
 
-use super::common::{self, PowerState, check_name_ref, check_node, check_vmid};
+use super::common::{self, PowerState, check_name_ref, check_vmid};
 use super::vm::{Balloon, CloudInitData, IpConfig, IpFamily, VmDisk, VmHardware, VmSpec};
 use super::vm_devices::PVE_VM_CPU_FLAGS;
 use crate::Code;
@@ -59,7 +59,9 @@ pub fn drive_slots(hw: Option<&VmHardware>) -> (Option<String>, Option<String>) 
 
 /// Checks of one VM or TemplateVM spec beyond its types.
 pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
-    check_node(cx, &spec.node, &path!["node"]);
+    let what = if template { "TemplateVM" } else { "VM" };
+    super::placement::check_placement(cx, spec.node.as_deref(), &spec.nodes, what, template);
+    super::placement::check_ha(cx, spec.ha.as_ref(), spec.state, what, template);
     check_vmid(cx, spec.vmid);
     if template && spec.state == Some(PowerState::Started) {
         cx.invalid(
