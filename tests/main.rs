@@ -8,5 +8,6 @@ mod ansible;
 mod engine;
 mod examples;
 mod interop;
+mod placement;
 mod planes;
 mod safety;

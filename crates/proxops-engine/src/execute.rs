@@ -444,7 +444,11 @@ async fn migrate(
     options: &ExecOptions,
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
-    let before = client.guest_status(guest).await.map(|s| s.status).unwrap_or_default();
+    let before = client
+        .guest_status(guest)
+        .await
+        .map(|s| s.status)
+        .unwrap_or_default();
     let upid = client.migrate(guest, request).await?;
     let ha = upid.kind == "hamigrate";
     let opts = options
@@ -457,7 +461,11 @@ async fn migrate(
             node: request.target.clone(),
             ..guest.clone()
         };
-        let want = if before.is_empty() { "running" } else { before.as_str() };
+        let want = if before.is_empty() {
+            "running"
+        } else {
+            before.as_str()
+        };
         client.wait_guest_status(&there, want, &opts).await?;
     }
     Ok(())

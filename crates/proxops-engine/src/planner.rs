@@ -795,7 +795,10 @@ impl Planner<'_> {
                     d.nodes.join(", ")
                 )
             } else {
-                format!("vmid {} is on `{}`, the manifest says `{}`", d.vmid, live.node, d.node)
+                format!(
+                    "vmid {} is on `{}`, the manifest says `{}`",
+                    d.vmid, live.node, d.node
+                )
             };
             let target = if d.placed {
                 match self.place(step, &d, configs) {
@@ -808,7 +811,11 @@ impl Planner<'_> {
                         pick.node
                     }
                     Err(problem) => {
-                        return self.block(step, format!("{why}, but it is not migrated: {problem}"), true);
+                        return self.block(
+                            step,
+                            format!("{why}, but it is not migrated: {problem}"),
+                            true,
+                        );
                     }
                 }
             } else {

@@ -366,7 +366,12 @@ pub fn observation_batch(
             .into_iter()
             .collect();
         // A placed guest's node, and why it is there (found, or picked with the facts).
-        if let Some(p) = plan.placements.iter().rev().find(|p| p.subject == key.to_string()) {
+        if let Some(p) = plan
+            .placements
+            .iter()
+            .rev()
+            .find(|p| p.subject == key.to_string())
+        {
             observation.artifacts.push((
                 "placement".to_owned(),
                 "Placement".to_owned(),

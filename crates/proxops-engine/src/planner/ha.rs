@@ -92,7 +92,12 @@ impl Planner<'_> {
     /// The HA resource of a vmid, as read this cycle (`None`: none, or not read).
     pub(super) fn ha_resource(&self, guest: &GuestInfo) -> Option<&HaResource> {
         let sid = ha_sid(guest.kind, guest.vmid);
-        self.ha.as_ref()?.as_ref().ok()?.iter().find(|r| r.sid == sid)
+        self.ha
+            .as_ref()?
+            .as_ref()
+            .ok()?
+            .iter()
+            .find(|r| r.sid == sid)
     }
 
     /// Why HA resources cannot be planned for `d` this cycle (the list was not readable, or the
@@ -102,9 +107,12 @@ impl Planner<'_> {
         if let Some(group) = &ha.group
             && self.release.is_some_and(|r| r.0 >= 9)
         {
-            return Some((format!(
-                "ha.group `{group}`: PVE 9 has migrated HA groups to rules and refuses the group (\"ha groups have been migrated to rules\"); remove `ha.group` (its nodes can be the guest's `nodes:`)"
-            ), true));
+            return Some((
+                format!(
+                    "ha.group `{group}`: PVE 9 has migrated HA groups to rules and refuses the group (\"ha groups have been migrated to rules\"); remove `ha.group` (its nodes can be the guest's `nodes:`)"
+                ),
+                true,
+            ));
         }
         match &self.ha {
             Some(Err(e)) => Some((format!("cannot read the HA resources: {e}"), false)),
@@ -136,30 +144,41 @@ impl Planner<'_> {
                         Op::HaRemove { sid },
                         after,
                     );
-                } else {
-                    self.plan.warnings.push(format!(
-                        "{}: HA resource {sid} exists but the manifest has no `ha`; without a previous desired document declaring it, ProxOps leaves it alone",
-                        self.subject(step)
-                    ));
+                    // Its power is planned once the resource is gone (next cycle).
+                    return true;
                 }
-                // Until it is gone, its power is HA's.
-                return true;
+                // An operator's HA resource: left alone. A start or stop of ours is then one
+                // PVE itself turns into an HA request (`hastart`/`hastop`).
+                self.plan.warnings.push(format!(
+                    "{}: HA resource {sid} exists but the manifest has no `ha`; without a previous desired document declaring it, ProxOps leaves it alone",
+                    self.subject(step)
+                ));
             }
-            return live.hastate.is_some();
+            return false;
         };
         if let Some((why, anomaly)) = self.ha_problem(d) {
             let subject = self.subject(step);
             if anomaly {
-                self.plan.anomalies.push(Anomaly { subject, message: why });
+                self.plan.anomalies.push(Anomaly {
+                    subject,
+                    message: why,
+                });
             } else {
-                self.plan.skipped.push(crate::plan::Skipped { subject, reason: why });
+                self.plan.skipped.push(crate::plan::Skipped {
+                    subject,
+                    reason: why,
+                });
             }
             return true;
         }
         let Some(write) = write_of(sid.clone(), ha, existing.as_ref()) else {
             // Declared and as declared: the HA manager is (or will be) there.
             let want = wait_for(ha);
-            let now = if live.status == "running" { "running" } else { "stopped" };
+            let now = if live.status == "running" {
+                "running"
+            } else {
+                "stopped"
+            };
             if want.is_some_and(|w| w != now) {
                 self.plan.skipped.push(crate::plan::Skipped {
                     subject: self.subject(step),
@@ -204,9 +223,15 @@ impl Planner<'_> {
         if let Some((why, anomaly)) = self.ha_problem(d) {
             let subject = self.subject(step);
             if anomaly {
-                self.plan.anomalies.push(Anomaly { subject, message: why });
+                self.plan.anomalies.push(Anomaly {
+                    subject,
+                    message: why,
+                });
             } else {
-                self.plan.skipped.push(crate::plan::Skipped { subject, reason: why });
+                self.plan.skipped.push(crate::plan::Skipped {
+                    subject,
+                    reason: why,
+                });
             }
             return;
         }
@@ -255,9 +280,16 @@ mod tests {
             max_restart: Some(3),
             ..HaResource::default()
         };
-        assert_eq!(write_of("vm:100".into(), &spec(None, Some(3)), Some(&live)), None);
-        let w = write_of("vm:100".into(), &spec(Some(HaState::Stopped), None), Some(&live))
-            .expect("a write");
+        assert_eq!(
+            write_of("vm:100".into(), &spec(None, Some(3)), Some(&live)),
+            None
+        );
+        let w = write_of(
+            "vm:100".into(),
+            &spec(Some(HaState::Stopped), None),
+            Some(&live),
+        )
+        .expect("a write");
         assert_eq!(w.set, vec![("state".to_owned(), "stopped".to_owned())]);
         assert_eq!(w.delete, vec!["max_restart".to_owned()]);
         assert_eq!(w.wait, Some("stopped"));

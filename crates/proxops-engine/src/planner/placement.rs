@@ -33,7 +33,14 @@ fn memory_of(d: &DesiredGuest) -> u64 {
     d.owned
         .iter()
         .find(|o| o.key == "memory")
-        .and_then(|o| o.value.split(',').next()?.trim_start_matches("current=").parse::<u64>().ok())
+        .and_then(|o| {
+            o.value
+                .split(',')
+                .next()?
+                .trim_start_matches("current=")
+                .parse::<u64>()
+                .ok()
+        })
         .map_or(0, |mib| mib << 20)
 }
 
@@ -68,7 +75,10 @@ impl Planner<'_> {
                 .filter(|dep| {
                     let steps = graph.steps_of(dep.target);
                     let placed = steps.iter().any(|s| graph.step(*s).node.is_some());
-                    placed && !steps.iter().any(|s| graph.step(*s).node.as_deref() == Some(n))
+                    placed
+                        && !steps
+                            .iter()
+                            .any(|s| graph.step(*s).node.as_deref() == Some(n))
                 })
                 .map(|dep| graph.key(dep.target).to_string())
                 .collect();
@@ -151,7 +161,9 @@ impl Planner<'_> {
             let indexed = family.len() < key.len();
             if live.kind == GuestType::Qemu && indexed {
                 let mapping = value.split(',').any(|p| p.starts_with("mapping="));
-                let spice = value.split(',').any(|p| p.eq_ignore_ascii_case("host=spice"));
+                let spice = value
+                    .split(',')
+                    .any(|p| p.eq_ignore_ascii_case("host=spice"));
                 match family {
                     "usb" if spice => {}
                     "usb" | "hostpci" if mapping => mapped.push(key.clone()),
@@ -173,7 +185,12 @@ impl Planner<'_> {
             let Some((sid, _)) = volume.split_once(':') else {
                 continue;
             };
-            if volume == "none" || self.inventory.storage(&live.node, sid).is_some_and(|s| s.shared) {
+            if volume == "none"
+                || self
+                    .inventory
+                    .storage(&live.node, sid)
+                    .is_some_and(|s| s.shared)
+            {
                 continue;
             }
             if value.split(',').any(|p| p == "media=cdrom") {

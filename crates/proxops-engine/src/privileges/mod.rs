@@ -382,7 +382,9 @@ pub fn action_needs(action: &Action, net: &Network) -> Vec<Need> {
             let purpose = guest_purpose(verb, action);
             if let Op::Delete { ha: Some(_), .. } = &action.op {
                 // pve-ha-manager `src/PVE/API2/HA/Resources.pm` `delete`: Sys.Console on /.
-                out.push(Need::one(&purpose, "/", "Sys.Console").at("remove its HA resource first"));
+                out.push(
+                    Need::one(&purpose, "/", "Sys.Console").at("remove its HA resource first"),
+                );
             }
             out.push(Need::one(&purpose, vms(guest.vmid), "VM.Allocate"));
             if *running {
