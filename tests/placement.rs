@@ -5,6 +5,8 @@
 //! it, and removing the guest removes HA first; over a run of node changes with injected
 //! failures no guest is ever duplicated.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
