@@ -5,7 +5,7 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, proxops_bin};
+use crate::support::{copy_tree, example, proxops_bin};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -51,7 +51,7 @@ fn seed(repo: &Path, etc: &Path, state: &Path) {
 fn the_adopt_walk_through_works_as_written() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    copy_tree(&example("adopt/repo"), &repo).unwrap();
+    copy_tree(&example("adopt/repo"), &repo);
     seed(
         &repo,
         &example("adopt/etc-pve"),
@@ -170,8 +170,8 @@ fn the_adopt_walk_through_works_as_written() {
 fn a_cluster_config_seeds_the_sim_backend_from_guest_configs() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    copy_tree(&example("adopt/repo"), &repo).unwrap();
-    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve")).unwrap();
+    copy_tree(&example("adopt/repo"), &repo);
+    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve"));
     let config = repo.join("clusters/lab/config.yaml");
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{ChildGuard, free_port, proxops_bin, python, wait_for_port};
+use crate::support::{ChildGuard, free_port, proxops_bin, python, wait_for_port};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -109,7 +109,7 @@ fn community_proxmox_playbook_and_inventory_work_against_proxops_sim() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("sim.json");
-    let port = free_port().unwrap();
+    let port = free_port();
     let sim = Command::new(proxops_bin())
         .args([
             "sim",

@@ -5,12 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, shared, with_compat_storages};
+use crate::support::{copy_tree, example, shared, with_compat_storages};
 use proxops_engine::backend::{Backend, Connection, SimSeed, connect, seed_state};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
-use proxops_engine::execute::{ExecOptions, Outcome};
+use proxops_engine::execute::{ActionError, ExecOptions, FailureKind, Outcome};
 use proxops_engine::plan::Verb;
-use proxops_engine::planner::PlanOptions;
 use proxops_engine::privileges;
 use proxops_engine::secrets::ClusterSecrets;
 use proxops_graph::{Graph, check_repository};
@@ -167,10 +166,7 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
             };
             // The example's SOPS file is encrypted to a throw-away key: its cloud-init material
             // is supplied in memory instead.
-            let options = PlanOptions {
-                secrets: Some(example_secrets(name)),
-                ..plan_options(cluster, None)
-            };
+            let options = plan_options(cluster, None).with_secrets(Some(example_secrets(name)));
             let cycles = converge(&client, name, graph, &options, &ExecOptions::default(), 5)
                 .await
                 .unwrap();
@@ -237,7 +233,7 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raw_pci_device_is_refused_to_a_token_once_and_named_before_apply() {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&example("homelab"), dir.path()).unwrap();
+    copy_tree(&example("homelab"), dir.path());
     edit(
         dir.path(),
         "vm/home/truenas.yaml",
@@ -274,7 +270,7 @@ async fn a_raw_pci_device_is_refused_to_a_token_once_and_named_before_apply() {
         .await
         .unwrap();
     let report = cycle.report.unwrap();
-    let failed: Vec<(&str, String)> = report
+    let failed: Vec<(&str, ActionError)> = report
         .results
         .iter()
         .filter_map(|r| match &r.outcome {
@@ -287,7 +283,14 @@ async fn a_raw_pci_device_is_refused_to_a_token_once_and_named_before_apply() {
     assert!(
         failed[0]
             .1
+            .message()
             .contains("only root can set 'hostpci0' config for non-mapped devices"),
+        "{failed:?}"
+    );
+    // PVE's 500 with a root-only text is a refusal, not a server failure to wait out.
+    assert_eq!(
+        (failed[0].1.kind(), failed[0].1.status()),
+        (FailureKind::PveRefused, Some(500)),
         "{failed:?}"
     );
     assert_eq!(
@@ -366,7 +369,7 @@ fn edit(dir: &Path, file: &str, from: &str, to: &str) {
 /// A writable copy of examples/homelab and a simulator on which its `home` cluster converged.
 async fn converged_home_copy() -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&example("homelab"), dir.path()).unwrap();
+    copy_tree(&example("homelab"), dir.path());
     let loaded = load(dir.path());
     let (cluster, graph) = loaded.cluster("home");
     let conn = simulator(cluster).await;
@@ -631,10 +634,7 @@ async fn every_config_the_engine_writes_for_the_examples_reads_back_in_pves_form
                 let conn = simulator(cluster).await;
                 (conn.sim.unwrap(), conn.client)
             };
-            let options = PlanOptions {
-                secrets: Some(example_secrets(name)),
-                ..plan_options(cluster, None)
-            };
+            let options = plan_options(cluster, None).with_secrets(Some(example_secrets(name)));
             let cycles = converge(&client, name, graph, &options, &ExecOptions::default(), 5)
                 .await
                 .unwrap();

@@ -4,7 +4,7 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, shared};
+use crate::support::{copy_tree, example, shared};
 use proxops_model::report::ValidationReport;
 use proxops_model::{FsSource, LoadOptions, Registry, Repository, load_repository};
 use std::collections::BTreeMap;
@@ -80,7 +80,7 @@ fn homelab_validates_clean_with_both_clusters() {
 #[test]
 fn report_does_not_depend_on_composition_order() {
     let dir = tempfile::tempdir().expect("tempdir");
-    copy_tree(&example("homelab"), dir.path()).expect("copy");
+    copy_tree(&example("homelab"), dir.path());
     // Break something so the report has content, then compare against a reversed composition.
     let broken = dir.path().join("vm/home/jumpbox.yaml");
     let text = std::fs::read_to_string(&broken).expect("read");
@@ -132,4 +132,24 @@ fn homelab_secrets_files_decrypt_with_the_example_key_and_hold_the_mapped_creden
         let e = decrypt_file(&path, &none).unwrap_err().to_string();
         assert!(e.contains("age"), "{e}");
     }
+}
+
+/// The README's "Embedding" section shows `examples/embed/src/main.rs` as it is.
+#[test]
+fn readme_embedding_section_shows_the_embed_example_whole() {
+    let readme = std::fs::read_to_string(example("../README.md")).unwrap();
+    let section = readme
+        .split_once("\n## Embedding\n")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or_default())
+        .expect("README has an \"Embedding\" section");
+    let shown = section
+        .split_once("```rust\n")
+        .and_then(|(_, rest)| rest.split_once("```\n"))
+        .map(|(code, _)| code)
+        .expect("the section has a rust block");
+    let source = std::fs::read_to_string(example("embed/src/main.rs")).unwrap();
+    assert_eq!(
+        shown, source,
+        "README's Embedding snippet differs from examples/embed/src/main.rs"
+    );
 }

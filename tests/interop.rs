@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{ChildGuard, free_port, python, python_script, wait_for_port};
+use crate::support::{ChildGuard, free_port, python, python_script, wait_for_port};
 use proxops_pve_sim::{ApiToken, SimConfig, SimHandle, State, User, start};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -115,7 +115,7 @@ async fn the_same_requests_to_fakepve_differ_only_as_documented() {
     let dir = tempfile::tempdir().unwrap();
     let guests = dir.path().join("guests.json");
     std::fs::write(&guests, FAKEPVE_GUESTS).unwrap();
-    let port = free_port().unwrap();
+    let port = free_port();
     let fakepve = python.with_file_name("fakepve");
     let child = Command::new(&fakepve)
         .arg(&guests)

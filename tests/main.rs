@@ -1,6 +1,6 @@
 //! ProxOps end to end, in one test binary (one link instead of one per area): each module
 //! drives the `proxops` binary, the engine, the simulator and git repositories in temporary
-//! directories. Shared helpers are the `proxops_e2e` library (`support.rs`).
+//! directories. Shared helpers are `proxops-test-support` and `support.rs`.
 
 mod adopt;
 mod agent;
@@ -11,3 +11,4 @@ mod interop;
 mod placement;
 mod planes;
 mod safety;
+mod support;

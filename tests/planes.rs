@@ -5,36 +5,32 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{copy_tree, example, git, git_output, proxops_bin};
+use crate::support::{copy_tree, example, git, git_output, proxops_bin};
+use proxops_test_support::TestRepo;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
 /// A temporary git repository holding the homelab example, and a simulator state file.
 struct Lab {
-    dir: tempfile::TempDir,
+    repo: TestRepo,
     state: tempfile::TempDir,
 }
 
 impl Lab {
     fn new() -> Lab {
-        let dir = tempfile::tempdir().unwrap();
-        copy_tree(&example("homelab"), dir.path()).unwrap();
-        git(dir.path(), &["init", "-q", "-b", "main"]);
-        git(dir.path(), &["add", "-A"]);
-        git(dir.path(), &["commit", "-q", "-m", "homelab"]);
         Lab {
-            dir,
+            repo: TestRepo::homelab(),
             state: tempfile::tempdir().unwrap(),
         }
     }
 
     fn path(&self) -> &Path {
-        self.dir.path()
+        self.repo.path()
     }
 
     fn git(&self, args: &[&str]) -> String {
-        git(self.path(), args)
+        self.repo.git(args)
     }
 
     /// `proxops ARGS --repo <repo>`.
@@ -372,7 +368,7 @@ fn a_removed_guest_is_deleted_its_teardown_recorded_then_its_intent_cleaned_up()
 #[test]
 fn apply_with_planes_needs_a_git_repository() {
     let dir = tempfile::tempdir().unwrap();
-    copy_tree(&example("homelab"), dir.path()).unwrap();
+    copy_tree(&example("homelab"), dir.path());
     let out = Command::new(proxops_bin())
         .args([
             "apply",

@@ -5,7 +5,7 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use proxops_e2e::{git, proxops_bin};
+use crate::support::{git, proxops_bin};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,9 +54,7 @@ impl Site {
     }
 
     fn write(&self, rel: &str, text: &str) {
-        let path = self.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        proxops_test_support::write(self.path(), rel, text);
     }
 
     /// Writes the manifests and a composition listing exactly them (removing other files).
@@ -584,36 +582,21 @@ fn an_iso_whose_checksum_changed_under_the_same_name_is_replaced() {
 
 /// `proxops sim` serving lab from the site's repository, with `args`, as a separate process:
 /// its tasks go on while `apply` runs and ends. Returns the guard and the config pointing at it.
-fn sim_server(site: &Site, args: &[&str]) -> (proxops_e2e::ChildGuard, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(proxops_bin())
-        .args([
-            "sim",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            "root@pam!admin=admin-secret",
-        ])
-        .args(["--offline-downloads", "--cluster", "lab", "--seed-repo"])
-        .arg(site.path())
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let lines: Vec<String> = (&mut stdout).lines().take(2).map(Result::unwrap).collect();
-    std::mem::forget(stdout);
-    let url = lines[0]
-        .strip_prefix("url: ")
-        .unwrap()
-        .strip_suffix("/api2/json")
-        .unwrap();
-    let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap();
-    let config = format!(
-        "pve:\n  clusters:\n    lab:\n      base-url: {url}\n      fingerprint: {fingerprint}\n      nodes: [pve1]\n"
-    );
-    (proxops_e2e::ChildGuard(child), config)
+fn sim_server(site: &Site, args: &[&str]) -> (crate::support::ChildGuard, String) {
+    let mut sim = Command::new(proxops_bin());
+    sim.args([
+        "sim",
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        "root@pam!admin=admin-secret",
+    ])
+    .args(["--offline-downloads", "--cluster", "lab", "--seed-repo"])
+    .arg(site.path())
+    .args(args);
+    let sim = proxops_test_support::SimProcess::spawn(sim);
+    let config = sim.cluster_config("lab", "[pve1]");
+    (sim.child, config)
 }
 
 /// `proxops apply --yes` against the PVE the site's config names, with `token`.

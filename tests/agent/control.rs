@@ -2,7 +2,7 @@
 //! example agent configuration.
 
 use super::support::*;
-use proxops_e2e::{example, git, proxops_bin};
+use crate::support::{example, git, proxops_bin};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
@@ -283,8 +283,8 @@ fn healthz_and_readyz_say_why_while_the_first_pass_runs_too_long() {
         &["--backend", "pve", "--stall-timeout", "1s"],
     );
     let (health, ready) = wait_for(Duration::from_secs(60), "a stalled pass", || {
-        let health = proxops_e2e::http_get(agent.port, "/healthz")?;
-        let ready = proxops_e2e::http_get(agent.port, "/readyz")?;
+        let health = crate::support::http_get(agent.port, "/healthz")?;
+        let ready = crate::support::http_get(agent.port, "/readyz")?;
         (health.0 == 503).then_some((health.1, ready))
     });
     assert!(
@@ -300,11 +300,11 @@ fn healthz_and_readyz_say_why_while_the_first_pass_runs_too_long() {
         clean_at(&agent.lab()?, None)
     });
     assert_eq!(
-        proxops_e2e::http_get(agent.port, "/healthz"),
+        crate::support::http_get(agent.port, "/healthz"),
         Some((200, "ok\n".to_owned()))
     );
     assert_eq!(
-        proxops_e2e::http_get(agent.port, "/readyz"),
+        crate::support::http_get(agent.port, "/readyz"),
         Some((200, "ready\n".to_owned()))
     );
 }

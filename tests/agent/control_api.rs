@@ -3,7 +3,7 @@
 //! without a token.
 
 use super::support::*;
-use proxops_e2e::{ChildGuard, free_port, http_with, proxops_bin};
+use crate::support::{ChildGuard, free_port, http_with, proxops_bin};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -42,7 +42,7 @@ fn control_requests_need_the_token_the_agents_own_host_and_origin_and_a_declared
     let state = data.path().join("sim-state.json");
     // The token comes from the file the agent configuration names, relative to it.
     std::fs::write(data.path().join("agent.token"), format!("{AGENT_TOKEN}\n")).unwrap();
-    let port = free_port().unwrap();
+    let port = free_port();
     let config = data.path().join("agent.yaml");
     std::fs::write(
         &config,
@@ -72,11 +72,11 @@ fn control_requests_need_the_token_the_agents_own_host_and_origin_and_a_declared
         clean_at(&agent.lab()?, None)
     });
     assert_eq!(
-        proxops_e2e::http_get(port, "/healthz").map(|r| r.0),
+        crate::support::http_get(port, "/healthz").map(|r| r.0),
         Some(200)
     );
     assert_eq!(
-        proxops_e2e::http_get(port, "/metrics").map(|r| r.0),
+        crate::support::http_get(port, "/metrics").map(|r| r.0),
         Some(200)
     );
     let before = cycles(&agent);

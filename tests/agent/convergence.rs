@@ -1,7 +1,7 @@
 //! The agent converges commits, recovers from a kill mid-apply, and isolates clusters.
 
 use super::support::*;
-use proxops_e2e::{ChildGuard, free_port, git, http_get, proxops_bin};
+use crate::support::{ChildGuard, free_port, git, http_get, proxops_bin};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -187,7 +187,7 @@ fn an_invalid_cluster_never_stops_the_others() {
     repo.commit("home: a broken composition");
     let data = tempfile::tempdir().unwrap();
     let state = data.path().join("sim.json");
-    let port = free_port().unwrap();
+    let port = free_port();
     let child = Command::new(proxops_bin())
         .args(["run", "--interval", "1h", "--backend", "sim", "--sim-state"])
         .arg(&state)

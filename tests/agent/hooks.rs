@@ -3,7 +3,7 @@
 //! and a push to another branch run none. A gated cluster's merged candidate runs its cycle.
 
 use super::support::*;
-use proxops_e2e::{git, http_body};
+use crate::support::{git, http_body};
 use proxops_engine::agent::hooks::generic_signature;
 use serde_json::Value;
 use std::time::Duration;

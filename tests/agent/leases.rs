@@ -2,7 +2,7 @@
 //! and a graceful stop that gives the lease back.
 
 use super::support::*;
-use proxops_e2e::{git, proxops_bin};
+use crate::support::{git, proxops_bin};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::Command;

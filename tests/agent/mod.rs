@@ -10,6 +10,7 @@ mod support;
 mod control;
 mod control_api;
 mod convergence;
+mod embed;
 mod hooks;
 mod leases;
 mod notifications;

@@ -5,7 +5,7 @@
 
 use super::standin::{Received, StandIn};
 use super::support::*;
-use proxops_e2e::http_body;
+use crate::support::http_body;
 use proxops_engine::agent::hooks::generic_signature;
 use serde_json::Value;
 use std::time::Duration;
@@ -332,7 +332,7 @@ notifications:
 }
 
 fn git_head(repo: &Repo) -> String {
-    proxops_e2e::git(repo.path(), &["rev-parse", "HEAD"])
+    crate::support::git(repo.path(), &["rev-parse", "HEAD"])
         .trim()
         .to_owned()
 }

@@ -4,6 +4,8 @@
 
 use super::standin::StandIn;
 use proxops_engine::agent::cluster::CycleOutcome;
+use proxops_engine::agent::metrics::Format;
+use proxops_engine::agent::metrics::prometheus_client::registry::Registry;
 use proxops_engine::agent::notify::{ConfiguredSinks, Notifier, NotifyOptions};
 use proxops_engine::agent::{CycleRecord, CycleResult};
 use proxops_engine::plan::Anomaly;
@@ -29,10 +31,7 @@ fn outcome(result: CycleResult, failures: &[&str], anomalies: &[&str]) -> CycleO
             not_started: 0,
             anomalies: anomalies
                 .iter()
-                .map(|s| Anomaly {
-                    subject: (*s).to_owned(),
-                    message: format!("{s} is odd"),
-                })
+                .map(|s| Anomaly::new(*s, format!("{s} is odd")))
                 .collect(),
             skipped: Vec::new(),
             deferred_prunes: Vec::new(),
@@ -62,12 +61,10 @@ fn sink(value: serde_json::Value) -> SinkConfig {
 }
 
 fn options() -> NotifyOptions {
-    NotifyOptions {
-        attempts: 2,
-        backoff: Duration::from_millis(20),
-        timeout: Duration::from_secs(2),
-        ..NotifyOptions::default()
-    }
+    NotifyOptions::default()
+        .with_attempts(2)
+        .with_backoff(Duration::from_millis(20))
+        .with_timeout(Duration::from_secs(2))
 }
 
 /// Runs `body` with a notifier of `sinks`, whose `file:` secrets are in `dir`.
@@ -87,6 +84,13 @@ fn with_notifier(
         body(&n).await;
         n.close().await;
     });
+}
+
+/// What the notifier's metrics encode to, registered as the agent registers them.
+fn metrics_of(n: &Notifier) -> String {
+    let mut registry = Registry::default();
+    n.register_metrics(registry.sub_registry_with_prefix("proxops"));
+    Format::Prometheus.encode(&registry).unwrap()
 }
 
 async fn settle(n: &Notifier) {
@@ -165,8 +169,7 @@ fn identical_events_are_sent_once_then_on_change_after_the_reminder_and_recovere
                 "CycleFailed ISO/x"
             ]
         );
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         assert!(
             metrics.contains("proxops_notifications_total{sink=\"webhook\",result=\"sent\"} 5\n"),
             "{metrics}"
@@ -226,8 +229,7 @@ fn a_failing_sink_is_retried_counted_and_told_again_at_the_next_cycle() {
         n.cycle_ended(&fail, DriftMode::Correct);
         settle(n).await;
         assert_eq!(standin.received("/down").len(), 4);
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         assert!(
             metrics.contains("proxops_notifications_total{sink=\"down\",result=\"failed\"} 2\n"),
             "{metrics}"
@@ -250,13 +252,11 @@ fn a_stuck_sink_drops_what_its_queue_cannot_hold_and_never_holds_up_a_cycle() {
     let sinks = vec![sink(
         json!({"name": "stuck", "type": "webhook", "url": {"file": "stuck"}}),
     )];
-    let opts = NotifyOptions {
-        attempts: 1,
-        queue: 1,
-        timeout: Duration::from_secs(30),
-        flush_timeout: Duration::from_millis(200),
-        ..options()
-    };
+    let opts = options()
+        .with_attempts(1)
+        .with_queue(1)
+        .with_timeout(Duration::from_secs(30))
+        .with_flush_timeout(Duration::from_millis(200));
     with_notifier(&dir, sinks, opts, async |n| {
         let many = ["VM/a", "VM/b", "VM/c", "VM/d", "VM/e", "VM/f"];
         let started = Instant::now();
@@ -266,8 +266,7 @@ fn a_stuck_sink_drops_what_its_queue_cannot_hold_and_never_holds_up_a_cycle() {
             "{:?}",
             started.elapsed()
         );
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         let dropped: u64 = metrics
             .lines()
             .find(|l| {
@@ -292,8 +291,7 @@ fn an_unusable_sink_is_down_and_says_why_without_a_secret() {
             &outcome(CycleResult::Failed, &["VM/y create"], &[]),
             DriftMode::Correct,
         );
-        let mut metrics = String::new();
-        n.render_metrics(&mut metrics);
+        let metrics = metrics_of(n);
         assert!(
             metrics.contains("proxops_notification_sink_up{sink=\"nowhere\"} 0\n"),
             "{metrics}"
@@ -328,10 +326,10 @@ fn lease_takeovers_waiting_resources_and_held_back_prunes_are_events() {
         let mut o = outcome(CycleResult::Stuck, &[], &[]);
         o.lease_events =
             vec!["took over the lease of cluster lab from agent-b (pid 7 on h)".into()];
-        o.record.deferred_prunes = vec![proxops_engine::plan::Skipped {
-            subject: "VM/old".into(),
-            reason: "the prune budget (2) is spent".into(),
-        }];
+        o.record.deferred_prunes = vec![proxops_engine::plan::Skipped::new(
+            "VM/old",
+            "the prune budget (2) is spent",
+        )];
         o.resources = Some(vec![proxops_engine::agent::status::ResourceRow {
             kind: "VM".into(),
             name: "web".into(),

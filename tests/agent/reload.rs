@@ -2,7 +2,7 @@
 //! commit as soon as a pass sees it: a webhook's pass reconciles what was just pushed.
 
 use super::support::*;
-use proxops_e2e::{git, http_body};
+use crate::support::{git, http_body};
 use proxops_engine::agent::hooks::generic_signature;
 use std::time::Duration;
 

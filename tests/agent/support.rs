@@ -1,58 +1,43 @@
 //! What the agent tests share: a git copy of the example, a simulator server, a running agent
 //! and ways to read their state.
 
-use proxops_e2e::{ChildGuard, copy_tree, example, free_port, git, http_get, proxops_bin};
+use crate::support::{ChildGuard, free_port, http_get, proxops_bin};
+use proxops_test_support::{SimProcess, TestRepo};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The homelab example committed in a temporary git repository.
-pub struct Repo {
-    pub dir: tempfile::TempDir,
-}
+pub struct Repo(TestRepo);
 
 impl Repo {
     pub fn new() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        copy_tree(&example("homelab"), dir.path()).unwrap();
-        git(dir.path(), &["init", "-q", "-b", "main"]);
-        Repo::commit_in(dir.path(), "homelab");
-        Repo { dir }
+        Repo(TestRepo::homelab())
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn commit_in(dir: &Path, message: &str) -> String {
-        git(dir, &["add", "-A"]);
-        git(dir, &["commit", "-q", "-m", message]);
-        git(dir, &["rev-parse", "HEAD"]).trim().to_owned()
+        self.0.path()
     }
 
     pub fn commit(&self, message: &str) -> String {
-        Repo::commit_in(self.path(), message)
+        self.0.commit_all(message)
     }
 
     pub fn write(&self, rel: &str, text: &str) {
-        std::fs::write(self.path().join(rel), text).unwrap();
+        self.0.write(rel, text);
     }
 
     pub fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path().join(rel)).unwrap()
+        self.0.read(rel)
     }
 
     /// Points cluster lab at a simulator server.
     pub fn point_lab_at(&self, sim: &SimServer) {
         self.write(
             "clusters/lab/config.yaml",
-            &format!(
-                "pve:\n  clusters:\n    lab:\n      base-url: {}\n      fingerprint: {}\n      nodes: [pve1]\n",
-                sim.url, sim.fingerprint
-            ),
+            &sim.process.cluster_config("lab", "[pve1]"),
         );
         self.commit("lab: the simulator");
     }
@@ -65,9 +50,7 @@ pub const AGENT_TOKEN: &str = "agent-control-test-token";
 
 /// `proxops sim` serving cluster lab, its state in a file.
 pub struct SimServer {
-    pub _child: ChildGuard,
-    pub url: String,
-    pub fingerprint: String,
+    pub process: SimProcess,
     pub state: PathBuf,
     pub _dir: tempfile::TempDir,
 }
@@ -81,32 +64,16 @@ impl SimServer {
     pub fn start_with(repo: &Repo, task_time: &str, offline: bool) -> SimServer {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state.json");
-        let mut child = Command::new(proxops_bin())
-            .args(["sim", "--listen", "127.0.0.1:0", "--token", TOKEN])
+        let mut sim = Command::new(proxops_bin());
+        sim.args(["sim", "--listen", "127.0.0.1:0", "--token", TOKEN])
             .args(offline.then_some("--offline-downloads"))
             .args(["--task-time", task_time])
             .args(["--cluster", "lab", "--seed-repo"])
             .arg(repo.path())
             .arg("--state")
-            .arg(&state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let lines: Vec<String> = (&mut stdout).lines().take(3).map(Result::unwrap).collect();
-        // Keep the pipe open while the server runs: it must be able to print.
-        std::mem::forget(stdout);
-        let url = lines[0]
-            .strip_prefix("url: ")
-            .and_then(|u| u.strip_suffix("/api2/json"))
-            .unwrap()
-            .to_owned();
-        let fingerprint = lines[1].strip_prefix("fingerprint: ").unwrap().to_owned();
+            .arg(&state);
         SimServer {
-            _child: ChildGuard(child),
-            url,
-            fingerprint,
+            process: SimProcess::spawn(sim),
             state,
             _dir: dir,
         }
@@ -161,7 +128,7 @@ impl Agent {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Agent {
-        let port = free_port().unwrap();
+        let port = free_port();
         std::fs::create_dir_all(data).unwrap();
         let log = std::fs::File::create(Agent::log_of(data)).unwrap();
         let child = Command::new(proxops_bin())

@@ -21,7 +21,8 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proxops_model::config::parse_duration;
-use proxops_pve_sim::{ApiToken, Node, SimConfig, SimHandle, State, Storage, TaskDurations};
+use proxops_pve_sim::{ApiToken, SimConfig, SimHandle, State, TaskDurations};
+use proxops_test_support::sim::node_with_default_storages;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -70,32 +71,12 @@ fn settings() -> Settings {
     }
 }
 
-fn storage(name: &str, kind: &str, content: &[&str]) -> Storage {
-    Storage {
-        storage: name.into(),
-        kind: kind.into(),
-        content: content.iter().map(|c| (*c).to_owned()).collect(),
-        ..Storage::default()
-    }
-}
-
 fn empty_cluster(name: &str) -> State {
     State {
         cluster_name: name.into(),
         nodes: NODES
             .iter()
-            .map(|n| Node {
-                node: (*n).into(),
-                storages: vec![
-                    storage(
-                        "local",
-                        "dir",
-                        &["iso", "vztmpl", "import", "backup", "snippets"],
-                    ),
-                    storage("local-lvm", "lvmthin", &["images", "rootdir"]),
-                ],
-                ..Node::default()
-            })
+            .map(|n| node_with_default_storages(n))
             .collect(),
         ..State::default()
     }

@@ -216,7 +216,7 @@ impl From<ConnectError> for CommandError {
             | ConnectError::Secrets(..) => ErrorKind::Config,
             // A bad token form, CA file or fingerprint: the configuration's.
             ConnectError::Client(..) => ErrorKind::Config,
-            ConnectError::Sim(..) => ErrorKind::Internal,
+            _ => ErrorKind::Internal,
         };
         let message = e.to_string();
         CommandError::new(kind, message).with_source(e)
@@ -229,6 +229,7 @@ impl From<proxops_engine::adopt::AdoptError> for CommandError {
         let kind = match &e {
             A::Pve(_) => ErrorKind::Unreachable,
             A::NoSuchGuest(_) | A::Write(..) => ErrorKind::User,
+            _ => ErrorKind::Internal,
         };
         CommandError::new(kind, e.to_string())
     }

@@ -20,6 +20,7 @@ fn verb(v: Verb) -> &'static str {
         Verb::HaAdd => "ha-add",
         Verb::HaUpdate => "ha-update",
         Verb::HaRemove => "ha-remove",
+        _ => "change",
     }
 }
 
@@ -141,6 +142,7 @@ pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
                 .join(", ")
         ),
         Outcome::NotStarted => "not started (stopping)".to_owned(),
+        other => format!("{other:?}"),
     };
     format!(
         "[{cluster}] #{} {} {} on {}: {status}",
@@ -186,7 +188,6 @@ mod tests {
     use proxops_model::Registry;
     use proxops_model::diagnostic::SourceFile;
     use proxops_model::manifest::load_manifest;
-    use proxops_pve::{Credentials, PveClient, TlsVerification};
     use proxops_pve_sim::{Node, SimConfig, State, Storage};
     use std::sync::Arc;
 
@@ -234,15 +235,7 @@ mod tests {
         })
         .await
         .unwrap();
-        let client = PveClient::builder(
-            sim.base_url(),
-            Credentials::parse_token(&sim.token.to_string()).unwrap(),
-        )
-        .tls(TlsVerification::Fingerprint(
-            sim.fingerprint.parse().unwrap(),
-        ))
-        .build()
-        .unwrap();
+        let client = proxops_test_support::sim::client(&sim);
         let registry = Registry::builtin();
         let (v1, v2) = (vm(true, true, "web, blue"), vm(false, false, "web"));
         let graph = Graph::build(&registry, std::slice::from_ref(&v1)).unwrap();
@@ -254,10 +247,7 @@ mod tests {
                 .await
                 .all_succeeded()
         );
-        let options = PlanOptions {
-            previous: Some([(v1.key(), v1.clone())].into()),
-            ..PlanOptions::default()
-        };
+        let options = PlanOptions::default().with_previous(Some([(v1.key(), v1.clone())].into()));
         let graph = Graph::build(&registry, std::slice::from_ref(&v2)).unwrap();
         let p = plan_cluster(&client, "t", &graph, &options).await.unwrap();
         let text = plan(&p);

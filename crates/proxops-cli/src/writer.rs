@@ -113,12 +113,7 @@ impl Writer<'_> {
                     planes,
                     &needs_terminal,
                 );
-                let source = Source {
-                    repository: &loaded.repo,
-                    graph: Some(graph),
-                    revision,
-                    dir: &loaded.dir,
-                };
+                let source = Source::new(&loaded.repo, Some(graph), &loaded.dir).at(revision);
                 let run = reconciler
                     .cycle(source, &cluster.name, stop_rx.clone())
                     .await;
@@ -265,6 +260,10 @@ pub(crate) fn print_event(event: &Event<'_>, multi: bool) {
                         "already proposed"
                     }
                 ),
+                other => println!(
+                    "cluster {cluster}: {branch} at {} ({other:?})",
+                    short(p.head)
+                ),
             }
         }
         Event::LiveHead {
@@ -367,5 +366,6 @@ pub fn progress(cluster: &str) -> ProgressFn {
                 None => eprintln!("{}", render::result_line(&cluster, a, r)),
             }
         }
+        _ => {}
     })
 }

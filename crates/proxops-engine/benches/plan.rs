@@ -56,15 +56,13 @@ fn node_storage_pairs(graph: &Graph) -> usize {
 async fn populate(sim: &SimHandle, graph: &Graph) {
     let started = Instant::now();
     let client = fleet::client(sim, Some(32));
-    let exec = ExecOptions {
-        concurrency: 64,
-        wait: Some(WaitOptions {
+    let exec = ExecOptions::default()
+        .with_concurrency(64)
+        .with_wait(Some(WaitOptions {
             first_poll: Duration::from_millis(2),
             max_poll: Duration::from_millis(20),
             ..WaitOptions::default()
-        }),
-        ..ExecOptions::default()
-    };
+        }));
     let plan = PlanOptions::default();
     let cycles = converge(&client, fleet::CLUSTER, graph, &plan, &exec, 3)
         .await
@@ -231,10 +229,7 @@ async fn bench(guests: usize, runs: usize) {
         ..FaultConfig::default()
     });
     for concurrency in [16, 32] {
-        let opts = PlanOptions {
-            config_concurrency: concurrency,
-            ..PlanOptions::default()
-        };
+        let opts = PlanOptions::default().with_config_concurrency(concurrency);
         let r = plan_runs(&sim, &client, &graph, &opts, 3).await;
         summary(
             &format!(

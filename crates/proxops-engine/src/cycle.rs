@@ -25,6 +25,7 @@ pub fn plan_options(cluster: &Cluster, prune_budget: Option<u32>) -> PlanOptions
 
 /// What one cycle did.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Cycle {
     /// The plan it made.
     pub plan: ClusterPlan,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 /// A config key to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Change {
     /// The config key.
     pub key: String,
@@ -39,6 +40,7 @@ impl Change {
 /// A config key the previous desired document owned and the current one does not: deleted
 /// (`delete=<key>`), which resets it to PVE's default.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Removal {
     /// The config key.
     pub key: String,
@@ -50,6 +52,7 @@ pub struct Removal {
 
 /// A disk to grow (`PUT .../resize`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Resize {
     /// The slot (`scsi0`, `rootfs`, `mp0`).
     pub disk: String,
@@ -61,6 +64,7 @@ pub struct Resize {
 
 /// A difference ProxOps never fixes by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Anomaly {
     /// The config key concerned.
     pub key: String,
@@ -70,6 +74,7 @@ pub struct Anomaly {
 
 /// Everything that differs for one guest.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GuestDiff {
     /// Keys to write, sorted by key.
     pub changes: Vec<Change>,
@@ -213,7 +218,7 @@ pub fn after_clone(desired: &DesiredGuest, live: &BTreeMap<String, String>) -> G
 }
 
 /// Marks what a running guest would keep pending until its next start: the changes and
-/// removals [`crate::hotplug::stays_pending`] predicts so, and every owned key PVE already lists
+/// removals `hotplug::stays_pending` predicts so, and every owned key PVE already lists
 /// as pending (`GET .../pending`). An owned key that is pending while its current value matches
 /// is written again with that value, so the restart leaves it as the manifest wants it. `live` is
 /// the current config (`current=1`). A stopped guest takes every change at once: nothing to do.

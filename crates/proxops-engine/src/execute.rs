@@ -9,6 +9,7 @@
 use crate::config_write;
 use crate::desired::{DesiredArtifact, DesiredGuest};
 use crate::diff::{Change, Removal, Resize, after_clone};
+pub use crate::failure::{ActionError, FailureKind};
 use crate::plan::{Action, ClusterPlan, Op, Verb};
 use proxops_pve::props::format_size;
 use proxops_pve::{
@@ -25,13 +26,17 @@ use tokio::task::JoinSet;
 /// How an action ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "outcome")]
+#[non_exhaustive]
 pub enum Outcome {
     /// It did what it should.
     Succeeded,
-    /// PVE refused or a task failed.
+    /// PVE refused, a task failed, PVE could not be reached, ...: [`ActionError::kind`] says
+    /// which. Serialized flattened: `"kind"`, `"status"` (when PVE answered one) and `"error"`,
+    /// the message.
     Failed {
         /// What went wrong.
-        error: String,
+        #[serde(flatten)]
+        error: ActionError,
     },
     /// A prerequisite failed; retried next cycle.
     Deferred {
@@ -45,6 +50,7 @@ pub enum Outcome {
 /// The result of one action.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ActionResult {
     /// The action's id in the plan.
     pub id: usize,
@@ -64,6 +70,7 @@ pub struct ActionResult {
 /// What a cycle did to one cluster.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CycleReport {
     /// The cluster.
     pub cluster: String,
@@ -85,6 +92,7 @@ impl CycleReport {
 
 /// A progress event, for terminals and logs.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Progress<'a> {
     /// An action started.
     Started(&'a Action),
@@ -97,6 +105,7 @@ pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 
 /// Knobs of the executor.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ExecOptions {
     /// Actions in flight at once over the cluster (the client also bounds each node).
     pub concurrency: usize,
@@ -125,6 +134,39 @@ impl Default for ExecOptions {
             // Twice pveproxy's limit: work it cut off has usually finished by then.
             outcome_wait: Duration::from_secs(60),
         }
+    }
+}
+
+impl ExecOptions {
+    /// Sets how many actions are in flight at once over the cluster (at least one).
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+    /// Sets the task wait settings (`None`: [`WaitOptions::for_task`] by task type).
+    pub fn with_wait(mut self, wait: Option<WaitOptions>) -> Self {
+        self.wait = wait;
+        self
+    }
+    /// Sets the seconds a guest gets to shut down before it is stopped.
+    pub fn with_shutdown_timeout(mut self, seconds: u32) -> Self {
+        self.shutdown_timeout = seconds;
+        self
+    }
+    /// Sets the stop signal: when it turns true, no new action starts.
+    pub fn with_stop(mut self, stop: watch::Receiver<bool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+    /// Sets the progress callback.
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+    /// Sets how long a config write whose answer was lost is watched for landing.
+    pub fn with_outcome_wait(mut self, wait: Duration) -> Self {
+        self.outcome_wait = wait;
+        self
     }
 }
 
@@ -229,7 +271,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 let outcome = match run(&client, &action, &options, &mut upids).await {
                     Ok(()) => Outcome::Succeeded,
                     Err(e) => Outcome::Failed {
-                        error: e.to_string(),
+                        error: ActionError::from(e),
                     },
                 };
                 result(&action, outcome, upids, started.elapsed())
@@ -245,7 +287,10 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 let Some(&id) = spawned.get(&e.id()) else {
                     continue;
                 };
-                let error = format!("the action's task ended abnormally: {e}");
+                let error = ActionError::new(
+                    FailureKind::Internal,
+                    format!("the action's task ended abnormally: {e}"),
+                );
                 let r = result(
                     &plan.actions[id],
                     Outcome::Failed { error },

@@ -15,7 +15,6 @@ pub struct HeldLease {
     lease: Arc<Mutex<Option<Lease>>>,
     keeper: JoinHandle<()>,
     stop: watch::Receiver<bool>,
-    record: LeaseRecord,
     taken_over: Option<LeaseRecord>,
 }
 
@@ -32,7 +31,6 @@ pub async fn hold(
     let lease = tokio::task::spawn_blocking(move || store.acquire_lease(&cluster, &holder, ttl))
         .await
         .map_err(|e| StoreError::Invalid(format!("lease task failed: {e}")))??;
-    let record = lease.record().clone();
     let taken_over = lease.taken_over().cloned();
     let lease = Arc::new(Mutex::new(Some(lease)));
     let (tx, stop) = watch::channel(false);
@@ -41,7 +39,6 @@ pub async fn hold(
         lease,
         keeper,
         stop,
-        record,
         taken_over,
     })
 }
@@ -50,11 +47,6 @@ impl HeldLease {
     /// Turns true when the lease was lost or the outer stop fired: start nothing new.
     pub fn stop(&self) -> watch::Receiver<bool> {
         self.stop.clone()
-    }
-
-    /// The lease as taken.
-    pub fn record(&self) -> &LeaseRecord {
-        &self.record
     }
 
     /// Another holder's lease that this one replaced (expired, or its process gone).

@@ -1,52 +1,76 @@
 //! The ProxOps engine: from a validated cluster and live PVE state to the actions that make PVE
 //! match the repository.
 //!
-//! - [`desired`]: one [`desired::Driver`] per kind, found in a [`desired::Drivers`] registry by
-//!   kind name (embedders register drivers for kinds of their own), turns a manifest into a
-//!   [`desired::DesiredGuest`] (the PVE
-//!   create parameters and the config keys the manifest owns, each with how to compare it) or a
-//!   [`desired::DesiredArtifact`] (a file per node, fetched with download-url). Only what a
-//!   manifest sets is owned, so fields PVE fills in never cause a diff.
-//! - [`diff`]: compares a [`desired::DesiredGuest`] with a guest's live config in PVE's canonical
-//!   forms (property strings through `proxops_pve::props`), giving the keys to set, disks to
-//!   grow, whether a restart is needed, and anomalies that are never fixed automatically (disk
-//!   shrink, storage moves).
+//! # The principal types, at the crate root
 //!
-//! - [`planner`]: a cluster's graph and live inventory in, a [`plan::ClusterPlan`] out: create
-//!   (a download per node for artifacts; create, or clone then configure, for guests), update,
-//!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips.
-//!   [`compat`]: what the cluster's PVE would refuse, checked at plan time: its version's rules
-//!   (`GET /version`, read once per connection) and storages without the content a step needs.
+//! - [`Reconciler`] (built with [`Reconciler::builder`], a [`ReconcilerBuilder`], run with
+//!   [`ReconcileOptions`]): the one cycle every writer runs (`apply`, `converge`, the agent): the
+//!   cluster's lease, the desired plane through its change gate, plan and execute (bounded by one
+//!   prune budget per run), receipts. It reconciles a [`Source`] (a loaded repository, a
+//!   cluster's graph, the commit); a [`ClusterRun`] says how it ended ([`RunResult`]: in sync,
+//!   applied, stuck, ...; [`RunError`]s), each [`CycleRun`] what one cycle planned and did, and
+//!   [`Event`]s tell each step as it happens.
+//! - [`Backend`]: a cluster's PVE, or a simulator seeded from the cluster (feature `sim`);
+//!   [`connect`] gives a [`Connection`] (the PVE client, the cluster's secrets) or a
+//!   [`ConnectError`].
+//! - [`plan_cluster`] with [`PlanOptions`] (or [`PlanError`]) gives a [`ClusterPlan`]: its
+//!   [`Action`]s ([`Verb`]: create, update, power, mark-template, delete, ...), anomalies and
+//!   skips; [`PlanState`] sums it up.
+//! - [`execute`] with [`ExecOptions`] runs a plan and gives a [`CycleReport`]: an
+//!   [`ActionResult`] per action, whose [`Outcome`] is succeeded, deferred, not started or
+//!   failed with an [`ActionError`] classified by its [`FailureKind`] (PVE refused, a task
+//!   failed, unreachable, the answer lost, ...).
+//! - [`Drivers`]: one [`Driver`] per kind, by kind name (embedders register drivers for kinds
+//!   of their own), turning a manifest into a [`Desired`] resource: a [`DesiredGuest`] or a
+//!   [`DesiredArtifact`].
+//! - Adopting guests PVE already runs: [`adopt_live`] with an [`AdoptContext`] and a
+//!   [`Selection`], one [`AdoptOutcome`] per guest ([`Adopted`], with its [`AdoptReport`], or an
+//!   [`AdoptRefusal`]); [`AdoptError`]. [`LiveGuest`] is the input of [`adopt::adopt`].
+//! - [`sim`] (feature `sim`): [`sim::SimSeed`], and the demo ([`sim::run_demo`] with
+//!   [`sim::DemoOptions`], giving a [`sim::DemoReport`]).
+//! - `agent` (feature `agent`): the long-running agent of `proxops run`
+//!   (`agent::Agent`, `agent::AgentOptions`, `agent::NotifyOptions`).
+//!
+//! Public enums and the option and report structs are `#[non_exhaustive]`: options are built
+//! with `Default` (or a constructor) and `with_*` setters, reports are read.
+//!
+//! # The modules
+//!
+//! - [`desired`]: the kind drivers. Only what a manifest sets is owned, so fields PVE fills in
+//!   never cause a diff.
+//! - [`diff`]: compares a [`DesiredGuest`] with a guest's live config in PVE's canonical forms
+//!   (property strings through `proxops_pve::props`), giving the keys to set, disks to grow,
+//!   whether a restart is needed, and anomalies that are never fixed automatically (disk
+//!   shrink, storage moves).
+//! - [`planner`]: a cluster's graph and live inventory in, a [`ClusterPlan`] out: create (a
+//!   download per node for artifacts; create, or clone then configure, for guests), update,
+//!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips. It also
+//!   checks what the cluster's PVE would refuse: its version's rules (`GET /version`, read once
+//!   per connection) and storages without the content a step needs.
 //! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
-//!   dependants of a failure; [`execute::CycleReport`] says what happened. Config writes that
-//!   allocate or import qemu disks go through PVE's asynchronous `POST .../config` (its task
-//!   awaited); a write whose answer was lost (pveproxy's `596` after 30 s) is read back before
-//!   anything is written again (`config_write`).
+//!   dependants of a failure. Config writes that allocate or import qemu disks go through PVE's
+//!   asynchronous `POST .../config` (its task awaited); a write whose answer was lost
+//!   (pveproxy's `596` after 30 s) is read back before anything is written again.
 //! - [`planes`]: publishes the desired plane before a cycle and receipts after it
 //!   ([`proxops_store`]), and reads both for `get` and `status`.
-//! - [`reconcile`]: the [`Reconciler`], the one cycle every writer runs (`apply`, `converge`,
-//!   the agent): the cluster's lease, the desired plane through its change gate, plan and
-//!   execute (bounded by one prune budget per run), receipts; a [`ClusterRun`] says how it
-//!   ended ([`RunResult`]: in sync, applied, stuck, ...). [`identity`] reads guests' identity
-//!   tags back, so no declared guest is pruned and no identity is on two guests.
+//! - [`reconcile`]: the [`Reconciler`] and its lease. [`identity`] reads guests' identity tags
+//!   back, so no declared guest is pruned and no identity is on two guests.
 //! - [`cycle`]: plan-and-execute building blocks without planes or lease (tests, benchmarks).
 //!   [`backend`] connects to a cluster's PVE, or starts a simulator seeded from the cluster.
-//! - [`demo`]: `proxops demo`, the [`Reconciler`] on simulators in a private git copy of a
-//!   repository: apply, receipts, drift restored, a prune recorded ([`demo::DemoReport`]).
-//! - [`lease`]: a cluster's lease held for a cycle (renewed while it runs).
-//! - [`agent`]: the long-running agent of `proxops run`: a pass over every cluster each
-//!   interval, under a per-cluster lease, with an HTTP endpoint for health, metrics, status and
-//!   control.
+//! - `demo` (feature `sim`): `proxops demo`, the [`Reconciler`] on simulators in a private git
+//!   copy of a repository: apply, receipts, drift restored, a prune recorded.
+//! - `agent` (feature `agent`): a pass over every cluster each interval, under a per-cluster
+//!   lease, with an HTTP endpoint for health, metrics, status and control.
 //! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
 //!   cloud-init references (`ssh-key-refs`, `ci-password-ref`), which plans show redacted.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
 //!   need (what `proxops doctor` checks a token against).
 //!
-//! Embedding: load a repository, build a cluster's graph, plan it against a simulator.
+//! Embedding: load a repository, build a cluster's graph, plan it against a simulator. The
+//! whole cycle, planes and all, through [`Reconciler`]: `examples/embed` in the repository.
 //!
 //! ```
-//! use proxops_engine::backend::{Backend, connect};
-//! use proxops_engine::planner::{PlanOptions, plan_cluster};
+//! use proxops_engine::{Backend, PlanOptions, connect, plan_cluster};
 //! use proxops_graph::Graph;
 //! use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
 //!
@@ -73,7 +97,7 @@ pub mod adopt;
 #[cfg(feature = "agent")]
 pub mod agent;
 pub mod backend;
-pub mod compat;
+mod compat;
 mod config_write;
 pub mod cycle;
 #[cfg(feature = "sim")]
@@ -81,9 +105,10 @@ pub mod demo;
 pub mod desired;
 pub mod diff;
 pub mod execute;
-pub mod hotplug;
+mod failure;
+mod hotplug;
 pub mod identity;
-pub mod lease;
+mod lease;
 pub mod plan;
 pub mod planes;
 pub mod planner;
@@ -91,9 +116,26 @@ pub mod privileges;
 pub mod reconcile;
 pub mod secrets;
 
-pub use backend::{Backend, Connection};
-pub use desired::{Driver, Drivers};
-pub use execute::CycleReport;
-pub use plan::{ClusterPlan, PlanState};
-pub use planner::PlanOptions;
-pub use reconcile::{ClusterRun, Event, ReconcileOptions, Reconciler, RunError, RunResult, Source};
+pub use adopt::{
+    AdoptContext, AdoptError, AdoptRefusal, AdoptReport, Adopted, LiveGuest,
+    Outcome as AdoptOutcome, Selection, adopt_live,
+};
+pub use backend::{Backend, ConnectError, Connection, connect};
+pub use desired::{Desired, DesiredArtifact, DesiredGuest, Driver, Drivers};
+pub use execute::{
+    ActionError, ActionResult, CycleReport, ExecOptions, FailureKind, Outcome, execute,
+};
+pub use plan::{Action, ClusterPlan, PlanState, Verb};
+pub use planner::{PlanError, PlanOptions, plan_cluster};
+pub use reconcile::{
+    ClusterRun, CycleRun, Event, ReconcileOptions, Reconciler, ReconcilerBuilder, RunError,
+    RunResult, Source,
+};
+
+/// The simulator backend's seeding and the demo (feature `sim`); [`Backend::Sim`] starts a
+/// simulator.
+#[cfg(feature = "sim")]
+pub mod sim {
+    pub use crate::backend::SimSeed;
+    pub use crate::demo::{DemoError, DemoEvent, DemoOptions, DemoReport, run as run_demo};
+}

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// What an action does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum Verb {
     /// Fetch an artifact onto a node's storage (download-url).
     Download,
@@ -46,6 +47,7 @@ pub enum Verb {
 
 /// One changed key, for display: a value written, or (`delete`) a key removed from the guest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct KeyChange {
     /// The config key.
     pub key: String,
@@ -66,6 +68,7 @@ pub struct KeyChange {
 
 /// One disk growth, for display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DiskGrowth {
     /// The slot.
     pub disk: String,
@@ -129,6 +132,7 @@ pub(crate) enum Op {
 /// One step of the plan.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Action {
     /// Its index in the plan.
     pub id: usize,
@@ -164,6 +168,7 @@ pub struct Action {
 /// Something that differs and that ProxOps will not change by itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Anomaly {
     /// `Kind/name` of the resource, or the guest (`vmid 120`) when none is declared.
     pub subject: String,
@@ -171,9 +176,20 @@ pub struct Anomaly {
     pub message: String,
 }
 
+impl Anomaly {
+    /// An anomaly of `subject`.
+    pub fn new(subject: impl Into<String>, message: impl Into<String>) -> Anomaly {
+        Anomaly {
+            subject: subject.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// A resource not looked at in this cycle, and why (retried next cycle).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Skipped {
     /// `Kind/name`.
     pub subject: String,
@@ -181,9 +197,20 @@ pub struct Skipped {
     pub reason: String,
 }
 
+impl Skipped {
+    /// `subject` skipped for `reason`.
+    pub fn new(subject: impl Into<String>, reason: impl Into<String>) -> Skipped {
+        Skipped {
+            subject: subject.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// A resource that cannot be planned until the repository or its secrets are fixed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceError {
     /// `Kind/name`.
     pub subject: String,
@@ -197,6 +224,7 @@ pub struct ResourceError {
 /// The plan of one cluster.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterPlan {
     /// The cluster.
     pub cluster: String,
@@ -281,6 +309,7 @@ impl ClusterPlan {
 /// How a cluster stands after planning: what `diff --detailed-exitcode` tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum PlanState {
     /// Nothing to do and nothing in the way: the cluster matches the repository (suspended
     /// resources aside, which are left alone on purpose).
@@ -305,6 +334,7 @@ pub const SUSPENDED_PREFIX: &str = "suspended: ";
 /// `{"apiVersion":"proxops/v1alpha1","kind":"Plan","clusters":[...]}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Plan {
     /// Always `proxops/v1alpha1`.
     pub api_version: &'static str,

@@ -5,7 +5,7 @@
 //! and the config of each guest of ours; never waits for a guest agent. A step that cannot be
 //! planned (a guest at our vmid that is not ours, a lock, an unreadable listing) is reported and
 //! its dependants are skipped this cycle, so nothing is built on an unknown foundation. What
-//! the cluster's PVE would refuse (its version, [`crate::compat`], read once per connection,
+//! the cluster's PVE would refuse (its version, `compat`, read once per connection,
 //! or a storage without the content a step puts there) is an anomaly before anything is sent.
 
 use crate::compat::{self, Release};
@@ -34,6 +34,7 @@ pub(crate) use ha::HaWrite;
 
 /// Knobs of the planner.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PlanOptions {
     /// Most guests deleted per command (an `apply`, a whole `converge`, one agent pass);
     /// `0` means no limit (default 3).
@@ -82,8 +83,57 @@ impl Default for PlanOptions {
     }
 }
 
+impl PlanOptions {
+    /// Sets the most guests deleted per command (`0`: no limit).
+    pub fn with_prune_budget(mut self, budget: u32) -> Self {
+        self.prune_budget = budget;
+        self
+    }
+    /// Sets how many guests this command already deleted.
+    pub fn with_prunes_used(mut self, used: u32) -> Self {
+        self.prunes_used = used;
+        self
+    }
+    /// Sets the node allowlist (empty: no check).
+    pub fn with_allowed_nodes(mut self, nodes: Vec<String>) -> Self {
+        self.allowed_nodes = nodes;
+        self
+    }
+    /// Sets how many config reads are in flight at once (at least one).
+    pub fn with_config_concurrency(mut self, n: usize) -> Self {
+        self.config_concurrency = n.max(1);
+        self
+    }
+    /// Sets the kind drivers.
+    pub fn with_drivers(mut self, drivers: Arc<Drivers>) -> Self {
+        self.drivers = drivers;
+        self
+    }
+    /// Sets the resources suspended from outside the repository, with why.
+    pub fn with_suspended(mut self, suspended: BTreeMap<ResourceKey, String>) -> Self {
+        self.suspended = suspended;
+        self
+    }
+    /// Sets the cluster's SOPS secrets.
+    pub fn with_secrets(mut self, secrets: Option<ClusterSecrets>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+    /// Sets the previous desired documents (`None`: the planes are not recorded).
+    pub fn with_previous(mut self, previous: Option<BTreeMap<ResourceKey, Arc<Resource>>>) -> Self {
+        self.previous = previous;
+        self
+    }
+    /// Allows or forbids restarts for changes PVE applies only at the next start.
+    pub fn with_restarts(mut self, restarts: bool) -> Self {
+        self.restarts = restarts;
+        self
+    }
+}
+
 /// Why a cluster could not be planned at all.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// The inventory listing failed.
     #[error("cannot read the cluster's inventory: {0}")]

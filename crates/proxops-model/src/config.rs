@@ -13,6 +13,8 @@ mod simulation;
 
 pub use simulation::{ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType};
 mod notify;
+mod typed;
+pub use typed::{ConfigDuration, FromConfigText, Typed};
 
 /// The Rust name of [`SecretSource`], which the decoder recognises to refuse a secret written
 /// in place ([`crate::Code::PlainSecret`]) without echoing it.
@@ -325,10 +327,10 @@ pub struct GitConfig {
 pub struct ReconcileConfig {
     /// Time between cycles, e.g. `30s` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub poll_interval: Option<String>,
+    pub poll_interval: Option<ConfigDuration>,
     /// Longest wait for one PVE task, e.g. `30m` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_timeout: Option<String>,
+    pub task_timeout: Option<ConfigDuration>,
     /// Most guests deleted per cycle and cluster (default 3; 0 = no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prune_budget: Option<u32>,
@@ -394,12 +396,12 @@ impl ConfigFile {
                 ("task-timeout", &r.task_timeout),
             ] {
                 if let Some(v) = value
-                    && parse_duration(v).is_none_or(|d| d.is_zero())
+                    && v.value().is_none()
                 {
                     out.push(ConfigProblem {
                         code: Code::InvalidValue,
                         path: at(&["reconcile", key]),
-                        message: format!("`{v}` is not a positive duration"),
+                        message: format!("`{}` is not a positive duration", v.text()),
                         help: Some("e.g. `30s`, `5m`, `1h`".into()),
                     });
                 }

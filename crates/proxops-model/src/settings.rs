@@ -18,7 +18,7 @@
 //! Log level, listen address and data directory are process-wide: only defaults,
 //! `proxops.yaml` and flags set them.
 
-use crate::config::{AuthMethod, ClusterEntry, ConfigFile, LogLevel, parse_duration};
+use crate::config::{AuthMethod, ClusterEntry, ConfigFile, LogLevel};
 use std::fmt;
 use std::time::Duration;
 
@@ -301,26 +301,31 @@ pub fn effective(layers: &Layers<'_>) -> ClusterSettings {
             .and_then(|(v, o)| v.parse().ok().map(|b| Sourced::new(b, o)))
             .unwrap_or_else(|| Sourced::new(DEFAULT_PRUNE_BUDGET, Origin::Default)),
     };
-    // Durations that do not parse were reported by the loader; the cluster is invalid then.
+    // Durations were parsed when the files were decoded; one that does not parse was reported
+    // by the loader, and the cluster is invalid then.
     let duration = |flag: Option<Duration>,
                     name: &str,
-                    get: &dyn Fn(&crate::config::ReconcileConfig) -> Option<String>,
+                    get: &dyn Fn(&crate::config::ReconcileConfig) -> Option<Duration>,
                     default: Duration| match flag {
         Some(d) => Sourced::new(d, Origin::Flag(name.into())),
-        None => reconcile(get)
-            .and_then(|(v, o)| parse_duration(&v).map(|d| Sourced::new(d, o)))
+        None => files
+            .iter()
+            .find_map(|(c, o)| {
+                let d = c.reconcile.as_ref().and_then(get)?;
+                Some(Sourced::new(d, o.clone()))
+            })
             .unwrap_or_else(|| Sourced::new(default, Origin::Default)),
     };
     let poll_interval = duration(
         layers.flags.poll_interval,
         "--poll-interval",
-        &|r| r.poll_interval.clone(),
+        &|r| r.poll_interval.as_ref()?.value(),
         Duration::from_secs(30),
     );
     let task_timeout = duration(
         layers.flags.task_timeout,
         "--task-timeout",
-        &|r| r.task_timeout.clone(),
+        &|r| r.task_timeout.as_ref()?.value(),
         Duration::from_secs(30 * 60),
     );
 

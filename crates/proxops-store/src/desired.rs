@@ -259,8 +259,12 @@ pub fn cluster_config(repo: &Repository, cluster: &str) -> Result<ClusterConfigD
                 .map(|a| format!("{a:?}").to_lowercase());
         }
         if let Some(r) = &config.reconcile {
-            spec.poll_interval = spec.poll_interval.take().or(r.poll_interval.clone());
-            spec.task_timeout = spec.task_timeout.take().or(r.task_timeout.clone());
+            // The document quotes the configuration's text.
+            let text = |d: &Option<proxops_model::config::ConfigDuration>| {
+                d.as_ref().map(|d| d.text().to_owned())
+            };
+            spec.poll_interval = spec.poll_interval.take().or(text(&r.poll_interval));
+            spec.task_timeout = spec.task_timeout.take().or(text(&r.task_timeout));
             spec.prune_budget = spec.prune_budget.or(r.prune_budget);
         }
     }

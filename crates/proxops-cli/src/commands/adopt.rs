@@ -89,6 +89,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
                 eprintln!("error[proxops::adopt::refused]: {r}");
                 refused = true;
             }
+            other => {
+                eprintln!("error[proxops::adopt::refused]: {other:?}");
+                refused = true;
+            }
         }
     }
     let mut text = String::new();

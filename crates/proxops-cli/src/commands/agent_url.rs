@@ -152,6 +152,7 @@ pub fn agent_error(e: AgentClientError) -> CommandError {
         AgentClientError::Refused { .. } | AgentClientError::Decode(_) => {
             CommandError::unreachable(e.to_string())
         }
+        _ => CommandError::new(ErrorKind::Internal, e.to_string()),
     }
 }
 

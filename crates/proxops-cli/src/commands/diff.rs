@@ -91,12 +91,7 @@ fn plan(args: &Args) -> Result<ExitCode, CommandError> {
             if let Some(store) = &store {
                 builder = builder.store(store.clone()).record_planes(true);
             }
-            let source = Source {
-                repository: &loaded.repo,
-                graph: Some(graph),
-                revision,
-                dir: &loaded.dir,
-            };
+            let source = Source::new(&loaded.repo, Some(graph), &loaded.dir).at(revision);
             let (_, stop) = tokio::sync::watch::channel(false);
             let mut run = builder.build().cycle(source, &cluster.name, stop).await;
             for e in &run.errors {

@@ -252,6 +252,7 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
                     }
                     None => format!("cannot plan: {e}"),
                 },
+                _ => format!("cannot plan: {e}"),
             };
             report.line(Status::Fail, "privileges", &reason);
             return shutdown(conn).await;

@@ -173,13 +173,16 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
             .and_then(pick)
             .or_else(|| repo_config.as_ref().and_then(pick))
     };
-    let interval = match args.interval {
-        Some(i) => i,
-        None => match layered(&|c| c.reconcile.as_ref()?.poll_interval.clone()) {
-            Some(text) => duration(&text).map_err(|e| CommandError::usage(e, None))?,
-            None => Duration::from_secs(30),
-        },
-    };
+    // Parsed, and checked at its node, when the file was read.
+    let interval = args
+        .interval
+        .or_else(|| {
+            let of = |c: &ConfigFile| c.reconcile.as_ref()?.poll_interval.as_ref()?.value();
+            file.as_ref()
+                .and_then(of)
+                .or_else(|| repo_config.as_ref().and_then(of))
+        })
+        .unwrap_or(Duration::from_secs(30));
     let listen = match args.listen {
         Some(l) => l,
         None => match layered(&|c| c.listen.clone()) {

@@ -4,8 +4,8 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{copy_tree, homelab};
 use assert_cmd::Command;
+use proxops_test_support::{copy_tree, homelab};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -166,7 +166,7 @@ fn the_demo_report_shows_every_step_and_the_users_repository_is_untouched() {
 fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
     let scratch = tempfile::tempdir().unwrap();
     let out = proxops()
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .current_dir(proxops_test_support::workspace())
         .env("TMPDIR", scratch.path())
         .args(["demo", "--keep"])
         .assert()
@@ -197,7 +197,7 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
     // Apply, drift restored, prune: three receipt commits on lab's observed plane.
     assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 3);
     let quiet = proxops()
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .current_dir(proxops_test_support::workspace())
         .env("TMPDIR", scratch.path())
         .args(["demo", "--quiet"])
         .assert()

@@ -9,26 +9,9 @@ mod demo;
 mod secrets;
 
 use assert_cmd::Command;
-use common::{Running, copy_tree, homelab, lab_sim, tool, write};
-use std::path::{Path, PathBuf};
-
-/// A path under `<workspace>/../shared`, or `None` (with a message) when absent; under
-/// `PROXOPS_REQUIRE_SHARED=1` absence fails the test.
-fn shared(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
-        .join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "required shared path {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is absent", path.display());
-    None
-}
+use common::lab_sim;
+use proxops_test_support::{ChildGuard, copy_tree, homelab, shared, write};
+use std::path::Path;
 
 fn proxops() -> Command {
     let mut cmd = Command::cargo_bin("proxops").expect("binary");
@@ -78,7 +61,7 @@ fn validates_the_compat_examples() {
 
 #[test]
 fn validates_the_homelab_example() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab");
+    let repo = homelab();
     let out = proxops()
         .args(["validate", "--repo"])
         .arg(&repo)
@@ -476,7 +459,7 @@ fn sim_prints_its_address_and_seeds_a_cluster_from_the_repository() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut sim = Running(child);
+    let mut sim = ChildGuard(child);
     let stdout = sim.0.stdout.take().unwrap();
     let lines: Vec<String> = std::io::BufReader::new(stdout)
         .lines()
@@ -530,7 +513,7 @@ fn sim_needs_a_cluster_when_the_repository_has_several() {
 }
 
 /// Runs `proxops sim` with `args` until it printed its URL; returns it running.
-fn sim_until_listening(args: &[&std::ffi::OsStr]) -> Running {
+fn sim_until_listening(args: &[&std::ffi::OsStr]) -> ChildGuard {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("proxops"))
         .args(["sim", "--listen", "127.0.0.1:0"])
         .args(args)
@@ -538,7 +521,7 @@ fn sim_until_listening(args: &[&std::ffi::OsStr]) -> Running {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut sim = Running(child);
+    let mut sim = ChildGuard(child);
     let mut first = String::new();
     use std::io::BufRead;
     std::io::BufReader::new(sim.0.stdout.take().unwrap())
@@ -870,14 +853,10 @@ fn apply_reaches_a_separate_simulator_server_like_a_real_pve() {
 
 #[test]
 fn apply_takes_credentials_from_the_clusters_sops_file() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let Some(sops) = tool(
-        std::env::var_os("PROXOPS_SOPS")
-            .map_or_else(|| workspace.join("target/pyenv/bin/sops"), PathBuf::from),
-    ) else {
+    let Some(sops) = proxops_test_support::sops() else {
         return;
     };
-    let Some(age_keygen) = tool(PathBuf::from("/usr/bin/age-keygen")) else {
+    let Some(age_keygen) = proxops_test_support::age_keygen() else {
         return;
     };
     let secret = "sops-held-token-4b1d";
@@ -1213,17 +1192,10 @@ fn sim_refuses_a_malformed_acl() {
 
 /// Runs git in `dir` with a fixed identity and clock, so commit ids are the same every run.
 fn git_fixed(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
+    let out = proxops_test_support::git_command(dir)
         .args(args)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
         .env("GIT_AUTHOR_DATE", "2026-11-30T12:00:00Z")
         .env("GIT_COMMITTER_DATE", "2026-11-30T12:00:00Z")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");

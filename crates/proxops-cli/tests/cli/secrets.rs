@@ -5,8 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{copy_tree, homelab, lab_sim, tool, write};
+use crate::common::lab_sim;
 use assert_cmd::Command;
+use proxops_test_support::{copy_tree, git, git_output, homelab, write};
 use std::path::{Path, PathBuf};
 
 const TOKEN_SECRET: &str = "tok-5e1f0c2a-sops-only";
@@ -14,10 +15,6 @@ const CI_PASSWORD: &str = "ci-pw-Qz7!sops-only";
 const SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUm ops@sops-only";
 /// A fragment of the key that survives percent-encoding (PVE's `sshkeys` form).
 const SSH_KEY_BLOB: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIAcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUm";
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn proxops() -> Command {
     let mut cmd = Command::cargo_bin("proxops").unwrap();
@@ -30,24 +27,10 @@ fn proxops() -> Command {
     cmd
 }
 
-fn git(repo: &Path, args: &[&str]) -> Vec<u8> {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    out.stdout
-}
-
 /// Encrypts `plain` with the real sops for a fresh age key; returns the key file.
 fn encrypt(dir: &Path, plain: &str, to: &Path) -> Option<PathBuf> {
-    let sops = tool(
-        std::env::var_os("PROXOPS_SOPS")
-            .map_or_else(|| workspace().join("target/pyenv/bin/sops"), PathBuf::from),
-    )?;
-    let age_keygen = tool(PathBuf::from("/usr/bin/age-keygen"))?;
+    let sops = proxops_test_support::sops()?;
+    let age_keygen = proxops_test_support::age_keygen()?;
     let key = dir.join("key.txt");
     let made = std::process::Command::new(age_keygen)
         .arg("-o")
@@ -215,9 +198,9 @@ fn secrets_from_sops_reach_pve_and_nothing_else() {
     assert_clean("apply JSON logs", &out.get_output().stderr);
 
     // Nothing in git, in either plane or anywhere else, holds a secret.
-    let objects = git(&repo, &["cat-file", "--batch-all-objects", "--batch"]);
+    let objects = git_output(&repo, &["cat-file", "--batch-all-objects", "--batch"]).stdout;
     assert!(!objects.is_empty());
-    let refs = String::from_utf8_lossy(&git(&repo, &["for-each-ref"])).into_owned();
+    let refs = git(&repo, &["for-each-ref"]);
     assert!(
         refs.contains("proxops/desired/lab") && refs.contains("proxops/observed/lab"),
         "{refs}"

@@ -8,7 +8,8 @@ use proxops_model::Registry;
 use proxops_model::diagnostic::SourceFile;
 use proxops_model::manifest::load_manifest;
 use proxops_pve::{Credentials, PveClient, TlsVerification};
-use proxops_pve_sim::{FaultConfig, Node, SimConfig, SimHandle, State, Storage, TaskDurations};
+use proxops_pve_sim::{FaultConfig, SimConfig, SimHandle, State, TaskDurations};
+use proxops_test_support::sim::node_with_default_storages;
 use std::time::Duration;
 
 /// The cluster name (it is part of every identity tag).
@@ -59,33 +60,13 @@ pub fn graph(count: usize, iso: bool) -> Graph {
     Graph::build(&registry, &resources).unwrap_or_else(|e| panic!("{e:#?}"))
 }
 
-fn storage(name: &str, kind: &str, content: &[&str]) -> Storage {
-    Storage {
-        storage: name.into(),
-        kind: kind.into(),
-        content: content.iter().map(|c| (*c).to_owned()).collect(),
-        ..Storage::default()
-    }
-}
-
 /// The four nodes with PVE's default storages (`local`: dir, `local-lvm`: lvmthin), no guests.
 pub fn empty_cluster() -> State {
     State {
         cluster_name: CLUSTER.into(),
         nodes: NODES
             .iter()
-            .map(|n| Node {
-                node: (*n).into(),
-                storages: vec![
-                    storage(
-                        "local",
-                        "dir",
-                        &["iso", "vztmpl", "import", "backup", "snippets"],
-                    ),
-                    storage("local-lvm", "lvmthin", &["images", "rootdir"]),
-                ],
-                ..Node::default()
-            })
+            .map(|n| node_with_default_storages(n))
             .collect(),
         ..State::default()
     }

@@ -34,6 +34,7 @@ impl AdoptContext {
 
 /// What to adopt: the listed vmids, or every guest without a ProxOps identity tag.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Selection {
     /// These vmids.
     Vmids(Vec<u32>),
@@ -43,6 +44,7 @@ pub enum Selection {
 
 /// One guest's outcome.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Adopted.
     Adopted(Box<Adopted>),
@@ -52,6 +54,7 @@ pub enum Outcome {
 
 /// Errors reading guests for adoption.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdoptError {
     /// A PVE read failed.
     #[error("reading from PVE: {0}")]

@@ -60,6 +60,7 @@ pub struct AdoptContext {
 
 /// One adopted guest: its manifest (JSON value model) and its report.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Adopted {
     /// The manifest document.
     pub manifest: Value,

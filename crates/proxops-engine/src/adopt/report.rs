@@ -5,6 +5,7 @@ use serde::Serialize;
 /// Where one live config key went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "to")]
+#[non_exhaustive]
 pub enum Placement {
     /// Written as the typed manifest field `field` (its path under `spec`, or `kind`).
     Typed {
@@ -22,6 +23,7 @@ pub enum Placement {
 
 /// One config key of the live guest and where it went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct KeyPlacement {
     /// The config key (`cores`, `net0`, `lxc.idmap`, `snapshot:pre-upgrade`).
     pub key: String,
@@ -32,6 +34,7 @@ pub struct KeyPlacement {
 
 /// The report of adopting one guest: every config key, in key order, and where it went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AdoptReport {
     /// The guest's vmid.
     pub vmid: u32,
@@ -71,6 +74,7 @@ impl AdoptReport {
 
 /// Why a guest is not adopted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdoptRefusal {
     /// The guest already carries a ProxOps identity tag.
     #[error(

@@ -121,18 +121,9 @@ fn a_template_container_is_a_template_ct_with_raw_lxc_reported() {
     assert!(a.report.reported().any(|(k, _)| k == "lxc.idmap"));
 }
 
+/// The corpus directory, or `None` (test skipped) when ../shared is absent and not required.
 fn corpus() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pve-configs");
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "PROXOPS_REQUIRE_SHARED=1 but {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is missing", path.display());
-    None
+    proxops_test_support::shared("pve-configs")
 }
 
 /// Every key of every corpus config is accounted for exactly once, and what went to

@@ -7,6 +7,7 @@ use super::status::{AgentStatus, ClusterState};
 
 /// Why a request to the agent failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentClientError {
     /// No agent answered.
     #[error("no agent answers at {url}: {reason}")]

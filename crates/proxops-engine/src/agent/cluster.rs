@@ -303,8 +303,13 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
                 if let Outcome::Failed { error } = &res.outcome {
                     r.errors
                         .push(format!("{} {}: {error}", res.subject, verb_word(res)));
-                    out.failures
-                        .push(format!("{} {}", res.subject, verb_word(res)));
+                    // The kind is a stable word: a failure of another kind is another failure.
+                    out.failures.push(format!(
+                        "{} {} {}",
+                        res.subject,
+                        verb_word(res),
+                        error.kind()
+                    ));
                     out.failed_subjects.push(res.subject.clone());
                 }
             }
@@ -338,7 +343,7 @@ fn log_progress(cluster: &str) -> crate::execute::ProgressFn {
         }
         Progress::Ended(a, r) => match &r.outcome {
             Outcome::Failed { error } => tracing::warn!(
-                cluster = %cluster, action = ?a.verb, subject = %r.subject, error = %error, "action failed"
+                cluster = %cluster, action = ?a.verb, subject = %r.subject, kind = %error.kind(), error = %error, "action failed"
             ),
             other => tracing::info!(
                 cluster = %cluster, action = ?a.verb, subject = %r.subject, outcome = ?other, millis = r.millis, "action ended"

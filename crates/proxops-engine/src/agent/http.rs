@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `GET /healthz` | 200 `ok` while passes complete in time; 503 with the reason when not |
 //! | `GET /readyz` | 200 once a first pass loaded the repository and ran; 503 before and while stopping |
-//! | `GET /metrics` | Prometheus text format |
+//! | `GET /metrics` | Prometheus text format 0.0.4; OpenMetrics 1.0.0 when `Accept` prefers it |
 //! | `GET /status` | [`AgentStatus`](super::AgentStatus) as JSON |
 //! | `POST /v1/clusters/{cluster}/reconcile` | runs the cluster's cycle now; its [`ClusterState`](super::ClusterState); 404 for a cluster the repository does not have |
 //! | `POST /v1/clusters/{cluster}/suspend[?resource=Kind/name]` | suspends the cluster or a resource; 404 for one the repository does not declare (nothing is saved) |
@@ -179,18 +179,21 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     }
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let mut body = lock(&shared.metrics).render();
-    shared.notifier.render_metrics(&mut body);
-    (
-        StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
+async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = super::metrics::Format::negotiate(accept);
+    match format.encode(&shared.exposition) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, format.content_type())],
+            body,
+        )
+            .into_response(),
+        Err(_) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the metrics could not be encoded\n".to_owned(),
+        ),
+    }
 }
 
 async fn status(State(shared): State<Arc<Shared>>) -> Response {

@@ -11,7 +11,9 @@
 //! the desired plane, plans, executes unless the cluster's `drift` mode is `report`, publishes
 //! receipts and releases the lease. Suspended clusters and resources are left alone.
 //!
-//! Its HTTP endpoint ([`http`]) serves `/healthz`, `/readyz`, `/metrics` (Prometheus text),
+//! Its HTTP endpoint ([`http`]) serves `/healthz`, `/readyz`, `/metrics` ([`metrics`]; a tool
+//! embedding the agent registers the same metrics in its own registry with
+//! [`Agent::register_metrics`]),
 //! `/status` ([`AgentStatus`]) and a small control API that [`client::AgentClient`] speaks:
 //! run a cluster's cycle now, suspend and resume; and signed webhook receivers ([`hooks`])
 //! through which a forge's push notice runs a pass at once. What cycles find is told to
@@ -31,11 +33,13 @@ pub mod source;
 pub mod status;
 
 pub use auth::ControlToken;
+pub use notify::{ConfiguredSinks, NotifyOptions};
 pub use source::SourceLocation;
 pub use status::{AgentStatus, ClusterState, CycleRecord, CycleResult, Suspensions};
 
 use load::LoadCache;
 use metrics::Metrics;
+use metrics::prometheus_client::registry::Registry as MetricRegistry;
 use proxops_graph::Graph;
 use proxops_model::{Registry, Repository};
 use proxops_store::documents::{hex, utc_timestamp};
@@ -50,6 +54,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 /// Where the agent's clusters' PVE API is.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AgentBackend {
     /// Each cluster's `base-url`, with credentials from the environment or its SOPS file.
     Pve,
@@ -64,8 +69,10 @@ pub enum AgentBackend {
     },
 }
 
-/// How the agent runs.
+/// How the agent runs. Build with [`AgentOptions::new`], then the `with_*` setters (or assign
+/// the fields).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AgentOptions {
     /// The repository.
     pub source: SourceLocation,
@@ -125,10 +132,82 @@ impl AgentOptions {
             notify: notify::NotifyOptions::default(),
         }
     }
+
+    /// Only these clusters (empty: every cluster).
+    pub fn with_clusters(mut self, clusters: Vec<String>) -> Self {
+        self.clusters = clusters;
+        self
+    }
+    /// Sets the time between passes.
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+    /// Sets the HTTP endpoint's address.
+    pub fn with_listen(mut self, listen: SocketAddr) -> Self {
+        self.listen = listen;
+        self
+    }
+    /// Sets where the clusters' PVE API is.
+    pub fn with_backend(mut self, backend: AgentBackend) -> Self {
+        self.backend = backend;
+        self
+    }
+    /// Sets how many clusters are reconciled at once (at least one).
+    pub fn with_parallel_clusters(mut self, n: usize) -> Self {
+        self.parallel_clusters = n.max(1);
+        self
+    }
+    /// Sets the agent's name in leases.
+    pub fn with_holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = holder.into();
+        self
+    }
+    /// Sets how long a lease lasts unless renewed.
+    pub fn with_lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+    /// Sets how long a stop waits for actions in flight.
+    pub fn with_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+    /// Sets how long a pass may run before `/healthz` fails.
+    pub fn with_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall_timeout = timeout;
+        self
+    }
+    /// Stops after `passes` passes (`None`: runs until stopped).
+    pub fn with_max_passes(mut self, passes: Option<u64>) -> Self {
+        self.max_passes = passes;
+        self
+    }
+    /// Sets the control API's bearer token.
+    pub fn with_token(mut self, token: Option<ControlToken>) -> Self {
+        self.token = token;
+        self
+    }
+    /// Sets the webhook receivers.
+    pub fn with_webhooks(mut self, webhooks: Option<hooks::Receivers>) -> Self {
+        self.webhooks = webhooks;
+        self
+    }
+    /// Sets the sinks of the agent's own configuration file.
+    pub fn with_notifications(mut self, sinks: Option<notify::ConfiguredSinks>) -> Self {
+        self.notifications = sinks;
+        self
+    }
+    /// Sets how notifications are sent.
+    pub fn with_notify(mut self, notify: notify::NotifyOptions) -> Self {
+        self.notify = notify;
+        self
+    }
 }
 
 /// Why the agent cannot run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// The HTTP endpoint cannot listen.
     #[error("cannot listen on {addr}: {reason}")]
@@ -192,7 +271,9 @@ pub(crate) struct Health {
 /// What the HTTP endpoint and the loop share.
 pub(crate) struct Shared {
     status: Mutex<AgentStatus>,
-    metrics: Mutex<Metrics>,
+    metrics: Metrics,
+    /// What `/metrics` encodes: [`Metrics`] and the notifier's, under the prefix `proxops`.
+    exposition: MetricRegistry,
     suspensions: Mutex<Suspensions>,
     health: Mutex<Health>,
     triggers: mpsc::Sender<Trigger>,
@@ -284,7 +365,7 @@ impl Shared {
         let finished_unix = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs() as f64);
-        let mut metrics = lock(&self.metrics);
+        let metrics = &self.metrics;
         metrics.cycle(
             &outcome.cluster,
             outcome.record.result,
@@ -441,6 +522,9 @@ impl Agent {
             notifier.configure_own(own);
         }
         let hooks = hooks::HookState::following(&options.source);
+        let metrics = Metrics::default();
+        let mut exposition = MetricRegistry::default();
+        register_all(&metrics, &notifier, &mut exposition);
         let options = Arc::new(options);
         let status = AgentStatus {
             api_version: proxops_model::report::REPORT_API_VERSION.to_owned(),
@@ -459,7 +543,8 @@ impl Agent {
         Ok(Agent {
             shared: Arc::new(Shared {
                 status: Mutex::new(status),
-                metrics: Mutex::new(Metrics::default()),
+                metrics,
+                exposition,
                 suspensions: Mutex::new(suspensions),
                 health: Mutex::new(Health {
                     started: Instant::now(),
@@ -481,6 +566,18 @@ impl Agent {
             triggers: rx,
             registry: Arc::new(Registry::builtin()),
         })
+    }
+
+    /// Registers the agent's metrics in an embedding tool's `registry`, under the names that
+    /// its `/metrics` serves (`proxops_passes_total`, `proxops_cycles_total`, ...; a
+    /// `registry` with a prefix, such as one from
+    /// [`Registry::sub_registry_with_prefix`](metrics::prometheus_client::registry::Registry::sub_registry_with_prefix),
+    /// prefixes them further). The registered metrics are the agent's own, live: the tool's
+    /// scrape shows what the agent counts, before and while it runs; `/metrics` keeps serving
+    /// them too. Use the `prometheus_client` that [`metrics`] re-exports, so that the
+    /// registry is of the same version.
+    pub fn register_metrics(&self, registry: &mut MetricRegistry) {
+        register_all(&self.shared.metrics, &self.shared.notifier, registry);
     }
 
     /// Where the HTTP endpoint listens.
@@ -545,6 +642,14 @@ impl Agent {
     }
 }
 
+/// Registers the agent's and the notifier's metrics in a sub-registry of `registry` prefixed
+/// `proxops`.
+fn register_all(metrics: &Metrics, notifier: &notify::Notifier, registry: &mut MetricRegistry) {
+    let proxops = registry.sub_registry_with_prefix("proxops");
+    metrics.register(proxops);
+    notifier.register_metrics(proxops);
+}
+
 /// Runs `pass`; once `stop` turns true, gives it `timeout` more, then drops it. Returns whether
 /// it ended by itself.
 async fn with_shutdown_timeout(
@@ -579,7 +684,7 @@ async fn run_pass(
         let mut h = lock(&shared.health);
         h.pass_started = Some(Instant::now());
     }
-    lock(&shared.metrics).pass();
+    shared.metrics.pass();
     let loaded = load::load(&options, registry, cache).await;
     let pass = match loaded {
         Ok(load::Source {
@@ -589,7 +694,7 @@ async fn run_pass(
             loaded,
         }) => {
             if loaded {
-                lock(&shared.metrics).source_loaded();
+                shared.metrics.source_loaded();
             }
             let mut status = lock(&shared.status);
             status.passes += 1;
@@ -633,7 +738,7 @@ async fn run_pass(
         }
         Err(e) => {
             tracing::error!(error = %e, "cannot read the repository; the pass is skipped");
-            lock(&shared.metrics).source_failed();
+            shared.metrics.source_failed();
             lock(&shared.status).source.error = Some(e.to_string());
             shared.notifier.source_failed(&e.to_string());
             end_pass(shared, false);

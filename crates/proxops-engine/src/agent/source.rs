@@ -15,6 +15,7 @@ use std::time::Duration;
 
 /// The repository the agent follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SourceLocation {
     /// A local git work tree; each pass reads its `HEAD` commit.
     Local(PathBuf),

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// How a cluster's cycle ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum CycleResult {
     /// Nothing to do: PVE matches the repository.
     Converged,

@@ -55,6 +55,7 @@ pub fn settings_for(
 
 /// Which PVE to talk to.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Backend {
     /// The cluster's `base-url`, with its TLS settings, and credentials from the environment or
     /// from the cluster's SOPS secrets file.
@@ -77,6 +78,7 @@ pub enum Backend {
 
 /// Why a cluster could not be reached.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The cluster config is missing or unusable.
     #[error("cluster `{0}` has no usable `pve.clusters` entry")]
@@ -111,6 +113,7 @@ pub enum ConnectError {
 }
 
 /// A client for one cluster, and the simulator behind it if there is one.
+#[non_exhaustive]
 pub struct Connection {
     /// The API client.
     pub client: PveClient,

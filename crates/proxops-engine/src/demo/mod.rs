@@ -154,6 +154,7 @@ impl DemoReport {
 /// One cluster's first apply and the cycle after it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterApplied {
     /// The cluster.
     pub cluster: String,
@@ -181,6 +182,7 @@ pub struct ClusterApplied {
 /// The resources of one cluster, as `proxops get` shows them.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Listed {
     /// The cluster.
     pub cluster: String,
@@ -193,6 +195,7 @@ pub struct Listed {
 /// A change made by hand in PVE, and what the next cycle did about it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Drifted {
     /// The cluster.
     pub cluster: String,
@@ -215,6 +218,7 @@ pub struct Drifted {
 /// A manifest removed from the composition, and its guest pruned.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Pruned {
     /// The cluster.
     pub cluster: String,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 /// What a driver makes of a resource.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Desired {
     /// A guest (VM, container, template).
     Guest(Box<DesiredGuest>),

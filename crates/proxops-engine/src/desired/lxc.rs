@@ -1,11 +1,10 @@
 //! `LXC` and `TemplateCT`: the wire mapping of SPEC.md section 8.3, with `features` merged into
 //! the live value instead of overwritten, and interfaces named `eth<i>` by default as PVE does.
 
-use super::{Compare, Context, DesiredError, DesiredGuest, flag, owned, pve_config, tags};
+use super::{Compare, Context, DesiredError, DesiredGuest, flag, keys, owned, pve_config, tags};
 use proxops_model::Resource;
+use proxops_model::kinds::LxcSpec;
 use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType, MountOptions};
-use proxops_model::kinds::placement::allowed_nodes;
-use proxops_model::kinds::{LxcSpec, PowerState};
 use proxops_pve::GuestType;
 use proxops_pve::props::format_size;
 
@@ -24,46 +23,29 @@ pub(super) fn desired(
         )],
         None => Vec::new(),
     };
-    let nodes = allowed_nodes(spec.node.as_deref(), &spec.nodes);
-    let mut out = DesiredGuest {
-        guest: GuestType::Lxc,
+    let mut out = DesiredGuest::empty(
+        GuestType::Lxc,
         template,
-        node: nodes.first().cloned().unwrap_or_default(),
-        placed: spec.node.is_none(),
-        nodes,
-        vmid: spec.vmid,
-        power: match &spec.ha {
-            _ if template => None,
-            Some(ha) => ha.state().power(),
-            None => Some(spec.state.unwrap_or(PowerState::Started)),
-        },
-        ha: spec.ha.clone().filter(|_| !template),
-        clone: None,
-        owned: Vec::new(),
-        create_only,
-        warnings: Vec::new(),
-    };
+        (spec.node.as_deref(), &spec.nodes),
+        spec.vmid,
+        spec.state,
+        spec.ha.as_ref(),
+    );
+    out.create_only = create_only;
     let o = &mut out.owned;
     let dns = spec.dns.clone().unwrap_or_default();
     let hostname = dns
         .hostname
         .clone()
         .unwrap_or_else(|| resource.name().to_owned());
-    o.push(owned("hostname", hostname, Compare::Canonical, false));
-    if let Some(d) = &spec.pve_description {
-        // Leading blanks are the operator's (`# GATEWAY ...` reads back as ` GATEWAY ...`,
-        // pve-container PVE/LXC/Config.pm `parse_pct_config`); a block scalar's final newline
-        // is YAML's.
-        o.push(owned(
-            "description",
-            d.trim_end(),
-            Compare::Canonical,
-            false,
-        ));
-    }
-    if let Some(mib) = spec.memory.whole_mib() {
-        o.push(owned("memory", mib.to_string(), Compare::Canonical, false));
-    }
+    keys::identity(
+        o,
+        "hostname",
+        hostname,
+        spec.pve_description.as_deref(),
+        &spec.memory,
+        false,
+    );
     if let Some(mib) = spec.swap.as_ref().and_then(|s| s.whole_mib()) {
         o.push(owned("swap", mib.to_string(), Compare::Canonical, false));
     }
@@ -184,14 +166,7 @@ pub(super) fn desired(
         }
         o.push(owned(slot, value, Compare::SubKeys, false));
     }
-    if !dns.nameservers.is_empty() {
-        o.push(owned(
-            "nameserver",
-            dns.nameservers.join(" "),
-            Compare::WordList,
-            false,
-        ));
-    }
+    keys::nameservers(o, &dns.nameservers);
     if let Some(domain) = &dns.domain {
         o.push(owned(
             "searchdomain",
@@ -225,15 +200,15 @@ pub(super) fn desired(
         false,
     ));
     if let Some(opts) = &spec.options {
-        for (key, value) in [
-            ("protection", opts.protection),
-            ("onboot", opts.onboot),
-            ("console", opts.console),
-        ] {
-            if let Some(b) = value {
-                o.push(owned(key, flag(b), Compare::Canonical, false));
-            }
-        }
+        keys::flags(
+            o,
+            &[
+                ("protection", opts.protection),
+                ("onboot", opts.onboot),
+                ("console", opts.console),
+            ],
+        );
+        keys::startup_and_hookscript(o, opts.startup.as_ref(), opts.hookscript.as_ref());
         let mut features: Vec<String> = [
             ("nesting", opts.nesting),
             ("keyctl", opts.keyctl),
@@ -255,9 +230,6 @@ pub(super) fn desired(
                 true,
             ));
         }
-        if let Some(s) = &opts.startup {
-            o.push(owned("startup", s.clone(), Compare::SubKeys, false));
-        }
         if let Some(n) = opts.ttys {
             o.push(owned("tty", n.to_string(), Compare::Canonical, true));
         }
@@ -271,9 +243,6 @@ pub(super) fn desired(
         }
         if let Some(tz) = &opts.timezone {
             o.push(owned("timezone", tz.clone(), Compare::Canonical, true));
-        }
-        if let Some(h) = &opts.hookscript {
-            o.push(owned("hookscript", h.clone(), Compare::Canonical, false));
         }
         if let Some(e) = &opts.entrypoint {
             o.push(owned("entrypoint", e.clone(), Compare::Canonical, true));

@@ -2,6 +2,7 @@
 
 mod artifact;
 mod drivers;
+mod keys;
 mod lxc;
 mod vm;
 
@@ -34,6 +35,7 @@ pub fn identity_tag(cluster: &str, kind: &str, name: &str) -> String {
 
 /// How a live value is compared with the desired one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Compare {
     /// Equal in PVE's canonical form of the key (property strings parsed and re-rendered).
     Canonical,
@@ -180,6 +182,7 @@ impl DesiredGuest {
 /// Why a manifest cannot be mapped to PVE (a reference that does not resolve: the graph normally
 /// rules this out).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DesiredError {
     /// A referenced resource is not in the graph, or not of the expected kind.
     #[error("{resource} references {target}, which is not in the cluster")]
@@ -369,7 +372,7 @@ pub(crate) fn flag(b: bool) -> &'static str {
 /// The owned keys of a `pve-config:` map: each value as PVE stores it (booleans `1`/`0`),
 /// property strings owned by the sub-keys written (like the typed property strings), numbers
 /// compared as numbers, anything else in PVE's canonical form. A change is not marked as
-/// needing a restart here: [`crate::hotplug`] predicts that per key.
+/// needing a restart here: `hotplug` predicts that per key.
 pub(crate) fn pve_config(
     guest: GuestType,
     config: &proxops_model::pve_config::PveConfig,

@@ -3,15 +3,15 @@
 //! explicit `false` options owned as `0`, the name compared so renames converge).
 
 use super::{
-    CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, owned, pve_config, tags,
+    CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, keys, owned,
+    pve_config, tags,
 };
 use proxops_model::Resource;
-use proxops_model::kinds::placement::allowed_nodes;
 use proxops_model::kinds::vm::{
     AgentType, Aio, AudioDevice, AudioDriver, Balloon, Bios, Cache, Cdrom, Clipboard, Discard,
     Media, NumaPolicy, RngSource, SecureBoot, TpmVersion, Viommu, VmHardware,
 };
-use proxops_model::kinds::{PowerState, VmSpec, drive_slots};
+use proxops_model::kinds::{VmSpec, drive_slots};
 use proxops_pve::GuestType;
 use proxops_pve::props::format_size;
 use proxops_secrets::{REDACTED, Secret};
@@ -22,44 +22,27 @@ pub(super) fn desired(
     spec: &VmSpec,
 ) -> Result<DesiredGuest, DesiredError> {
     let template = resource.kind == "TemplateVM";
-    let nodes = allowed_nodes(spec.node.as_deref(), &spec.nodes);
-    let mut out = DesiredGuest {
-        guest: GuestType::Qemu,
+    let mut out = DesiredGuest::empty(
+        GuestType::Qemu,
         template,
-        node: nodes.first().cloned().unwrap_or_default(),
-        placed: spec.node.is_none(),
-        nodes,
-        vmid: spec.vmid,
-        power: match &spec.ha {
-            _ if template => None,
-            Some(ha) => ha.state().power(),
-            None => Some(spec.state.unwrap_or(PowerState::Started)),
-        },
-        ha: spec.ha.clone().filter(|_| !template),
-        clone: None,
-        owned: Vec::new(),
-        create_only: Vec::new(),
-        warnings: Vec::new(),
-    };
+        (spec.node.as_deref(), &spec.nodes),
+        spec.vmid,
+        spec.state,
+        spec.ha.as_ref(),
+    );
     let o = &mut out.owned;
     let name = spec
         .pve_name
         .clone()
         .unwrap_or_else(|| resource.name().to_owned());
-    o.push(owned("name", name, Compare::Canonical, false));
-    if let Some(d) = &spec.pve_description {
-        // Only the end is trimmed (a YAML block's newline): PVE keeps a leading space of its `#`
-        // lines (qemu-server `QemuServer.pm` `parse_vm_config`), which adopt writes back.
-        o.push(owned(
-            "description",
-            d.trim_end(),
-            Compare::Canonical,
-            false,
-        ));
-    }
-    if let Some(mib) = spec.memory.whole_mib() {
-        o.push(owned("memory", mib.to_string(), Compare::Canonical, true));
-    }
+    keys::identity(
+        o,
+        "name",
+        name,
+        spec.pve_description.as_deref(),
+        &spec.memory,
+        true,
+    );
     match &spec.balloon {
         Some(Balloon::Off) => o.push(owned("balloon", "0", Compare::Canonical, true)),
         Some(Balloon::Min(q)) => {
@@ -195,16 +178,16 @@ pub(super) fn desired(
         hardware_keys(cx, resource, h, o)?;
     }
     if let Some(opts) = &spec.options {
-        for (key, value) in [
-            ("onboot", opts.onboot),
-            ("protection", opts.protection),
-            ("acpi", opts.acpi),
-            ("tablet", opts.tablet),
-        ] {
-            if let Some(b) = value {
-                o.push(owned(key, flag(b), Compare::Canonical, false));
-            }
-        }
+        keys::flags(
+            o,
+            &[
+                ("onboot", opts.onboot),
+                ("protection", opts.protection),
+                ("acpi", opts.acpi),
+                ("tablet", opts.tablet),
+            ],
+        );
+        keys::startup_and_hookscript(o, opts.startup.as_ref(), opts.hookscript.as_ref());
         if let Some(b) = opts.agent {
             let mut v = flag(b).to_owned();
             if let Some(t) = opts.agent_fstrim_cloned_disks {
@@ -221,9 +204,6 @@ pub(super) fn desired(
                 });
             }
             o.push(owned("agent", v, Compare::SubKeys, false));
-        }
-        if let Some(s) = &opts.startup {
-            o.push(owned("startup", s.clone(), Compare::SubKeys, false));
         }
         if !opts.hotplug.is_empty() {
             o.push(owned(
@@ -243,9 +223,6 @@ pub(super) fn desired(
         }
         if let Some(b) = opts.localtime {
             o.push(owned("localtime", flag(b), Compare::Canonical, true));
-        }
-        if let Some(h) = &opts.hookscript {
-            o.push(owned("hookscript", h.clone(), Compare::Canonical, false));
         }
         if opts.nested_virt.is_some() {
             out.warnings.push(
@@ -298,14 +275,7 @@ pub(super) fn desired(
                 ));
             }
         }
-        if !ci.nameservers.is_empty() {
-            o.push(owned(
-                "nameserver",
-                ci.nameservers.join(" "),
-                Compare::WordList,
-                false,
-            ));
-        }
+        keys::nameservers(o, &ci.nameservers);
         if !ci.search_domains.is_empty() {
             o.push(owned(
                 "searchdomain",

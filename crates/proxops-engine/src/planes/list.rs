@@ -14,6 +14,7 @@ pub const LIST_API_VERSION: &str = proxops_model::report::REPORT_API_VERSION;
 
 /// The desired side of a [`ResourceItem`].
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct DesiredRef {
     /// The desired commit.
     pub revision: String,
@@ -24,6 +25,7 @@ pub struct DesiredRef {
 /// The receipt side of a [`ResourceItem`].
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ReceiptRef {
     /// The receipt's blob id.
     pub blob: String,
@@ -35,6 +37,7 @@ pub struct ReceiptRef {
 
 /// One row of `get`: a desired resource joined with its receipt.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ResourceItem {
     /// The cluster.
     pub cluster: String,
@@ -57,6 +60,7 @@ pub struct ResourceItem {
 /// `{"apiVersion":"proxops/v1alpha1","kind":"ResourceList","items":[...]}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceList {
     /// Always `proxops/v1alpha1`.
     pub api_version: &'static str,
@@ -155,6 +159,7 @@ fn item(cluster: &str, revision: &str, r: &ResourceView) -> ResourceItem {
 /// One plane's head, for `status`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Head {
     /// The branch (`proxops/desired/<cluster>`).
     #[serde(rename = "ref")]
@@ -172,6 +177,7 @@ pub struct Head {
 /// Counts by state, for `status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct StateCounts {
     /// CLEAN resources.
     pub clean: usize,
@@ -186,6 +192,7 @@ pub struct StateCounts {
 /// One cluster's line of `status`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterStatus {
     /// The cluster.
     pub cluster: String,
@@ -204,6 +211,7 @@ pub struct ClusterStatus {
 /// `{"apiVersion":"proxops/v1alpha1","kind":"ClusterStatusList","clusters":[...]}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct StatusList {
     /// Always `proxops/v1alpha1`.
     pub api_version: &'static str,

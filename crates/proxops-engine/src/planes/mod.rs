@@ -59,6 +59,7 @@ pub struct Planes {
 
 /// What [`Planes::publish_desired`] did.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PublishedDesired {
     /// The ref update and what changed.
     pub publication: DesiredPublication,
@@ -70,6 +71,7 @@ pub struct PublishedDesired {
 
 /// Where a desired publication went.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Destination {
     /// Nothing to publish: the live head already holds the tree.
     Unchanged,
@@ -100,6 +102,7 @@ impl PublishedDesired {
 
 /// What [`Planes::publish_receipts`] did.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PublishedReceipts {
     /// The observed ref update (`None` when there was nothing to record).
     pub publication: Option<Publication>,
@@ -259,6 +262,7 @@ impl Planes {
 
 /// A batch to publish and the resources left out of it.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct BuiltBatch {
     /// Receipts and teardowns.
     pub batch: ObservationBatch,

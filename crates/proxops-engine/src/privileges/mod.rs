@@ -485,6 +485,7 @@ pub async fn held(
 
 /// A requirement that is not met, with everything that needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Missing {
     /// `VM.Allocate on /vms/101`.
     pub requirement: String,

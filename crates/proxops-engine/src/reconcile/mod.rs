@@ -220,8 +220,10 @@ impl ReconcileOptions {
 }
 
 /// The source a run reconciles: a loaded repository (at a commit when the planes are
-/// recorded), the cluster's graph, and where its SOPS files are read.
+/// recorded), the cluster's graph, and where its SOPS files are read. Build with
+/// [`Source::new`] and, when the planes are recorded, [`Source::at`].
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Source<'a> {
     /// The loaded repository.
     pub repository: &'a Repository,
@@ -231,6 +233,25 @@ pub struct Source<'a> {
     pub revision: Option<ObjectId>,
     /// The directory holding the repository's files (SOPS secrets, CA files).
     pub dir: &'a Path,
+}
+
+impl<'a> Source<'a> {
+    /// A source read from a work tree (no commit): `graph` is the cluster's (`None`: the
+    /// cluster is invalid), `dir` holds the repository's files.
+    pub fn new(repository: &'a Repository, graph: Option<&'a Graph>, dir: &'a Path) -> Self {
+        Source {
+            repository,
+            graph,
+            revision: None,
+            dir,
+        }
+    }
+
+    /// The commit the repository was read at (`None`: a work tree).
+    pub fn at(mut self, revision: Option<ObjectId>) -> Self {
+        self.revision = revision;
+        self
+    }
 }
 
 /// Runs reconcile cycles. Every writer uses one: the CLI's `apply` and `converge`, and the
@@ -345,6 +366,7 @@ pub struct CycleRun {
 /// How a run of one cluster ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum RunResult {
     /// Nothing to do and nothing in the way.
     InSync,

@@ -37,6 +37,7 @@ async fn adopted(client: &PveClient) -> String {
     match out.remove(0).1 {
         Outcome::Adopted(a) => a.to_yaml(),
         Outcome::Refused(r) => panic!("{r}"),
+        other => panic!("{other:?}"),
     }
 }
 

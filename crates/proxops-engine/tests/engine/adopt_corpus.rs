@@ -28,17 +28,7 @@ const REPORTED: usize = 63;
 
 /// The corpus directory, or `None` (test skipped) when ../shared is absent and not required.
 fn corpus() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pve-configs");
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "PROXOPS_REQUIRE_SHARED=1 but {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is missing", path.display());
-    None
+    proxops_test_support::shared("pve-configs")
 }
 
 /// One corpus VM: its vmid, config text, and its manifest as adopted through the simulator.
@@ -85,6 +75,7 @@ async fn seeded() -> Option<Seeded> {
                 adopted: *a,
             },
             Outcome::Refused(r) => panic!("{vmid} refused: {r}"),
+            other => panic!("{vmid}: {other:?}"),
         })
         .collect();
     Some(Seeded { sim, client, vms })
@@ -250,6 +241,7 @@ async fn corpus_vms_adopt_clean_and_the_report_accounts_for_every_key() {
                     via_pve_config += 1;
                 }
                 Placement::Reported { .. } => reported += 1,
+                other => panic!("a placement this test does not know: {other:?}"),
             }
         }
     }

@@ -3,7 +3,9 @@
 //! without `template` whose vmid is not live is a plan error and nothing is sent for it; and a
 //! container taken over is never deleted, re-created or replaced, whatever the manifest says.
 
-use crate::support::{graph_of, one_node, root_simulator, simulator};
+use crate::support::{
+    CT_TEMPLATE, graph_of, one_node, one_node_with_ct_template, root_simulator, simulator,
+};
 use proxops_engine::adopt::{AdoptContext, Adopted, Outcome, Placement, Selection, adopt_live};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, Verb};
@@ -16,8 +18,6 @@ const CLUSTER: &str = "t";
 
 /// The root filesystem as the adopted manifest has it.
 const ROOT: &str = "size: \"8GiB\"\n    storage: local-lvm\n    volume: local-lvm:vm-300-disk-0";
-
-const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
 
 fn ct(name: &str, vmid: u32, template: bool) -> String {
     let template = if template { "  template: debian\n" } else { "" };
@@ -58,6 +58,7 @@ async fn adopt_all(client: &PveClient) -> Vec<(u32, Adopted)> {
         .map(|(vmid, o)| match o {
             Outcome::Adopted(a) => (vmid, *a),
             Outcome::Refused(r) => panic!("{vmid}: {r}"),
+            other => panic!("{vmid}: {other:?}"),
         })
         .collect()
 }
@@ -86,16 +87,7 @@ fn no_create_delete_or_replace(p: &ClusterPlan) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_without_template_is_never_created_and_the_rest_still_plans() {
-    let mut state = one_node();
-    state.volumes.push(proxops_pve_sim::Volume {
-        node: "pve1".into(),
-        storage: "local".into(),
-        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
-        content: "vztmpl".into(),
-        format: "tzst".into(),
-        size: 120 << 20,
-        ..proxops_pve_sim::Volume::default()
-    });
+    let state = one_node_with_ct_template();
     let (sim, client) = simulator(state).await;
     let orphan = ct("orphan", 300, false);
     let made = ct("made", 301, true);
@@ -259,18 +251,7 @@ async fn adopt_reads_raw_lxc_lines_and_snapshots_and_keeps_the_volumes() {
 
 /// The corpus directory, or `None` (test skipped) when ../shared is absent and not required.
 fn corpus() -> Option<std::path::PathBuf> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/pve-configs/lxc");
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "PROXOPS_REQUIRE_SHARED=1 but {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is missing", path.display());
-    None
+    proxops_test_support::shared("pve-configs/lxc")
 }
 
 /// Every container of the corpus as (vmid 2000 + its number, config text).
@@ -468,6 +449,7 @@ async fn corpus_containers_every_key_is_accounted_for() {
                     *reasons.entry(family).or_default() += 1;
                     assert!(!reason.is_empty());
                 }
+                other => panic!("a placement this test does not know: {other:?}"),
             }
         }
     }

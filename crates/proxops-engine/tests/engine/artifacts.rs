@@ -43,10 +43,7 @@ async fn plan(
     now: &[&str],
     before: Option<BTreeMap<ResourceKey, Arc<Resource>>>,
 ) -> ClusterPlan {
-    let options = PlanOptions {
-        previous: before,
-        ..PlanOptions::default()
-    };
+    let options = PlanOptions::default().with_previous(before);
     plan_cluster(client, "t", &graph_of(now), &options)
         .await
         .unwrap()

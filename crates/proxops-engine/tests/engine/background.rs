@@ -2,17 +2,15 @@
 //! template flag come from live sources; LXC template conversion runs in a forked `vztemplate`
 //! worker whose failure is the action's.
 
-use crate::support::{graph_of, one_node};
-use proxops_engine::execute::{ExecOptions, Outcome, execute};
+use crate::support::{CT_TEMPLATE, graph_of, one_node_with_ct_template};
+use proxops_engine::execute::{ExecOptions, FailureKind, Outcome, execute};
 use proxops_engine::plan::Verb;
 use proxops_engine::planner::{PlanOptions, plan_cluster};
-use proxops_pve::{Credentials, GuestRef, PveClient, TlsVerification};
-use proxops_pve_sim::{FaultConfig, SimConfig, SimHandle, State, TaskDurations, start};
+use proxops_pve::{GuestRef, PveClient};
+use proxops_pve_sim::{FaultConfig, SimConfig, SimHandle, TaskDurations, start};
 use std::time::Duration;
 
 const CLUSTER: &str = "lab";
-
-const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
 
 const TEMPLATE_CT: &str = "apiVersion: proxops/v1alpha1\nkind: TemplateCT\nmetadata:\n  name: base\nspec:\n  node: pve1\n  vmid: 9001\n  template: debian\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n";
 
@@ -22,16 +20,7 @@ const TEMPLATE_VM: &str = "apiVersion: proxops/v1alpha1\nkind: TemplateVM\nmetad
 
 /// A simulator whose stats refresh every `stats_interval`, with the CT template on `local`.
 async fn simulator(stats_interval: Duration) -> (SimHandle, PveClient) {
-    let mut state: State = one_node();
-    state.volumes.push(proxops_pve_sim::Volume {
-        node: "pve1".into(),
-        storage: "local".into(),
-        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
-        content: "vztmpl".into(),
-        format: "tzst".into(),
-        size: 120 << 20,
-        ..proxops_pve_sim::Volume::default()
-    });
+    let state = one_node_with_ct_template();
     let sim = start(SimConfig {
         state,
         task_durations: TaskDurations::uniform(Duration::from_millis(20)),
@@ -41,16 +30,7 @@ async fn simulator(stats_interval: Duration) -> (SimHandle, PveClient) {
     })
     .await
     .unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::parse_token(&sim.token.to_string()).unwrap(),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .timeout(Duration::from_secs(20))
-    .build()
-    .unwrap();
+    let client = proxops_test_support::sim::client(&sim);
     (sim, client)
 }
 
@@ -116,7 +96,8 @@ async fn a_failed_vztemplate_worker_fails_the_action_and_the_next_cycle_converts
         .unwrap();
     match &create.outcome {
         Outcome::Failed { error } => {
-            assert!(error.contains("injected task failure"), "{error}")
+            assert!(error.message().contains("injected task failure"), "{error}");
+            assert_eq!(error.kind(), FailureKind::TaskFailed, "{error}");
         }
         other => panic!("the conversion failed in its worker, yet: {other:?}"),
     }

@@ -11,7 +11,6 @@ use proxops_engine::plan::Verb;
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_graph::Graph;
 use proxops_model::Registry;
-use proxops_pve::{Credentials, PveClient, TlsVerification};
 use proxops_pve_sim::{FaultConfig, SimConfig, State, TaskDurations};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -234,21 +233,10 @@ async fn run(edits: Vec<(Edit, bool)>, seed: u64) -> Result<(), TestCaseError> {
     })
     .await
     .unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::parse_token(&sim.token.to_string()).unwrap(),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .timeout(Duration::from_secs(20))
-    .build()
-    .unwrap();
-    let options = PlanOptions {
-        prune_budget: 0,
-        allowed_nodes: vec!["pve1".into(), "pve2".into()],
-        ..PlanOptions::default()
-    };
+    let client = proxops_test_support::sim::client(&sim);
+    let options = PlanOptions::default()
+        .with_prune_budget(0)
+        .with_allowed_nodes(vec!["pve1".into(), "pve2".into()]);
     let registry = Registry::builtin();
     let (mut set, mut fresh) = (Vec::new(), 0);
     // Two clean cycles at the end let failed steps be retried and repaired.

@@ -38,14 +38,11 @@ async fn plan(client: &PveClient, texts: &[&str]) -> ClusterPlan {
 /// Quick polls, so that an engine waiting only for the task returns well before the HA stack
 /// acts (one more `hastart` task time after the task).
 fn options() -> ExecOptions {
-    ExecOptions {
-        wait: Some(WaitOptions {
-            first_poll: Duration::from_millis(10),
-            max_poll: Duration::from_millis(20),
-            ..WaitOptions::default().timeout(Duration::from_secs(10))
-        }),
-        ..ExecOptions::default()
-    }
+    ExecOptions::default().with_wait(Some(WaitOptions {
+        first_poll: Duration::from_millis(10),
+        max_poll: Duration::from_millis(20),
+        ..WaitOptions::default().timeout(Duration::from_secs(10))
+    }))
 }
 
 async fn add_ha(client: &PveClient, sid: &str) {

@@ -18,10 +18,7 @@ fn vm(agent: bool, state: &str) -> String {
 }
 
 async fn plan_with(client: &PveClient, text: &str, restarts: bool) -> ClusterPlan {
-    let options = PlanOptions {
-        restarts,
-        ..PlanOptions::default()
-    };
+    let options = PlanOptions::default().with_restarts(restarts);
     plan_cluster(client, CLUSTER, &graph_of(&[text]), &options)
         .await
         .unwrap()

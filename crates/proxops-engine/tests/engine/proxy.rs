@@ -6,30 +6,20 @@
 //! `update_vm`, allocating inside the call), so when its answer is cut the engine reads the
 //! guest back and does not write it again.
 
-use crate::support::{graph_of, one_node};
+use crate::support::{CT_TEMPLATE, graph_of, one_node_with_ct_template};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, PlanState, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
-use proxops_pve::{Credentials, GuestRef, PveClient, TlsVerification};
-use proxops_pve_sim::{SimConfig, SimHandle, State, TaskDurations, Volume, start};
+use proxops_pve::{GuestRef, PveClient};
+use proxops_pve_sim::{SimConfig, SimHandle, TaskDurations, start};
+use proxops_test_support::sim::volumes_of;
 use std::time::Duration;
 
 const PROXY: Duration = Duration::from_millis(250);
 const ALLOC: Duration = Duration::from_millis(700);
-const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
-
 /// A simulator whose pveproxy gives up after `PROXY` and whose allocations take `ALLOC`.
 async fn slow_storage() -> (SimHandle, PveClient) {
-    let mut state: State = one_node();
-    state.volumes.push(Volume {
-        node: "pve1".into(),
-        storage: "local".into(),
-        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
-        content: "vztmpl".into(),
-        format: "tzst".into(),
-        size: 120 << 20,
-        ..Volume::default()
-    });
+    let state = one_node_with_ct_template();
     let mut durations = TaskDurations::uniform(Duration::from_millis(20));
     durations.proxy_timeout = PROXY;
     durations.sync_work.insert("alloc".into(), ALLOC);
@@ -40,16 +30,7 @@ async fn slow_storage() -> (SimHandle, PveClient) {
     })
     .await
     .unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::parse_token(&sim.token.to_string()).unwrap(),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .timeout(Duration::from_secs(20))
-    .build()
-    .unwrap();
+    let client = proxops_test_support::sim::client(&sim);
     (sim, client)
 }
 
@@ -83,18 +64,6 @@ async fn apply(client: &PveClient, p: &ClusterPlan) -> proxops_engine::execute::
     let report = execute(client, p, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{report:#?}");
     report
-}
-
-fn volumes_of(sim: &SimHandle, vmid: u32) -> Vec<String> {
-    let mut v: Vec<String> = sim
-        .state()
-        .volumes
-        .iter()
-        .filter(|v| v.vmid == Some(vmid))
-        .map(|v| v.volid.clone())
-        .collect();
-    v.sort();
-    v
 }
 
 // qemu-server `update_vm_async`: POST config forks a `qmconfig` worker, whose UPID the update
@@ -188,10 +157,7 @@ fn seed_for_one_lost_put(rate: f64) -> u64 {
 }
 
 fn options(watch: Duration) -> ExecOptions {
-    ExecOptions {
-        outcome_wait: watch,
-        ..ExecOptions::default()
-    }
+    ExecOptions::default().with_outcome_wait(watch)
 }
 
 // A 596 says nothing about whether pvedaemon ran the write. When the read-back still shows the
@@ -260,10 +226,16 @@ async fn a_key_changed_by_someone_else_meanwhile_stops_the_write() {
         proxops_engine::execute::Outcome::Failed { error } => error.clone(),
         other => panic!("{other:?}"),
     };
+    let message = error.message();
     assert!(
-        error.contains("memory is now 4096, neither 1024 nor the value written")
-            && error.contains("596 Connection timed out")
-            && error.contains("not written again"),
+        message.contains("memory is now 4096, neither 1024 nor the value written")
+            && message.contains("596 Connection timed out")
+            && message.contains("not written again"),
+        "{error}"
+    );
+    assert_eq!(
+        error.kind(),
+        proxops_engine::execute::FailureKind::AnswerLost,
         "{error}"
     );
     assert_eq!(sim.count("PUT", "/nodes/{node}/qemu/{vmid}/config"), 1);

@@ -7,35 +7,16 @@ use proxops_engine::desired::{Context, DesiredGuest, artifact, guest};
 use proxops_engine::diff::diff;
 use proxops_graph::Graph;
 use proxops_pve::{CloneRequest, ConfigChange, GuestRef, GuestType, PveClient, WaitOptions};
-use proxops_pve_sim::{Node, State, Storage, Volume};
+use proxops_pve_sim::{State, Volume};
+use proxops_test_support::sim::node_with_default_storages;
 use std::collections::BTreeMap;
-
-fn storage(name: &str, kind: &str, content: &[&str]) -> Storage {
-    Storage {
-        storage: name.into(),
-        kind: kind.into(),
-        content: content.iter().map(|c| (*c).to_owned()).collect(),
-        ..Storage::default()
-    }
-}
 
 /// The cluster's nodes with PVE's default storages, and every artifact already downloaded.
 fn seeded(graph: &Graph, nodes: &[&str]) -> State {
     let mut state = State {
         nodes: nodes
             .iter()
-            .map(|n| Node {
-                node: (*n).into(),
-                storages: vec![
-                    storage(
-                        "local",
-                        "dir",
-                        &["iso", "vztmpl", "import", "backup", "snippets"],
-                    ),
-                    storage("local-lvm", "lvmthin", &["images", "rootdir"]),
-                ],
-                ..Node::default()
-            })
+            .map(|n| node_with_default_storages(n))
             .collect(),
         ..State::default()
     };

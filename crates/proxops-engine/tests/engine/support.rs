@@ -2,7 +2,7 @@
 
 use proxops_graph::{Graph, check_repository};
 use proxops_model::{FsSource, LoadOptions, Registry, Repository, load_repository};
-use proxops_pve::{Credentials, PveClient, TlsVerification};
+use proxops_pve::{Credentials, PveClient};
 use proxops_pve_sim::{SimConfig, SimHandle, State, TaskDurations, start};
 use std::path::Path;
 use std::time::Duration;
@@ -68,15 +68,8 @@ async fn launch(
         });
     }
     let sim = start(config).await.unwrap();
-    let credentials = match login {
-        Some(c) => c,
-        None => Credentials::parse_token(&sim.token.to_string()).unwrap(),
-    };
-    let client = PveClient::builder(sim.base_url(), credentials)
-        .tls(TlsVerification::Fingerprint(
-            sim.fingerprint.parse().unwrap(),
-        ))
-        .timeout(Duration::from_secs(20))
+    let credentials = login.unwrap_or_else(|| proxops_test_support::sim::token(&sim));
+    let client = proxops_test_support::sim::client_builder(&sim, credentials)
         .build()
         .unwrap();
     (sim, client)
@@ -116,4 +109,22 @@ pub fn one_node() -> State {
         }],
         ..State::default()
     }
+}
+
+/// The CTTemplate manifest of the template [`one_node_with_ct_template`] holds.
+pub const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
+
+/// [`one_node`] with the Debian 13 container template (`CT_TEMPLATE`) already on `local`.
+pub fn one_node_with_ct_template() -> State {
+    let mut state = one_node();
+    state.volumes.push(proxops_pve_sim::Volume {
+        node: "pve1".into(),
+        storage: "local".into(),
+        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
+        content: "vztmpl".into(),
+        format: "tzst".into(),
+        size: 120 << 20,
+        ..proxops_pve_sim::Volume::default()
+    });
+    state
 }

@@ -2,13 +2,11 @@
 //! `false`), and never updated: PVE cannot change it, so a container in the other mode is an
 //! anomaly.
 
-use crate::support::{graph_of, one_node, simulator};
+use crate::support::{CT_TEMPLATE, graph_of, one_node_with_ct_template, simulator};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, PlanState, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_pve::{GuestRef, PveClient};
-
-const CT_TEMPLATE: &str = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  node: pve1\n  storage: local\n  filename: debian-13-standard_13.1-2_amd64.tar.zst\n  url: https://example.invalid/debian-13-standard_13.1-2_amd64.tar.zst\n";
 
 fn ct(unprivileged: Option<bool>) -> String {
     let mut t = String::from(
@@ -21,16 +19,7 @@ fn ct(unprivileged: Option<bool>) -> String {
 }
 
 async fn sim() -> (proxops_pve_sim::SimHandle, PveClient) {
-    let mut state = one_node();
-    state.volumes.push(proxops_pve_sim::Volume {
-        node: "pve1".into(),
-        storage: "local".into(),
-        volid: "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst".into(),
-        content: "vztmpl".into(),
-        format: "tzst".into(),
-        size: 120 << 20,
-        ..proxops_pve_sim::Volume::default()
-    });
+    let state = one_node_with_ct_template();
     simulator(state).await
 }
 

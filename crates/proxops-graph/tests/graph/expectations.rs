@@ -298,7 +298,7 @@ fn borrowed_views_agree_with_the_full_references_and_placements() {
     // The graph reads `reference_views` and `placement_view`; validation reads `references` and
     // `placement`. Every kind must give the same answer through both.
     let registry = Registry::builtin();
-    let mut dirs = vec![examples("homelab")];
+    let mut dirs = vec![example("homelab")];
     dirs.extend(shared("compat/examples"));
     let mut seen = 0;
     for dir in dirs {

@@ -163,7 +163,7 @@ fn every_problem_at_once_from_a_direct_build() {
 
 #[test]
 fn the_repositories_we_ship_have_graphs() {
-    let (repo, graphs) = check_dir(&examples("homelab"));
+    let (repo, graphs) = check_dir(&example("homelab"));
     assert!(repo.is_valid(), "{:#?}", repo.diagnostics);
     let steps: Vec<(String, usize, usize)> = graphs
         .iter()

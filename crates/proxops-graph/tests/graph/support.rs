@@ -6,33 +6,9 @@ use proxops_graph::{ClusterGraph, Graph, check_repository};
 use proxops_model::diagnostic::SourceFile;
 use proxops_model::manifest::load_manifest;
 use proxops_model::{FsSource, LoadOptions, Registry, Repository, Resource, load_repository};
-use std::path::{Path, PathBuf};
+pub use proxops_test_support::{example, shared};
+use std::path::Path;
 use std::sync::Arc;
-
-/// A path under `<workspace>/../shared`, or `None` (with a message) when it is absent; under
-/// `PROXOPS_REQUIRE_SHARED=1` absence fails the test.
-pub fn shared(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
-        .join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "required shared path {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is absent", path.display());
-    None
-}
-
-/// The workspace's `examples/` directory.
-pub fn examples(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(rel)
-}
 
 /// Decodes one manifest; fails the test if the manifest alone has an error.
 pub fn resource(path: &str, text: &str) -> Arc<Resource> {
@@ -155,9 +131,7 @@ impl TempRepo {
 
     /// Writes a file, creating directories.
     pub fn write(&self, rel: &str, text: &str) {
-        let path = self.dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
+        proxops_test_support::write(self.dir.path(), rel, text);
     }
 
     /// Loads, validates and builds every cluster's graph, as `proxops validate` does.

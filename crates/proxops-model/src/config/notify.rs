@@ -6,7 +6,7 @@
 //! variable, a file, or a key of a SOPS file. A value written in place is refused with
 //! [`Code::PlainSecret`] and masked in what the diagnostic shows ([`plain_secret_spans`]).
 
-use super::{ConfigProblem, is_env_name, parse_duration, redact_url};
+use super::{ConfigProblem, Typed, is_env_name, redact_url};
 use crate::diagnostic::Code;
 use crate::yaml::{Node, NodeValue, PathSeg, Span};
 use schemars::JsonSchema;
@@ -200,7 +200,7 @@ pub struct SinkConfig {
     /// How long until an event still true is sent again, e.g. `4h` (default), or `never`. Not
     /// for `commit-status`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reminder: Option<String>,
+    pub reminder: Option<Typed<Reminder>>,
     /// A resource WAITing for more than this many cycles in a row is an event (default 3). Not
     /// for `commit-status`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,13 +262,10 @@ impl SinkConfig {
 
     /// Its reminder interval (unreadable values were refused by [`check_sinks`]).
     pub fn reminder(&self) -> Reminder {
-        match self.reminder.as_deref() {
-            Some("never") => Reminder::Never,
-            Some(text) => parse_duration(text)
-                .filter(|d| !d.is_zero())
-                .map_or(Reminder::After(DEFAULT_REMINDER), Reminder::After),
-            None => Reminder::After(DEFAULT_REMINDER),
-        }
+        self.reminder
+            .as_ref()
+            .and_then(Typed::value)
+            .unwrap_or(Reminder::After(DEFAULT_REMINDER))
     }
 
     /// Whether it wants events of `kind`.
@@ -501,13 +498,12 @@ fn check_sink(sink: &SinkConfig, at: &[PathSeg]) -> Vec<ConfigProblem> {
         );
     }
     if event_sink {
-        if let Some(text) = &sink.reminder
-            && text != "never"
-            && parse_duration(text).is_none_or(|d| d.is_zero())
+        if let Some(r) = &sink.reminder
+            && r.value().is_none()
         {
             out.push(problem(
                 join(at, &["reminder"]),
-                format!("`{text}` is not a positive duration or `never`"),
+                format!("`{}` is not a positive duration or `never`", r.text()),
                 Some("e.g. `4h`, `30m`, or `never` to send only changes"),
             ));
         }

@@ -105,6 +105,94 @@ pub(crate) fn check_storage_id(cx: &SpecContext<'_>, id: &str, at: &[PathSeg]) {
     }
 }
 
+/// What every guest's spec is checked for first: its node, its vmid, that a template (`template`
+/// names its kind) is not asked to run, and its memory.
+pub(crate) fn check_guest_basics(
+    cx: &SpecContext<'_>,
+    (node, nodes): (Option<&str>, &[String]),
+    vmid: u32,
+    (kind, template): (&str, Option<&str>),
+    (state, ha): (Option<PowerState>, Option<&super::placement::HaSpec>),
+    memory: &Quantity,
+) {
+    let what = template.unwrap_or(kind);
+    super::placement::check_placement(cx, node, nodes, what, template.is_some());
+    super::placement::check_ha(cx, ha, state, what, template.is_some());
+    check_vmid(cx, vmid);
+    if let Some(kind) = template
+        && state == Some(PowerState::Started)
+    {
+        cx.invalid(
+            &path!["state"],
+            format!("a {kind} cannot be started"),
+            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
+        );
+    }
+    check_memory(cx, memory, &path!["memory"], "memory", true);
+}
+
+/// The fields a guest NIC of either type has, under the names its kind gives them (a VM's
+/// `vlan` and `mac` are a container's `tag` and `hwaddr`).
+pub(crate) struct Nic<'a> {
+    /// `slot`, when given; else `net<i>`.
+    pub slot: Option<&'a str>,
+    /// `bridge`.
+    pub bridge: &'a str,
+    /// The VLAN tag and its field's name.
+    pub vlan: (Option<u16>, &'static str),
+    /// The MAC address and its field's name.
+    pub mac: (Option<&'a str>, &'static str),
+    /// The device type (a VM's `model`, a container's `type`), its field's name, the values
+    /// PVE takes and what they are called in a message.
+    pub kind: (
+        Option<&'a str>,
+        &'static str,
+        &'static [&'static str],
+        &'static str,
+    ),
+}
+
+/// The checks that qemu-server and pve-container share for `networks[i]`: a slot net0-net31
+/// used once (`seen` holds the slots of the NICs before it), a bridge, a VLAN tag in range and a
+/// unicast MAC, a device type PVE knows.
+pub(crate) fn check_nic(
+    cx: &SpecContext<'_>,
+    i: usize,
+    nic: &Nic<'_>,
+    seen: &mut std::collections::BTreeSet<String>,
+) {
+    let slot = nic.slot.map_or_else(|| format!("net{i}"), str::to_owned);
+    if !super::vm_checks::slot_in(&slot, "net", 31) {
+        cx.invalid(
+            &path!["networks", i, "slot"],
+            format!("`{slot}` is not a NIC slot (net0-net31)"),
+            None,
+        );
+    } else if !seen.insert(slot.clone()) {
+        cx.invalid(
+            &path!["networks", i, "slot"],
+            format!("NIC slot `{slot}` is used twice"),
+            None,
+        );
+    }
+    if nic.bridge.trim().is_empty() {
+        cx.invalid(
+            &path!["networks", i, "bridge"],
+            "`bridge` must not be empty",
+            None,
+        );
+    }
+    if let (Some(vlan), field) = nic.vlan {
+        check_vlan(cx, vlan, &path!["networks", i, field]);
+    }
+    if let (Some(mac), field) = nic.mac {
+        check_mac(cx, mac, &path!["networks", i, field]);
+    }
+    if let (Some(kind), field, known, what) = nic.kind {
+        check_pve_enum(cx, kind, known, what, &path!["networks", i, field]);
+    }
+}
+
 pub(crate) fn check_vlan(cx: &SpecContext<'_>, vlan: u16, at: &[PathSeg]) {
     if !(1..=4094).contains(&vlan) {
         cx.invalid(at, format!("VLAN tag {vlan} is outside 1-4094"), None);

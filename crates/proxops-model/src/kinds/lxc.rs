@@ -1,6 +1,6 @@
 //! `kind: LXC` and `kind: TemplateCT`: containers (SPEC.md sections 8.3 and 8.4).
 
-use super::common::{self, PowerState, check_name_ref, check_vmid};
+use super::common::{self, PowerState, check_name_ref};
 use crate::Code;
 use crate::kind::{
     GuestType, Identity, KindDef, Placement, PlacementView, Plane, Reference, ReferenceField,
@@ -428,21 +428,17 @@ fn mp_slot_valid(slot: &str) -> bool {
 }
 
 fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
-    let what = if template { "TemplateCT" } else { "container" };
-    super::placement::check_placement(cx, spec.node.as_deref(), &spec.nodes, what, template);
-    super::placement::check_ha(cx, spec.ha.as_ref(), spec.state, what, template);
-    check_vmid(cx, spec.vmid);
+    common::check_guest_basics(
+        cx,
+        (spec.node.as_deref(), &spec.nodes),
+        spec.vmid,
+        ("container", template.then_some("TemplateCT")),
+        (spec.state, spec.ha.as_ref()),
+        &spec.memory,
+    );
     if let Some(t) = &spec.template {
         check_name_ref(cx, t, &path!["template"], "CTTemplate");
     }
-    if template && spec.state == Some(PowerState::Started) {
-        cx.invalid(
-            &path!["state"],
-            "a TemplateCT cannot be started",
-            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
-        );
-    }
-    common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
     if let Some(swap) = &spec.swap {
         common::check_memory(cx, swap, &path!["swap"], "swap", false);
     }
@@ -528,46 +524,24 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     }
     let mut nets = BTreeSet::new();
     for (i, net) in spec.networks.iter().enumerate() {
-        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
-        let valid = slot
-            .strip_prefix("net")
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_some_and(|n| n <= 31 && slot == format!("net{n}"));
-        if !valid {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("`{slot}` is not a NIC slot (net0-net31)"),
-                None,
-            );
-        } else if !nets.insert(slot.clone()) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("NIC slot `{slot}` is used twice"),
-                None,
-            );
-        }
-        if let Some(t) = &net.net_type {
-            common::check_pve_enum(
-                cx,
-                t,
-                common::PVE_LXC_NET_TYPES,
-                "container interface type",
-                &path!["networks", i, "type"],
-            );
-        }
-        if net.bridge.trim().is_empty() {
-            cx.invalid(
-                &path!["networks", i, "bridge"],
-                "`bridge` must not be empty",
-                None,
-            );
-        }
-        if let Some(tag) = net.tag {
-            common::check_vlan(cx, tag, &path!["networks", i, "tag"]);
-        }
-        if let Some(mac) = &net.hwaddr {
-            common::check_mac(cx, mac, &path!["networks", i, "hwaddr"]);
-        }
+        let kind = net.net_type.as_deref();
+        common::check_nic(
+            cx,
+            i,
+            &common::Nic {
+                slot: net.slot.as_deref(),
+                bridge: &net.bridge,
+                vlan: (net.tag, "tag"),
+                mac: (net.hwaddr.as_deref(), "hwaddr"),
+                kind: (
+                    kind,
+                    "type",
+                    common::PVE_LXC_NET_TYPES,
+                    "container interface type",
+                ),
+            },
+            &mut nets,
+        );
         check_container_ips(cx, net, &path!["networks", i]);
     }
     for (i, tag) in spec.tags.iter().enumerate() {

@@ -1,7 +1,7 @@
 //! The checks of a VM or TemplateVM spec beyond its types: slots, references, values PVE
 //! would refuse, and `pve-config`.
 
-use super::common::{self, PowerState, check_name_ref, check_vmid};
+use super::common::{self, check_name_ref};
 use super::vm::{Balloon, CloudInitData, IpConfig, IpFamily, VmDisk, VmHardware, VmSpec};
 use super::vm_devices::PVE_VM_CPU_FLAGS;
 use crate::Code;
@@ -59,18 +59,14 @@ pub fn drive_slots(hw: Option<&VmHardware>) -> (Option<String>, Option<String>) 
 
 /// Checks of one VM or TemplateVM spec beyond its types.
 pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
-    let what = if template { "TemplateVM" } else { "VM" };
-    super::placement::check_placement(cx, spec.node.as_deref(), &spec.nodes, what, template);
-    super::placement::check_ha(cx, spec.ha.as_ref(), spec.state, what, template);
-    check_vmid(cx, spec.vmid);
-    if template && spec.state == Some(PowerState::Started) {
-        cx.invalid(
-            &path!["state"],
-            "a TemplateVM cannot be started",
-            Some("PVE refuses to start templates: remove `state` or set it to `stopped`".into()),
-        );
-    }
-    common::check_memory(cx, &spec.memory, &path!["memory"], "memory", true);
+    common::check_guest_basics(
+        cx,
+        (spec.node.as_deref(), &spec.nodes),
+        spec.vmid,
+        ("VM", template.then_some("TemplateVM")),
+        (spec.state, spec.ha.as_ref()),
+        &spec.memory,
+    );
     if let Some(Balloon::Min(min)) = &spec.balloon {
         common::check_memory(cx, min, &path!["balloon"], "balloon", false);
         if min.bytes() > spec.memory.bytes() {
@@ -492,42 +488,20 @@ fn validate_disk(disk: &VmDisk, i: usize, slot: &str, cx: &SpecContext<'_>) {
 fn validate_networks(spec: &VmSpec, cx: &SpecContext<'_>) {
     let mut nets = BTreeSet::new();
     for (i, net) in spec.networks.iter().enumerate() {
-        let slot = net.slot.clone().unwrap_or_else(|| format!("net{i}"));
-        if !slot_in(&slot, "net", 31) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("`{slot}` is not a NIC slot (net0-net31)"),
-                None,
-            );
-        } else if !nets.insert(slot.clone()) {
-            cx.invalid(
-                &path!["networks", i, "slot"],
-                format!("NIC slot `{slot}` is used twice"),
-                None,
-            );
-        }
-        if net.bridge.trim().is_empty() {
-            cx.invalid(
-                &path!["networks", i, "bridge"],
-                "`bridge` must not be empty",
-                None,
-            );
-        }
-        if let Some(vlan) = net.vlan {
-            common::check_vlan(cx, vlan, &path!["networks", i, "vlan"]);
-        }
-        if let Some(mac) = &net.mac {
-            common::check_mac(cx, mac, &path!["networks", i, "mac"]);
-        }
-        if let Some(model) = &net.model {
-            common::check_pve_enum(
-                cx,
-                model,
-                common::PVE_NIC_MODELS,
-                "NIC model",
-                &path!["networks", i, "model"],
-            );
-        }
+        let model = (
+            net.model.as_deref(),
+            "model",
+            common::PVE_NIC_MODELS,
+            "NIC model",
+        );
+        let nic = common::Nic {
+            slot: net.slot.as_deref(),
+            bridge: &net.bridge,
+            vlan: (net.vlan, "vlan"),
+            mac: (net.mac.as_deref(), "mac"),
+            kind: model,
+        };
+        common::check_nic(cx, i, &nic, &mut nets);
         let virtio = net.model.as_deref().unwrap_or("virtio") == "virtio";
         if let Some(mtu) = net.mtu {
             if !(1..=65_520).contains(&mtu) {

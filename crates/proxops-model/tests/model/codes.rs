@@ -650,6 +650,49 @@ fn repository_config_malformed_reports_at_proxops_yaml() {
 }
 
 #[test]
+fn durations_are_read_once_at_the_file_and_a_bad_one_is_reported_at_its_node() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        "reconcile:\n  poll-interval: 1h30m\n  task-timeout: 0s\nnotifications:\n  - type: webhook\n    url: {env: HOOK}\n    reminder: soon\n",
+    )
+    .expect("write");
+    let source = proxops_model::FsSource::new(dir.path()).expect("source");
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
+    assert!(config.is_none(), "a file with a bad duration is not usable");
+    let mut found: Vec<((usize, usize), String)> = diagnostics
+        .iter()
+        .map(|d| {
+            assert_eq!(d.code, Code::InvalidValue, "{d}");
+            let label = d.labels.first().expect("a label");
+            (label.line_col(), covered(label).to_owned())
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [((3, 17), "0s".to_owned()), ((7, 15), "soon".to_owned())]
+    );
+
+    // A good file hands out the values, not their text.
+    std::fs::write(
+        dir.path().join("agent.yaml"),
+        "reconcile:\n  poll-interval: 1h30m\nnotifications:\n  - type: webhook\n    url: {env: HOOK}\n    reminder: never\n",
+    )
+    .expect("write");
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let config = config.expect("usable");
+    let reconcile = config.reconcile.expect("reconcile");
+    assert_eq!(
+        reconcile.poll_interval.and_then(|d| d.value()),
+        Some(std::time::Duration::from_secs(5400))
+    );
+    let sinks = config.notifications.expect("sinks");
+    assert_eq!(sinks[0].reminder(), proxops_model::config::Reminder::Never);
+}
+
+#[test]
 fn malformed_proxops_yaml_keeps_the_specific_code() {
     // `repository_config` is only for a `proxops.yaml` that cannot be read; a syntax error keeps
     // `yaml_syntax` and a wrong shape its field code, as in every other file.

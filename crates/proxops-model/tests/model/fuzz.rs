@@ -5,7 +5,7 @@
 //! load, not a temporary directory. Their case counts are modest so the test binary stays fast;
 //! set `PROPTEST_CASES` to run every property with more cases.
 
-use crate::support::{artifact, examples, lxc, shared, vm, with_spec};
+use crate::support::{artifact, example, lxc, shared, vm, with_spec};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config as ProptestConfig;
@@ -682,7 +682,7 @@ fn corpora() -> &'static [Corpus] {
         if let Some(compat) = shared("compat/examples") {
             dirs.push(("compat/examples", compat));
         }
-        dirs.push(("examples/homelab", examples("homelab")));
+        dirs.push(("examples/homelab", example("homelab")));
         dirs.into_iter()
             .map(|(name, dir)| {
                 let source = MemSource::from_dir(&dir);
@@ -727,7 +727,7 @@ fn the_example_repositories_load_without_errors() {
 #[test]
 fn the_in_memory_source_loads_like_the_file_system() {
     // The properties run on MemSource; make sure it lists and reads like FsSource.
-    let mut dirs = vec![examples("homelab")];
+    let mut dirs = vec![example("homelab")];
     dirs.extend(shared("compat/examples"));
     let temp = crate::support::TempRepo::new();
     for path in base_repo().paths() {
@@ -957,7 +957,7 @@ fn cluster_config(name: &str, nodes: &[&str]) -> Vec<u8> {
 
 #[test]
 fn every_prefix_of_a_homelab_manifest_is_reported() {
-    let text = std::fs::read(examples("homelab/vm/home/truenas.yaml")).expect("example");
+    let text = std::fs::read(example("homelab/vm/home/truenas.yaml")).expect("example");
     every_prefix(
         &cluster_config("c", &["pve1", "pve2"]),
         "vm/c/truenas.yaml",

@@ -5,7 +5,7 @@
 //! ([`proxops_model::yaml::parse_documents`]) gives the tree, and plain scalars that read as
 //! null, a boolean, an integer or a float become those JSON types; every other scalar is a string.
 
-use crate::support::{artifact, examples, lxc, shared, vm, with_spec};
+use crate::support::{artifact, example, lxc, shared, vm, with_spec};
 use jsonschema::Validator;
 use proptest::prelude::*;
 use proxops_model::diagnostic::SourceFile;
@@ -172,7 +172,7 @@ fn example_manifests() -> Vec<(String, &'static str, String)> {
         );
     }
     out.extend(
-        manifests_under(&examples("homelab"))
+        manifests_under(&example("homelab"))
             .into_iter()
             .map(|(p, k, t)| (format!("examples/homelab/{p}"), k, t)),
     );

@@ -5,32 +5,8 @@
 use proxops_model::{
     Code, Diagnostic, FsSource, LoadOptions, Registry, Repository, load_repository,
 };
-use std::path::{Path, PathBuf};
-
-/// A path under the shared reference directory (`<workspace>/../shared`), or `None` (with a
-/// message) when it is absent. Under `PROXOPS_REQUIRE_SHARED=1` (CI) absence fails the test.
-pub fn shared(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
-        .join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "required shared path {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is absent", path.display());
-    None
-}
-
-/// The workspace's own `examples/` directory.
-pub fn examples(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(rel)
-}
+pub use proxops_test_support::{example, shared};
+use std::path::Path;
 
 /// A repository in a temporary directory, built file by file.
 pub struct TempRepo {
@@ -82,9 +58,7 @@ impl TempRepo {
 
     /// Writes a file (creating directories).
     pub fn write(&self, rel: &str, text: &str) -> &Self {
-        let path = self.dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, text).expect("write");
+        proxops_test_support::write(self.dir.path(), rel, text);
         self
     }
 

@@ -21,22 +21,9 @@ fn schema_file(version: PveVersion) -> &'static str {
 
 /// The schema of a version, or `None` (test skipped) when ../shared is absent and not required.
 fn schema(version: PveVersion) -> Option<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/pve-api")
-        .join(schema_file(version));
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(serde_json::from_str(&text).expect("the schema is JSON")),
-        Err(e) => {
-            if std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() == Ok("1") {
-                panic!(
-                    "PROXOPS_REQUIRE_SHARED=1 but {} is missing: {e}",
-                    path.display()
-                );
-            }
-            eprintln!("skipping: {} is missing ({e})", path.display());
-            None
-        }
-    }
+    let path = proxops_test_support::shared(&format!("pve-api/{}", schema_file(version)))?;
+    let text = std::fs::read_to_string(&path).unwrap();
+    Some(serde_json::from_str(&text).expect("the schema is JSON"))
 }
 
 fn index(tree: &Value) -> BTreeMap<String, Value> {

@@ -2,68 +2,9 @@
 //! per content type, checksums verified, task type `download` with the filename as id.
 
 use crate::support::Sim;
+use proxops_test_support::serve_files as serve;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-
-/// A tiny HTTP/1.1 file server on 127.0.0.1 (one request per connection); aborted on drop.
-pub struct FileServer {
-    pub base: String,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-pub async fn serve(files: HashMap<String, Vec<u8>>) -> FileServer {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let files = Arc::new(files);
-    let task = tokio::spawn(async move {
-        // Bounded: a test makes a handful of downloads.
-        for _ in 0..64 {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let files = files.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
-                    match sock.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&buf);
-                let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let resp = match files.get(&path) {
-                    Some(body) => {
-                        let mut r = format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        )
-                        .into_bytes();
-                        r.extend_from_slice(body);
-                        r
-                    }
-                    None => {
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                            .to_vec()
-                    }
-                };
-                let _ = sock.write_all(&resp).await;
-                let _ = sock.shutdown().await;
-            });
-        }
-    });
-    FileServer { base, task }
-}
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()

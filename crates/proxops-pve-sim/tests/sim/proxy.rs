@@ -9,6 +9,7 @@
 
 use crate::support::{Resp, Sim, config};
 use proxops_pve_sim::{PVE_PROXY_TIMEOUT, TaskDurations, Volume};
+use proxops_test_support::sim::volumes_of;
 use std::time::{Duration, Instant};
 
 const PROXY: Duration = Duration::from_millis(300);
@@ -24,19 +25,6 @@ async fn slow_storage(alloc: Duration) -> Sim {
     let sim = Sim::with(cfg).await;
     sim.create_vm("100", &[("scsi0", "local-lvm:4")]).await;
     sim
-}
-
-fn volumes_of(sim: &Sim, vmid: u32) -> Vec<String> {
-    let mut v: Vec<String> = sim
-        .h
-        .state()
-        .volumes
-        .iter()
-        .filter(|v| v.vmid == Some(vmid))
-        .map(|v| v.volid.clone())
-        .collect();
-    v.sort();
-    v
 }
 
 /// Polls (bounded) until the config has `key`; returns its value and when it appeared.
@@ -77,7 +65,7 @@ fn the_proxy_timeout_follows_the_task_time() {
 #[tokio::test]
 async fn a_slow_synchronous_allocation_answers_596_and_still_lands() {
     let sim = slow_storage(ALLOC).await;
-    let before = volumes_of(&sim, 100);
+    let before = volumes_of(&sim.h, 100);
     let sent = Instant::now();
     let r = sim
         .put("/nodes/pve1/qemu/100/config", &[("scsi1", "local-lvm:2")])
@@ -95,7 +83,7 @@ async fn a_slow_synchronous_allocation_answers_596_and_still_lands() {
         "landed after {:?}",
         at - sent
     );
-    let after = volumes_of(&sim, 100);
+    let after = volumes_of(&sim.h, 100);
     assert_eq!(after.len(), before.len() + 1, "{after:?}");
 }
 

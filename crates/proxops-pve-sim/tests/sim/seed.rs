@@ -8,17 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The corpus directory, or `None` (test skipped) when ../shared is absent and not required.
 fn corpus() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pve-configs");
-    if path.is_dir() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("PROXOPS_REQUIRE_SHARED").as_deref() != Ok("1"),
-        "PROXOPS_REQUIRE_SHARED=1 but {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} is missing", path.display());
-    None
+    proxops_test_support::shared("pve-configs")
 }
 
 /// Each corpus config as `/etc/pve` would hold it, at vmid 1000 + its number (qemu) or 2000 +

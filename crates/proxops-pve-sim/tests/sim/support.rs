@@ -1,98 +1,11 @@
-//! Shared test support: a started simulator with a pinned HTTPS client, request helpers that keep
+//! Shared test support: a started simulator with an HTTPS client pinned to its certificate, request helpers that keep
 //! status, reason phrase and body, and a bounded task wait.
 
 use proxops_pve_sim::{PveVersion, SimConfig, SimHandle, TaskDurations, User, start};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub const PASSWORD: &str = "s3cret";
-
-/// Accepts exactly the certificate whose SHA-256 is the pinned fingerprint, and records it.
-#[derive(Debug)]
-pub struct Pin {
-    pub fingerprint: String,
-    pub seen: Arc<Mutex<Option<Vec<u8>>>>,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pin {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        *self.seen.lock().unwrap() = Some(end_entity.to_vec());
-        if proxops_pve_sim::fingerprint(end_entity) == self.fingerprint {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General("fingerprint mismatch".into()))
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// A reqwest client that pins a fingerprint; also returns where the seen certificate lands.
-pub fn pinned_client(fingerprint: &str) -> (reqwest::Client, Arc<Mutex<Option<Vec<u8>>>>) {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let seen = Arc::new(Mutex::new(None));
-    let pin = Pin {
-        fingerprint: fingerprint.to_string(),
-        seen: seen.clone(),
-        provider: provider.clone(),
-    };
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(pin))
-        .with_no_client_auth();
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap();
-    (client, seen)
-}
 
 /// How requests authenticate.
 #[derive(Clone, Debug)]
@@ -188,7 +101,7 @@ impl Sim {
 
     pub async fn with(cfg: SimConfig) -> Sim {
         let h = start(cfg).await.unwrap();
-        let (client, _) = pinned_client(&h.fingerprint);
+        let client = proxops_test_support::sim::https_client(&h.fingerprint);
         let auth = Auth::Header(h.token.header());
         Sim { h, client, auth }
     }

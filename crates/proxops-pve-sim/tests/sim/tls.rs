@@ -1,6 +1,7 @@
 //! The presented certificate is the one whose fingerprint the handle reports, in PVE's form.
 
-use crate::support::{Sim, pinned_client, read};
+use crate::support::{Sim, read};
+use proxops_test_support::sim::https_client;
 use sha2::{Digest, Sha256};
 
 #[tokio::test]
@@ -13,19 +14,19 @@ async fn presented_certificate_matches_fingerprint() {
             && p.chars()
                 .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
     }));
-    let (client, seen) = pinned_client(fp);
-    let resp = client
+    let resp = https_client(fp)
         .get(format!("{}/version", sim.h.base_url()))
         .header("Authorization", sim.h.token.header())
         .send()
         .await
         .unwrap();
+    let der = resp
+        .extensions()
+        .get::<reqwest::tls::TlsInfo>()
+        .and_then(|tls| tls.peer_certificate())
+        .expect("a certificate was presented")
+        .to_vec();
     assert_eq!(read(resp).await.status, 200);
-    let der = seen
-        .lock()
-        .unwrap()
-        .clone()
-        .expect("a certificate was presented");
     let digest: Vec<String> = Sha256::digest(&der)
         .iter()
         .map(|b| format!("{b:02X}"))
@@ -40,8 +41,12 @@ async fn presented_certificate_matches_fingerprint() {
 #[tokio::test]
 async fn a_wrong_pin_is_refused_by_the_client() {
     let sim = Sim::start().await;
-    let (client, _) = pinned_client("00:11");
-    let err = client
+    // A well-formed pin of another certificate.
+    let other: Vec<String> = Sha256::digest(b"another certificate")
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    let err = https_client(&other.join(":"))
         .get(format!("{}/version", sim.h.base_url()))
         .send()
         .await;

@@ -1,9 +1,10 @@
 //! Every endpoint of the client against the simulator.
 
-use crate::support::{CT_TEMPLATE, Sim, map, serve_files, wait};
+use crate::support::{CT_TEMPLATE, Sim, map, wait};
 use proxops_pve::{
     CloneRequest, ConfigChange, DestroyOptions, DownloadUrl, ErrorKind, GuestRef, GuestType,
 };
+use proxops_test_support::serve_files;
 use std::collections::HashMap;
 
 #[tokio::test]

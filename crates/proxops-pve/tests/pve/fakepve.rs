@@ -3,11 +3,12 @@
 //! a fingerprint pin and its certificate as a CA file. Skipped (with a message) without the
 //! Python venv of `scripts/pyenv`, except under `CI=true`.
 
-use crate::support::{fast_retry, map, python, wait};
+use crate::support::{fast_retry, map, wait};
 use proxops_pve::{
     CloneRequest, ConfigChange, Credentials, DestroyOptions, ErrorKind, GuestRef, PveClient,
     TlsVerification,
 };
+use proxops_test_support::python;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};

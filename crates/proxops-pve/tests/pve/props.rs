@@ -3,14 +3,15 @@
 //! canonical order, and the canonical forms an independent PVE implementation (the simulator)
 //! writes are fixed points.
 
-use crate::support::{CT_TEMPLATE, Sim, map, shared_file, wait};
+use crate::support::{CT_TEMPLATE, Sim, map, wait};
 use proxops_pve::props::{self, KeyKind, PropertyString, canonical_value};
 use proxops_pve::{GuestRef, GuestType};
+use proxops_test_support::shared;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn schema(file: &str) -> Option<Value> {
-    let path = shared_file(&format!("pve-api/{file}"))?;
+    let path = shared(&format!("pve-api/{file}"))?;
     Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
 }
 

@@ -10,37 +10,12 @@ pub struct Tools {
     pub age_keygen: PathBuf,
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The tools, or `None` (after saying why) when a test should skip.
+/// The tools, or `None` (after saying why) when a test should skip; under `CI=true` a
+/// missing tool fails the test.
 pub fn tools() -> Option<Tools> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let sops = std::env::var_os("PROXOPS_SOPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target/pyenv/bin/sops"));
-    let age_keygen = Some(PathBuf::from("/usr/bin/age-keygen"))
-        .filter(|p| p.is_file())
-        .or_else(|| on_path("age-keygen"));
-    let missing = match (&age_keygen, sops.is_file()) {
-        (_, false) => format!("sops not found at {} (run ./scripts/pyenv)", sops.display()),
-        (None, _) => "age-keygen not found (apt-get install age)".to_owned(),
-        (Some(_), true) => String::new(),
-    };
-    if !missing.is_empty() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{missing}; required under CI=true");
-        }
-        eprintln!("skipping: {missing}");
-        return None;
-    }
     Some(Tools {
-        sops,
-        age_keygen: age_keygen?,
+        sops: proxops_test_support::sops()?,
+        age_keygen: proxops_test_support::age_keygen()?,
     })
 }
 

@@ -161,7 +161,7 @@ pub(crate) async fn receive(
     let forge = Forge::from_name(&name);
     let label = forge.map_or("unknown", Forge::name);
     let (code, result, message) = handle(&shared, forge, request).await;
-    lock(&shared.metrics).webhook(label, result);
+    shared.metrics.webhook(label, result);
     if code.is_client_error() {
         tracing::warn!(
             receiver = label,

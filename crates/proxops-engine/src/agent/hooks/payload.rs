@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 /// The receivers, one per way of signing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Forge {
     /// GitHub.
     Github,

@@ -15,6 +15,7 @@
 //! so that the next cycle tries again. `/metrics` counts sent, failed and dropped per sink.
 
 pub mod event;
+mod metrics;
 mod resolve;
 mod sink;
 pub mod worker;
@@ -31,7 +32,6 @@ use proxops_model::config::{
 use resolve::{ResolvedSink, SinkSpec, SopsCache};
 use sink::{StatusState, event_request, status_request};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -121,7 +121,7 @@ type Busy = Arc<Mutex<usize>>;
 
 /// The agent's notifications.
 pub struct Notifier {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
     client: reqwest::Client,
     options: NotifyOptions,
     agent: String,
@@ -147,7 +147,7 @@ impl Notifier {
             .build()
             .map_err(|e| NotifierError(e.to_string()))?;
         Ok(Notifier {
-            inner: Mutex::new(Inner::default()),
+            inner: Arc::new(Mutex::new(Inner::default())),
             client,
             options,
             agent: agent.to_owned(),
@@ -556,40 +556,12 @@ impl Notifier {
         }
     }
 
-    /// `/metrics` lines: `proxops_notifications_total{sink,result}`.
-    pub fn render_metrics(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "# HELP proxops_notifications_total Notifications by sink and result (failed: after every retry; dropped: the sink's queue was full).\n# TYPE proxops_notifications_total counter"
-        );
-        let inner = lock(&self.inner);
-        for (label, kept) in &inner.kept {
-            let c = &kept.counters;
-            for (result, n) in [
-                ("sent", &c.sent),
-                ("failed", &c.failed),
-                ("dropped", &c.dropped),
-            ] {
-                let _ = writeln!(
-                    out,
-                    "proxops_notifications_total{{sink=\"{}\",result=\"{result}\"}} {}",
-                    super::metrics::esc(label),
-                    n.load(std::sync::atomic::Ordering::Relaxed)
-                );
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP proxops_notification_sink_up 1 when the sink is configured and its secrets read, 0 when it cannot be used (see the log).\n# TYPE proxops_notification_sink_up gauge"
-        );
-        for (label, slot) in &inner.slots {
-            let _ = writeln!(
-                out,
-                "proxops_notification_sink_up{{sink=\"{}\"}} {}",
-                super::metrics::esc(label),
-                u8::from(slot.resolved.is_some())
-            );
-        }
+    /// Registers `notifications` (by sink and result) and `notification_sink_up` (by sink)
+    /// in `registry`, read from the sinks at each scrape: a sink that is no longer configured
+    /// keeps its counts but is no longer up. The agent registers them with its own metrics,
+    /// under the `proxops` prefix.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register_collector(Box::new(metrics::SinkMetrics(Arc::clone(&self.inner))));
     }
 
     /// Each sink's name and why it cannot be used (for `/status`).

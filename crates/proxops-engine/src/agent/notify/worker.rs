@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// How sinks are driven.
+/// How sinks are driven. Build with [`NotifyOptions::default`] and the `with_*` setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotifyOptions {
     /// Tries per notification (the first included).
     pub attempts: u32,
@@ -34,6 +35,39 @@ impl Default for NotifyOptions {
             queue: 64,
             flush_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+impl NotifyOptions {
+    /// Sets the tries per notification (at least one).
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+    /// Sets the wait before the first retry.
+    pub fn with_backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = backoff;
+        self
+    }
+    /// Sets the longest wait between tries.
+    pub fn with_max_backoff(mut self, max: Duration) -> Self {
+        self.max_backoff = max;
+        self
+    }
+    /// Sets how long one request may take.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    /// Sets how many notifications wait per sink.
+    pub fn with_queue(mut self, queue: usize) -> Self {
+        self.queue = queue;
+        self
+    }
+    /// Sets how long a stopping agent waits for queued notifications.
+    pub fn with_flush_timeout(mut self, timeout: Duration) -> Self {
+        self.flush_timeout = timeout;
+        self
     }
 }
 
