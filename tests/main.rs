@@ -8,6 +8,7 @@ mod ansible;
 mod engine;
 mod examples;
 mod interop;
+mod placement;
 mod planes;
 mod safety;
 mod support;

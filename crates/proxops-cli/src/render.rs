@@ -16,6 +16,10 @@ fn verb(v: Verb) -> &'static str {
         Verb::Stop => "stop",
         Verb::MarkTemplate => "template",
         Verb::Delete => "delete",
+        Verb::Migrate => "migrate",
+        Verb::HaAdd => "ha-add",
+        Verb::HaUpdate => "ha-update",
+        Verb::HaRemove => "ha-remove",
         _ => "change",
     }
 }

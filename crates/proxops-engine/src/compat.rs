@@ -119,7 +119,7 @@ fn new_volume_storage(value: &str) -> Option<(&str, bool)> {
 }
 
 /// Whether a config key holds a disk of the guest type (the drives PVE allocates).
-fn is_disk_key(guest: GuestType, key: &str) -> bool {
+pub(crate) fn is_disk_key(guest: GuestType, key: &str) -> bool {
     let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
     let indexed = family.len() < key.len();
     match guest {

@@ -426,6 +426,13 @@ async fn run(
             }
             Ok(())
         }
+        Op::Migrate { guest, request } => migrate(client, guest, request, options, upids).await,
+        Op::Ha {
+            write,
+            create,
+            guest,
+        } => write_ha(client, write, *create, guest, options).await,
+        Op::HaRemove { sid } => client.ha_delete(sid).await,
         Op::Start { guest } => {
             let upid = client.start(guest).await?;
             wait_power(client, options, guest, upid, "running", upids).await
@@ -445,7 +452,17 @@ async fn run(
             }
             make_template(client, guest, options, upids).await
         }
-        Op::Delete { guest, running } => {
+        Op::Delete { guest, running, ha } => {
+            // An HA guest's resource goes first: then it is stopped directly, not by a request
+            // the HA manager acts on later (pve-ha-manager `Resources.pm` `delete`).
+            if let Some(sid) = ha {
+                match client.ha_delete(sid).await {
+                    Ok(()) => {}
+                    // Gone already (a retried cycle): nothing to remove.
+                    Err(e) if e.to_string().contains("not HA managed") => {}
+                    Err(e) => return Err(e),
+                }
+            }
             if *running {
                 let upid = client.stop(guest).await?;
                 wait_power(client, options, guest, upid, "stopped", upids).await?;
@@ -459,6 +476,66 @@ async fn run(
             wait(client, options, upid, upids).await
         }
     }
+}
+
+/// Migrates a guest and waits for the task; an HA guest's `hamigrate` only asks the HA
+/// manager, so then its arrival on the target is waited for too.
+async fn migrate(
+    client: &PveClient,
+    guest: &GuestRef,
+    request: &proxops_pve::api::ha::MigrateRequest,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let before = client
+        .guest_status(guest)
+        .await
+        .map(|s| s.status)
+        .unwrap_or_default();
+    let upid = client.migrate(guest, request).await?;
+    let ha = upid.kind == "hamigrate";
+    let opts = options
+        .wait
+        .clone()
+        .unwrap_or_else(|| WaitOptions::for_task(&upid.kind));
+    wait(client, options, upid, upids).await?;
+    if ha {
+        let there = GuestRef {
+            node: request.target.clone(),
+            ..guest.clone()
+        };
+        let want = if before.is_empty() {
+            "running"
+        } else {
+            before.as_str()
+        };
+        client.wait_guest_status(&there, want, &opts).await?;
+    }
+    Ok(())
+}
+
+/// Writes an HA resource; when its state changed, waits for the HA manager to bring the guest
+/// to the power state it asks for (within the HA request's timeout).
+async fn write_ha(
+    client: &PveClient,
+    write: &crate::planner::HaWrite,
+    create: bool,
+    guest: &GuestRef,
+    options: &ExecOptions,
+) -> Result<(), PveError> {
+    if create {
+        client.ha_create(&write.sid, write.params()).await?;
+    } else {
+        client.ha_update(&write.sid, write.params()).await?;
+    }
+    if let Some(want) = write.wait {
+        let opts = options
+            .wait
+            .clone()
+            .unwrap_or_else(|| WaitOptions::for_task("hastart"));
+        client.wait_guest_status(guest, want, &opts).await?;
+    }
+    Ok(())
 }
 
 async fn download(

@@ -34,6 +34,15 @@ pub enum Verb {
     MarkTemplate,
     /// Destroy a guest of ours that the repository no longer declares.
     Delete,
+    /// Move a guest to another node (`POST .../migrate`): its `node` changed, or it is outside
+    /// its `nodes`.
+    Migrate,
+    /// Add the HA resource a guest declares (`ha:`).
+    HaAdd,
+    /// Change a guest's HA resource (state, group, limits).
+    HaUpdate,
+    /// Remove the HA resource of a guest whose manifest no longer declares `ha:`.
+    HaRemove,
 }
 
 /// One changed key, for display: a value written, or (`delete`) a key removed from the guest.
@@ -102,6 +111,21 @@ pub(crate) enum Op {
     Delete {
         guest: GuestRef,
         running: bool,
+        /// The HA resource managing it, removed first (PVE refuses to destroy an HA guest
+        /// without `purge`, and a running one is stopped only through HA otherwise).
+        ha: Option<String>,
+    },
+    Migrate {
+        guest: GuestRef,
+        request: proxops_pve::api::ha::MigrateRequest,
+    },
+    Ha {
+        write: crate::planner::HaWrite,
+        create: bool,
+        guest: GuestRef,
+    },
+    HaRemove {
+        sid: String,
     },
 }
 
@@ -219,6 +243,22 @@ pub struct ClusterPlan {
     pub deferred_prunes: Vec<Skipped>,
     /// Manifest settings PVE cannot express.
     pub warnings: Vec<String>,
+    /// Where each placed guest (`nodes:`) is: the node it was found on or is created on, and
+    /// why. Receipts record it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<Placement>,
+}
+
+/// The node of a placed guest, and why it is there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// `Kind/name`.
+    pub subject: String,
+    /// The node.
+    pub node: String,
+    /// Why: found there, or picked (with the facts).
+    pub reason: String,
 }
 
 impl ClusterPlan {

@@ -28,6 +28,10 @@ use proxops_pve::{
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+mod ha;
+mod placement;
+pub(crate) use ha::HaWrite;
+
 /// Knobs of the planner.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -187,13 +191,27 @@ pub async fn plan_cluster(
             errors: Vec::new(),
             deferred_prunes: Vec::new(),
             warnings: Vec::new(),
+            placements: Vec::new(),
         },
         step_actions: BTreeMap::new(),
         blocked: BTreeSet::new(),
         deferral: None,
         config_concurrency: options.config_concurrency,
         release,
+        planned_memory: BTreeMap::new(),
+        ha: None,
     };
+    // HA resources, read once when a guest declares `ha:` or a guest of ours has one.
+    let declares_ha = graph.resources().any(|r| {
+        matches!(options.drivers.desired(&cx, graph.resource(r)), Ok(Desired::Guest(d)) if d.ha.is_some())
+    });
+    let has_ha = inventory
+        .guests
+        .values()
+        .any(|g| owned_by_proxops(g) && g.hastate.is_some());
+    if declares_ha || has_ha {
+        planner.ha = Some(client.ha_resources().await);
+    }
     if release.is_none() {
         planner.plan.warnings.push(format!(
             "the cluster's /version (release `{}`, version `{}`) names no PVE release: the version rules (plain .tar templates from 9.1, import content from 8.3) are not checked",
@@ -371,6 +389,10 @@ struct Planner<'a> {
     config_concurrency: usize,
     /// The cluster's PVE release (`None`: `/version` named none; its rules are not checked).
     release: Option<Release>,
+    /// Memory (bytes) this plan puts on each node by creating placed guests there.
+    planned_memory: BTreeMap<String, u64>,
+    /// `GET /cluster/ha/resources`, when read (a guest declares `ha:` or has an HA resource).
+    ha: Option<Result<Vec<proxops_pve::api::ha::HaResource>, PveError>>,
 }
 
 impl Planner<'_> {
@@ -679,7 +701,7 @@ impl Planner<'_> {
     fn guest_step(
         &mut self,
         step: StepId,
-        d: DesiredGuest,
+        mut d: DesiredGuest,
         before: Option<&DesiredGuest>,
         reads: &Live<'_>,
     ) {
@@ -704,6 +726,16 @@ impl Planner<'_> {
             if !named.is_empty() {
                 return self.volume_without_guest(step, d.vmid, &named);
             }
+            let mut placed = None;
+            if d.placed {
+                match self.place(step, &d, configs) {
+                    Ok(pick) => {
+                        d.node = pick.node;
+                        placed = Some(pick.reason);
+                    }
+                    Err(why) => return self.block(step, why, true),
+                }
+            }
             if let Some(c) = &d.clone
                 && c.node != d.node
                 && let Some(Ok(template)) = configs.get(&c.vmid)
@@ -714,23 +746,46 @@ impl Planner<'_> {
             if let Some(why) = self.create_problem(&d, configs) {
                 return self.block(step, why, true);
             }
-            let reason = match &d.clone {
+            let mut reason = match &d.clone {
                 Some(c) => format!("absent; clone of vmid {}", c.vmid),
                 None => "absent".to_owned(),
             };
+            if let Some(why) = placed {
+                reason.push_str(&format!("; {why}"));
+                self.plan.placements.push(crate::plan::Placement {
+                    subject: key.to_string(),
+                    node: d.node.clone(),
+                    reason: why,
+                });
+            }
             let (node, vmid) = (d.node.clone(), d.vmid);
-            self.push(
+            // An HA guest is created stopped: the HA manager starts it once its resource exists.
+            let mut create = d.clone();
+            if d.ha.is_some() {
+                create.power = None;
+            }
+            let id = self.push(
                 step,
                 (&node, Some(vmid)),
                 Verb::Create,
                 reason,
                 Op::Create {
-                    desired: Box::new(d),
+                    desired: Box::new(create),
                 },
                 &[],
             );
+            self.ha_after_create(step, &d, id);
             return;
         };
+        // A placed guest on one of its nodes is in place there, wherever HA or an operator put it.
+        if d.placed && d.nodes.contains(&live.node) {
+            d.node = live.node.clone();
+            self.plan.placements.push(crate::plan::Placement {
+                subject: key.to_string(),
+                node: live.node.clone(),
+                reason: format!("found on `{}`, one of its nodes", live.node),
+            });
+        }
         let claim = match self.claim(&d, live, &key) {
             Ok(claim) => claim,
             Err(problem) => return self.block(step, problem, true),
@@ -779,6 +834,45 @@ impl Planner<'_> {
                 );
             }
         };
+        // On a node it may not be on: migrated (or an anomaly), the rest waits for the next
+        // cycle, which finds it on its node.
+        if live.node != d.node {
+            let why = if d.placed {
+                format!(
+                    "vmid {} is on `{}`, not one of its nodes ({})",
+                    d.vmid,
+                    live.node,
+                    d.nodes.join(", ")
+                )
+            } else {
+                format!(
+                    "vmid {} is on `{}`, the manifest says `{}`",
+                    d.vmid, live.node, d.node
+                )
+            };
+            let target = if d.placed {
+                match self.place(step, &d, configs) {
+                    Ok(pick) => {
+                        self.plan.placements.push(crate::plan::Placement {
+                            subject: key.to_string(),
+                            node: pick.node.clone(),
+                            reason: pick.reason.clone(),
+                        });
+                        pick.node
+                    }
+                    Err(problem) => {
+                        return self.block(
+                            step,
+                            format!("{why}, but it is not migrated: {problem}"),
+                            true,
+                        );
+                    }
+                }
+            } else {
+                d.node.clone()
+            };
+            return self.migrate(step, live, config, &target, &why);
+        }
         // The template flag from the config, which PVE writes at once; the inventory's may be
         // the stats cache's.
         let is_template = config.values.get("template").is_some_and(|v| v == "1");
@@ -849,6 +943,8 @@ impl Planner<'_> {
         // A running guest declared stopped is stopped first, so that PVE applies the changes
         // at once instead of keeping them for a next start.
         let stop_first = running
+            && d.ha.is_none()
+            && live.hastate.is_none()
             && d.power == Some(PowerState::Stopped)
             && !d.template
             && !to_template
@@ -980,6 +1076,10 @@ impl Planner<'_> {
         if d.template {
             return;
         }
+        // An HA guest's power is its HA state: set through its HA resource, never directly.
+        if self.ha_step(step, &d, live, before, &after) {
+            return;
+        }
         match d.power {
             Some(PowerState::Started) if !running => {
                 self.push(
@@ -1066,12 +1166,6 @@ impl Planner<'_> {
                 "vmid {} is taken by `{}`, which ProxOps did not create (no tag `{tag}`): choose another vmid, or add the tags `{OWNER_TAG};{tag}` to adopt it",
                 d.vmid,
                 live.name.as_deref().unwrap_or("?")
-            ));
-        }
-        if live.node != d.node {
-            return Err(format!(
-                "vmid {} runs on `{}`, the manifest says `{}`: migrating is not automatic (migrate it, or change the manifest)",
-                d.vmid, live.node, d.node
             ));
         }
         if live.kind != d.guest {
@@ -1189,6 +1283,10 @@ impl Planner<'_> {
                     op: Op::Delete {
                         guest: live.guest_ref(),
                         running: live.status == "running",
+                        ha: live
+                            .hastate
+                            .is_some()
+                            .then(|| proxops_pve::api::ha::ha_sid(live.kind, live.vmid)),
                     },
                 });
             }

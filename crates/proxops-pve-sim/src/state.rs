@@ -33,6 +33,8 @@ pub struct State {
     pub stats: Stats,
     /// HA resources by sid (`vm:100`, `ct:101`), as `/etc/pve/ha/resources.cfg` holds them.
     pub ha_resources: BTreeMap<String, HaResource>,
+    /// HA groups by name (`/etc/pve/ha/groups.cfg`, PVE 8; PVE 9 migrates them to rules).
+    pub ha_groups: BTreeMap<String, HaGroup>,
     /// Cluster resource mappings (`/etc/pve/mapping/pci.cfg` and `usb.cfg`).
     pub mappings: Mappings,
     /// SDN VNets by name (`/etc/pve/sdn/vnets.cfg`); a bridge not listed is a plain Linux
@@ -118,6 +120,22 @@ pub struct HaResource {
     pub max_restart: Option<u64>,
     /// Relocation attempts.
     pub max_relocate: Option<u64>,
+    /// The HA group (PVE 8) whose nodes it prefers.
+    pub group: Option<String>,
+}
+
+/// One HA group (pve-ha-manager `src/PVE/HA/Groups.pm` properties).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct HaGroup {
+    /// Its nodes, as given (`node[:priority]`, comma-separated).
+    pub nodes: String,
+    /// Resources of the group may run only on its nodes.
+    pub restricted: bool,
+    /// Resources do not move back to a node of higher priority that comes back.
+    pub nofailback: bool,
+    /// Free-form comment.
+    pub comment: Option<String>,
 }
 
 /// A snapshot of guest stats (pve-manager `PVE/Service/pvestatd.pm` `update_qemu_status` and

@@ -45,6 +45,8 @@ pub struct GuestInfo {
     pub tags: Vec<String>,
     /// Resource pool.
     pub pool: Option<String>,
+    /// Its HA state (`started`, `stopped`, ...) when an HA resource manages it.
+    pub hastate: Option<String>,
 }
 
 impl GuestInfo {
@@ -65,6 +67,17 @@ pub struct NodeEntry {
     pub node: String,
     /// `online`, `offline`, `unknown`.
     pub status: String,
+    /// Memory in use, in bytes (the host's and its running guests'), if reported.
+    pub mem: Option<u64>,
+    /// Memory installed, in bytes, if reported.
+    pub maxmem: Option<u64>,
+}
+
+impl NodeEntry {
+    /// Free memory in bytes (`maxmem - mem`), if both are reported.
+    pub fn free_memory(&self) -> Option<u64> {
+        Some(self.maxmem?.saturating_sub(self.mem?))
+    }
 }
 
 /// One storage as one node sees it.
@@ -125,12 +138,15 @@ impl Inventory {
                             lock: r.lock.filter(|l| !l.is_empty()),
                             tags: split_tags(r.tags.as_deref().unwrap_or_default()),
                             pool: r.pool,
+                            hastate: r.hastate.filter(|h| !h.is_empty()),
                         },
                     );
                 }
                 "node" => nodes.push(NodeEntry {
                     node: r.node.unwrap_or_default(),
                     status: r.status.unwrap_or_default(),
+                    mem: r.mem,
+                    maxmem: r.maxmem,
                 }),
                 "storage" => storages.push(StorageEntry {
                     node: r.node.unwrap_or_default(),

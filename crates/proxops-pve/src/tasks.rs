@@ -70,7 +70,7 @@ impl WaitOptions {
     pub fn for_task(kind: &str) -> WaitOptions {
         let minutes = match kind {
             "download" => 120,
-            "qmclone" | "vzclone" => 60,
+            "qmclone" | "vzclone" | "qmigrate" | "vzmigrate" => 60,
             "qmcreate" | "vzcreate" | "qmtemplate" | "vztemplate" | "qmconfig" => 30,
             "qmdestroy" | "vzdestroy" | "resize" | "qmresize" | "vzresize" => 15,
             "qmshutdown" | "vzshutdown" => 15,

@@ -175,6 +175,12 @@ pub struct ClusterResource {
     /// Memory in bytes.
     #[serde(deserialize_with = "lenient::opt_u64")]
     pub maxmem: Option<u64>,
+    /// Memory in use in bytes (a node's counts its running guests).
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub mem: Option<u64>,
+    /// A guest's HA state, when an HA resource manages it.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub hastate: Option<String>,
     /// CPUs.
     #[serde(deserialize_with = "lenient::opt_f64")]
     pub maxcpu: Option<f64>,

@@ -5,6 +5,7 @@
 use super::{ConnectError, Connection, credentials_from};
 use crate::secrets::ClusterSecrets;
 use proxops_model::config::{SimPveVersion, SimStorage};
+use proxops_model::kinds::placement::allowed_nodes;
 use proxops_model::settings::ClusterSettings;
 use proxops_model::{Cluster, Registry, Spec};
 use proxops_pve::{Credentials, PveClient, TlsVerification};
@@ -211,35 +212,34 @@ pub fn seed_state(registry: &Registry, cluster: &Cluster, seed: &SimSeed) -> Sta
     state
 }
 
-/// The Linux bridges the cluster's guests name, on each guest's node: an administrator creates
-/// them in `/etc/network/interfaces` (a fresh install has only `vmbr0`), and the simulator
-/// refuses to start a guest on a bridge its node lacks, as PVE does.
+/// The Linux bridges the cluster's guests name, on each node a guest may run on: an
+/// administrator creates them in `/etc/network/interfaces` (a fresh install has only `vmbr0`),
+/// and the simulator refuses to start a guest on a bridge its node lacks, as PVE does.
 fn seed_bridges(cluster: &Cluster, state: &mut State) {
     for r in &cluster.resources {
-        let (node, bridges): (&str, Vec<&str>) = match &r.spec {
+        let (nodes, bridges): (Vec<String>, Vec<&str>) = match &r.spec {
             Spec::Vm(vm) => (
-                &vm.node,
+                allowed_nodes(vm.node.as_deref(), &vm.nodes),
                 vm.networks.iter().map(|n| n.bridge.as_str()).collect(),
             ),
             Spec::Lxc(ct) => (
-                &ct.node,
+                allowed_nodes(ct.node.as_deref(), &ct.nodes),
                 ct.networks.iter().map(|n| n.bridge.as_str()).collect(),
             ),
             _ => continue,
         };
-        let Some(n) = state.nodes.iter_mut().find(|n| n.node == node) else {
-            continue;
-        };
-        for b in bridges.into_iter().filter(|b| !b.is_empty()) {
-            if !n.bridges.iter().any(|x| x == b) {
-                n.bridges.push(b.to_owned());
+        for n in state.nodes.iter_mut().filter(|n| nodes.contains(&n.node)) {
+            for b in bridges.iter().filter(|b| !b.is_empty()) {
+                if !n.bridges.iter().any(|x| x == b) {
+                    n.bridges.push((*b).to_owned());
+                }
             }
         }
     }
 }
 
-/// The PCI and USB resource mappings the cluster's VMs name, each with an entry for the VM's
-/// node: an administrator creates them in PVE (Datacenter > Resource Mappings), and the
+/// The PCI and USB resource mappings the cluster's VMs name, each with an entry for every node
+/// the VM may run on: an administrator creates them in PVE (Datacenter > Resource Mappings), and the
 /// simulator, having no hardware, maps each to a placeholder device (PCI `0000:00:00.0`, id
 /// `0000:0000`).
 fn seed_mappings(cluster: &Cluster) -> Mappings {
@@ -257,12 +257,14 @@ fn seed_mappings(cluster: &Cluster) -> Mappings {
         let Some(hw) = &vm.hardware else {
             continue;
         };
-        for id in hw.pci_devices.iter().filter_map(|d| d.mapping.as_deref()) {
-            let entry = format!("id=0000:0000,node={},path=0000:00:00.0", vm.node);
-            add(&mut out.pci, id, entry);
-        }
-        for id in hw.usb_devices.iter().filter_map(|d| d.mapping.as_deref()) {
-            add(&mut out.usb, id, format!("id=0000:0000,node={}", vm.node));
+        for node in allowed_nodes(vm.node.as_deref(), &vm.nodes) {
+            for id in hw.pci_devices.iter().filter_map(|d| d.mapping.as_deref()) {
+                let entry = format!("id=0000:0000,node={node},path=0000:00:00.0");
+                add(&mut out.pci, id, entry);
+            }
+            for id in hw.usb_devices.iter().filter_map(|d| d.mapping.as_deref()) {
+                add(&mut out.usb, id, format!("id=0000:0000,node={node}"));
+            }
         }
     }
     out

@@ -2,26 +2,37 @@
 //! guest begins with, and options written as they are given.
 
 use super::{Compare, DesiredGuest, Owned, flag, owned};
-use proxops_model::kinds::PowerState;
+use proxops_model::kinds::placement::allowed_nodes;
+use proxops_model::kinds::{HaSpec, PowerState};
 use proxops_model::quantity::Quantity;
 use proxops_pve::GuestType;
 
 impl DesiredGuest {
-    /// A `guest` with no keys yet: kept in `state` (started by default), never started when it
-    /// is a template.
+    /// A `guest` with no keys yet on its `node` (pinned) or the first of its `nodes` (placed,
+    /// until the planner picks one): kept in `state` (started by default), or in the power its
+    /// HA state decides; never started when it is a template.
     pub(super) fn empty(
         guest: GuestType,
         template: bool,
-        node: &str,
+        (node, nodes): (Option<&str>, &[String]),
         vmid: u32,
         state: Option<PowerState>,
+        ha: Option<&HaSpec>,
     ) -> DesiredGuest {
+        let nodes = allowed_nodes(node, nodes);
         DesiredGuest {
             guest,
             template,
-            node: node.to_owned(),
+            node: nodes.first().cloned().unwrap_or_default(),
+            placed: node.is_none(),
+            nodes,
             vmid,
-            power: (!template).then(|| state.unwrap_or(PowerState::Started)),
+            power: match ha {
+                _ if template => None,
+                Some(ha) => ha.state().power(),
+                None => Some(state.unwrap_or(PowerState::Started)),
+            },
+            ha: ha.cloned().filter(|_| !template),
             clone: None,
             owned: Vec::new(),
             create_only: Vec::new(),

@@ -23,7 +23,14 @@ pub(super) fn desired(
         )],
         None => Vec::new(),
     };
-    let mut out = DesiredGuest::empty(GuestType::Lxc, template, &spec.node, spec.vmid, spec.state);
+    let mut out = DesiredGuest::empty(
+        GuestType::Lxc,
+        template,
+        (spec.node.as_deref(), &spec.nodes),
+        spec.vmid,
+        spec.state,
+        spec.ha.as_ref(),
+    );
     out.create_only = create_only;
     let o = &mut out.owned;
     let dns = spec.dns.clone().unwrap_or_default();

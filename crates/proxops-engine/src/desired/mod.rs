@@ -11,7 +11,7 @@ pub use drivers::{Desired, Driver, DriverClash, Drivers};
 
 use crate::secrets::ClusterSecrets;
 use proxops_graph::Graph;
-use proxops_model::kinds::PowerState;
+use proxops_model::kinds::{HaSpec, PowerState};
 use proxops_model::{Resource, Spec};
 use proxops_pve::GuestType;
 use proxops_secrets::Secret;
@@ -113,12 +113,20 @@ pub struct DesiredGuest {
     pub guest: GuestType,
     /// Whether it is a template (TemplateVM, TemplateCT).
     pub template: bool,
-    /// Its node.
+    /// Its node: the pinned one, or (placed) the one the planner picked or found it on; the
+    /// first listed node until then.
     pub node: String,
+    /// The nodes it may run on, in manifest order: `[node]` when pinned.
+    pub nodes: Vec<String>,
+    /// Whether the manifest lists `nodes` (placed) rather than one `node` (pinned).
+    pub placed: bool,
     /// Its vmid.
     pub vmid: u32,
-    /// The power state to keep (`None` for templates, which are never started).
+    /// The power state to keep (`None` for templates, which are never started, and for HA
+    /// guests whose HA state is `ignored`). An HA guest's comes from its HA state.
     pub power: Option<PowerState>,
+    /// Its HA resource (`/cluster/ha/resources`), if the manifest declares one.
+    pub ha: Option<HaSpec>,
     /// The template to clone from instead of creating.
     pub clone: Option<CloneSource>,
     /// Owned config keys, sorted by key.

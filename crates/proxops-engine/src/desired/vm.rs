@@ -22,7 +22,14 @@ pub(super) fn desired(
     spec: &VmSpec,
 ) -> Result<DesiredGuest, DesiredError> {
     let template = resource.kind == "TemplateVM";
-    let mut out = DesiredGuest::empty(GuestType::Qemu, template, &spec.node, spec.vmid, spec.state);
+    let mut out = DesiredGuest::empty(
+        GuestType::Qemu,
+        template,
+        (spec.node.as_deref(), &spec.nodes),
+        spec.vmid,
+        spec.state,
+        spec.ha.as_ref(),
+    );
     let o = &mut out.owned;
     let name = spec
         .pve_name
@@ -313,7 +320,7 @@ pub(super) fn desired(
         if let proxops_model::Spec::Vm(t) = &source.spec {
             out.clone = Some(CloneSource {
                 vmid: t.vmid,
-                node: t.node.clone(),
+                node: t.node.clone().unwrap_or_default(),
             });
         }
     }

@@ -23,8 +23,21 @@ pub async fn enrich(client: &PveClient, batch: &mut ObservationBatch) {
                     None => None,
                 }
             }
-            "VM" | "TemplateVM" => guest_fact(client, GuestType::Qemu, &identity).await,
-            "LXC" | "TemplateCT" => guest_fact(client, GuestType::Lxc, &identity).await,
+            "VM" | "TemplateVM" | "LXC" | "TemplateCT" => {
+                let kind = if kind.contains("VM") {
+                    GuestType::Qemu
+                } else {
+                    GuestType::Lxc
+                };
+                // A placed guest has no `node` in its identity: its placement names it.
+                let mut identity = identity;
+                if identity.get("node").is_none()
+                    && let Some((_, _, p)) = obs.artifacts.iter().find(|(n, _, _)| n == "placement")
+                {
+                    identity["node"] = p["node"].clone();
+                }
+                guest_fact(client, kind, &identity).await
+            }
             _ => None,
         };
         if let Some((name, kind, payload)) = fact {

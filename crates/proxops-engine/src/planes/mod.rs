@@ -369,6 +369,19 @@ pub fn observation_batch(
         observation.artifacts = downloaded_file(&entry.doc.kind, &entry.doc.spec)
             .into_iter()
             .collect();
+        // A placed guest's node, and why it is there (found, or picked with the facts).
+        if let Some(p) = plan
+            .placements
+            .iter()
+            .rev()
+            .find(|p| p.subject == key.to_string())
+        {
+            observation.artifacts.push((
+                "placement".to_owned(),
+                "Placement".to_owned(),
+                serde_json::json!({ "node": p.node, "reason": p.reason }),
+            ));
+        }
         built.batch.observations.push(observation);
     }
 

@@ -373,17 +373,35 @@ pub fn action_needs(action: &Action, net: &Network) -> Vec<Need> {
         }
         Op::Start { guest } => out.push(power(&guest_purpose("start", action), guest.vmid)),
         Op::Stop { guest } => out.push(power(&guest_purpose("stop", action), guest.vmid)),
-        Op::MarkTemplate { guest, running } | Op::Delete { guest, running } => {
+        Op::MarkTemplate { guest, running } | Op::Delete { guest, running, .. } => {
             let verb = if matches!(action.op, Op::Delete { .. }) {
                 "delete"
             } else {
                 "make a template of"
             };
             let purpose = guest_purpose(verb, action);
+            if let Op::Delete { ha: Some(_), .. } = &action.op {
+                // pve-ha-manager `src/PVE/API2/HA/Resources.pm` `delete`: Sys.Console on /.
+                out.push(
+                    Need::one(&purpose, "/", "Sys.Console").at("remove its HA resource first"),
+                );
+            }
             out.push(Need::one(&purpose, vms(guest.vmid), "VM.Allocate"));
             if *running {
                 out.push(power(&purpose, guest.vmid).at("shut it down first"));
             }
+        }
+        Op::Migrate { guest, .. } => {
+            // qemu-server `src/PVE/API2/Qemu.pm` `migrate_vm` and pve-container
+            // `src/PVE/API2/LXC.pm` `migrate_vm`: VM.Migrate on the guest.
+            let purpose = guest_purpose("migrate", action);
+            out.push(Need::one(&purpose, vms(guest.vmid), "VM.Migrate"));
+        }
+        Op::Ha { .. } | Op::HaRemove { .. } => {
+            // pve-ha-manager `src/PVE/API2/HA/Resources.pm` `create`/`update`/`delete`:
+            // Sys.Console on /.
+            let purpose = guest_purpose("manage the HA resource of", action);
+            out.push(Need::one(&purpose, "/", "Sys.Console"));
         }
     }
     out

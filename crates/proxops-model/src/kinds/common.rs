@@ -110,13 +110,15 @@ pub(crate) fn check_storage_id(cx: &SpecContext<'_>, id: &str, at: &[PathSeg]) {
 /// names its kind) is not asked to run, and its memory.
 pub(crate) fn check_guest_basics(
     cx: &SpecContext<'_>,
-    node: &str,
+    (node, nodes): (Option<&str>, &[String]),
     vmid: u32,
-    template: Option<&str>,
-    state: Option<PowerState>,
+    (kind, template): (&str, Option<&str>),
+    (state, ha): (Option<PowerState>, Option<&super::placement::HaSpec>),
     memory: &Quantity,
 ) {
-    check_node(cx, node, &path!["node"]);
+    let what = template.unwrap_or(kind);
+    super::placement::check_placement(cx, node, nodes, what, template.is_some());
+    super::placement::check_ha(cx, ha, state, what, template.is_some());
     check_vmid(cx, vmid);
     if let Some(kind) = template
         && state == Some(PowerState::Started)

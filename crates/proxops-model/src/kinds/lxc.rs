@@ -18,9 +18,18 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The specification of a container (`kind: LXC`) or container template (`kind: TemplateCT`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+// Exactly one of `node` (pinned) and `nodes` (placed), as the loader checks.
+#[schemars(extend("oneOf" = [{"required": ["node"]}, {"required": ["nodes"]}]))]
 pub struct LxcSpec {
-    /// The PVE node the container lives on; must be in the cluster's node allowlist.
-    pub node: String,
+    /// The PVE node the container lives on (pinned); must be in the cluster's node allowlist.
+    /// Exactly one of `node` and `nodes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The nodes the container may run on (placed): created on the one with room for it, left where
+    /// it is while it is on one of them (moved by HA or by hand), migrated back when it is
+    /// not. Each must be in the cluster's node allowlist. Not on templates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
     /// The PVE guest id, unique within the cluster across VMs, templates and containers.
     pub vmid: u32,
     /// The CTTemplate (by `metadata.name`) the container is created from. Without it the
@@ -33,6 +42,10 @@ pub struct LxcSpec {
     /// Desired power state: `started` (default for LXC) or `stopped` (the only value for TemplateCT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<PowerState>,
+    /// An HA resource for the guest (`/cluster/ha/resources`): its HA state decides its power
+    /// (then no `state`). Removing `ha` removes the HA resource. Not on templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ha: Option<super::placement::HaSpec>,
     /// Memory, a whole number of MiB, e.g. `1GiB`.
     #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,
@@ -417,10 +430,10 @@ fn mp_slot_valid(slot: &str) -> bool {
 fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     common::check_guest_basics(
         cx,
-        &spec.node,
+        (spec.node.as_deref(), &spec.nodes),
         spec.vmid,
-        template.then_some("TemplateCT"),
-        spec.state,
+        ("container", template.then_some("TemplateCT")),
+        (spec.state, spec.ha.as_ref()),
         &spec.memory,
     );
     if let Some(t) = &spec.template {
@@ -865,7 +878,7 @@ impl KindDef for LxcKind {
     fn placement(&self, spec: &Spec) -> Placement {
         match spec {
             Spec::Lxc(s) => Placement {
-                nodes: vec![(s.node.clone(), path!["node"].to_vec())],
+                nodes: super::placement::placement_nodes(s.node.as_deref(), &s.nodes),
                 vmid: Some(s.vmid),
             },
             _ => Placement::default(),
@@ -903,10 +916,7 @@ impl KindDef for LxcKind {
 
     fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {
         match spec {
-            Spec::Lxc(s) => PlacementView {
-                nodes: vec![Cow::Borrowed(s.node.as_str())],
-                vmid: Some(s.vmid),
-            },
+            Spec::Lxc(s) => super::placement::placement_view(s.node.as_deref(), s.vmid),
             _ => PlacementView::default(),
         }
     }

@@ -22,14 +22,27 @@ use std::collections::BTreeMap;
 /// The specification of a QEMU guest (`kind: VM`) or QEMU template (`kind: TemplateVM`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+// Exactly one of `node` (pinned) and `nodes` (placed), as the loader checks.
+#[schemars(extend("oneOf" = [{"required": ["node"]}, {"required": ["nodes"]}]))]
 pub struct VmSpec {
-    /// The PVE node the guest lives on; must be in the cluster's node allowlist.
-    pub node: String,
+    /// The PVE node the guest lives on (pinned); must be in the cluster's node allowlist.
+    /// Exactly one of `node` and `nodes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The nodes the guest may run on (placed): created on the one with room for it, left where
+    /// it is while it is on one of them (moved by HA or by hand), migrated back when it is
+    /// not. Each must be in the cluster's node allowlist. Not on templates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
     /// The PVE guest id, unique within the cluster across VMs, templates and containers.
     pub vmid: u32,
     /// Desired power state: `started` (default for VM) or `stopped` (the only value for TemplateVM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<PowerState>,
+    /// An HA resource for the guest (`/cluster/ha/resources`): its HA state decides its power
+    /// (then no `state`). Removing `ha` removes the HA resource. Not on templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ha: Option<super::placement::HaSpec>,
     /// Memory, a whole number of MiB, e.g. `8GiB` or `512MiB`.
     #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,
@@ -781,7 +794,7 @@ impl KindDef for VmKind {
     fn placement(&self, spec: &Spec) -> Placement {
         match spec {
             Spec::Vm(s) => Placement {
-                nodes: vec![(s.node.clone(), path!["node"].to_vec())],
+                nodes: super::placement::placement_nodes(s.node.as_deref(), &s.nodes),
                 vmid: Some(s.vmid),
             },
             _ => Placement::default(),
@@ -818,10 +831,7 @@ impl KindDef for VmKind {
 
     fn placement_view<'s>(&self, spec: &'s Spec) -> PlacementView<'s> {
         match spec {
-            Spec::Vm(s) => PlacementView {
-                nodes: vec![Cow::Borrowed(s.node.as_str())],
-                vmid: Some(s.vmid),
-            },
+            Spec::Vm(s) => super::placement::placement_view(s.node.as_deref(), s.vmid),
             _ => PlacementView::default(),
         }
     }

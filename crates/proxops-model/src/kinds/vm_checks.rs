@@ -61,10 +61,10 @@ pub fn drive_slots(hw: Option<&VmHardware>) -> (Option<String>, Option<String>) 
 pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
     common::check_guest_basics(
         cx,
-        &spec.node,
+        (spec.node.as_deref(), &spec.nodes),
         spec.vmid,
-        template.then_some("TemplateVM"),
-        spec.state,
+        ("VM", template.then_some("TemplateVM")),
+        (spec.state, spec.ha.as_ref()),
         &spec.memory,
     );
     if let Some(Balloon::Min(min)) = &spec.balloon {

@@ -300,7 +300,7 @@ fn vm_lxc_and_cttemplate_are_accepted() {
     let Spec::Vm(spec) = &vm.spec else {
         panic!("not a VM spec")
     };
-    assert_eq!((spec.vmid, spec.node.as_str()), (142, "pve01"));
+    assert_eq!((spec.vmid, spec.node.as_deref()), (142, Some("pve01")));
     // No `state`: the desired state is the default, `started`.
     assert!(matches!(spec.state, None | Some(PowerState::Started)));
     assert_eq!(spec.memory.bytes(), 8 << 30);

@@ -11,6 +11,7 @@ mod expectations;
 mod fuzz;
 mod guest_options;
 mod passthrough;
+mod placement;
 mod pve_config;
 mod pve_enums;
 mod schema;

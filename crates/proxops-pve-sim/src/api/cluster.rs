@@ -20,17 +20,28 @@ fn uptime(ctx: &Ctx) -> u64 {
     3600 + ctx.shared.started.elapsed().as_secs()
 }
 
+/// Memory the host itself uses, besides its guests.
+const HOST_USED: u64 = 2 << 30;
+
+/// A node's used memory: the host's plus each running guest's (the `mem` its stats report, half
+/// its configured memory here), as /proc/meminfo counts it on a real node (pve-manager
+/// `PVE/API2/Nodes.pm` `status` reads `PVE::ProcFSTools::read_meminfo`; `/cluster/resources`
+/// serves the same numbers from pvestatd's node status).
+fn node_used(st: &State, node: &str) -> u64 {
+    HOST_USED
+        + st.guests
+            .values()
+            .filter(|g| g.node == node && g.running())
+            .map(|g| guest_maxmem(g) / 2)
+            .sum::<u64>()
+}
+
 fn node_row(ctx: &Ctx, st: &State, n: &crate::state::Node) -> Value {
-    let used: u64 = st
-        .guests
-        .values()
-        .filter(|g| g.node == n.node && g.running())
-        .map(|g| guest_maxmem(g) / 2)
-        .sum();
+    let used = node_used(st, &n.node).min(n.maxmem);
     json!({
         "node": n.node, "id": format!("node/{}", n.node), "type": "node",
         "status": if n.online { "online" } else { "offline" },
-        "cpu": 0.02, "maxcpu": n.maxcpu, "mem": (2u64 << 30) + used, "maxmem": n.maxmem,
+        "cpu": 0.02, "maxcpu": n.maxcpu, "mem": used, "maxmem": n.maxmem,
         "disk": 4u64 << 30, "maxdisk": 100u64 << 30, "uptime": uptime(ctx), "level": "",
         "ssl_fingerprint": ctx.shared.fingerprint,
     })
@@ -53,12 +64,13 @@ pub(crate) fn node_status(ctx: &mut Ctx) -> Result<Value, ApiError> {
         .ok_or_else(|| ApiError::fail("no such node"))?;
     let v = st.pve_version;
     let kernel = v.kernel();
-    let mut memory =
-        json!({ "total": n.maxmem, "used": 2u64 << 30, "free": n.maxmem.saturating_sub(2 << 30) });
+    let used = node_used(&st, &node).min(n.maxmem);
+    let free = n.maxmem - used;
+    let mut memory = json!({ "total": n.maxmem, "used": used, "free": free });
     if v >= PveVersion::V9_1 {
         // pve-manager 9 `PVE/API2/Nodes.pm` `status`: `available` from /proc/meminfo's
         // MemAvailable (the 9.1 schema requires it).
-        memory["available"] = n.maxmem.saturating_sub(2 << 30).into();
+        memory["available"] = free.into();
     }
     Ok(json!({
         "uptime": uptime(ctx), "cpu": 0.02, "wait": 0, "idle": 0,

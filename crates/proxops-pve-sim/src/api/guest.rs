@@ -443,13 +443,16 @@ fn ha_act_later(shared: &Arc<Shared>, sid: String, vmid: u32, action: Power) {
     let handle = tokio::spawn(async move {
         tokio::time::sleep(delay).await;
         let mut st = lock(&shared2.state);
-        // The LRM only acts while the resource still asks for this state.
-        let wanted = if matches!(action, Power::Start | Power::Resume) {
-            "started"
-        } else {
-            "stopped"
+        // The LRM only acts while the resource still asks for this state (`disabled` is a
+        // stop too: pve-ha-manager `src/PVE/HA/Manager.pm` `next_state_started` sends a
+        // `request_stop` for both).
+        let start = matches!(action, Power::Start | Power::Resume);
+        let asks = |state: &str| match state {
+            "started" => start,
+            "stopped" | "disabled" => !start,
+            _ => false,
         };
-        if st.ha_resources.get(&sid).is_some_and(|r| r.state == wanted) {
+        if st.ha_resources.get(&sid).is_some_and(|r| asks(&r.state)) {
             if let Some(g) = st.guests.get_mut(&vmid) {
                 let _ = apply_power(g, action);
             }

@@ -1,6 +1,6 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
-//! status, login), [`ha`] (HA resources), [`mapping`] (PCI/USB resource mappings), [`sdn`]
+//! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
@@ -16,6 +16,8 @@ pub(crate) mod disks;
 pub(crate) mod firewall;
 pub(crate) mod guest;
 pub(crate) mod ha;
+pub(crate) mod ha_groups;
+pub(crate) mod ha_status;
 pub(crate) mod hotplug;
 pub(crate) mod join;
 pub(crate) mod lxc;
@@ -198,7 +200,15 @@ routes! {
     "GET" "/cluster/status" => cluster::status,
     "GET" "/cluster/ha/resources" => ha::list,
     "POST" "/cluster/ha/resources" => ha::create,
+    "GET" "/cluster/ha/resources/{sid}" => ha::read,
+    "PUT" "/cluster/ha/resources/{sid}" => ha::update,
     "DELETE" "/cluster/ha/resources/{sid}" => ha::delete,
+    "GET" "/cluster/ha/groups" => ha_groups::list,
+    "POST" "/cluster/ha/groups" => ha_groups::create,
+    "GET" "/cluster/ha/groups/{group}" => ha_groups::read,
+    "PUT" "/cluster/ha/groups/{group}" => ha_groups::update,
+    "DELETE" "/cluster/ha/groups/{group}" => ha_groups::delete,
+    "GET" "/cluster/ha/status/current" => ha_status::current,
     "GET" "/cluster/mapping/pci" => mapping::pci_list,
     "GET" "/cluster/mapping/pci/{id}" => mapping::pci_get,
     "GET" "/cluster/mapping/usb" => mapping::usb_list,

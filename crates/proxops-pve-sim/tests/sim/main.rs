@@ -13,6 +13,7 @@ mod conformance;
 mod download;
 mod faults;
 mod ha;
+mod ha_config;
 mod lxc;
 mod migrate;
 mod params;

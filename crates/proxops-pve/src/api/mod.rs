@@ -1,8 +1,9 @@
 //! The typed endpoints, as methods of [`crate::PveClient`]: cluster-wide reads ([`cluster`]),
-//! guest lifecycle and config ([`guest`]), storage content and downloads ([`storage`]).
+//! guest lifecycle and config ([`guest`]), HA resources and migration ([`ha`]), storage content and downloads ([`storage`]).
 
 pub mod cluster;
 pub mod guest;
+pub mod ha;
 pub mod storage;
 
 use crate::error::PveError;

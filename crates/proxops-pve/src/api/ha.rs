@@ -1,0 +1,156 @@
+//! HA resources (`/cluster/ha/resources`, pve-ha-manager `src/PVE/API2/HA/Resources.pm`) and
+//! guest migration (`POST /nodes/{node}/{qemu|lxc}/{vmid}/migrate`).
+
+use reqwest::Method;
+use serde::Deserialize;
+
+use crate::client::PveClient;
+use crate::error::PveError;
+use crate::lenient;
+use crate::params::{Params, seg};
+use crate::types::{GuestRef, GuestType};
+use crate::upid::Upid;
+
+/// One row of `GET /cluster/ha/resources`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct HaResource {
+    /// `vm:100`, `ct:101`.
+    pub sid: String,
+    /// The requested state (`started`, `stopped`, `disabled`, `ignored`).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub state: Option<String>,
+    /// The HA group (PVE 8).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub group: Option<String>,
+    /// Restart attempts.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub max_restart: Option<u64>,
+    /// Relocation attempts.
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub max_relocate: Option<u64>,
+    /// The config digest.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub digest: Option<String>,
+}
+
+/// The HA sid of a guest: `vm:<vmid>` or `ct:<vmid>`.
+pub fn ha_sid(kind: GuestType, vmid: u32) -> String {
+    match kind {
+        GuestType::Qemu => format!("vm:{vmid}"),
+        GuestType::Lxc => format!("ct:{vmid}"),
+    }
+}
+
+/// What `POST .../migrate` is asked to do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrateRequest {
+    /// The target node.
+    pub target: String,
+    /// Live migration of a running VM (`online`).
+    pub online: bool,
+    /// Move a VM's local disks along (`with-local-disks`).
+    pub with_local_disks: bool,
+    /// Restart mode for a running container (`restart`).
+    pub restart: bool,
+}
+
+impl PveClient {
+    /// `GET /cluster/ha/resources`.
+    pub async fn ha_resources(&self) -> Result<Vec<HaResource>, PveError> {
+        self.call(
+            Method::GET,
+            "/cluster/ha/resources",
+            "/cluster/ha/resources",
+            &Params::new(),
+        )
+        .await
+    }
+
+    /// `POST /cluster/ha/resources`: `params` are the resource's options (`state`, `group`,
+    /// `max_restart`, `max_relocate`).
+    pub async fn ha_create(&self, sid: &str, params: Params) -> Result<(), PveError> {
+        let mut p = Params::new().set("sid", sid);
+        for (k, v) in params.pairs() {
+            p.push(k, v);
+        }
+        self.call_json(
+            Method::POST,
+            "/cluster/ha/resources",
+            "/cluster/ha/resources",
+            &p,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `PUT /cluster/ha/resources/{sid}` (`delete` names the options to drop).
+    pub async fn ha_update(&self, sid: &str, params: Params) -> Result<(), PveError> {
+        let path = format!("/cluster/ha/resources/{}", seg(sid));
+        self.call_json(Method::PUT, "/cluster/ha/resources/{sid}", &path, &params)
+            .await
+            .map(|_| ())
+    }
+
+    /// `DELETE /cluster/ha/resources/{sid}`.
+    pub async fn ha_delete(&self, sid: &str) -> Result<(), PveError> {
+        let path = format!("/cluster/ha/resources/{}", seg(sid));
+        self.call_json(
+            Method::DELETE,
+            "/cluster/ha/resources/{sid}",
+            &path,
+            &Params::new(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `GET /cluster/ha/groups`: the group names (PVE 8; PVE 9 refuses once groups have been
+    /// migrated to rules).
+    pub async fn ha_groups(&self) -> Result<Vec<String>, PveError> {
+        #[derive(Deserialize)]
+        struct Row {
+            group: String,
+        }
+        let rows: Vec<Row> = self
+            .call(
+                Method::GET,
+                "/cluster/ha/groups",
+                "/cluster/ha/groups",
+                &Params::new(),
+            )
+            .await?;
+        Ok(rows.into_iter().map(|r| r.group).collect())
+    }
+
+    /// `POST /nodes/{node}/{qemu|lxc}/{vmid}/migrate`: a `qmigrate`/`vzmigrate` worker (or,
+    /// for an HA guest, a `hamigrate` request the HA manager carries out later).
+    pub async fn migrate(&self, g: &GuestRef, request: &MigrateRequest) -> Result<Upid, PveError> {
+        let path = format!(
+            "/nodes/{}/{}/{}/migrate",
+            seg(&g.node),
+            g.kind.as_str(),
+            g.vmid
+        );
+        let template = match g.kind {
+            GuestType::Qemu => "/nodes/{node}/qemu/{vmid}/migrate",
+            GuestType::Lxc => "/nodes/{node}/lxc/{vmid}/migrate",
+        };
+        let mut p = Params::new().set("target", &request.target);
+        if request.online {
+            p.push("online", 1);
+        }
+        if request.with_local_disks {
+            p.push("with-local-disks", 1);
+        }
+        if request.restart {
+            p.push("restart", 1);
+        }
+        let data = self.call_json(Method::POST, template, &path, &p).await?;
+        super::opt_upid("POST", &path, data)?.ok_or_else(|| PveError::Decode {
+            method: "POST".into(),
+            path,
+            detail: "expected a UPID, got null".into(),
+        })
+    }
+}
