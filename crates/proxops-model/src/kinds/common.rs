@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 /// Desired power state of a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum PowerState {
     /// Running.
     Started,
