@@ -384,7 +384,12 @@ impl Shared {
         if outcome.record.result.is_success() {
             entry.last_success = Some(outcome.record.finished.clone());
         }
-        if let Some(rows) = &outcome.resources {
+        // Rows that did not change keep their allocations: a converged pass would otherwise
+        // scatter 1,000 long-lived rows per cluster among the pass's freed memory, pinning
+        // pages the allocator could hand back.
+        if let Some(rows) = &outcome.resources
+            && entry.resources != *rows
+        {
             entry.resources = rows.clone();
         }
         entry.last_cycle = Some(outcome.record.clone());
