@@ -119,7 +119,7 @@ pub struct ExecOptions {
     pub progress: Option<ProgressFn>,
     /// How long a config write whose answer was lost (pveproxy's 596 after its 30 s, a reset,
     /// a timeout) is watched for landing, by reading the guest back, before the part not landed
-    /// is written again ([`crate::config_write`]).
+    /// is written again (the engine's `config_write`).
     pub outcome_wait: Duration,
 }
 

@@ -2,7 +2,7 @@
 //! cluster declares: what the planner needs so that no declared guest is ever pruned and no
 //! identity is ever carried by two guests.
 //!
-//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`]). The tags
+//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`](crate::desired::identity_tag)). The tags
 //! can lag behind the repository: a resource renamed at the same vmid, a kind changed, a clone
 //! whose follow-up config write never happened (it still carries its template's identity). The
 //! vmid is what both sides share, so [`Guests`] indexes the cluster by it.

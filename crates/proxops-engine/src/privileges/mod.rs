@@ -1,6 +1,6 @@
 //! Which Proxmox VE privileges, on which ACL paths, a cluster's plan needs: the planner's reads
 //! and every planned action, as PVE checks them (the `permissions` of each endpoint in the API
-//! schema, and qemu-server's and pve-container's per-key config checks, [`keys`]). Some writes
+//! schema, and qemu-server's and pve-container's per-key config checks, the private `keys` table). Some writes
 //! no privilege allows: only the user `root@pam` itself may do them, never an API token (not
 //! even `root@pam!name`: pve-manager `PVE/HTTPServer.pm` `auth_handler` makes the token id the
 //! request's user). Those are root-only [`Need`]s, each naming its remedy.
