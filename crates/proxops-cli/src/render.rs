@@ -131,7 +131,12 @@ pub fn plan(p: &ClusterPlan) -> String {
 pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
     let status = match &r.outcome {
         Outcome::Succeeded => "done".to_owned(),
-        Outcome::Failed { error } => format!("FAILED: {error}"),
+        // The kind first (and PVE's status): what to do next differs between a refusal, an
+        // unreachable node and a lost answer more than the message text shows.
+        Outcome::Failed { error } => match error.status() {
+            Some(status) => format!("FAILED ({} {status}): {error}", error.kind()),
+            None => format!("FAILED ({}): {error}", error.kind()),
+        },
         Outcome::Deferred { blocked_by } => format!(
             "deferred (waits for action{} {})",
             if blocked_by.len() == 1 { "" } else { "s" },
