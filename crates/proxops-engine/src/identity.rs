@@ -75,11 +75,19 @@ pub fn untagged(live: &GuestInfo) -> bool {
 
 /// A guest resource of the cluster, as its vmid declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Declared {
     /// `Kind/name`.
     pub key: ResourceKey,
     /// The vmid of the template it clones, if it clones one.
     pub clone_of: Option<u32>,
+}
+
+impl Declared {
+    /// The resource `key`, cloning the template `clone_of` if any.
+    pub fn new(key: ResourceKey, clone_of: Option<u32>) -> Declared {
+        Declared { key, clone_of }
+    }
 }
 
 /// The cluster's declared vmids and the live guests carrying each identity.

@@ -234,10 +234,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     options.notifications = file
         .as_ref()
         .and_then(|c| c.notifications.clone())
-        .map(|sinks| ConfiguredSinks {
-            sinks,
-            dir: file_dir.clone(),
-        });
+        .map(|sinks| ConfiguredSinks::new(sinks, file_dir.clone()));
     options.clusters = args.clusters.clone();
     options.interval = interval;
     options.listen = listen;

@@ -352,10 +352,7 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), Comma
             Some(format!("add --cluster with one of: {}", names.join(", "))),
         ));
     };
-    let mut seed = SimSeed {
-        pve_version: args.pve_version,
-        storages: Vec::new(),
-    };
+    let mut seed = SimSeed::default().with_pve_version(args.pve_version);
     let version = sim_version(chosen, &seed);
     seed.storages = storage_flags(args, version)?;
     let mut state = seed_state(&registry, chosen, &seed);

@@ -135,11 +135,26 @@ fn guest_configs_dir(cluster: &Cluster, repo: Option<&Path>) -> Option<PathBuf> 
 /// says (`proxops sim --storage`, `--pve-version`; tests that run a repository whose config
 /// does not describe its storages).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct SimSeed {
     /// The release to answer as instead of the config's.
     pub pve_version: Option<PveVersion>,
     /// Storages added after the config's (one with a name already declared replaces it).
     pub storages: Vec<SimStorage>,
+}
+
+impl SimSeed {
+    /// The release to answer as instead of the config's (`None`: the config's).
+    pub fn with_pve_version(mut self, version: Option<PveVersion>) -> SimSeed {
+        self.pve_version = version;
+        self
+    }
+
+    /// Storages added after the config's.
+    pub fn with_storages(mut self, storages: Vec<SimStorage>) -> SimSeed {
+        self.storages = storages;
+        self
+    }
 }
 
 /// The PVE release a simulator of the cluster answers as: `seed`'s, else the cluster config's

@@ -50,6 +50,7 @@ use std::time::SystemTime;
 
 /// One cluster's planes in one store.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Planes {
     /// The repository holding the planes.
     pub store: Store,

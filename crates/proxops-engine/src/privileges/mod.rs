@@ -55,11 +55,22 @@ use proxops_pve::{Credentials, ErrorKind, GuestType, Method, Params, PveClient, 
 use std::collections::{BTreeMap, BTreeSet};
 /// One privilege on one ACL path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Grant {
     /// The ACL path (`/vms/101`, `/storage/local`, `/`).
     pub path: String,
     /// The privilege (`VM.Allocate`).
     pub privilege: &'static str,
+}
+
+impl Grant {
+    /// `privilege` on the ACL path `path`.
+    pub fn new(path: impl Into<String>, privilege: &'static str) -> Grant {
+        Grant {
+            path: path.into(),
+            privilege,
+        }
+    }
 }
 
 impl std::fmt::Display for Grant {
@@ -70,6 +81,7 @@ impl std::fmt::Display for Grant {
 
 /// What one step needs: any one of the alternatives, each a set of grants that must all be held.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Need {
     /// What needs it: `create VM/web (vmid 101)`, `plan`.
     pub purpose: String,
