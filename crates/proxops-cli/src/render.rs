@@ -234,12 +234,9 @@ mod tests {
             }],
             ..State::default()
         };
-        let sim = proxops_pve_sim::start(SimConfig {
-            state,
-            ..SimConfig::default()
-        })
-        .await
-        .unwrap();
+        let sim = proxops_pve_sim::start(SimConfig::default().with_state(state))
+            .await
+            .unwrap();
         let client = proxops_test_support::sim::client(&sim);
         let registry = Registry::builtin();
         let (v1, v2) = (vm(true, true, "web, blue"), vm(false, false, "web"));

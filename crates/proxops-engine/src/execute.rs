@@ -793,11 +793,11 @@ mod tests {
                 .collect(),
             ..State::default()
         };
-        let sim = proxops_pve_sim::start(SimConfig {
-            state,
-            task_durations: TaskDurations::uniform(Duration::from_millis(30)),
-            ..SimConfig::default()
-        })
+        let sim = proxops_pve_sim::start(
+            SimConfig::default()
+                .with_state(state)
+                .with_task_durations(TaskDurations::uniform(Duration::from_millis(30))),
+        )
         .await
         .unwrap();
         let client = PveClient::builder(

@@ -204,11 +204,9 @@ fn acl_entry(text: &str) -> Result<AclEntry, CommandError> {
 
 /// Runs `proxops sim`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let mut config = SimConfig {
-        listen: args.listen,
-        offline_downloads: args.offline_downloads,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig::default()
+        .with_listen(args.listen)
+        .with_offline_downloads(args.offline_downloads);
     if let Some(t) = args.task_time {
         config.task_durations = proxops_pve_sim::TaskDurations::uniform(t);
     }

@@ -30,12 +30,10 @@ pub(super) async fn connect(
 ) -> Result<Connection, ConnectError> {
     let name = &cluster.name;
     let seed = SimSeed::default();
-    let mut config = SimConfig {
-        state: seed_state(registry, cluster, &seed),
-        task_durations: TaskDurations::uniform(task_time),
-        offline_downloads: true,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig::default()
+        .with_state(seed_state(registry, cluster, &seed))
+        .with_task_durations(TaskDurations::uniform(task_time))
+        .with_offline_downloads(true);
     // A fresh simulator starts with the guests of the cluster's `guest-configs`; a
     // kept state already has them (and whatever was done to them since).
     if !state_file.is_some_and(Path::exists) {
