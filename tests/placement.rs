@@ -147,12 +147,9 @@ async fn a_placed_guest_goes_where_there_is_room_and_stays_where_it_is_found() {
     let upid = client
         .migrate(
             &GuestRef::qemu("pve2", 100),
-            &proxops_pve::api::ha::MigrateRequest {
-                target: "pve1".into(),
-                online: true,
-                with_local_disks: true,
-                ..Default::default()
-            },
+            &proxops_pve::api::ha::MigrateRequest::new("pve1")
+                .with_online(true)
+                .with_local_disks(true),
         )
         .await
         .unwrap();

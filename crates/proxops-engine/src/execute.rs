@@ -552,14 +552,13 @@ async fn download(
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.clone())
     };
-    let request = DownloadUrl {
-        url: get("url").unwrap_or_default(),
-        content: artifact.content.to_owned(),
-        filename: artifact.filename.clone(),
-        checksum: get("checksum"),
-        checksum_algorithm: get("checksum-algorithm"),
-        ..DownloadUrl::default()
-    };
+    let request = DownloadUrl::new(
+        get("url").unwrap_or_default(),
+        artifact.content,
+        artifact.filename.clone(),
+    )
+    .with_checksum(get("checksum"))
+    .with_checksum_algorithm(get("checksum-algorithm"));
     let upid = client
         .download_url(node, &artifact.storage, &request)
         .await?;
@@ -632,12 +631,9 @@ async fn create(
     let target = guest_ref(d);
     let start = d.power == Some(proxops_model::kinds::PowerState::Started);
     if let Some(source) = &d.clone {
-        let request = CloneRequest {
-            newid: d.vmid,
-            full: Some(true),
-            target: (source.node != d.node).then(|| d.node.clone()),
-            ..CloneRequest::default()
-        };
+        let request = CloneRequest::new(d.vmid)
+            .with_full(Some(true))
+            .with_target((source.node != d.node).then(|| d.node.clone()));
         let upid = client
             .clone_guest(&GuestRef::qemu(&source.node, source.vmid), &request)
             .await?;
