@@ -391,7 +391,7 @@ impl SimConfig {
         self
     }
 
-    /// Sets [`SimConfig::acl`]: aCL entries for non-root principals.
+    /// Sets [`SimConfig::acl`]: ACL entries for non-root principals.
     pub fn with_acl(mut self, acl: Vec<AclEntry>) -> SimConfig {
         self.acl = acl;
         self

@@ -131,13 +131,7 @@ fn storage_flag(text: &str) -> Result<SimStorage, CommandError> {
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(SimStorage {
-        name: name.to_owned(),
-        kind,
-        content,
-        shared: None,
-        nodes: Vec::new(),
-    })
+    Ok(SimStorage::new(name, kind, content))
 }
 
 /// The `--storage` values, each valid for the simulated release.
@@ -147,15 +141,13 @@ fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, Co
         .iter()
         .map(|s| storage_flag(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let problems = SimulationConfig {
-        pve_version: Some(match version {
+    let problems = SimulationConfig::default()
+        .with_pve_version(Some(match version {
             PveVersion::V8_4 => SimPveVersion::V8_4,
             PveVersion::V9_1 => SimPveVersion::V9_1,
-        }),
-        storages: storages.clone(),
-        guest_configs: None,
-    }
-    .check(&[]);
+        }))
+        .with_storages(storages.clone())
+        .check(&[]);
     match problems.first() {
         Some(p) => Err(CommandError::usage(
             format!("invalid --storage: {}", p.message),
