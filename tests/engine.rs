@@ -100,16 +100,20 @@ async fn simulator(cluster: &Cluster) -> Connection {
 /// A simulator seeded for the cluster, and a client logged in as root@pam with a password:
 /// what only root@pam may write (the compat example's raw PCI devices) needs it.
 async fn root_simulator(cluster: &Cluster) -> (SimHandle, PveClient) {
-    let sim = start(SimConfig {
-        state: seed_state(&Registry::builtin(), cluster, &SimSeed::default()),
-        task_durations: TaskDurations::uniform(Duration::from_millis(10)),
-        offline_downloads: true,
-        users: vec![User {
-            userid: "root@pam".into(),
-            password: "root-password".into(),
-        }],
-        ..SimConfig::default()
-    })
+    let sim = start(
+        SimConfig::default()
+            .with_state(seed_state(
+                &Registry::builtin(),
+                cluster,
+                &SimSeed::default(),
+            ))
+            .with_task_durations(TaskDurations::uniform(Duration::from_millis(10)))
+            .with_offline_downloads(true)
+            .with_users(vec![User {
+                userid: "root@pam".into(),
+                password: "root-password".into(),
+            }]),
+    )
     .await
     .unwrap();
     let client = PveClient::builder(
@@ -500,10 +504,10 @@ async fn a_failing_iso_download_defers_only_the_vm_that_needs_it() {
     let (cluster, graph) = loaded.cluster("home");
     let conn = simulator(cluster).await;
     let sim = conn.sim.as_ref().unwrap();
-    sim.set_faults(FaultConfig {
-        failing_tasks: vec!["download:debian-13.2.0-amd64-netinst.iso".into()],
-        ..FaultConfig::default()
-    });
+    sim.set_faults(
+        FaultConfig::default()
+            .with_failing_tasks(vec!["download:debian-13.2.0-amd64-netinst.iso".into()]),
+    );
     let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
     let cycle = reconcile(&conn.client, "home", graph, &plan, &exec, false)
         .await
@@ -548,17 +552,19 @@ async fn retryable_faults_and_lock_contention_still_converge_within_three_cycles
     let (cluster, graph) = loaded.cluster("home");
     let conn = simulator(cluster).await;
     let sim = conn.sim.as_ref().unwrap();
-    sim.set_faults(FaultConfig {
-        seed: 2026,
-        error_rate: [
-            (EndpointClass::Read, 0.1),
-            (EndpointClass::Write, 0.1),
-            (EndpointClass::Task, 0.1),
-        ]
-        .into(),
-        lock_contention_rate: 0.1,
-        ..FaultConfig::default()
-    });
+    sim.set_faults(
+        FaultConfig::default()
+            .with_seed(2026)
+            .with_error_rate(
+                [
+                    (EndpointClass::Read, 0.1),
+                    (EndpointClass::Write, 0.1),
+                    (EndpointClass::Task, 0.1),
+                ]
+                .into(),
+            )
+            .with_lock_contention_rate(0.1),
+    );
     let cycles = converge(
         &conn.client,
         "home",

@@ -32,15 +32,13 @@ const FAKEPVE_GUESTS: &str = r#"{"guests": [{"vmid": 9000, "name": "tpl", "statu
   "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0"}}]}"#;
 
 async fn simulator(token: &str) -> SimHandle {
-    let config = SimConfig {
-        state: State::from_json(SEED).unwrap(),
-        token: token.parse::<ApiToken>().unwrap(),
-        users: vec![User {
+    let config = SimConfig::default()
+        .with_state(State::from_json(SEED).unwrap())
+        .with_token(token.parse::<ApiToken>().unwrap())
+        .with_users(vec![User {
             userid: "root@pam".into(),
             password: PASSWORD.into(),
-        }],
-        ..SimConfig::default()
-    };
+        }]);
     start(config).await.unwrap()
 }
 

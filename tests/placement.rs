@@ -60,15 +60,15 @@ fn cluster() -> State {
 }
 
 async fn sim() -> (SimHandle, PveClient) {
-    let sim = start(SimConfig {
-        state: cluster(),
-        task_durations: TaskDurations::uniform(Duration::from_millis(10)),
-        users: vec![User {
-            userid: "root@pam".into(),
-            password: "root-password".into(),
-        }],
-        ..SimConfig::default()
-    })
+    let sim = start(
+        SimConfig::default()
+            .with_state(cluster())
+            .with_task_durations(TaskDurations::uniform(Duration::from_millis(10)))
+            .with_users(vec![User {
+                userid: "root@pam".into(),
+                password: "root-password".into(),
+            }]),
+    )
     .await
     .unwrap();
     let client = PveClient::builder(
@@ -147,12 +147,9 @@ async fn a_placed_guest_goes_where_there_is_room_and_stays_where_it_is_found() {
     let upid = client
         .migrate(
             &GuestRef::qemu("pve2", 100),
-            &proxops_pve::api::ha::MigrateRequest {
-                target: "pve1".into(),
-                online: true,
-                with_local_disks: true,
-                ..Default::default()
-            },
+            &proxops_pve::api::ha::MigrateRequest::new("pve1")
+                .with_online(true)
+                .with_local_disks(true),
         )
         .await
         .unwrap();
@@ -293,15 +290,15 @@ async fn no_guest_is_ever_duplicated_across_nodes() {
     for (i, node) in nodes.iter().enumerate() {
         let text = vm("web", 100, &format!("node: {node}"), "local-lvm", "");
         // Every other step the migrate fails once (an injected task failure).
-        sim.set_faults(proxops_pve_sim::FaultConfig {
-            seed: i as u64,
-            failing_tasks: if i % 2 == 1 {
-                vec!["qmigrate".into()]
-            } else {
-                Vec::new()
-            },
-            ..proxops_pve_sim::FaultConfig::default()
-        });
+        sim.set_faults(
+            proxops_pve_sim::FaultConfig::default()
+                .with_seed(i as u64)
+                .with_failing_tasks(if i % 2 == 1 {
+                    vec!["qmigrate".into()]
+                } else {
+                    Vec::new()
+                }),
+        );
         let p = plan(&client, std::slice::from_ref(&text)).await;
         let _ = execute(&client, &p, &ExecOptions::default()).await;
         sim.set_faults(proxops_pve_sim::FaultConfig::default());

@@ -490,10 +490,10 @@ async fn failed_and_deferred_actions_earn_no_receipt_until_a_later_cycle_succeed
     };
     let conn = connect(&registry, cluster, &backend).await.unwrap();
     let sim = conn.sim.as_ref().unwrap();
-    sim.set_faults(FaultConfig {
-        failing_tasks: vec!["download:debian-13-genericcloud-amd64.qcow2".into()],
-        ..FaultConfig::default()
-    });
+    sim.set_faults(
+        FaultConfig::default()
+            .with_failing_tasks(vec!["download:debian-13-genericcloud-amd64.qcow2".into()]),
+    );
     let planes = Planes::for_cluster(store.clone(), "lab").unwrap();
     let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
 

@@ -138,12 +138,8 @@ pub fn http_body(
 /// besides the installer's iso, vztmpl, backup and import.
 pub fn with_compat_storages(cluster: &proxops_model::Cluster) -> proxops_model::Cluster {
     use proxops_model::config::{ContentType::*, SimStorage, StorageType};
-    let storage = |name: &str, kind, content: &[proxops_model::config::ContentType]| SimStorage {
-        name: name.into(),
-        kind,
-        content: content.to_vec(),
-        shared: None,
-        nodes: Vec::new(),
+    let storage = |name: &str, kind, content: &[proxops_model::config::ContentType]| {
+        SimStorage::new(name, kind, content.to_vec())
     };
     let mut cluster = cluster.clone();
     let entry = cluster

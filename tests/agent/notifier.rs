@@ -11,49 +11,29 @@ use proxops_engine::agent::{CycleRecord, CycleResult};
 use proxops_engine::plan::Anomaly;
 use proxops_model::config::{DriftMode, SinkConfig};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 fn outcome(result: CycleResult, failures: &[&str], anomalies: &[&str]) -> CycleOutcome {
-    CycleOutcome {
-        cluster: "lab".into(),
-        record: CycleRecord {
-            started: "2026-01-01T00:00:00Z".into(),
-            finished: "2026-01-01T00:00:01Z".into(),
-            duration_seconds: 1.0,
-            result,
-            source_revision: Some("a".repeat(40)),
-            candidate: None,
-            planned: 0,
-            succeeded: 0,
-            failed: failures.len(),
-            deferred: 0,
-            not_started: 0,
-            anomalies: anomalies
-                .iter()
-                .map(|s| Anomaly::new(*s, format!("{s} is odd")))
-                .collect(),
-            skipped: Vec::new(),
-            deferred_prunes: Vec::new(),
-            errors: failures
-                .iter()
-                .map(|f| format!("{f}: it broke at 12:00:0{}", f.len()))
-                .collect(),
-            desired_head: None,
-            observed_head: None,
-        },
-        resources: None,
-        plan: None,
-        report: None,
-        requests: BTreeMap::new(),
-        latencies: BTreeMap::new(),
-        failures: failures.iter().map(|f| (*f).to_owned()).collect(),
-        failed_subjects: failures
-            .iter()
-            .map(|f| f.split(' ').next().unwrap_or_default().to_owned())
-            .collect(),
-        lease_events: Vec::new(),
-    }
+    let mut record = CycleRecord::new("2026-01-01T00:00:00Z", result);
+    record.finished = "2026-01-01T00:00:01Z".into();
+    record.duration_seconds = 1.0;
+    record.source_revision = Some("a".repeat(40));
+    record.failed = failures.len();
+    record.anomalies = anomalies
+        .iter()
+        .map(|s| Anomaly::new(*s, format!("{s} is odd")))
+        .collect();
+    record.errors = failures
+        .iter()
+        .map(|f| format!("{f}: it broke at 12:00:0{}", f.len()))
+        .collect();
+    let mut outcome = CycleOutcome::new("lab", record);
+    outcome.failures = failures.iter().map(|f| (*f).to_owned()).collect();
+    outcome.failed_subjects = failures
+        .iter()
+        .map(|f| f.split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    outcome
 }
 
 fn sink(value: serde_json::Value) -> SinkConfig {
@@ -77,10 +57,7 @@ fn with_notifier(
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let n = Notifier::new("agent-test", options).unwrap();
-        n.configure_own(&ConfiguredSinks {
-            sinks,
-            dir: dir.path().to_path_buf(),
-        });
+        n.configure_own(&ConfiguredSinks::new(sinks, dir.path()));
         body(&n).await;
         n.close().await;
     });
@@ -330,12 +307,12 @@ fn lease_takeovers_waiting_resources_and_held_back_prunes_are_events() {
             "VM/old",
             "the prune budget (2) is spent",
         )];
-        o.resources = Some(vec![proxops_engine::agent::status::ResourceRow {
-            kind: "VM".into(),
-            name: "web".into(),
-            state: "WAIT".into(),
-            reason: "waiting for ISO/x".into(),
-        }]);
+        o.resources = Some(vec![proxops_engine::agent::status::ResourceRow::new(
+            "VM",
+            "web",
+            "WAIT",
+            "waiting for ISO/x",
+        )]);
         // Waiting for one, two, then three cycles: only more than two is an event.
         for _ in 0..3 {
             n.cycle_ended(&o, DriftMode::Correct);

@@ -243,13 +243,11 @@ fn main() {
         let mut sims = Vec::new();
         for i in 0..s.clusters {
             let name = format!("soak-{i:02}");
-            let config = SimConfig {
-                state: empty_cluster(&name),
-                token: token.clone(),
-                task_durations: TaskDurations::uniform(s.task_time),
-                offline_downloads: true,
-                ..SimConfig::default()
-            };
+            let config = SimConfig::default()
+                .with_state(empty_cluster(&name))
+                .with_token(token.clone())
+                .with_task_durations(TaskDurations::uniform(s.task_time))
+                .with_offline_downloads(true);
             sims.push((name, proxops_pve_sim::start(config).await.unwrap()));
         }
         sims

@@ -131,7 +131,12 @@ pub fn plan(p: &ClusterPlan) -> String {
 pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
     let status = match &r.outcome {
         Outcome::Succeeded => "done".to_owned(),
-        Outcome::Failed { error } => format!("FAILED: {error}"),
+        // The kind first (and PVE's status): what to do next differs between a refusal, an
+        // unreachable node and a lost answer more than the message text shows.
+        Outcome::Failed { error } => match error.status() {
+            Some(status) => format!("FAILED ({} {status}): {error}", error.kind()),
+            None => format!("FAILED ({}): {error}", error.kind()),
+        },
         Outcome::Deferred { blocked_by } => format!(
             "deferred (waits for action{} {})",
             if blocked_by.len() == 1 { "" } else { "s" },
@@ -229,12 +234,9 @@ mod tests {
             }],
             ..State::default()
         };
-        let sim = proxops_pve_sim::start(SimConfig {
-            state,
-            ..SimConfig::default()
-        })
-        .await
-        .unwrap();
+        let sim = proxops_pve_sim::start(SimConfig::default().with_state(state))
+            .await
+            .unwrap();
         let client = proxops_test_support::sim::client(&sim);
         let registry = Registry::builtin();
         let (v1, v2) = (vm(true, true, "web, blue"), vm(false, false, "web"));

@@ -174,10 +174,7 @@ async fn bench(guests: usize, runs: usize) {
         .collect();
     let lists = lists.len();
     let goal = guests as u64 + pairs as u64 + lists as u64 + 2;
-    sim.set_faults(FaultConfig {
-        latency: Some((LATENCY, LATENCY)),
-        ..FaultConfig::default()
-    });
+    sim.set_faults(FaultConfig::default().with_latency(Some((LATENCY, LATENCY))));
     // A fresh client as a CLI run has: its first plan opens the connections.
     let client = fleet::client(&sim, None);
     let opts = PlanOptions::default();
@@ -222,10 +219,7 @@ async fn bench(guests: usize, runs: usize) {
     sim.set_faults(FaultConfig::default());
     let zero: Vec<Run> = plan_runs(&sim, &client, &graph, &opts, 3).await;
     summary("reference: latency_ms=0 config_concurrency=8", &zero);
-    sim.set_faults(FaultConfig {
-        latency: Some((LATENCY, LATENCY)),
-        ..FaultConfig::default()
-    });
+    sim.set_faults(FaultConfig::default().with_latency(Some((LATENCY, LATENCY))));
     for concurrency in [16, 32] {
         let opts = PlanOptions::default().with_config_concurrency(concurrency);
         let r = plan_runs(&sim, &client, &graph, &opts, 3).await;

@@ -81,14 +81,14 @@ fn asynchronous(target: &GuestRef, changes: &[&Change]) -> bool {
 }
 
 fn request(changes: &[&Change], removals: &[&Removal], digest: Option<String>) -> ConfigChange {
-    ConfigChange {
-        set: changes
-            .iter()
-            .map(|c| (c.key.clone(), c.wire().to_owned()))
-            .collect(),
-        delete: removals.iter().map(|r| r.key.clone()).collect(),
-        digest,
-    }
+    let mut change = ConfigChange::default();
+    change.set = changes
+        .iter()
+        .map(|c| (c.key.clone(), c.wire().to_owned()))
+        .collect();
+    change.delete = removals.iter().map(|r| r.key.clone()).collect();
+    change.digest = digest;
+    change
 }
 
 /// Sends one write: POST (returning its task) or PUT.

@@ -119,7 +119,7 @@ pub struct ExecOptions {
     pub progress: Option<ProgressFn>,
     /// How long a config write whose answer was lost (pveproxy's 596 after its 30 s, a reset,
     /// a timeout) is watched for landing, by reading the guest back, before the part not landed
-    /// is written again ([`crate::config_write`]).
+    /// is written again (the engine's `config_write`).
     pub outcome_wait: Duration,
 }
 
@@ -552,14 +552,13 @@ async fn download(
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.clone())
     };
-    let request = DownloadUrl {
-        url: get("url").unwrap_or_default(),
-        content: artifact.content.to_owned(),
-        filename: artifact.filename.clone(),
-        checksum: get("checksum"),
-        checksum_algorithm: get("checksum-algorithm"),
-        ..DownloadUrl::default()
-    };
+    let request = DownloadUrl::new(
+        get("url").unwrap_or_default(),
+        artifact.content,
+        artifact.filename.clone(),
+    )
+    .with_checksum(get("checksum"))
+    .with_checksum_algorithm(get("checksum-algorithm"));
     let upid = client
         .download_url(node, &artifact.storage, &request)
         .await?;
@@ -632,12 +631,9 @@ async fn create(
     let target = guest_ref(d);
     let start = d.power == Some(proxops_model::kinds::PowerState::Started);
     if let Some(source) = &d.clone {
-        let request = CloneRequest {
-            newid: d.vmid,
-            full: Some(true),
-            target: (source.node != d.node).then(|| d.node.clone()),
-            ..CloneRequest::default()
-        };
+        let request = CloneRequest::new(d.vmid)
+            .with_full(Some(true))
+            .with_target((source.node != d.node).then(|| d.node.clone()));
         let upid = client
             .clone_guest(&GuestRef::qemu(&source.node, source.vmid), &request)
             .await?;
@@ -793,11 +789,11 @@ mod tests {
                 .collect(),
             ..State::default()
         };
-        let sim = proxops_pve_sim::start(SimConfig {
-            state,
-            task_durations: TaskDurations::uniform(Duration::from_millis(30)),
-            ..SimConfig::default()
-        })
+        let sim = proxops_pve_sim::start(
+            SimConfig::default()
+                .with_state(state)
+                .with_task_durations(TaskDurations::uniform(Duration::from_millis(30))),
+        )
         .await
         .unwrap();
         let client = PveClient::builder(

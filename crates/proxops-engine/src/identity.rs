@@ -2,7 +2,7 @@
 //! cluster declares: what the planner needs so that no declared guest is ever pruned and no
 //! identity is ever carried by two guests.
 //!
-//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`]). The tags
+//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`](crate::desired::identity_tag)). The tags
 //! can lag behind the repository: a resource renamed at the same vmid, a kind changed, a clone
 //! whose follow-up config write never happened (it still carries its template's identity). The
 //! vmid is what both sides share, so [`Guests`] indexes the cluster by it.
@@ -75,11 +75,19 @@ pub fn untagged(live: &GuestInfo) -> bool {
 
 /// A guest resource of the cluster, as its vmid declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Declared {
     /// `Kind/name`.
     pub key: ResourceKey,
     /// The vmid of the template it clones, if it clones one.
     pub clone_of: Option<u32>,
+}
+
+impl Declared {
+    /// The resource `key`, cloning the template `clone_of` if any.
+    pub fn new(key: ResourceKey, clone_of: Option<u32>) -> Declared {
+        Declared { key, clone_of }
+    }
 }
 
 /// The cluster's declared vmids and the live guests carrying each identity.

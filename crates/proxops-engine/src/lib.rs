@@ -16,7 +16,7 @@
 //! - [`plan_cluster`] with [`PlanOptions`] (or [`PlanError`]) gives a [`ClusterPlan`]: its
 //!   [`Action`]s ([`Verb`]: create, update, power, mark-template, delete, ...), anomalies and
 //!   skips; [`PlanState`] sums it up.
-//! - [`execute`] with [`ExecOptions`] runs a plan and gives a [`CycleReport`]: an
+//! - [`execute()`] with [`ExecOptions`] runs a plan and gives a [`CycleReport`]: an
 //!   [`ActionResult`] per action, whose [`Outcome`] is succeeded, deferred, not started or
 //!   failed with an [`ActionError`] classified by its [`FailureKind`] (PVE refused, a task
 //!   failed, unreachable, the answer lost, ...).
@@ -47,7 +47,7 @@
 //!   power, mark-template, delete (prune, bounded and guarded), anomalies and skips. It also
 //!   checks what the cluster's PVE would refuse: its version's rules (`GET /version`, read once
 //!   per connection) and storages without the content a step needs.
-//! - [`execute`]: runs a plan in dependency order, in parallel where independent, deferring the
+//! - [`mod@execute`]: runs a plan in dependency order, in parallel where independent, deferring the
 //!   dependants of a failure. Config writes that allocate or import qemu disks go through PVE's
 //!   asynchronous `POST .../config` (its task awaited); a write whose answer was lost
 //!   (pveproxy's `596` after 30 s) is read back before anything is written again.

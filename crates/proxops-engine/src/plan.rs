@@ -252,6 +252,7 @@ pub struct ClusterPlan {
 /// The node of a placed guest, and why it is there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Placement {
     /// `Kind/name`.
     pub subject: String,

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod build;
 mod simulation;
 
 pub use simulation::{ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType};
@@ -30,6 +31,7 @@ pub use notify::{
 /// one `pve.clusters` entry, named after its directory).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ConfigFile {
     /// Logging.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +64,7 @@ pub struct ConfigFile {
 /// configuration file, which is often committed or world-readable.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct AgentConfig {
     /// A file holding the token (relative to the configuration file); surrounding whitespace
     /// is ignored.
@@ -78,6 +81,7 @@ pub struct AgentConfig {
 /// Logging settings.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct LogConfig {
     /// `debug`, `info` (default), `warn` or `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +115,7 @@ pub enum AuthMethod {
 /// The `pve` section.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PveConfig {
     /// Authentication method (`token` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,6 +148,7 @@ pub struct PveConfig {
 /// `Debug` shows `base-url` with any credentials in it redacted ([`redact_url`]).
 #[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ClusterEntry {
     /// The API endpoint, `https://host[:port]`; one endpoint reaches every node.
     pub base_url: String,
@@ -219,6 +225,7 @@ impl std::fmt::Debug for ClusterEntry {
 /// A cluster's git planes.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PlanesConfig {
     /// The desired-plane branch (default `proxops/desired/<cluster>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +255,7 @@ pub enum ChangeGate {
 /// Promotion into a cluster.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PromotionConfig {
     /// Clusters whose reconciled state may be promoted into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -269,6 +277,7 @@ pub enum DriftMode {
 /// Names of SOPS keys per credential.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SecretsMapping {
     /// PVE credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,6 +290,7 @@ pub struct SecretsMapping {
 /// SOPS key names of PVE credentials.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PveSecretKeys {
     /// Key of the PVE user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,6 +309,7 @@ pub struct PveSecretKeys {
 /// SOPS key names of git credentials.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct GitSecretKeys {
     /// Key of the HTTPS token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -308,6 +319,7 @@ pub struct GitSecretKeys {
 /// The `git` section.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct GitConfig {
     /// A remote repository to clone and follow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -326,6 +338,7 @@ pub struct GitConfig {
 /// The `reconcile` section.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ReconcileConfig {
     /// Time between cycles, e.g. `30s` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]

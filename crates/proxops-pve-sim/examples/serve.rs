@@ -8,18 +8,17 @@ use proxops_pve_sim::{ApiToken, SimConfig, User, start};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut config = SimConfig {
-        listen: args
-            .first()
-            .map_or("127.0.0.1:8006", String::as_str)
-            .parse()?,
+    let mut config = SimConfig::default()
+        .with_listen(
+            args.first()
+                .map_or("127.0.0.1:8006", String::as_str)
+                .parse()?,
+        )
         // A password login for ticket auth in manual tests.
-        users: vec![User {
+        .with_users(vec![User {
             userid: "root@pam".into(),
             password: "secret".into(),
-        }],
-        ..SimConfig::default()
-    };
+        }]);
     if let Some(path) = args.get(1).filter(|p| !p.is_empty()) {
         config = config.with_state_file(path)?;
     }

@@ -138,6 +138,7 @@ pub const PVE_TASK_TIME: Duration = Duration::from_secs(10);
 /// the caller gets pveproxy's `596 Connection timed out` after `proxy_timeout`, while the work
 /// goes on and its change lands when it is done, as pvedaemon finishes the request anyway.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskDurations {
     /// Duration of any type not listed.
     pub default: Duration,
@@ -225,6 +226,7 @@ pub enum EndpointClass {
 /// sequence of requests meets the same faults on every run whatever else runs concurrently.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct FaultConfig {
     /// The seed.
     pub seed: u64,
@@ -245,6 +247,61 @@ pub struct FaultConfig {
 }
 
 impl FaultConfig {
+    /// Sets [`FaultConfig::seed`]: the seed.
+    pub fn with_seed(mut self, seed: u64) -> FaultConfig {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets [`FaultConfig::error_rate`]: probability of a 500 per endpoint class.
+    pub fn with_error_rate(mut self, error_rate: BTreeMap<EndpointClass, f64>) -> FaultConfig {
+        self.error_rate = error_rate;
+        self
+    }
+
+    /// Sets [`FaultConfig::latency`]: added latency: each request waits a uniform draw in
+    /// `[min, max]`.
+    pub fn with_latency(mut self, latency: Option<(Duration, Duration)>) -> FaultConfig {
+        self.latency = latency;
+        self
+    }
+
+    /// Sets [`FaultConfig::task_failure_rate`]: probability that a task ends with an error.
+    pub fn with_task_failure_rate(mut self, task_failure_rate: f64) -> FaultConfig {
+        self.task_failure_rate = task_failure_rate;
+        self
+    }
+
+    /// Sets [`FaultConfig::failing_tasks`]: tasks that always fail, as `TYPE` or `TYPE:ID`
+    /// (`download:debian.iso`, `qmclone:101`).
+    pub fn with_failing_tasks(mut self, failing_tasks: Vec<String>) -> FaultConfig {
+        self.failing_tasks = failing_tasks;
+        self
+    }
+
+    /// Sets [`FaultConfig::lock_contention_rate`]: probability that a guest mutation meets a
+    /// lock (`VM is locked (backup)` or a file-lock timeout).
+    pub fn with_lock_contention_rate(mut self, lock_contention_rate: f64) -> FaultConfig {
+        self.lock_contention_rate = lock_contention_rate;
+        self
+    }
+
+    /// Sets [`FaultConfig::reset_rate`]: probability that the connection is closed without a
+    /// response.
+    pub fn with_reset_rate(mut self, reset_rate: f64) -> FaultConfig {
+        self.reset_rate = reset_rate;
+        self
+    }
+
+    /// Sets [`FaultConfig::proxy_error_rate`]: probability of a 595/596 proxy error (as when
+    /// pveproxy cannot reach another node).
+    pub fn with_proxy_error_rate(mut self, proxy_error_rate: f64) -> FaultConfig {
+        self.proxy_error_rate = proxy_error_rate;
+        self
+    }
+}
+
+impl FaultConfig {
     /// Whether any fault is enabled.
     pub fn any(&self) -> bool {
         self.error_rate.values().any(|r| *r > 0.0)
@@ -262,6 +319,7 @@ pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Everything `start` needs.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SimConfig {
     /// Address to listen on (port 0 picks a free one).
     pub listen: SocketAddr,
@@ -292,6 +350,87 @@ pub struct SimConfig {
     /// How often guest stats (`status`, `template`, `name`, `mem`, ... in `/cluster/resources`)
     /// are refreshed; PVE's pvestatd does it every 10 s. Zero: always current.
     pub stats_interval: Duration,
+}
+
+impl SimConfig {
+    /// Sets [`SimConfig::listen`]: address to listen on (port 0 picks a free one).
+    pub fn with_listen(mut self, listen: SocketAddr) -> SimConfig {
+        self.listen = listen;
+        self
+    }
+
+    /// Sets [`SimConfig::pve_version`]: the PVE version answered as (default 9.1): `/version`,
+    /// the parameter schema, the version's response fields and rules. It is written into the
+    /// state.
+    pub fn with_pve_version(mut self, pve_version: PveVersion) -> SimConfig {
+        self.pve_version = pve_version;
+        self
+    }
+
+    /// Sets [`SimConfig::state`]: the initial cluster state (a seed or a loaded dump).
+    pub fn with_state(mut self, state: State) -> SimConfig {
+        self.state = state;
+        self
+    }
+
+    /// Sets [`SimConfig::token`]: the principal token: accepted with every privilege on `/`.
+    pub fn with_token(mut self, token: ApiToken) -> SimConfig {
+        self.token = token;
+        self
+    }
+
+    /// Sets [`SimConfig::extra_tokens`]: further tokens, privileged by `acl` only.
+    pub fn with_extra_tokens(mut self, extra_tokens: Vec<ApiToken>) -> SimConfig {
+        self.extra_tokens = extra_tokens;
+        self
+    }
+
+    /// Sets [`SimConfig::users`]: users for ticket login (`root@pam` gets every privilege).
+    pub fn with_users(mut self, users: Vec<User>) -> SimConfig {
+        self.users = users;
+        self
+    }
+
+    /// Sets [`SimConfig::acl`]: ACL entries for non-root principals.
+    pub fn with_acl(mut self, acl: Vec<AclEntry>) -> SimConfig {
+        self.acl = acl;
+        self
+    }
+
+    /// Sets [`SimConfig::task_durations`]: task run times.
+    pub fn with_task_durations(mut self, task_durations: TaskDurations) -> SimConfig {
+        self.task_durations = task_durations;
+        self
+    }
+
+    /// Sets [`SimConfig::faults`]: fault injection.
+    pub fn with_faults(mut self, faults: FaultConfig) -> SimConfig {
+        self.faults = faults;
+        self
+    }
+
+    /// Sets [`SimConfig::cert_names`]: names in the certificate besides `127.0.0.1` and
+    /// `localhost`.
+    pub fn with_cert_names(mut self, cert_names: Vec<String>) -> SimConfig {
+        self.cert_names = cert_names;
+        self
+    }
+
+    /// Sets [`SimConfig::offline_downloads`]: download-url makes up the file instead of
+    /// fetching the URL (no network: demos), logging that it did; checksums cannot be verified
+    /// then and are reported as not checked.
+    pub fn with_offline_downloads(mut self, offline_downloads: bool) -> SimConfig {
+        self.offline_downloads = offline_downloads;
+        self
+    }
+
+    /// Sets [`SimConfig::stats_interval`]: how often guest stats (`status`, `template`, `name`,
+    /// `mem`, ... in `/cluster/resources`) are refreshed; PVE's pvestatd does it every 10 s.
+    /// Zero: always current.
+    pub fn with_stats_interval(mut self, stats_interval: Duration) -> SimConfig {
+        self.stats_interval = stats_interval;
+        self
+    }
 }
 
 impl Default for SimConfig {

@@ -351,6 +351,7 @@ pub fn split_tags(text: &str) -> Vec<String> {
 /// A config change: values to set, keys to delete, and the digest it was computed against (PVE
 /// refuses the change if the config changed meanwhile).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigChange {
     /// Keys to set.
     pub set: BTreeMap<String, String>,
@@ -393,6 +394,7 @@ impl ConfigChange {
 
 /// `POST /nodes/{node}/{qemu|lxc}/{vmid}/clone`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CloneRequest {
     /// VMID of the new guest.
     pub newid: u32,
@@ -412,6 +414,65 @@ pub struct CloneRequest {
     pub description: Option<String>,
     /// Clone from a snapshot.
     pub snapname: Option<String>,
+}
+
+impl CloneRequest {
+    /// A clone into the new vmid `newid`, every option left to PVE.
+    pub fn new(newid: u32) -> CloneRequest {
+        CloneRequest {
+            newid,
+            ..CloneRequest::default()
+        }
+    }
+
+    /// Sets [`CloneRequest::name`]: name (qemu `name`, lxc `hostname`).
+    pub fn with_name(mut self, name: Option<String>) -> CloneRequest {
+        self.name = name;
+        self
+    }
+
+    /// Sets [`CloneRequest::target`]: target node.
+    pub fn with_target(mut self, target: Option<String>) -> CloneRequest {
+        self.target = target;
+        self
+    }
+
+    /// Sets [`CloneRequest::full`]: full clone (PVE's default: full unless the source is a
+    /// template).
+    pub fn with_full(mut self, full: Option<bool>) -> CloneRequest {
+        self.full = full;
+        self
+    }
+
+    /// Sets [`CloneRequest::storage`]: target storage (full clones only).
+    pub fn with_storage(mut self, storage: Option<String>) -> CloneRequest {
+        self.storage = storage;
+        self
+    }
+
+    /// Sets [`CloneRequest::format`]: disk format (qemu full clones only).
+    pub fn with_format(mut self, format: Option<String>) -> CloneRequest {
+        self.format = format;
+        self
+    }
+
+    /// Sets [`CloneRequest::pool`]: resource pool.
+    pub fn with_pool(mut self, pool: Option<String>) -> CloneRequest {
+        self.pool = pool;
+        self
+    }
+
+    /// Sets [`CloneRequest::description`]: description.
+    pub fn with_description(mut self, description: Option<String>) -> CloneRequest {
+        self.description = description;
+        self
+    }
+
+    /// Sets [`CloneRequest::snapname`]: clone from a snapshot.
+    pub fn with_snapname(mut self, snapname: Option<String>) -> CloneRequest {
+        self.snapname = snapname;
+        self
+    }
 }
 
 impl CloneRequest {
@@ -489,6 +550,7 @@ impl DestroyOptions {
 
 /// `POST /nodes/{node}/storage/{storage}/download-url`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DownloadUrl {
     /// Source URL.
     pub url: String,
@@ -504,6 +566,49 @@ pub struct DownloadUrl {
     pub verify_certificates: Option<bool>,
     /// Decompression (`gz`, `lzo`, `zst`, `bz2`).
     pub compression: Option<String>,
+}
+
+impl DownloadUrl {
+    /// `url` downloaded as `filename` with content type `content` (`iso`, `vztmpl`,
+    /// `import`), without a checksum, every option left to PVE.
+    pub fn new(
+        url: impl Into<String>,
+        content: impl Into<String>,
+        filename: impl Into<String>,
+    ) -> DownloadUrl {
+        DownloadUrl {
+            url: url.into(),
+            content: content.into(),
+            filename: filename.into(),
+            ..DownloadUrl::default()
+        }
+    }
+
+    /// Sets [`DownloadUrl::checksum`]: expected checksum.
+    pub fn with_checksum(mut self, checksum: Option<String>) -> DownloadUrl {
+        self.checksum = checksum;
+        self
+    }
+
+    /// Sets [`DownloadUrl::checksum_algorithm`]: `md5`, `sha1`, `sha224`, `sha256`, `sha384`,
+    /// `sha512` (required with `checksum`).
+    pub fn with_checksum_algorithm(mut self, checksum_algorithm: Option<String>) -> DownloadUrl {
+        self.checksum_algorithm = checksum_algorithm;
+        self
+    }
+
+    /// Sets [`DownloadUrl::verify_certificates`]: verify the source's TLS certificate (PVE's
+    /// default: yes).
+    pub fn with_verify_certificates(mut self, verify_certificates: Option<bool>) -> DownloadUrl {
+        self.verify_certificates = verify_certificates;
+        self
+    }
+
+    /// Sets [`DownloadUrl::compression`]: decompression (`gz`, `lzo`, `zst`, `bz2`).
+    pub fn with_compression(mut self, compression: Option<String>) -> DownloadUrl {
+        self.compression = compression;
+        self
+    }
 }
 
 impl DownloadUrl {

@@ -28,7 +28,7 @@ use std::time::Duration;
 /// `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
 ///
 /// Signed webhook receivers (`agent.webhooks`: GitHub, GitLab, Gitea/Forgejo, generic) serve
-/// POST /v1/hooks/<forge>: a push to the followed branch (with a local repository, any push
+/// `POST /v1/hooks/<forge>`: a push to the followed branch (with a local repository, any push
 /// notice) runs a pass at once. Events (failures, recoveries, drift, anomalies, deferred
 /// prunes, waiting resources, lease takeovers, an invalid repository) go to the sinks of
 /// `notifications:` (this file's, else the repository's; a cluster's entry overrides them) and
@@ -234,10 +234,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     options.notifications = file
         .as_ref()
         .and_then(|c| c.notifications.clone())
-        .map(|sinks| ConfiguredSinks {
-            sinks,
-            dir: file_dir.clone(),
-        });
+        .map(|sinks| ConfiguredSinks::new(sinks, file_dir.clone()));
     options.clusters = args.clusters.clone();
     options.interval = interval;
     options.listen = listen;

@@ -131,13 +131,7 @@ fn storage_flag(text: &str) -> Result<SimStorage, CommandError> {
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(SimStorage {
-        name: name.to_owned(),
-        kind,
-        content,
-        shared: None,
-        nodes: Vec::new(),
-    })
+    Ok(SimStorage::new(name, kind, content))
 }
 
 /// The `--storage` values, each valid for the simulated release.
@@ -147,15 +141,13 @@ fn storage_flags(args: &Args, version: PveVersion) -> Result<Vec<SimStorage>, Co
         .iter()
         .map(|s| storage_flag(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let problems = SimulationConfig {
-        pve_version: Some(match version {
+    let problems = SimulationConfig::default()
+        .with_pve_version(Some(match version {
             PveVersion::V8_4 => SimPveVersion::V8_4,
             PveVersion::V9_1 => SimPveVersion::V9_1,
-        }),
-        storages: storages.clone(),
-        guest_configs: None,
-    }
-    .check(&[]);
+        }))
+        .with_storages(storages.clone())
+        .check(&[]);
     match problems.first() {
         Some(p) => Err(CommandError::usage(
             format!("invalid --storage: {}", p.message),
@@ -204,11 +196,9 @@ fn acl_entry(text: &str) -> Result<AclEntry, CommandError> {
 
 /// Runs `proxops sim`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let mut config = SimConfig {
-        listen: args.listen,
-        offline_downloads: args.offline_downloads,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig::default()
+        .with_listen(args.listen)
+        .with_offline_downloads(args.offline_downloads);
     if let Some(t) = args.task_time {
         config.task_durations = proxops_pve_sim::TaskDurations::uniform(t);
     }
@@ -352,10 +342,7 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), Comma
             Some(format!("add --cluster with one of: {}", names.join(", "))),
         ));
     };
-    let mut seed = SimSeed {
-        pve_version: args.pve_version,
-        storages: Vec::new(),
-    };
+    let mut seed = SimSeed::default().with_pve_version(args.pve_version);
     let version = sim_version(chosen, &seed);
     seed.storages = storage_flags(args, version)?;
     let mut state = seed_state(&registry, chosen, &seed);

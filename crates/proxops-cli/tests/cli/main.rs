@@ -1067,6 +1067,45 @@ fn doctor_passes_with_a_privileged_token_and_names_what_a_limited_one_lacks() {
     );
 }
 
+/// A failed action's line names its kind and PVE's status before the message: here a token
+/// without `VM.Allocate` applies, the downloads succeed and both creates are refused with 403.
+#[test]
+fn apply_prints_a_failed_actions_kind_and_status() {
+    let admin = "root@pam!ci=failed-admin";
+    let limited = "ops@pve!apply=failed-limited";
+    let acl = format!("ops@pve!apply:/:{ALL_BUT_VM_ALLOCATE}");
+    let (_server, url, fingerprint) = lab_sim(&[
+        "--token",
+        admin,
+        "--extra-token",
+        limited,
+        "--acl",
+        &acl,
+        "--offline-downloads",
+    ]);
+    let repo = lab_repo_at(&url, &fingerprint);
+    let out = proxops()
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .env("PROXOPS_PVE_TOKEN_LAB", limited)
+        .args(["apply", "--yes", "--cluster", "lab", "--repo"])
+        .arg(repo.path())
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("cluster lab: 3 succeeded, 2 failed"),
+        "{stdout}"
+    );
+    // Actions end in parallel, in any order: the result lines sorted.
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let mut results: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("[lab] #"))
+        .collect();
+    results.sort_unstable();
+    insta::assert_snapshot!(results.join("\n"));
+}
+
 #[test]
 fn doctor_reports_credentials_that_do_not_resolve() {
     let out = proxops()

@@ -74,13 +74,11 @@ pub fn empty_cluster() -> State {
 
 /// Starts a simulator (offline downloads) with `state`, task run times and faults.
 pub async fn simulator(state: State, tasks: Duration, faults: FaultConfig) -> SimHandle {
-    let config = SimConfig {
-        state,
-        task_durations: TaskDurations::uniform(tasks),
-        faults,
-        offline_downloads: true,
-        ..SimConfig::default()
-    };
+    let config = SimConfig::default()
+        .with_state(state)
+        .with_task_durations(TaskDurations::uniform(tasks))
+        .with_faults(faults)
+        .with_offline_downloads(true);
     proxops_pve_sim::start(config).await.unwrap()
 }
 

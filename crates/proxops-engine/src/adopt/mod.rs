@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 
 /// A live guest as adopt reads it (`GET /nodes/{node}/{type}/{vmid}/config`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LiveGuest {
     /// Its vmid.
     pub vmid: u32,
@@ -47,8 +48,49 @@ pub struct LiveGuest {
     pub running: bool,
 }
 
+impl LiveGuest {
+    /// The stopped guest `vmid` of type `guest` on `node`, with an empty config, no raw
+    /// `lxc.*` lines and no snapshots; the setters fill them in.
+    pub fn new(vmid: u32, node: impl Into<String>, guest: GuestType) -> LiveGuest {
+        LiveGuest {
+            vmid,
+            node: node.into(),
+            guest,
+            config: BTreeMap::new(),
+            raw_lxc: Vec::new(),
+            snapshots: Vec::new(),
+            running: false,
+        }
+    }
+
+    /// The config's keys and values.
+    pub fn with_config(mut self, config: BTreeMap<String, String>) -> LiveGuest {
+        self.config = config;
+        self
+    }
+
+    /// A container's raw `lxc.*` lines, in order.
+    pub fn with_raw_lxc(mut self, raw_lxc: Vec<(String, String)>) -> LiveGuest {
+        self.raw_lxc = raw_lxc;
+        self
+    }
+
+    /// Snapshot names.
+    pub fn with_snapshots(mut self, snapshots: Vec<String>) -> LiveGuest {
+        self.snapshots = snapshots;
+        self
+    }
+
+    /// Whether it runs.
+    pub fn with_running(mut self, running: bool) -> LiveGuest {
+        self.running = running;
+        self
+    }
+}
+
 /// What the repository and cluster say about which guests may be adopted.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct AdoptContext {
     /// The cluster's name.
     pub cluster: String,
@@ -56,6 +98,28 @@ pub struct AdoptContext {
     pub nodes: Vec<String>,
     /// The vmids the repository already declares, with the declaring resource (`Kind/name`).
     pub declared: BTreeMap<u32, String>,
+}
+
+impl AdoptContext {
+    /// Cluster `cluster`, with no node allowlist and no declared vmids yet.
+    pub fn new(cluster: impl Into<String>) -> AdoptContext {
+        AdoptContext {
+            cluster: cluster.into(),
+            ..AdoptContext::default()
+        }
+    }
+
+    /// The cluster's node allowlist.
+    pub fn with_nodes(mut self, nodes: Vec<String>) -> AdoptContext {
+        self.nodes = nodes;
+        self
+    }
+
+    /// The vmids the repository already declares, with the declaring resource (`Kind/name`).
+    pub fn with_declared(mut self, declared: BTreeMap<u32, String>) -> AdoptContext {
+        self.declared = declared;
+        self
+    }
 }
 
 /// One adopted guest: its manifest (JSON value model) and its report.

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 /// What one cycle of one cluster did, for the status and the metrics.
+#[non_exhaustive]
 pub struct CycleOutcome {
     /// The cluster.
     pub cluster: String,
@@ -44,6 +45,25 @@ pub struct CycleOutcome {
     pub failed_subjects: Vec<String>,
     /// Lease changes during the cycle (taken over from a stale holder, lost), one line each.
     pub lease_events: Vec<String>,
+}
+
+impl CycleOutcome {
+    /// The cycle of `cluster` that `record` describes: no resources read, no plan, no report,
+    /// no requests, failures or lease changes; the fields are set from there.
+    pub fn new(cluster: impl Into<String>, record: CycleRecord) -> CycleOutcome {
+        CycleOutcome {
+            cluster: cluster.into(),
+            record,
+            resources: None,
+            plan: None,
+            report: None,
+            requests: BTreeMap::new(),
+            latencies: BTreeMap::new(),
+            failures: Vec::new(),
+            failed_subjects: Vec::new(),
+            lease_events: Vec::new(),
+        }
+    }
 }
 
 /// Runs one cycle of `cluster`.

@@ -244,6 +244,7 @@ pub(crate) struct Target {
 
 /// The answer to suspend and resume.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Suspension {
     /// The cluster.
     pub cluster: String,

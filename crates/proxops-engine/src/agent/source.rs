@@ -39,6 +39,7 @@ impl std::fmt::Display for SourceLocation {
 
 /// The repository as one pass reads it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Fetched {
     /// The git repository holding the source and the planes.
     pub store: Store,

@@ -61,6 +61,7 @@ impl CycleResult {
 /// One cycle of one cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CycleRecord {
     /// When it started (RFC 3339, UTC).
     pub started: String,
@@ -99,8 +100,35 @@ pub struct CycleRecord {
     pub observed_head: Option<String>,
 }
 
+impl CycleRecord {
+    /// A cycle started at `started` (RFC 3339, UTC) that ended as `result`: no action counted,
+    /// nothing listed, no revision or plane head known; the fields are set from there.
+    pub fn new(started: impl Into<String>, result: CycleResult) -> CycleRecord {
+        CycleRecord {
+            started: started.into(),
+            finished: String::new(),
+            duration_seconds: 0.0,
+            result,
+            source_revision: None,
+            candidate: None,
+            planned: 0,
+            succeeded: 0,
+            failed: 0,
+            deferred: 0,
+            not_started: 0,
+            anomalies: Vec::new(),
+            skipped: Vec::new(),
+            deferred_prunes: Vec::new(),
+            errors: Vec::new(),
+            desired_head: None,
+            observed_head: None,
+        }
+    }
+}
+
 /// One resource's state in the planes after the last cycle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceRow {
     /// The kind.
     pub kind: String,
@@ -112,9 +140,27 @@ pub struct ResourceRow {
     pub reason: String,
 }
 
+impl ResourceRow {
+    /// `kind`/`name` in `state` (`CLEAN`, `READY`, `WAIT`, `DELETING`) because of `reason`.
+    pub fn new(
+        kind: impl Into<String>,
+        name: impl Into<String>,
+        state: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> ResourceRow {
+        ResourceRow {
+            kind: kind.into(),
+            name: name.into(),
+            state: state.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// One cluster in `/status`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClusterState {
     /// The cluster.
     pub name: String,
@@ -153,6 +199,7 @@ impl ClusterState {
 /// Where the repository comes from and what the agent last read of it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct SourceState {
     /// The path or URL.
     pub location: String,
@@ -167,6 +214,7 @@ pub struct SourceState {
 /// `{"apiVersion":"proxops/v1alpha1","kind":"AgentStatus",...}`: what `/status` returns.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AgentStatus {
     /// Always `proxops/v1alpha1`.
     pub api_version: String,
@@ -193,6 +241,7 @@ pub struct AgentStatus {
 /// Suspensions set through the agent's control API, persisted as JSON.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Suspensions {
     /// Suspended clusters.
     pub clusters: BTreeSet<String>,

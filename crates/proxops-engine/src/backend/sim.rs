@@ -30,12 +30,10 @@ pub(super) async fn connect(
 ) -> Result<Connection, ConnectError> {
     let name = &cluster.name;
     let seed = SimSeed::default();
-    let mut config = SimConfig {
-        state: seed_state(registry, cluster, &seed),
-        task_durations: TaskDurations::uniform(task_time),
-        offline_downloads: true,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig::default()
+        .with_state(seed_state(registry, cluster, &seed))
+        .with_task_durations(TaskDurations::uniform(task_time))
+        .with_offline_downloads(true);
     // A fresh simulator starts with the guests of the cluster's `guest-configs`; a
     // kept state already has them (and whatever was done to them since).
     if !state_file.is_some_and(Path::exists) {
@@ -135,11 +133,26 @@ fn guest_configs_dir(cluster: &Cluster, repo: Option<&Path>) -> Option<PathBuf> 
 /// says (`proxops sim --storage`, `--pve-version`; tests that run a repository whose config
 /// does not describe its storages).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct SimSeed {
     /// The release to answer as instead of the config's.
     pub pve_version: Option<PveVersion>,
     /// Storages added after the config's (one with a name already declared replaces it).
     pub storages: Vec<SimStorage>,
+}
+
+impl SimSeed {
+    /// The release to answer as instead of the config's (`None`: the config's).
+    pub fn with_pve_version(mut self, version: Option<PveVersion>) -> SimSeed {
+        self.pve_version = version;
+        self
+    }
+
+    /// Storages added after the config's.
+    pub fn with_storages(mut self, storages: Vec<SimStorage>) -> SimSeed {
+        self.storages = storages;
+        self
+    }
 }
 
 /// The PVE release a simulator of the cluster answers as: `seed`'s, else the cluster config's

@@ -2,7 +2,7 @@
 //!
 //! [`run`] takes [`DemoOptions`] and returns a [`DemoReport`], telling a [`DemoEventFn`] each
 //! step as it happens:
-//! 1. every cluster is reconciled by the [`Reconciler`] (desired plane, plan, apply, receipts),
+//! 1. every cluster is reconciled by the [`Reconciler`](crate::Reconciler) (desired plane, plan, apply, receipts),
 //!    then once more, which finds nothing to do;
 //! 2. the resources of one cluster as `proxops get` lists them: each CLEAN, with its receipt;
 //! 3. a change made by hand in PVE (a VM's memory, a tag removed) through the PVE API, found as

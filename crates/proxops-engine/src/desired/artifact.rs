@@ -21,6 +21,7 @@ pub fn volid(kind: &str, spec: &ArtifactSpec) -> String {
 
 /// An artifact as its manifest wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DesiredArtifact {
     /// The nodes that must have the file, in manifest order without repeats.
     pub nodes: Vec<String>,
@@ -42,41 +43,28 @@ pub fn artifact(resource: &Resource) -> Option<DesiredArtifact> {
     let proxops_model::Spec::Artifact(spec) = &resource.spec else {
         return None;
     };
-    let content = content_of(resource.kind);
-    let mut nodes: Vec<String> = Vec::new();
     let declared = if spec.nodes.is_empty() {
         spec.node.iter().cloned().collect()
     } else {
         spec.nodes.clone()
     };
-    for n in declared {
-        if !nodes.contains(&n) {
-            nodes.push(n);
-        }
-    }
-    let mut download = vec![
-        ("content".to_owned(), content.to_owned()),
-        ("filename".to_owned(), spec.filename.clone()),
-        ("url".to_owned(), spec.url.clone()),
-    ];
-    if let Some(sum) = &spec.checksum {
-        let algorithm = match sum.algorithm {
-            ChecksumAlgorithm::Md5 => "md5",
-            ChecksumAlgorithm::Sha1 => "sha1",
-            ChecksumAlgorithm::Sha224 => "sha224",
-            ChecksumAlgorithm::Sha256 => "sha256",
-            ChecksumAlgorithm::Sha384 => "sha384",
-            ChecksumAlgorithm::Sha512 => "sha512",
-        };
-        download.push(("checksum".into(), sum.value.to_ascii_lowercase()));
-        download.push(("checksum-algorithm".into(), algorithm.into()));
-    }
-    Some(DesiredArtifact {
-        nodes,
-        storage: spec.storage.clone(),
-        content,
-        filename: spec.filename.clone(),
-        volid: volid(resource.kind, spec),
-        download,
-    })
+    let desired = DesiredArtifact::new(
+        declared,
+        spec.storage.clone(),
+        content_of(resource.kind),
+        spec.filename.clone(),
+        spec.url.clone(),
+    );
+    let Some(sum) = &spec.checksum else {
+        return Some(desired);
+    };
+    let algorithm = match sum.algorithm {
+        ChecksumAlgorithm::Md5 => "md5",
+        ChecksumAlgorithm::Sha1 => "sha1",
+        ChecksumAlgorithm::Sha224 => "sha224",
+        ChecksumAlgorithm::Sha256 => "sha256",
+        ChecksumAlgorithm::Sha384 => "sha384",
+        ChecksumAlgorithm::Sha512 => "sha512",
+    };
+    Some(desired.with_checksum(algorithm, &sum.value))
 }

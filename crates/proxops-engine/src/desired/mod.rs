@@ -1,6 +1,7 @@
 //! What a manifest asks of PVE, per kind.
 
 mod artifact;
+mod build;
 mod drivers;
 mod keys;
 mod lxc;
@@ -74,6 +75,7 @@ pub enum Compare {
 
 /// One config key a manifest sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Owned {
     /// The PVE config key (`memory`, `scsi0`, `net0`, ...).
     pub key: String,
@@ -99,6 +101,7 @@ impl Owned {
 
 /// Where a cloned guest comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CloneSource {
     /// The template's vmid.
     pub vmid: u32,
@@ -108,6 +111,7 @@ pub struct CloneSource {
 
 /// A guest as its manifest wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DesiredGuest {
     /// QEMU or LXC.
     pub guest: GuestType,
@@ -239,6 +243,7 @@ impl DesiredError {
 /// What the drivers need besides the manifest: the cluster's name and graph, to resolve names to
 /// PVE volumes and vmids, and its secrets, to resolve cloud-init references.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Context<'a> {
     /// The cluster's name.
     pub cluster: &'a str,

@@ -83,6 +83,7 @@ impl ResourceList {
 
 /// Which resources `get` shows: `KIND[/NAME]`, the kind matched without regard to case.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Selector {
     /// The kind (`None`: every kind).
     pub kind: Option<String>,
@@ -91,6 +92,11 @@ pub struct Selector {
 }
 
 impl Selector {
+    /// The resources of `kind` (`None`: every kind) named `name` (`None`: every name).
+    pub fn new(kind: Option<String>, name: Option<String>) -> Selector {
+        Selector { kind, name }
+    }
+
     /// Parses `KIND`, `KIND/NAME` or `all`.
     pub fn parse(text: Option<&str>) -> Selector {
         match text {

@@ -10,7 +10,7 @@
 //!    found, which the receipts pin. With gate `pullRequest` the change becomes a candidate
 //!    branch ([`PublishedDesired::candidate`]) and the cycle goes on from the live head: only
 //!    the live desired ref is ever reconciled.
-//! 2. Plan and execute as usual ([`crate::cycle`], [`crate::execute`]).
+//! 2. Plan and execute as usual ([`crate::cycle`], [`crate::execute()`]).
 //! 3. [`Planes::publish_receipts`] publishes one batch ([`observation_batch`]):
 //!    - a receipt for each desired resource whose actions all succeeded (`created` when one of
 //!      them created or downloaded it, `updated` otherwise), with the actions' UPIDs;
@@ -50,6 +50,7 @@ use std::time::SystemTime;
 
 /// One cluster's planes in one store.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Planes {
     /// The repository holding the planes.
     pub store: Store,

@@ -216,10 +216,7 @@ impl Planner<'_> {
                 mapped.join(", ")
             ));
         }
-        let mut request = MigrateRequest {
-            target: target.to_owned(),
-            ..MigrateRequest::default()
-        };
+        let mut request = MigrateRequest::new(target);
         let how = match (live.kind, running) {
             (GuestType::Qemu, true) => {
                 request.online = true;

@@ -1,6 +1,6 @@
 //! Which Proxmox VE privileges, on which ACL paths, a cluster's plan needs: the planner's reads
 //! and every planned action, as PVE checks them (the `permissions` of each endpoint in the API
-//! schema, and qemu-server's and pve-container's per-key config checks, [`keys`]). Some writes
+//! schema, and qemu-server's and pve-container's per-key config checks, the private `keys` table). Some writes
 //! no privilege allows: only the user `root@pam` itself may do them, never an API token (not
 //! even `root@pam!name`: pve-manager `PVE/HTTPServer.pm` `auth_handler` makes the token id the
 //! request's user). Those are root-only [`Need`]s, each naming its remedy.
@@ -55,11 +55,22 @@ use proxops_pve::{Credentials, ErrorKind, GuestType, Method, Params, PveClient, 
 use std::collections::{BTreeMap, BTreeSet};
 /// One privilege on one ACL path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Grant {
     /// The ACL path (`/vms/101`, `/storage/local`, `/`).
     pub path: String,
     /// The privilege (`VM.Allocate`).
     pub privilege: &'static str,
+}
+
+impl Grant {
+    /// `privilege` on the ACL path `path`.
+    pub fn new(path: impl Into<String>, privilege: &'static str) -> Grant {
+        Grant {
+            path: path.into(),
+            privilege,
+        }
+    }
 }
 
 impl std::fmt::Display for Grant {
@@ -70,6 +81,7 @@ impl std::fmt::Display for Grant {
 
 /// What one step needs: any one of the alternatives, each a set of grants that must all be held.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Need {
     /// What needs it: `create VM/web (vmid 101)`, `plan`.
     pub purpose: String,

@@ -89,6 +89,7 @@ fn resource_of(doc: &ResourceDoc, registry: &Registry) -> Option<Arc<Resource>> 
 
 /// A cluster whose desired plane exists while the repository has no such cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Vanished {
     /// The cluster.
     pub cluster: String,

@@ -27,11 +27,7 @@ async fn seeded(conf: &str) -> (SimHandle, PveClient) {
 
 /// The manifest `adopt` writes for vmid 101.
 async fn adopted(client: &PveClient) -> String {
-    let ctx = AdoptContext {
-        cluster: CLUSTER.into(),
-        nodes: vec!["pve1".into()],
-        ..AdoptContext::default()
-    };
+    let ctx = AdoptContext::new(CLUSTER).with_nodes(vec!["pve1".into()]);
     let mut out = adopt_live(client, &ctx, &Selection::All).await.unwrap();
     assert_eq!(out.len(), 1);
     match out.remove(0).1 {

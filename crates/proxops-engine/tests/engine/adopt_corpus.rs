@@ -82,11 +82,7 @@ async fn seeded() -> Option<Seeded> {
 }
 
 fn ctx() -> AdoptContext {
-    AdoptContext {
-        cluster: CLUSTER.into(),
-        nodes: vec!["pve1".into()],
-        ..AdoptContext::default()
-    }
+    AdoptContext::new(CLUSTER).with_nodes(vec!["pve1".into()])
 }
 
 async fn plan(client: &PveClient, texts: &[String]) -> ClusterPlan {
@@ -185,15 +181,10 @@ async fn corpus_vms_adopt_clean_and_the_report_accounts_for_every_key() {
         let mut expected: Vec<String> = parsed.config.keys().cloned().collect();
         expected.extend(parsed.snapshots.iter().map(|n| format!("snapshot:{n}")));
         expected.sort();
-        let live = LiveGuest {
-            vmid: vm.vmid,
-            node: "pve1".into(),
-            guest: GuestType::Qemu,
-            config: parsed.config.clone(),
-            raw_lxc: parsed.raw_lxc.clone(),
-            snapshots: parsed.snapshots.clone(),
-            running: false,
-        };
+        let live = LiveGuest::new(vm.vmid, "pve1", GuestType::Qemu)
+            .with_config(parsed.config.clone())
+            .with_raw_lxc(parsed.raw_lxc.clone())
+            .with_snapshots(parsed.snapshots.clone());
         let a = proxops_engine::adopt::adopt(&ctx(), &live).unwrap();
         // ... writes the manifest adopt wrote from the simulator's reads.
         assert_eq!(a.manifest, vm.adopted.manifest, "{}", vm.vmid);

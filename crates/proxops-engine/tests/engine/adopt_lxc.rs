@@ -43,11 +43,7 @@ async fn seeded(files: &[(u32, &str)]) -> (SimHandle, PveClient) {
 }
 
 fn ctx() -> AdoptContext {
-    AdoptContext {
-        cluster: CLUSTER.into(),
-        nodes: vec!["pve1".into()],
-        ..AdoptContext::default()
-    }
+    AdoptContext::new(CLUSTER).with_nodes(vec!["pve1".into()])
 }
 
 async fn adopt_all(client: &PveClient) -> Vec<(u32, Adopted)> {

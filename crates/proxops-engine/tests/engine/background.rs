@@ -21,13 +21,13 @@ const TEMPLATE_VM: &str = "apiVersion: proxops/v1alpha1\nkind: TemplateVM\nmetad
 /// A simulator whose stats refresh every `stats_interval`, with the CT template on `local`.
 async fn simulator(stats_interval: Duration) -> (SimHandle, PveClient) {
     let state = one_node_with_ct_template();
-    let sim = start(SimConfig {
-        state,
-        task_durations: TaskDurations::uniform(Duration::from_millis(20)),
-        offline_downloads: true,
-        stats_interval,
-        ..SimConfig::default()
-    })
+    let sim = start(
+        SimConfig::default()
+            .with_state(state)
+            .with_task_durations(TaskDurations::uniform(Duration::from_millis(20)))
+            .with_offline_downloads(true)
+            .with_stats_interval(stats_interval),
+    )
     .await
     .unwrap();
     let client = proxops_test_support::sim::client(&sim);
@@ -82,10 +82,7 @@ async fn a_stale_stats_cache_never_makes_a_second_start_or_template() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_vztemplate_worker_fails_the_action_and_the_next_cycle_converts() {
     let (sim, client) = simulator(Duration::ZERO).await;
-    sim.set_faults(FaultConfig {
-        failing_tasks: vec!["vztemplate".into()],
-        ..FaultConfig::default()
-    });
+    sim.set_faults(FaultConfig::default().with_failing_tasks(vec!["vztemplate".into()]));
     let all = [CT_TEMPLATE, TEMPLATE_CT];
     let first = plan(&client, &all).await;
     let report = execute(&client, &first, &ExecOptions::default()).await;

@@ -272,11 +272,11 @@ async fn a_failed_download_defers_its_dependants_and_the_next_cycle_finishes() {
     let conn = connect(&registry, c, &sim()).await.unwrap();
     let sim = conn.sim.as_ref().unwrap();
     // Every task fails this cycle: the downloads come first.
-    sim.set_faults(proxops_pve_sim::FaultConfig {
-        seed: 7,
-        task_failure_rate: 1.0,
-        ..Default::default()
-    });
+    sim.set_faults(
+        proxops_pve_sim::FaultConfig::default()
+            .with_seed(7)
+            .with_task_failure_rate(1.0),
+    );
     let exec = ExecOptions::default();
     let cycle = reconcile(
         &conn.client,

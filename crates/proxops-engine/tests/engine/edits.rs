@@ -226,11 +226,11 @@ fn check(
 }
 
 async fn run(edits: Vec<(Edit, bool)>, seed: u64) -> Result<(), TestCaseError> {
-    let sim = proxops_pve_sim::start(SimConfig {
-        state: two_nodes(),
-        task_durations: TaskDurations::uniform(Duration::from_millis(2)),
-        ..SimConfig::default()
-    })
+    let sim = proxops_pve_sim::start(
+        SimConfig::default()
+            .with_state(two_nodes())
+            .with_task_durations(TaskDurations::uniform(Duration::from_millis(2))),
+    )
     .await
     .unwrap();
     let client = proxops_test_support::sim::client(&sim);
@@ -253,11 +253,11 @@ async fn run(edits: Vec<(Edit, bool)>, seed: u64) -> Result<(), TestCaseError> {
             }
             None => false,
         };
-        sim.set_faults(FaultConfig {
-            seed: seed.wrapping_add(n as u64),
-            task_failure_rate: if failing { 0.35 } else { 0.0 },
-            ..FaultConfig::default()
-        });
+        sim.set_faults(
+            FaultConfig::default()
+                .with_seed(seed.wrapping_add(n as u64))
+                .with_task_failure_rate(if failing { 0.35 } else { 0.0 }),
+        );
         let resources: Vec<_> = set.iter().map(|d| manifest(&d.text())).collect();
         let graph = Graph::build(&registry, &resources).unwrap();
         let before = sim.state();

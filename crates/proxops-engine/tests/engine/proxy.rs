@@ -23,11 +23,11 @@ async fn slow_storage() -> (SimHandle, PveClient) {
     let mut durations = TaskDurations::uniform(Duration::from_millis(20));
     durations.proxy_timeout = PROXY;
     durations.sync_work.insert("alloc".into(), ALLOC);
-    let sim = start(SimConfig {
-        state,
-        task_durations: durations,
-        ..SimConfig::default()
-    })
+    let sim = start(
+        SimConfig::default()
+            .with_state(state)
+            .with_task_durations(durations),
+    )
     .await
     .unwrap();
     let client = proxops_test_support::sim::client(&sim);
@@ -171,11 +171,11 @@ async fn a_write_that_did_not_land_is_sent_again_under_the_fresh_digest() {
     assert_eq!(p.actions.len(), 1, "{p:#?}");
     let rate = 0.5;
     sim.reset_counters();
-    sim.set_faults(proxops_pve_sim::FaultConfig {
-        seed: seed_for_one_lost_put(rate),
-        proxy_error_rate: rate,
-        ..Default::default()
-    });
+    sim.set_faults(
+        proxops_pve_sim::FaultConfig::default()
+            .with_seed(seed_for_one_lost_put(rate))
+            .with_proxy_error_rate(rate),
+    );
     let report = execute(&client, &p, &options(Duration::from_millis(300))).await;
     sim.set_faults(proxops_pve_sim::FaultConfig::default());
     assert!(report.all_succeeded(), "{report:#?}");
@@ -201,11 +201,11 @@ async fn a_key_changed_by_someone_else_meanwhile_stops_the_write() {
     let p = plan(&client, &[&stopped_vm(2)]).await;
     let rate = 0.5;
     sim.reset_counters();
-    sim.set_faults(proxops_pve_sim::FaultConfig {
-        seed: seed_for_one_lost_put(rate),
-        proxy_error_rate: rate,
-        ..Default::default()
-    });
+    sim.set_faults(
+        proxops_pve_sim::FaultConfig::default()
+            .with_seed(seed_for_one_lost_put(rate))
+            .with_proxy_error_rate(rate),
+    );
     let options = options(Duration::from_secs(5));
     let (report, ()) = tokio::join!(execute(&client, &p, &options), async {
         for _ in 0..200 {

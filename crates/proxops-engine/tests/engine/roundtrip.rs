@@ -56,12 +56,9 @@ async fn create(client: &PveClient, d: &DesiredGuest) {
     let wait = WaitOptions::default();
     let target = guest_ref(d);
     if let Some(source) = &d.clone {
-        let request = CloneRequest {
-            newid: d.vmid,
-            full: Some(true),
-            target: (source.node != d.node).then(|| d.node.clone()),
-            ..CloneRequest::default()
-        };
+        let request = CloneRequest::new(d.vmid)
+            .with_full(Some(true))
+            .with_target((source.node != d.node).then(|| d.node.clone()));
         let upid = client
             .clone_guest(&GuestRef::qemu(&source.node, source.vmid), &request)
             .await
@@ -69,14 +66,12 @@ async fn create(client: &PveClient, d: &DesiredGuest) {
         client.wait_task(&upid, &wait).await.unwrap();
         // The clone brings the template's config; write what differs, as the executor will.
         let found = diff(d, &live(client, d).await);
-        let change = ConfigChange {
-            set: found
-                .changes
-                .into_iter()
-                .map(|c| (c.key, c.value))
-                .collect(),
-            ..ConfigChange::default()
-        };
+        let change = found
+            .changes
+            .into_iter()
+            .fold(ConfigChange::default(), |change, c| {
+                change.set(&c.key, c.value)
+            });
         client.set_config(&target, &change).await.unwrap();
     } else {
         let upid = client

@@ -54,13 +54,11 @@ async fn launch(
     offline_downloads: bool,
     login: Option<Credentials>,
 ) -> (SimHandle, PveClient) {
-    let mut config = SimConfig {
-        pve_version: state.pve_version,
-        state,
-        task_durations: TaskDurations::uniform(Duration::from_millis(20)),
-        offline_downloads,
-        ..SimConfig::default()
-    };
+    let mut config = SimConfig::default()
+        .with_pve_version(state.pve_version)
+        .with_state(state)
+        .with_task_durations(TaskDurations::uniform(Duration::from_millis(20)))
+        .with_offline_downloads(offline_downloads);
     if let Some(Credentials::Password { username, password }) = &login {
         config.users.push(proxops_pve_sim::User {
             userid: username.clone(),

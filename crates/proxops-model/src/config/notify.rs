@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 /// The webhook receivers of `proxops run`: `POST /v1/hooks/<forge>`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct WebhooksConfig {
     /// GitHub (`X-Hub-Signature-256`, HMAC-SHA256 of the body).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -36,6 +37,7 @@ pub struct WebhooksConfig {
 /// Where a receiver's shared secret is: exactly one of a file or an environment variable.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ReceiverConfig {
     /// A file holding the secret (relative to the configuration file); surrounding whitespace
     /// is ignored.
@@ -53,6 +55,7 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 /// mapping, e.g. `url: {env: PROXOPS_SLACK_URL}`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SecretSource {
     /// An environment variable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,6 +187,7 @@ impl NotifySeverity {
 /// One notification sink.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SinkConfig {
     /// Its name in `/metrics` and logs (default: its type); unique in its list.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 /// `pve.clusters.<name>.simulation`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SimulationConfig {
     /// The PVE release to simulate, `"8.4"` or `"9.1"` (the default); quote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,7 @@ impl SimPveVersion {
 /// One storage of the simulated cluster, as `/etc/pve/storage.cfg` would declare it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SimStorage {
     /// The storage id (`vm_disks`, `nas`).
     pub name: String,

@@ -11,11 +11,11 @@ async fn with_faults(faults: FaultConfig) -> Sim {
 }
 
 async fn error_pattern(seed: u64) -> Vec<u16> {
-    let sim = with_faults(FaultConfig {
-        seed,
-        error_rate: [(EndpointClass::Read, 0.4)].into(),
-        ..Default::default()
-    })
+    let sim = with_faults(
+        FaultConfig::default()
+            .with_seed(seed)
+            .with_error_rate([(EndpointClass::Read, 0.4)].into()),
+    )
     .await;
     let mut out = Vec::new();
     for _ in 0..30 {
@@ -54,11 +54,7 @@ async fn error_rate_is_reproducible_and_predictable() {
 #[tokio::test]
 async fn added_latency() {
     let ms = Duration::from_millis(80);
-    let sim = with_faults(FaultConfig {
-        latency: Some((ms, ms)),
-        ..Default::default()
-    })
-    .await;
+    let sim = with_faults(FaultConfig::default().with_latency(Some((ms, ms)))).await;
     let t = Instant::now();
     assert_eq!(sim.get("/version").await.status, 200);
     assert!(t.elapsed() >= ms);
@@ -66,11 +62,11 @@ async fn added_latency() {
 
 #[tokio::test]
 async fn task_failures_undo_what_they_staged() {
-    let sim = with_faults(FaultConfig {
-        seed: 1,
-        task_failure_rate: 1.0,
-        ..Default::default()
-    })
+    let sim = with_faults(
+        FaultConfig::default()
+            .with_seed(1)
+            .with_task_failure_rate(1.0),
+    )
     .await;
     let upid = sim
         .post(
@@ -100,11 +96,11 @@ async fn task_failures_undo_what_they_staged() {
 }
 
 async fn lock_messages(seed: u64) -> Vec<String> {
-    let sim = with_faults(FaultConfig {
-        seed,
-        lock_contention_rate: 0.7,
-        ..Default::default()
-    })
+    let sim = with_faults(
+        FaultConfig::default()
+            .with_seed(seed)
+            .with_lock_contention_rate(0.7),
+    )
     .await;
     sim.create_vm("100", &[]).await;
     let mut out = Vec::new();
@@ -140,12 +136,7 @@ async fn lock_contention_reproducible() {
 }
 
 async fn reset_pattern(seed: u64) -> Vec<bool> {
-    let sim = with_faults(FaultConfig {
-        seed,
-        reset_rate: 0.5,
-        ..Default::default()
-    })
-    .await;
+    let sim = with_faults(FaultConfig::default().with_seed(seed).with_reset_rate(0.5)).await;
     let mut out = Vec::new();
     for _ in 0..16 {
         let r = sim
@@ -175,11 +166,11 @@ async fn connection_resets_reproducible() {
 
 #[tokio::test]
 async fn proxy_errors_595_596() {
-    let sim = with_faults(FaultConfig {
-        seed: 5,
-        proxy_error_rate: 1.0,
-        ..Default::default()
-    })
+    let sim = with_faults(
+        FaultConfig::default()
+            .with_seed(5)
+            .with_proxy_error_rate(1.0),
+    )
     .await;
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..12 {
@@ -227,10 +218,8 @@ async fn request_counters_in_process_and_at_debug_endpoint() {
 async fn faults_and_durations_change_while_running() {
     let sim = crate::support::Sim::start().await;
     sim.create_vm("100", &[]).await;
-    sim.h.set_faults(FaultConfig {
-        lock_contention_rate: 1.0,
-        ..Default::default()
-    });
+    sim.h
+        .set_faults(FaultConfig::default().with_lock_contention_rate(1.0));
     let r = sim
         .put("/nodes/pve1/qemu/100/config", &[("cores", "2")])
         .await

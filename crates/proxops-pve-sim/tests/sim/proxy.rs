@@ -248,10 +248,9 @@ async fn background_delay_waits_for_the_worker() {
         .ok();
     assert!(running.as_str().unwrap().contains(":qmconfig:100:"));
     sim.wait_ok(&running).await;
-    sim.h.set_faults(proxops_pve_sim::FaultConfig {
-        failing_tasks: vec!["qmconfig".into()],
-        ..Default::default()
-    });
+    sim.h.set_faults(
+        proxops_pve_sim::FaultConfig::default().with_failing_tasks(vec!["qmconfig".into()]),
+    );
     let failed = sim
         .post(
             "/nodes/pve1/qemu/100/config",

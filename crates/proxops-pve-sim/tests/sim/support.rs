@@ -79,14 +79,12 @@ pub fn config() -> SimConfig {
 
 /// The test configuration answering as `version`, with that version's demo cluster.
 pub fn config_of(version: PveVersion) -> SimConfig {
-    SimConfig {
-        task_durations: TaskDurations::uniform(Duration::from_millis(40)),
-        users: vec![User {
+    SimConfig::of_version(version)
+        .with_task_durations(TaskDurations::uniform(Duration::from_millis(40)))
+        .with_users(vec![User {
             userid: "root@pam".into(),
             password: PASSWORD.into(),
-        }],
-        ..SimConfig::of_version(version)
-    }
+        }])
 }
 
 impl Sim {

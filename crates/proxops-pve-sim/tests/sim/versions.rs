@@ -120,11 +120,7 @@ async fn plain_tar_templates_only_from_9_1() {
         ("filename", "alpine-oci.tar"),
     ];
     for version in PveVersion::ALL {
-        let sim = Sim::with(proxops_pve_sim::SimConfig {
-            offline_downloads: true,
-            ..config_of(version)
-        })
-        .await;
+        let sim = Sim::with(config_of(version).with_offline_downloads(true)).await;
         let answer = sim
             .post("/nodes/pve1/storage/local/download-url", &params)
             .await;

@@ -44,6 +44,7 @@ pub fn ha_sid(kind: GuestType, vmid: u32) -> String {
 
 /// What `POST .../migrate` is asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MigrateRequest {
     /// The target node.
     pub target: String,
@@ -53,6 +54,34 @@ pub struct MigrateRequest {
     pub with_local_disks: bool,
     /// Restart mode for a running container (`restart`).
     pub restart: bool,
+}
+
+impl MigrateRequest {
+    /// A migration to `target`: offline, without local disks, no container restart.
+    pub fn new(target: impl Into<String>) -> MigrateRequest {
+        MigrateRequest {
+            target: target.into(),
+            ..MigrateRequest::default()
+        }
+    }
+
+    /// Live migration of a running VM (`online`).
+    pub fn with_online(mut self, online: bool) -> MigrateRequest {
+        self.online = online;
+        self
+    }
+
+    /// Move a VM's local disks along (`with-local-disks`).
+    pub fn with_local_disks(mut self, with_local_disks: bool) -> MigrateRequest {
+        self.with_local_disks = with_local_disks;
+        self
+    }
+
+    /// Restart mode for a running container (`restart`).
+    pub fn with_restart(mut self, restart: bool) -> MigrateRequest {
+        self.restart = restart;
+        self
+    }
 }
 
 impl PveClient {

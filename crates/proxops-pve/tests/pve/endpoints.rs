@@ -173,11 +173,7 @@ async fn qemu_lifecycle() {
         .c
         .clone_guest(
             &g,
-            &CloneRequest {
-                newid: 101,
-                storage: Some("local-lvm".into()),
-                ..Default::default()
-            },
+            &CloneRequest::new(101).with_storage(Some("local-lvm".into())),
         )
         .await
         .unwrap_err();
@@ -188,14 +184,7 @@ async fn qemu_lifecycle() {
     );
     let u = sim
         .c
-        .clone_guest(
-            &g,
-            &CloneRequest {
-                newid: 101,
-                name: Some("linked".into()),
-                ..Default::default()
-            },
-        )
+        .clone_guest(&g, &CloneRequest::new(101).with_name(Some("linked".into())))
         .await
         .unwrap();
     assert_eq!(u.kind, "qmclone");
@@ -204,13 +193,10 @@ async fn qemu_lifecycle() {
         .c
         .clone_guest(
             &g,
-            &CloneRequest {
-                newid: 102,
-                name: Some("full".into()),
-                full: Some(true),
-                storage: Some("local-lvm".into()),
-                ..Default::default()
-            },
+            &CloneRequest::new(102)
+                .with_name(Some("full".into()))
+                .with_full(Some(true))
+                .with_storage(Some("local-lvm".into())),
         )
         .await
         .unwrap();
@@ -308,12 +294,9 @@ async fn lxc_lifecycle() {
         .c
         .clone_guest(
             &g,
-            &CloneRequest {
-                newid: 201,
-                name: Some("ct2".into()),
-                full: Some(true),
-                ..Default::default()
-            },
+            &CloneRequest::new(201)
+                .with_name(Some("ct2".into()))
+                .with_full(Some(true)),
         )
         .await
         .unwrap();
@@ -374,12 +357,7 @@ async fn storage_content_and_download() {
         .download_url(
             "pve1",
             "local",
-            &DownloadUrl {
-                url: format!("{}/d.iso", files.base),
-                content: "iso".into(),
-                filename: "d.iso".into(),
-                ..Default::default()
-            },
+            &DownloadUrl::new(format!("{}/d.iso", files.base), "iso", "d.iso"),
         )
         .await
         .unwrap();
@@ -401,13 +379,8 @@ async fn storage_content_and_download() {
         .download_url(
             "pve1",
             "local",
-            &DownloadUrl {
-                url: format!("{}/d.iso", files.base),
-                content: "iso".into(),
-                filename: "e.iso".into(),
-                checksum: Some("00".into()),
-                ..Default::default()
-            },
+            &DownloadUrl::new(format!("{}/d.iso", files.base), "iso", "e.iso")
+                .with_checksum(Some("00".into())),
         )
         .await
         .unwrap_err();

@@ -186,11 +186,7 @@ async fn read_create_wait_delete() {
     let u = c
         .clone_guest(
             &g,
-            &CloneRequest {
-                newid: clone_id,
-                name: Some("clone".into()),
-                ..Default::default()
-            },
+            &CloneRequest::new(clone_id).with_name(Some("clone".into())),
         )
         .await
         .unwrap();

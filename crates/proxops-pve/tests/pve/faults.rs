@@ -20,11 +20,11 @@ async fn with_faults(faults: FaultConfig) -> Sim {
 
 #[tokio::test]
 async fn server_errors_are_retried() {
-    let sim = with_faults(FaultConfig {
-        seed: 7,
-        error_rate: [(EndpointClass::Read, 0.4), (EndpointClass::Write, 0.4)].into(),
-        ..Default::default()
-    })
+    let sim = with_faults(
+        FaultConfig::default()
+            .with_seed(7)
+            .with_error_rate([(EndpointClass::Read, 0.4), (EndpointClass::Write, 0.4)].into()),
+    )
     .await;
     let c = client_with(&sim.h, many_retries());
     for _ in 0..20 {
@@ -60,11 +60,11 @@ async fn server_errors_are_retried() {
 async fn lock_contention_is_retried() {
     let sim = Sim::start().await;
     let g = sim.create_vm(100, &[]).await;
-    sim.h.set_faults(FaultConfig {
-        seed: 3,
-        lock_contention_rate: 0.5,
-        ..Default::default()
-    });
+    sim.h.set_faults(
+        FaultConfig::default()
+            .with_seed(3)
+            .with_lock_contention_rate(0.5),
+    );
     let c = client_with(&sim.h, many_retries());
     for cores in 1..=8 {
         c.set_config(&g, &ConfigChange::default().set("cores", cores.to_string()))
@@ -96,12 +96,7 @@ async fn lock_contention_is_retried() {
 
 #[tokio::test]
 async fn connection_resets_are_retried() {
-    let sim = with_faults(FaultConfig {
-        seed: 11,
-        reset_rate: 0.3,
-        ..Default::default()
-    })
-    .await;
+    let sim = with_faults(FaultConfig::default().with_seed(11).with_reset_rate(0.3)).await;
     let c = client_with(&sim.h, many_retries());
     for _ in 0..15 {
         c.nodes().await.unwrap();
@@ -122,11 +117,11 @@ async fn connection_resets_are_retried() {
 
 #[tokio::test]
 async fn proxy_errors_are_retried() {
-    let sim = with_faults(FaultConfig {
-        seed: 5,
-        proxy_error_rate: 0.4,
-        ..Default::default()
-    })
+    let sim = with_faults(
+        FaultConfig::default()
+            .with_seed(5)
+            .with_proxy_error_rate(0.4),
+    )
     .await;
     let c = client_with(&sim.h, many_retries());
     for _ in 0..15 {
@@ -146,10 +141,10 @@ async fn proxy_errors_are_retried() {
 
 #[tokio::test]
 async fn timeouts_are_retryable() {
-    let sim = with_faults(FaultConfig {
-        latency: Some((Duration::from_millis(400), Duration::from_millis(400))),
-        ..Default::default()
-    })
+    let sim = with_faults(FaultConfig::default().with_latency(Some((
+        Duration::from_millis(400),
+        Duration::from_millis(400),
+    ))))
     .await;
     let c = PveClient::builder(
         sim.h.base_url(),

@@ -130,10 +130,8 @@ async fn inventory_of_1000_guests_costs_one_request_and_configs_cost_one_each() 
 async fn config_reads_are_bounded() {
     let mut cfg = config();
     cfg.state = big_state();
-    cfg.faults = FaultConfig {
-        latency: Some((Duration::from_millis(30), Duration::from_millis(30))),
-        ..Default::default()
-    };
+    cfg.faults = FaultConfig::default()
+        .with_latency(Some((Duration::from_millis(30), Duration::from_millis(30))));
     let sim = Sim::with(cfg).await;
     let refs: Vec<GuestRef> = (0..16)
         .map(|i| GuestRef::qemu(&format!("pve{}", 1 + (i % 4)), 1001 + i))

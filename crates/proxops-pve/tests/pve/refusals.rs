@@ -88,12 +88,9 @@ async fn clone_of_a_local_storage_vm_to_another_node_is_final() {
     });
     let sim = Sim::with(cfg).await;
     let g = sim.create_vm(100, &[("scsi0", "local-lvm:4")]).await;
-    let request = CloneRequest {
-        newid: 101,
-        full: Some(true),
-        target: Some("pve2".into()),
-        ..CloneRequest::default()
-    };
+    let request = CloneRequest::new(101)
+        .with_full(Some(true))
+        .with_target(Some("pve2".into()));
     once(
         &sim,
         "POST",

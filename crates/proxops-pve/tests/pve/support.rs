@@ -11,14 +11,12 @@ pub const CT_TEMPLATE: &str = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.
 
 /// Fast tasks and a password user.
 pub fn config() -> SimConfig {
-    SimConfig {
-        task_durations: TaskDurations::uniform(Duration::from_millis(40)),
-        users: vec![User {
+    SimConfig::default()
+        .with_task_durations(TaskDurations::uniform(Duration::from_millis(40)))
+        .with_users(vec![User {
             userid: "root@pam".into(),
             password: PASSWORD.into(),
-        }],
-        ..SimConfig::default()
-    }
+        }])
 }
 
 /// Quick retries for tests (bounded, seeded).

@@ -76,11 +76,9 @@ async fn warnings_are_success() {
 #[tokio::test]
 async fn failure_carries_exit_status_and_log_tail() {
     let mut cfg = config();
-    cfg.faults = FaultConfig {
-        seed: 1,
-        task_failure_rate: 1.0,
-        ..Default::default()
-    };
+    cfg.faults = FaultConfig::default()
+        .with_seed(1)
+        .with_task_failure_rate(1.0);
     let sim = Sim::with(cfg).await;
     let u = sim
         .c

@@ -302,6 +302,7 @@ pub(crate) fn recovered(cluster: Option<&str>, result: Option<CycleResult>) -> C
 /// `{"apiVersion":"proxops/v1alpha1","kind":"Event",...}`: what a `webhook` sink receives.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct EventDocument {
     /// Always `proxops/v1alpha1`.
     pub api_version: &'static str,

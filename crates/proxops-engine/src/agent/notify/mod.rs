@@ -42,11 +42,22 @@ use worker::{Counters, Job};
 /// The sinks of the agent's own configuration file (`--config`), which win over the
 /// repository's `proxops.yaml`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ConfiguredSinks {
     /// The sinks.
     pub sinks: Vec<SinkConfig>,
     /// The directory their relative paths start from.
     pub dir: PathBuf,
+}
+
+impl ConfiguredSinks {
+    /// `sinks`, whose relative paths (`file:` secrets) start from `dir`.
+    pub fn new(sinks: Vec<SinkConfig>, dir: impl Into<PathBuf>) -> ConfiguredSinks {
+        ConfiguredSinks {
+            sinks,
+            dir: dir.into(),
+        }
+    }
 }
 
 /// What a sink was told, per cluster (`""`: the repository) and condition key.
