@@ -131,7 +131,10 @@ fn the_demo_report_shows_every_step_and_the_users_repository_is_untouched() {
     let placed = of("monitoring", "create");
     assert_eq!(placed["node"], "pve2");
     assert!(
-        placed["reason"].as_str().unwrap().contains("placed on `pve2`"),
+        placed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("placed on `pve2`"),
         "{placed}"
     );
     let ha = of("home-assistant", "haAdd");
