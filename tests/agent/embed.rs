@@ -111,3 +111,36 @@ fn agent_cycles(port: u16) -> Option<u64> {
         .find(|c| c["name"] == "lab")?["cycles"]
         .as_u64()
 }
+
+/// The embedder's pass hook runs once after every pass, after the pass's cycles have ended
+/// (the `proxops` binary trims the allocator there).
+#[test]
+fn the_pass_hook_runs_once_after_each_pass() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let repo = Repo::new();
+    let data = tempfile::tempdir().unwrap();
+    let calls = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&calls);
+    let mut options = AgentOptions::new(
+        SourceLocation::Local(repo.path().to_path_buf()),
+        data.path().join("agent"),
+    )
+    .with_after_pass(Some(proxops_engine::agent::PassHook::new(move || {
+        seen.fetch_add(1, Ordering::SeqCst);
+    })));
+    options.listen = "127.0.0.1:0".parse().unwrap();
+    options.clusters = vec!["lab".to_owned()];
+    options.interval = Duration::from_millis(50);
+    options.max_passes = Some(3);
+    options.backend = AgentBackend::Sim {
+        state_file: None,
+        task_time: Duration::from_millis(10),
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let agent = runtime.block_on(Agent::bind(options)).unwrap();
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let status = runtime.block_on(agent.run(stopped));
+    assert_eq!(status.passes, 3);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}

@@ -3,6 +3,7 @@
 mod commands;
 mod error;
 mod logging;
+mod memory;
 mod render;
 mod session;
 mod writer;

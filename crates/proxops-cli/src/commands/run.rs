@@ -6,7 +6,7 @@ use crate::session::repo_dir;
 use crate::session::{BackendArgs, BackendKind, runtime};
 use proxops_engine::agent::hooks::Receivers;
 use proxops_engine::agent::notify::ConfiguredSinks;
-use proxops_engine::agent::{Agent, AgentBackend, AgentOptions, SourceLocation};
+use proxops_engine::agent::{Agent, AgentBackend, AgentOptions, PassHook, SourceLocation};
 use proxops_model::config::{ConfigFile, parse_duration};
 use proxops_model::{FsSource, read_config_file};
 use std::net::SocketAddr;
@@ -256,6 +256,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     options.shutdown_timeout = args.shutdown_timeout;
     options.stall_timeout = args.stall_timeout;
     options.max_passes = args.once.then_some(1);
+    options.after_pass = Some(PassHook::new(|| {
+        let released = crate::memory::release_freed_memory();
+        tracing::debug!(released, "freed memory handed back after the pass");
+    }));
     let runtime = runtime()?;
     runtime
         .block_on(async {

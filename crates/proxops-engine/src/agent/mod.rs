@@ -108,6 +108,27 @@ pub struct AgentOptions {
     pub notifications: Option<notify::ConfiguredSinks>,
     /// How notifications are sent (queues, retries).
     pub notify: notify::NotifyOptions,
+    /// Called after every pass, once the pass's memory is freed (`None`: nothing).
+    pub after_pass: Option<PassHook>,
+}
+
+/// A function the agent calls after every pass, off the async threads, when what the pass
+/// held has been freed. The `proxops` binary hands the allocator's free pages back to the OS
+/// there: a pass peaks at several times what the agent keeps between passes.
+#[derive(Clone)]
+pub struct PassHook(Arc<dyn Fn() + Send + Sync>);
+
+impl PassHook {
+    /// A hook calling `f`.
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> PassHook {
+        PassHook(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for PassHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PassHook")
+    }
 }
 
 impl AgentOptions {
@@ -130,6 +151,7 @@ impl AgentOptions {
             webhooks: None,
             notifications: None,
             notify: notify::NotifyOptions::default(),
+            after_pass: None,
         }
     }
 
@@ -201,6 +223,11 @@ impl AgentOptions {
     /// Sets how notifications are sent.
     pub fn with_notify(mut self, notify: notify::NotifyOptions) -> Self {
         self.notify = notify;
+        self
+    }
+    /// Sets the function called after every pass.
+    pub fn with_after_pass(mut self, hook: Option<PassHook>) -> Self {
+        self.after_pass = hook;
         self
     }
 }
@@ -618,6 +645,9 @@ impl Agent {
             let pass = run_pass(&shared, &registry, &mut cache, only.as_ref(), stop.clone());
             let finished =
                 with_shutdown_timeout(pass, stop.clone(), options.shutdown_timeout).await;
+            if let Some(hook) = options.after_pass.clone() {
+                let _ = tokio::task::spawn_blocking(move || (hook.0)()).await;
+            }
             if let Some(t) = trigger {
                 let _ = t.reply.send(shared.cluster_state(&t.cluster));
             }
