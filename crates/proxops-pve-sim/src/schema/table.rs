@@ -86,7 +86,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "GET", path: "/cluster/ha/rules", versions: V91, params: &[
         Param { name: "resource", optional: true, ..P },
         Param { name: "type", optional: true, enums: &["node-affinity", "resource-affinity"], ..P },
-    ], ..E },
+    ] },
     Endpoint { method: "POST", path: "/cluster/ha/rules", versions: V91, params: &[
         Param { name: "affinity", optional: true, enums: &["positive", "negative"], ..P },
         Param { name: "comment", optional: true, max_len: Some(4096), ..P },
@@ -96,10 +96,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
         Param { name: "strict", ty: Ty::Bool, optional: true, ..P },
         Param { name: "type", enums: &["node-affinity", "resource-affinity"], ..P },
-    ], ..E },
+    ] },
     Endpoint { method: "GET", path: "/cluster/ha/rules/{rule}", versions: V91, params: &[
         Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
-    ], ..E },
+    ] },
     Endpoint { method: "PUT", path: "/cluster/ha/rules/{rule}", versions: V91, params: &[
         Param { name: "affinity", optional: true, enums: &["positive", "negative"], ..P },
         Param { name: "comment", optional: true, max_len: Some(4096), ..P },
@@ -111,10 +111,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
         Param { name: "strict", ty: Ty::Bool, optional: true, ..P },
         Param { name: "type", enums: &["node-affinity", "resource-affinity"], ..P },
-    ], ..E },
+    ] },
     Endpoint { method: "DELETE", path: "/cluster/ha/rules/{rule}", versions: V91, params: &[
         Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
-    ], ..E },
+    ] },
     Endpoint { method: "GET", path: "/cluster/mapping/pci", params: &[
         Param { name: "check-node", optional: true, format: Fmt::Named("pve-node"), ..P },
     ], ..E },
