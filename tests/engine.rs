@@ -494,7 +494,7 @@ async fn removed_manifests_are_pruned_dependants_first_and_untagged_guests_never
     );
     assert!(cycle.report.unwrap().all_succeeded());
     let left: Vec<u32> = sim.state().guests.keys().copied().collect();
-    assert_eq!(left, [120, 130, 140, 200, 555, 9001]);
+    assert_eq!(left, [120, 130, 140, 150, 160, 200, 555, 9001]);
     conn.sim.unwrap().shutdown().await.unwrap();
 }
 
@@ -583,7 +583,7 @@ async fn retryable_faults_and_lock_contention_still_converge_within_three_cycles
     sim.set_faults(FaultConfig::default());
     // Exactly the declared guests, once each; nothing deleted.
     let vmids: Vec<u32> = sim.state().guests.keys().copied().collect();
-    assert_eq!(vmids, [110, 111, 120, 130, 140, 200, 9000, 9001]);
+    assert_eq!(vmids, [110, 111, 120, 130, 140, 150, 160, 200, 9000, 9001]);
     assert!(
         cycles
             .iter()

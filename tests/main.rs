@@ -9,6 +9,8 @@ mod engine;
 mod examples;
 mod interop;
 mod placement;
+mod placement_prop;
+mod placement_rules;
 mod planes;
 mod safety;
 mod support;

@@ -59,7 +59,7 @@ fn cluster() -> State {
     }
 }
 
-async fn sim() -> (SimHandle, PveClient) {
+pub(crate) async fn sim() -> (SimHandle, PveClient) {
     let sim = start(
         SimConfig::default()
             .with_state(cluster())
@@ -85,13 +85,13 @@ async fn sim() -> (SimHandle, PveClient) {
 
 /// A VM `name` at `vmid`: `place` is the node part of its spec (`node: pve1` or
 /// `nodes: [..]`), `more` further spec lines.
-fn vm(name: &str, vmid: u32, place: &str, storage: &str, more: &str) -> String {
+pub(crate) fn vm(name: &str, vmid: u32, place: &str, storage: &str, more: &str) -> String {
     format!(
         "apiVersion: proxops/v1alpha1\nkind: VM\nmetadata:\n  name: {name}\nspec:\n  {place}\n  vmid: {vmid}\n  memory: 4GiB\n  cpu:\n    type: host\n    cores: 1\n  disks:\n    - storage: {storage}\n      interface: scsi0\n      size: 4GiB\n{more}"
     )
 }
 
-fn graph_of(texts: &[String]) -> Graph {
+pub(crate) fn graph_of(texts: &[String]) -> Graph {
     let resources: Vec<_> = texts
         .iter()
         .map(|t| {
@@ -105,13 +105,22 @@ fn graph_of(texts: &[String]) -> Graph {
     Graph::build(&Registry::builtin(), &resources).unwrap()
 }
 
-async fn plan(client: &PveClient, texts: &[String]) -> ClusterPlan {
-    plan_cluster(client, "t", &graph_of(texts), &PlanOptions::default())
+pub(crate) async fn plan(client: &PveClient, texts: &[String]) -> ClusterPlan {
+    plan_with(client, texts, &PlanOptions::default()).await
+}
+
+/// [`plan`] with `options` (a previous desired document, say).
+pub(crate) async fn plan_with(
+    client: &PveClient,
+    texts: &[String],
+    options: &PlanOptions,
+) -> ClusterPlan {
+    plan_cluster(client, "t", &graph_of(texts), options)
         .await
         .unwrap()
 }
 
-async fn apply(client: &PveClient, texts: &[String]) -> ClusterPlan {
+pub(crate) async fn apply(client: &PveClient, texts: &[String]) -> ClusterPlan {
     let p = plan(client, texts).await;
     let report = execute(client, &p, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{p:#?}\n{report:#?}");
@@ -119,12 +128,12 @@ async fn apply(client: &PveClient, texts: &[String]) -> ClusterPlan {
 }
 
 /// Where vmid `vmid` is, from /cluster/resources.
-async fn node_of(client: &PveClient, vmid: u32) -> Option<String> {
+pub(crate) async fn node_of(client: &PveClient, vmid: u32) -> Option<String> {
     let inv = client.inventory().await.unwrap();
     inv.guest(vmid).map(|g| g.node.clone())
 }
 
-fn verbs(p: &ClusterPlan) -> Vec<Verb> {
+pub(crate) fn verbs(p: &ClusterPlan) -> Vec<Verb> {
     p.actions.iter().map(|a| a.verb).collect()
 }
 

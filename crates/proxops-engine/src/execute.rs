@@ -433,6 +433,14 @@ async fn run(
             guest,
         } => write_ha(client, write, *create, guest, options).await,
         Op::HaRemove { sid } => client.ha_delete(sid).await,
+        Op::HaRule { id, create, params } => {
+            if *create {
+                client.ha_rule_create(id, params.clone()).await
+            } else {
+                client.ha_rule_update(id, params.clone()).await
+            }
+        }
+        Op::HaRuleRemove { id } => client.ha_rule_delete(id).await,
         Op::Start { guest } => {
             let upid = client.start(guest).await?;
             wait_power(client, options, guest, upid, "running", upids).await

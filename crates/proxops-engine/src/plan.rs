@@ -37,11 +37,13 @@ pub enum Verb {
     /// Move a guest to another node (`POST .../migrate`): its `node` changed, or it is outside
     /// its `nodes`.
     Migrate,
-    /// Add the HA resource a guest declares (`ha:`).
+    /// Add the HA resource a guest declares (`ha:`), or (PVE 9) the node-affinity rule of its
+    /// `ha.group`.
     HaAdd,
-    /// Change a guest's HA resource (state, group, limits).
+    /// Change a guest's HA resource (state, group, limits), or its node-affinity rule.
     HaUpdate,
-    /// Remove the HA resource of a guest whose manifest no longer declares `ha:`.
+    /// Remove the HA resource of a guest whose manifest no longer declares `ha:`, or the
+    /// node-affinity rule of a removed `ha.group`.
     HaRemove,
 }
 
@@ -126,6 +128,15 @@ pub(crate) enum Op {
     },
     HaRemove {
         sid: String,
+    },
+    /// The node-affinity rule standing for `ha.group` on PVE 9 (`planner/ha_rules.rs`).
+    HaRule {
+        id: String,
+        create: bool,
+        params: proxops_pve::Params,
+    },
+    HaRuleRemove {
+        id: String,
     },
 }
 

@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 mod ha;
+mod ha_rules;
 mod placement;
 pub(crate) use ha::HaWrite;
 
@@ -200,6 +201,7 @@ pub async fn plan_cluster(
         release,
         planned_memory: BTreeMap::new(),
         ha: None,
+        ha_rules: None,
     };
     // HA resources, read once when a guest declares `ha:` or a guest of ours has one.
     let declares_ha = graph.resources().any(|r| {
@@ -211,6 +213,10 @@ pub async fn plan_cluster(
         .any(|g| owned_by_proxops(g) && g.hastate.is_some());
     if declares_ha || has_ha {
         planner.ha = Some(client.ha_resources().await);
+        // PVE 9 keeps `ha.group` as node-affinity rules (`planner/ha_rules.rs`).
+        if planner.ha_uses_rules() {
+            planner.ha_rules = Some(client.ha_rules().await);
+        }
     }
     if release.is_none() {
         planner.plan.warnings.push(format!(
@@ -393,6 +399,8 @@ struct Planner<'a> {
     planned_memory: BTreeMap<String, u64>,
     /// `GET /cluster/ha/resources`, when read (a guest declares `ha:` or has an HA resource).
     ha: Option<Result<Vec<proxops_pve::api::ha::HaResource>, PveError>>,
+    /// `GET /cluster/ha/rules`, read with `ha` on PVE 9.
+    ha_rules: Option<Result<Vec<proxops_pve::api::ha::HaRule>, PveError>>,
 }
 
 impl Planner<'_> {

@@ -186,7 +186,11 @@ pub(crate) async fn handle(
     };
     let rel = if rel.is_empty() { "/".to_string() } else { rel };
     let method_s = method.as_str().to_string();
-    let routed = api::route(&method_s, &rel);
+    // An endpoint the simulated version's schema lacks (the HA rules on 8.4) has no handler.
+    let version = lock(&shared.state).pve_version;
+    let routed = api::route(&method_s, &rel).filter(|(template, _, _)| {
+        schema::endpoint(&method_s, template).is_none_or(|ep| ep.versions.contains(version))
+    });
     let key = match &routed {
         Some((template, _, _)) => format!("{method_s} {template}"),
         None => format!("{method_s} <unknown>"),

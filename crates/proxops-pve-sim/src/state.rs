@@ -35,6 +35,8 @@ pub struct State {
     pub ha_resources: BTreeMap<String, HaResource>,
     /// HA groups by name (`/etc/pve/ha/groups.cfg`, PVE 8; PVE 9 migrates them to rules).
     pub ha_groups: BTreeMap<String, HaGroup>,
+    /// HA rules by id (`/etc/pve/ha/rules.cfg`, PVE 9: node and resource affinity).
+    pub ha_rules: BTreeMap<String, HaRule>,
     /// Cluster resource mappings (`/etc/pve/mapping/pci.cfg` and `usb.cfg`).
     pub mappings: Mappings,
     /// SDN VNets by name (`/etc/pve/sdn/vnets.cfg`); a bridge not listed is a plain Linux
@@ -122,6 +124,30 @@ pub struct HaResource {
     pub max_relocate: Option<u64>,
     /// The HA group (PVE 8) whose nodes it prefers.
     pub group: Option<String>,
+}
+
+/// One HA rule (pve-ha-manager `src/PVE/HA/Rules.pm` and its plugins `Rules/NodeAffinity.pm`,
+/// `Rules/ResourceAffinity.pm`), decoded as `decode_value` does.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct HaRule {
+    /// `node-affinity` or `resource-affinity`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its HA resources (`vm:100`, ...).
+    pub resources: std::collections::BTreeSet<String>,
+    /// Node affinity: node -> priority.
+    pub nodes: BTreeMap<String, u64>,
+    /// Node affinity: restricted to its nodes.
+    pub strict: Option<bool>,
+    /// Resource affinity: `positive` or `negative`.
+    pub affinity: Option<String>,
+    /// Disabled rules are kept but not applied.
+    pub disable: bool,
+    /// Free-form comment.
+    pub comment: Option<String>,
+    /// Its ordinal (`$rules->{order}`).
+    pub order: u64,
 }
 
 /// One HA group (pve-ha-manager `src/PVE/HA/Groups.pm` properties).

@@ -82,7 +82,20 @@ fn the_demo_report_shows_every_step_and_the_users_repository_is_untouched() {
         assert_eq!(c["repeated"], Value::Array(vec![]), "{name}");
         let actions = plan["actions"].as_array().unwrap().len();
         assert_eq!(c["succeeded"].as_u64().unwrap() as usize, actions, "{name}");
-        assert_eq!(c["receipts"].as_u64().unwrap() as usize, actions, "{name}");
+        // One receipt per resource: an HA guest's create and ha-add make one.
+        let mut subjects: Vec<(&str, &str)> = plan["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["kind"].as_str().unwrap(), a["name"].as_str().unwrap()))
+            .collect();
+        subjects.sort_unstable();
+        subjects.dedup();
+        assert_eq!(
+            c["receipts"].as_u64().unwrap() as usize,
+            subjects.len(),
+            "{name}"
+        );
         assert_eq!(
             tasks("qmcreate") + tasks("qmclone"),
             planned(plan, "create", &["VM", "TemplateVM"]),
@@ -108,6 +121,24 @@ fn the_demo_report_shows_every_step_and_the_users_repository_is_untouched() {
     }
     // Clones cannot start with their create: home's two clones were started once each.
     assert_eq!(clusters[0]["tasks"]["qmstart"], 2);
+    // The example's placed guest and HA guest (README "Placement, migration and HA").
+    let home = clusters[0]["plan"]["actions"].as_array().unwrap();
+    let of = |name: &str, verb: &str| {
+        home.iter()
+            .find(|a| a["kind"] == "VM" && a["name"] == name && a["verb"] == verb)
+            .unwrap_or_else(|| panic!("{verb} VM/{name} planned"))
+    };
+    let placed = of("monitoring", "create");
+    assert_eq!(placed["node"], "pve2");
+    assert!(
+        placed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("placed on `pve2`"),
+        "{placed}"
+    );
+    let ha = of("home-assistant", "haAdd");
+    assert!(ha["reason"].as_str().unwrap().contains("vm:160"), "{ha}");
 
     // 2. Every resource of lab is CLEAN, with its receipt.
     let get = &report["get"];

@@ -314,12 +314,14 @@ fn graph_text_shows_levels_and_prerequisites() {
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     insta::assert_snapshot!(stdout, @r"
-    cluster home: 11 resources, 11 steps, 3 levels
+    cluster home: 13 resources, 13 steps, 3 levels
       level 0
+        VM/monitoring (150)                    -
         DiskImage/debian-13-genericcloud       pve1
         ISO/debian-13-netinst                  pve1
         CTTemplate/debian-13-standard          pve1
         VM/truenas (140)                       pve2
+        VM/home-assistant (160)                pve2
       level 1
         VM/jumpbox (130)                       pve1  after ISO/debian-13-netinst
         LXC/pihole (200)                       pve1  after CTTemplate/debian-13-standard
@@ -355,7 +357,7 @@ fn graph_json_has_the_documented_shape() {
         .collect();
     assert_eq!(
         summary,
-        [("home".to_owned(), 11, 3), ("lab".to_owned(), 5, 2)]
+        [("home".to_owned(), 13, 3), ("lab".to_owned(), 5, 2)]
     );
     // Every step's prerequisites come before it.
     for c in clusters {

@@ -6,7 +6,7 @@
 
 use super::Planner;
 use crate::desired::DesiredGuest;
-use crate::plan::{Anomaly, Op, Verb};
+use crate::plan::{Op, Verb};
 use proxops_graph::StepId;
 use proxops_model::kinds::HaSpec;
 use proxops_pve::api::ha::{HaResource, ha_sid};
@@ -46,11 +46,12 @@ fn wait_for(ha: &HaSpec) -> Option<&'static str> {
     }
 }
 
-/// The write that makes `live` (absent: a new resource) what `ha` declares.
-fn write_of(sid: String, ha: &HaSpec, live: Option<&HaResource>) -> Option<HaWrite> {
+/// The write that makes `live` (absent: a new resource) what `ha` declares. With `rules`
+/// (PVE 9) the group is not the resource's: it becomes a node-affinity rule (`ha_rules`).
+fn write_of(sid: String, ha: &HaSpec, live: Option<&HaResource>, rules: bool) -> Option<HaWrite> {
     let want: [(&str, Option<String>); 4] = [
         ("state", Some(ha.state().as_str().to_owned())),
-        ("group", ha.group.clone()),
+        ("group", ha.group.clone().filter(|_| !rules)),
         ("max_restart", ha.max_restart.map(|n| n.to_string())),
         ("max_relocate", ha.max_relocate.map(|n| n.to_string())),
     ];
@@ -70,6 +71,9 @@ fn write_of(sid: String, ha: &HaSpec, live: Option<&HaResource>) -> Option<HaWri
         wait: None,
     };
     for (k, v) in want {
+        if rules && k == "group" {
+            continue;
+        }
         match (v, have(k)) {
             (Some(v), h) if h.as_deref() != Some(v.as_str()) => {
                 if k == "state" {
@@ -100,22 +104,11 @@ impl Planner<'_> {
             .find(|r| r.sid == sid)
     }
 
-    /// Why HA resources cannot be planned for `d` this cycle (the list was not readable, or the
-    /// cluster's PVE refuses the group).
-    fn ha_problem(&self, d: &DesiredGuest) -> Option<(String, bool)> {
-        let ha = d.ha.as_ref()?;
-        if let Some(group) = &ha.group
-            && self.release.is_some_and(|r| r.0 >= 9)
-        {
-            return Some((
-                format!(
-                    "ha.group `{group}`: PVE 9 has migrated HA groups to rules and refuses the group (\"ha groups have been migrated to rules\"); remove `ha.group` (its nodes can be the guest's `nodes:`)"
-                ),
-                true,
-            ));
-        }
+    /// Why HA resources cannot be planned for `d` this cycle (the list was not readable).
+    fn ha_problem(&self, d: &DesiredGuest) -> Option<String> {
+        d.ha.as_ref()?;
         match &self.ha {
-            Some(Err(e)) => Some((format!("cannot read the HA resources: {e}"), false)),
+            Some(Err(e)) => Some(format!("cannot read the HA resources: {e}")),
             _ => None,
         }
     }
@@ -156,22 +149,17 @@ impl Planner<'_> {
             }
             return false;
         };
-        if let Some((why, anomaly)) = self.ha_problem(d) {
+        if let Some(reason) = self.ha_problem(d) {
             let subject = self.subject(step);
-            if anomaly {
-                self.plan.anomalies.push(Anomaly {
-                    subject,
-                    message: why,
-                });
-            } else {
-                self.plan.skipped.push(crate::plan::Skipped {
-                    subject,
-                    reason: why,
-                });
-            }
+            self.plan
+                .skipped
+                .push(crate::plan::Skipped { subject, reason });
             return true;
         }
-        let Some(write) = write_of(sid.clone(), ha, existing.as_ref()) else {
+        let rules = self.ha_uses_rules();
+        let Some(write) = write_of(sid.clone(), ha, existing.as_ref(), rules) else {
+            // The resource is as declared; its rule (PVE 9) may not be.
+            self.ha_rule_step(step, d, &sid, before, after);
             // Declared and as declared: the HA manager is (or will be) there.
             let want = wait_for(ha);
             let now = if live.status == "running" {
@@ -201,7 +189,7 @@ impl Planner<'_> {
             .map(|(k, v)| format!("{k}={v}"))
             .chain(write.delete.iter().map(|k| format!("{k} (default)")))
             .collect();
-        self.push(
+        let id = self.push(
             step,
             (&d.node, Some(d.vmid)),
             verb,
@@ -213,6 +201,7 @@ impl Planner<'_> {
             },
             after,
         );
+        self.ha_rule_step(step, d, &sid, before, &[id]);
         true
     }
 
@@ -220,29 +209,21 @@ impl Planner<'_> {
     /// starts it (the create itself does not).
     pub(super) fn ha_after_create(&mut self, step: StepId, d: &DesiredGuest, create: usize) {
         let Some(ha) = &d.ha else { return };
-        if let Some((why, anomaly)) = self.ha_problem(d) {
+        if let Some(reason) = self.ha_problem(d) {
             let subject = self.subject(step);
-            if anomaly {
-                self.plan.anomalies.push(Anomaly {
-                    subject,
-                    message: why,
-                });
-            } else {
-                self.plan.skipped.push(crate::plan::Skipped {
-                    subject,
-                    reason: why,
-                });
-            }
+            self.plan
+                .skipped
+                .push(crate::plan::Skipped { subject, reason });
             return;
         }
         let sid = ha_sid(d.guest, d.vmid);
-        if let Some(write) = write_of(sid.clone(), ha, None) {
+        if let Some(write) = write_of(sid.clone(), ha, None, self.ha_uses_rules()) {
             let keys: Vec<String> = write.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let guest = match d.guest {
                 proxops_pve::GuestType::Qemu => proxops_pve::GuestRef::qemu(&d.node, d.vmid),
                 proxops_pve::GuestType::Lxc => proxops_pve::GuestRef::lxc(&d.node, d.vmid),
             };
-            self.push(
+            let id = self.push(
                 step,
                 (&d.node, Some(d.vmid)),
                 Verb::HaAdd,
@@ -254,6 +235,7 @@ impl Planner<'_> {
                 },
                 &[create],
             );
+            self.ha_rule_step(step, d, &sid, None, &[id]);
         }
     }
 }
@@ -281,19 +263,20 @@ mod tests {
             ..HaResource::default()
         };
         assert_eq!(
-            write_of("vm:100".into(), &spec(None, Some(3)), Some(&live)),
+            write_of("vm:100".into(), &spec(None, Some(3)), Some(&live), false),
             None
         );
         let w = write_of(
             "vm:100".into(),
             &spec(Some(HaState::Stopped), None),
             Some(&live),
+            false,
         )
         .expect("a write");
         assert_eq!(w.set, vec![("state".to_owned(), "stopped".to_owned())]);
         assert_eq!(w.delete, vec!["max_restart".to_owned()]);
         assert_eq!(w.wait, Some("stopped"));
-        let new = write_of("vm:100".into(), &spec(None, None), None).expect("a create");
+        let new = write_of("vm:100".into(), &spec(None, None), None, false).expect("a create");
         assert_eq!((new.set.len(), new.wait), (1, Some("running")));
     }
 }

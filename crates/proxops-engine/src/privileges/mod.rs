@@ -409,9 +409,9 @@ pub fn action_needs(action: &Action, net: &Network) -> Vec<Need> {
             let purpose = guest_purpose("migrate", action);
             out.push(Need::one(&purpose, vms(guest.vmid), "VM.Migrate"));
         }
-        Op::Ha { .. } | Op::HaRemove { .. } => {
-            // pve-ha-manager `src/PVE/API2/HA/Resources.pm` `create`/`update`/`delete`:
-            // Sys.Console on /.
+        Op::Ha { .. } | Op::HaRemove { .. } | Op::HaRule { .. } | Op::HaRuleRemove { .. } => {
+            // pve-ha-manager `src/PVE/API2/HA/Resources.pm` and `Rules.pm`
+            // `create`/`update`/`delete`: Sys.Console on /.
             let purpose = guest_purpose("manage the HA resource of", action);
             out.push(Need::one(&purpose, "/", "Sys.Console"));
         }

@@ -264,6 +264,10 @@ pub(crate) fn delete(ctx: &mut Ctx) -> Result<Value, ApiError> {
             "cannot delete service '{sid}', not HA managed!"
         )));
     }
+    // `delete`'s `purge` (default 1, PVE 9): out of every rule, emptied rules deleted.
+    if ctx.flag("purge").unwrap_or(true) {
+        super::ha_rules::purge(&mut st, &sid);
+    }
     shared.persist(&st);
     Ok(Value::Null)
 }

@@ -1,6 +1,6 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
-//! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
+//! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_rules`] (PVE 9), [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
@@ -17,6 +17,7 @@ pub(crate) mod firewall;
 pub(crate) mod guest;
 pub(crate) mod ha;
 pub(crate) mod ha_groups;
+pub(crate) mod ha_rules;
 pub(crate) mod ha_status;
 pub(crate) mod hotplug;
 pub(crate) mod join;
@@ -208,6 +209,11 @@ routes! {
     "GET" "/cluster/ha/groups/{group}" => ha_groups::read,
     "PUT" "/cluster/ha/groups/{group}" => ha_groups::update,
     "DELETE" "/cluster/ha/groups/{group}" => ha_groups::delete,
+    "GET" "/cluster/ha/rules" => ha_rules::list,
+    "POST" "/cluster/ha/rules" => ha_rules::create,
+    "GET" "/cluster/ha/rules/{rule}" => ha_rules::read,
+    "PUT" "/cluster/ha/rules/{rule}" => ha_rules::update,
+    "DELETE" "/cluster/ha/rules/{rule}" => ha_rules::delete,
     "GET" "/cluster/ha/status/current" => ha_status::current,
     "GET" "/cluster/mapping/pci" => mapping::pci_list,
     "GET" "/cluster/mapping/pci/{id}" => mapping::pci_get,

@@ -195,6 +195,18 @@ pub struct Endpoint {
     /// Parameters in name order; a name whose definition differs between versions has one row
     /// per version.
     pub params: &'static [Param],
+    /// The versions whose schema has the endpoint; it is not routed on the others.
+    pub versions: Versions,
+}
+
+impl Endpoint {
+    /// An endpoint of every version with no parameters (the generated table's base).
+    pub const DEFAULT: Endpoint = Endpoint {
+        method: "",
+        path: "",
+        params: &[],
+        versions: Versions::ALL,
+    };
 }
 
 /// Finds the definition of an endpoint.

@@ -7,26 +7,27 @@ use super::{Endpoint, Fmt, Param, Sub, Ty, Versions};
 
 const P: Param = Param::DEFAULT;
 const S: Sub = Sub::DEFAULT;
+const E: Endpoint = Endpoint::DEFAULT;
 const V84: Versions = Versions::V8_4;
 const V91: Versions = Versions::V9_1;
 
 /// Every implemented endpoint with its parameters, in the schema's order of paths.
 pub static ENDPOINTS: &[Endpoint] = &[
-    Endpoint { method: "GET", path: "/version", params: &[] },
-    Endpoint { method: "GET", path: "/nodes", params: &[] },
+    Endpoint { method: "GET", path: "/version", params: &[], ..E },
+    Endpoint { method: "GET", path: "/nodes", params: &[], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/status", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/resources", params: &[
         Param { name: "type", optional: true, enums: &["vm", "storage", "node", "sdn"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/nextid", params: &[
         Param { name: "vmid", ty: Ty::Int, optional: true, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
-    Endpoint { method: "GET", path: "/cluster/status", params: &[] },
+    ], ..E },
+    Endpoint { method: "GET", path: "/cluster/status", params: &[], ..E },
     Endpoint { method: "GET", path: "/cluster/ha/resources", params: &[
         Param { name: "type", optional: true, enums: &["ct", "vm"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/cluster/ha/resources", params: &[
         Param { name: "comment", optional: true, max_len: Some(4096), ..P },
         Param { name: "failback", ty: Ty::Bool, optional: true, versions: V91, ..P },
@@ -36,10 +37,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "sid", format: Fmt::Named("pve-ha-resource-or-vm-id"), ..P },
         Param { name: "state", optional: true, enums: &["started", "stopped", "enabled", "disabled", "ignored"], ..P },
         Param { name: "type", optional: true, enums: &["ct", "vm"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/ha/resources/{sid}", params: &[
         Param { name: "sid", format: Fmt::Named("pve-ha-resource-or-vm-id"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/cluster/ha/resources/{sid}", params: &[
         Param { name: "comment", optional: true, max_len: Some(4096), ..P },
         Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), max_len: Some(4096), ..P },
@@ -50,12 +51,12 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "max_restart", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "sid", format: Fmt::Named("pve-ha-resource-or-vm-id"), ..P },
         Param { name: "state", optional: true, enums: &["started", "stopped", "enabled", "disabled", "ignored"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/cluster/ha/resources/{sid}", params: &[
         Param { name: "purge", ty: Ty::Bool, optional: true, versions: V91, ..P },
         Param { name: "sid", format: Fmt::Named("pve-ha-resource-or-vm-id"), ..P },
-    ] },
-    Endpoint { method: "GET", path: "/cluster/ha/groups", params: &[] },
+    ], ..E },
+    Endpoint { method: "GET", path: "/cluster/ha/groups", params: &[], ..E },
     Endpoint { method: "POST", path: "/cluster/ha/groups", params: &[
         Param { name: "comment", optional: true, max_len: Some(4096), ..P },
         Param { name: "group", format: Fmt::Named("pve-configid"), ..P },
@@ -64,10 +65,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "nofailback", ty: Ty::Bool, optional: true, ..P },
         Param { name: "restricted", ty: Ty::Bool, optional: true, ..P },
         Param { name: "type", optional: true, enums: &["group"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/ha/groups/{group}", params: &[
         Param { name: "group", format: Fmt::Named("pve-configid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/cluster/ha/groups/{group}", params: &[
         Param { name: "comment", optional: true, max_len: Some(4096), ..P },
         Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), max_len: Some(4096), ..P },
@@ -77,77 +78,109 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "nodes", optional: true, format: Fmt::Named("pve-ha-node-list"), versions: V91, ..P },
         Param { name: "nofailback", ty: Ty::Bool, optional: true, ..P },
         Param { name: "restricted", ty: Ty::Bool, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/cluster/ha/groups/{group}", params: &[
         Param { name: "group", format: Fmt::Named("pve-configid"), ..P },
+    ], ..E },
+    Endpoint { method: "GET", path: "/cluster/ha/status/current", params: &[], ..E },
+    Endpoint { method: "GET", path: "/cluster/ha/rules", versions: V91, params: &[
+        Param { name: "resource", optional: true, ..P },
+        Param { name: "type", optional: true, enums: &["node-affinity", "resource-affinity"], ..P },
     ] },
-    Endpoint { method: "GET", path: "/cluster/ha/status/current", params: &[] },
+    Endpoint { method: "POST", path: "/cluster/ha/rules", versions: V91, params: &[
+        Param { name: "affinity", optional: true, enums: &["positive", "negative"], ..P },
+        Param { name: "comment", optional: true, max_len: Some(4096), ..P },
+        Param { name: "disable", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "nodes", optional: true, format: Fmt::Named("pve-ha-node-list"), ..P },
+        Param { name: "resources", format: Fmt::Named("pve-ha-resource-id-list"), ..P },
+        Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
+        Param { name: "strict", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "type", enums: &["node-affinity", "resource-affinity"], ..P },
+    ] },
+    Endpoint { method: "GET", path: "/cluster/ha/rules/{rule}", versions: V91, params: &[
+        Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
+    ] },
+    Endpoint { method: "PUT", path: "/cluster/ha/rules/{rule}", versions: V91, params: &[
+        Param { name: "affinity", optional: true, enums: &["positive", "negative"], ..P },
+        Param { name: "comment", optional: true, max_len: Some(4096), ..P },
+        Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), max_len: Some(4096), ..P },
+        Param { name: "digest", optional: true, max_len: Some(64), ..P },
+        Param { name: "disable", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "nodes", optional: true, format: Fmt::Named("pve-ha-node-list"), ..P },
+        Param { name: "resources", optional: true, format: Fmt::Named("pve-ha-resource-id-list"), ..P },
+        Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
+        Param { name: "strict", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "type", enums: &["node-affinity", "resource-affinity"], ..P },
+    ] },
+    Endpoint { method: "DELETE", path: "/cluster/ha/rules/{rule}", versions: V91, params: &[
+        Param { name: "rule", format: Fmt::Named("pve-configid"), ..P },
+    ] },
     Endpoint { method: "GET", path: "/cluster/mapping/pci", params: &[
         Param { name: "check-node", optional: true, format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/mapping/pci/{id}", params: &[
         Param { name: "id", format: Fmt::Named("pve-configid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/mapping/usb", params: &[
         Param { name: "check-node", optional: true, format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/mapping/usb/{id}", params: &[
         Param { name: "id", format: Fmt::Named("pve-configid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/sdn/vnets", params: &[
         Param { name: "pending", ty: Ty::Bool, optional: true, ..P },
         Param { name: "running", ty: Ty::Bool, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/config/join", params: &[
         Param { name: "node", optional: true, format: Fmt::Named("pve-node"), ..P },
-    ] },
-    Endpoint { method: "GET", path: "/cluster/firewall/options", params: &[] },
-    Endpoint { method: "GET", path: "/cluster/firewall/rules", params: &[] },
-    Endpoint { method: "GET", path: "/cluster/firewall/aliases", params: &[] },
-    Endpoint { method: "GET", path: "/cluster/firewall/ipset", params: &[] },
-    Endpoint { method: "GET", path: "/cluster/firewall/groups", params: &[] },
+    ], ..E },
+    Endpoint { method: "GET", path: "/cluster/firewall/options", params: &[], ..E },
+    Endpoint { method: "GET", path: "/cluster/firewall/rules", params: &[], ..E },
+    Endpoint { method: "GET", path: "/cluster/firewall/aliases", params: &[], ..E },
+    Endpoint { method: "GET", path: "/cluster/firewall/ipset", params: &[], ..E },
+    Endpoint { method: "GET", path: "/cluster/firewall/groups", params: &[], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/firewall/options", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/firewall/rules", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/options", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/rules", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/aliases", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/firewall/ipset", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/options", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/rules", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/aliases", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/firewall/ipset", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/access/permissions", params: &[
         Param { name: "path", optional: true, ..P },
         Param { name: "userid", optional: true, pattern: Some("(?^:^(?^:[^\\s:/]+)\\@(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)(?:!(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+))?$)"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/access/ticket", params: &[
         Param { name: "new-format", ty: Ty::Bool, optional: true, ..P },
         Param { name: "otp", optional: true, ..P },
@@ -157,24 +190,24 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "realm", optional: true, format: Fmt::Named("pve-realm"), max_len: Some(32), ..P },
         Param { name: "tfa-challenge", optional: true, ..P },
         Param { name: "username", max_len: Some(64), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/storage", params: &[
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "glusterfs", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V84, ..P },
         Param { name: "type", optional: true, enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V91, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/access/users", params: &[
         Param { name: "enabled", ty: Ty::Bool, optional: true, ..P },
         Param { name: "full", ty: Ty::Bool, optional: true, ..P },
-    ] },
-    Endpoint { method: "GET", path: "/access/groups", params: &[] },
-    Endpoint { method: "GET", path: "/access/domains", params: &[] },
-    Endpoint { method: "GET", path: "/access/acl", params: &[] },
-    Endpoint { method: "GET", path: "/access/roles", params: &[] },
+    ], ..E },
+    Endpoint { method: "GET", path: "/access/groups", params: &[], ..E },
+    Endpoint { method: "GET", path: "/access/domains", params: &[], ..E },
+    Endpoint { method: "GET", path: "/access/acl", params: &[], ..E },
+    Endpoint { method: "GET", path: "/access/roles", params: &[], ..E },
     Endpoint { method: "GET", path: "/storage/{storage}", params: &[
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
-    ] },
-    Endpoint { method: "GET", path: "/cluster/backup-info/not-backed-up", params: &[] },
-    Endpoint { method: "GET", path: "/cluster/backup", params: &[] },
+    ], ..E },
+    Endpoint { method: "GET", path: "/cluster/backup-info/not-backed-up", params: &[], ..E },
+    Endpoint { method: "GET", path: "/cluster/backup", params: &[], ..E },
     Endpoint { method: "POST", path: "/cluster/backup", params: &[
         Param { name: "all", ty: Ty::Bool, optional: true, ..P },
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
@@ -217,10 +250,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tmpdir", optional: true, ..P },
         Param { name: "vmid", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
         Param { name: "zstd", ty: Ty::Int, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/cluster/backup/{id}", params: &[
         Param { name: "id", max_len: Some(50), pattern: Some("\\S+"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/cluster/backup/{id}", params: &[
         Param { name: "all", ty: Ty::Bool, optional: true, ..P },
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
@@ -264,10 +297,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tmpdir", optional: true, ..P },
         Param { name: "vmid", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
         Param { name: "zstd", ty: Ty::Int, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/cluster/backup/{id}", params: &[
         Param { name: "id", max_len: Some(50), pattern: Some("\\S+"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/vzdump", params: &[
         Param { name: "all", ty: Ty::Bool, optional: true, ..P },
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
@@ -305,30 +338,30 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tmpdir", optional: true, ..P },
         Param { name: "vmid", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
         Param { name: "zstd", ty: Ty::Int, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/replication", params: &[
         Param { name: "guest", ty: Ty::Int, optional: true, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/subscription", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/dns", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/network", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "type", optional: true, enums: &["bridge", "bond", "eth", "alias", "vlan", "OVSBridge", "OVSBond", "OVSPort", "OVSIntPort", "vnet", "any_bridge", "any_local_bridge"], versions: V84, ..P },
         Param { name: "type", optional: true, enums: &["bridge", "bond", "eth", "alias", "vlan", "fabric", "OVSBridge", "OVSBond", "OVSPort", "OVSIntPort", "vnet", "any_bridge", "any_local_bridge", "include_sdn"], versions: V91, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/pools", params: &[
         Param { name: "poolid", optional: true, format: Fmt::Named("pve-poolid"), ..P },
         Param { name: "type", optional: true, enums: &["qemu", "lxc", "storage"], requires: Some("poolid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/pools", params: &[
         Param { name: "comment", optional: true, ..P },
         Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/pools", params: &[
         Param { name: "allow-move", ty: Ty::Bool, optional: true, ..P },
         Param { name: "comment", optional: true, ..P },
@@ -336,14 +369,14 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id-list"), ..P },
         Param { name: "vms", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/pools", params: &[
         Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/pools/{poolid}", params: &[
         Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
         Param { name: "type", optional: true, enums: &["qemu", "lxc", "storage"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/pools/{poolid}", params: &[
         Param { name: "allow-move", ty: Ty::Bool, optional: true, ..P },
         Param { name: "comment", optional: true, ..P },
@@ -351,14 +384,14 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id-list"), ..P },
         Param { name: "vms", optional: true, format: Fmt::Named("pve-vmid-list"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/pools/{poolid}", params: &[
         Param { name: "poolid", format: Fmt::Named("pve-poolid"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu", params: &[
         Param { name: "full", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu", params: &[
         Param { name: "acpi", ty: Ty::Bool, optional: true, ..P },
         Param { name: "affinity", optional: true, format: Fmt::Named("pve-cpuset"), ..P },
@@ -460,24 +493,24 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstatestorage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "watchdog", optional: true, format: Fmt::Named("pve-qm-watchdog"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/nodes/{node}/qemu/{vmid}", params: &[
         Param { name: "destroy-unreferenced-disks", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "purge", ty: Ty::Bool, optional: true, ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/config", params: &[
         Param { name: "current", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapshot", optional: true, format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/config", params: &[
         Param { name: "acpi", ty: Ty::Bool, optional: true, ..P },
         Param { name: "affinity", optional: true, format: Fmt::Named("pve-cpuset"), ..P },
@@ -576,7 +609,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstatestorage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "watchdog", optional: true, format: Fmt::Named("pve-qm-watchdog"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", params: &[
         Param { name: "acpi", ty: Ty::Bool, optional: true, ..P },
         Param { name: "affinity", optional: true, format: Fmt::Named("pve-cpuset"), ..P },
@@ -673,15 +706,15 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstatestorage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "watchdog", optional: true, format: Fmt::Named("pve-qm-watchdog"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/pending", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/status/current", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/start", params: &[
         Param { name: "force-cpu", optional: true, ..P },
         Param { name: "machine", optional: true, format: Fmt::Prop(PS5), versions: V84, ..P },
@@ -697,7 +730,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "with-conntrack-state", ty: Ty::Bool, optional: true, versions: V91, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/stop", params: &[
         Param { name: "keepActive", ty: Ty::Bool, optional: true, ..P },
         Param { name: "migratedfrom", optional: true, format: Fmt::Named("pve-node"), ..P },
@@ -706,7 +739,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/shutdown", params: &[
         Param { name: "forceStop", ty: Ty::Bool, optional: true, ..P },
         Param { name: "keepActive", ty: Ty::Bool, optional: true, ..P },
@@ -714,7 +747,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/clone", params: &[
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "description", optional: true, ..P },
@@ -728,12 +761,12 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "target", optional: true, format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/template", params: &[
         Param { name: "disk", optional: true, enums: &["ide0", "ide1", "ide2", "ide3", "scsi0", "scsi1", "scsi2", "scsi3", "scsi4", "scsi5", "scsi6", "scsi7", "scsi8", "scsi9", "scsi10", "scsi11", "scsi12", "scsi13", "scsi14", "scsi15", "scsi16", "scsi17", "scsi18", "scsi19", "scsi20", "scsi21", "scsi22", "scsi23", "scsi24", "scsi25", "scsi26", "scsi27", "scsi28", "scsi29", "scsi30", "virtio0", "virtio1", "virtio2", "virtio3", "virtio4", "virtio5", "virtio6", "virtio7", "virtio8", "virtio9", "virtio10", "virtio11", "virtio12", "virtio13", "virtio14", "virtio15", "sata0", "sata1", "sata2", "sata3", "sata4", "sata5", "efidisk0", "tpmstate0"], ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/qemu/{vmid}/resize", params: &[
         Param { name: "digest", optional: true, max_len: Some(40), ..P },
         Param { name: "disk", enums: &["ide0", "ide1", "ide2", "ide3", "scsi0", "scsi1", "scsi2", "scsi3", "scsi4", "scsi5", "scsi6", "scsi7", "scsi8", "scsi9", "scsi10", "scsi11", "scsi12", "scsi13", "scsi14", "scsi15", "scsi16", "scsi17", "scsi18", "scsi19", "scsi20", "scsi21", "scsi22", "scsi23", "scsi24", "scsi25", "scsi26", "scsi27", "scsi28", "scsi29", "scsi30", "virtio0", "virtio1", "virtio2", "virtio3", "virtio4", "virtio5", "virtio6", "virtio7", "virtio8", "virtio9", "virtio10", "virtio11", "virtio12", "virtio13", "virtio14", "virtio15", "sata0", "sata1", "sata2", "sata3", "sata4", "sata5", "efidisk0", "tpmstate0"], ..P },
@@ -741,10 +774,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "size", pattern: Some("\\+?\\d+(\\.\\d+)?[KMGT]?"), ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc", params: &[
         Param { name: "arch", optional: true, enums: &["amd64", "i386", "arm64", "armhf", "riscv32", "riscv64"], ..P },
         Param { name: "bwlimit", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
@@ -794,24 +827,24 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "unprivileged", ty: Ty::Bool, optional: true, ..P },
         Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS30), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/nodes/{node}/lxc/{vmid}", params: &[
         Param { name: "destroy-unreferenced-disks", ty: Ty::Bool, optional: true, ..P },
         Param { name: "force", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "purge", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/config", params: &[
         Param { name: "current", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapshot", optional: true, format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/lxc/{vmid}/config", params: &[
         Param { name: "arch", optional: true, enums: &["amd64", "i386", "arm64", "armhf", "riscv32", "riscv64"], ..P },
         Param { name: "cmode", optional: true, enums: &["shell", "console", "tty"], ..P },
@@ -852,33 +885,33 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "unprivileged", ty: Ty::Bool, optional: true, ..P },
         Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS30), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/pending", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/status/current", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/start", params: &[
         Param { name: "debug", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/stop", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "overrule-shutdown", ty: Ty::Bool, optional: true, ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/shutdown", params: &[
         Param { name: "forceStop", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/clone", params: &[
         Param { name: "bwlimit", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
         Param { name: "description", optional: true, ..P },
@@ -891,62 +924,62 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "target", optional: true, format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/template", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/lxc/{vmid}/resize", params: &[
         Param { name: "digest", optional: true, max_len: Some(40), ..P },
         Param { name: "disk", enums: &["rootfs", "mp0", "mp1", "mp2", "mp3", "mp4", "mp5", "mp6", "mp7", "mp8", "mp9", "mp10", "mp11", "mp12", "mp13", "mp14", "mp15", "mp16", "mp17", "mp18", "mp19", "mp20", "mp21", "mp22", "mp23", "mp24", "mp25", "mp26", "mp27", "mp28", "mp29", "mp30", "mp31", "mp32", "mp33", "mp34", "mp35", "mp36", "mp37", "mp38", "mp39", "mp40", "mp41", "mp42", "mp43", "mp44", "mp45", "mp46", "mp47", "mp48", "mp49", "mp50", "mp51", "mp52", "mp53", "mp54", "mp55", "mp56", "mp57", "mp58", "mp59", "mp60", "mp61", "mp62", "mp63", "mp64", "mp65", "mp66", "mp67", "mp68", "mp69", "mp70", "mp71", "mp72", "mp73", "mp74", "mp75", "mp76", "mp77", "mp78", "mp79", "mp80", "mp81", "mp82", "mp83", "mp84", "mp85", "mp86", "mp87", "mp88", "mp89", "mp90", "mp91", "mp92", "mp93", "mp94", "mp95", "mp96", "mp97", "mp98", "mp99", "mp100", "mp101", "mp102", "mp103", "mp104", "mp105", "mp106", "mp107", "mp108", "mp109", "mp110", "mp111", "mp112", "mp113", "mp114", "mp115", "mp116", "mp117", "mp118", "mp119", "mp120", "mp121", "mp122", "mp123", "mp124", "mp125", "mp126", "mp127", "mp128", "mp129", "mp130", "mp131", "mp132", "mp133", "mp134", "mp135", "mp136", "mp137", "mp138", "mp139", "mp140", "mp141", "mp142", "mp143", "mp144", "mp145", "mp146", "mp147", "mp148", "mp149", "mp150", "mp151", "mp152", "mp153", "mp154", "mp155", "mp156", "mp157", "mp158", "mp159", "mp160", "mp161", "mp162", "mp163", "mp164", "mp165", "mp166", "mp167", "mp168", "mp169", "mp170", "mp171", "mp172", "mp173", "mp174", "mp175", "mp176", "mp177", "mp178", "mp179", "mp180", "mp181", "mp182", "mp183", "mp184", "mp185", "mp186", "mp187", "mp188", "mp189", "mp190", "mp191", "mp192", "mp193", "mp194", "mp195", "mp196", "mp197", "mp198", "mp199", "mp200", "mp201", "mp202", "mp203", "mp204", "mp205", "mp206", "mp207", "mp208", "mp209", "mp210", "mp211", "mp212", "mp213", "mp214", "mp215", "mp216", "mp217", "mp218", "mp219", "mp220", "mp221", "mp222", "mp223", "mp224", "mp225", "mp226", "mp227", "mp228", "mp229", "mp230", "mp231", "mp232", "mp233", "mp234", "mp235", "mp236", "mp237", "mp238", "mp239", "mp240", "mp241", "mp242", "mp243", "mp244", "mp245", "mp246", "mp247", "mp248", "mp249", "mp250", "mp251", "mp252", "mp253", "mp254", "mp255"], ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "size", pattern: Some("\\+?\\d+(\\.\\d+)?[KMGT]?"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/reboot", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/suspend", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "statestorage", optional: true, format: Fmt::Named("pve-storage-id"), requires: Some("todisk"), ..P },
         Param { name: "todisk", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/resume", params: &[
         Param { name: "nocheck", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/reset", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "skiplock", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/reboot", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "timeout", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/suspend", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/resume", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/agent/ping", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/migrate", params: &[
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "force", ty: Ty::Bool, optional: true, ..P },
@@ -959,7 +992,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "with-conntrack-state", ty: Ty::Bool, optional: true, versions: V91, ..P },
         Param { name: "with-local-disks", ty: Ty::Bool, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/migrate", params: &[
         Param { name: "bwlimit", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
@@ -969,7 +1002,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "target-storage", optional: true, format: Fmt::Named("storage-pair-list"), ..P },
         Param { name: "timeout", ty: Ty::Int, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/move_disk", params: &[
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "delete", ty: Ty::Bool, optional: true, ..P },
@@ -982,13 +1015,13 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "target-disk", optional: true, enums: &["ide0", "ide1", "ide2", "ide3", "scsi0", "scsi1", "scsi2", "scsi3", "scsi4", "scsi5", "scsi6", "scsi7", "scsi8", "scsi9", "scsi10", "scsi11", "scsi12", "scsi13", "scsi14", "scsi15", "scsi16", "scsi17", "scsi18", "scsi19", "scsi20", "scsi21", "scsi22", "scsi23", "scsi24", "scsi25", "scsi26", "scsi27", "scsi28", "scsi29", "scsi30", "virtio0", "virtio1", "virtio2", "virtio3", "virtio4", "virtio5", "virtio6", "virtio7", "virtio8", "virtio9", "virtio10", "virtio11", "virtio12", "virtio13", "virtio14", "virtio15", "sata0", "sata1", "sata2", "sata3", "sata4", "sata5", "efidisk0", "tpmstate0", "unused0", "unused1", "unused2", "unused3", "unused4", "unused5", "unused6", "unused7", "unused8", "unused9", "unused10", "unused11", "unused12", "unused13", "unused14", "unused15", "unused16", "unused17", "unused18", "unused19", "unused20", "unused21", "unused22", "unused23", "unused24", "unused25", "unused26", "unused27", "unused28", "unused29", "unused30", "unused31", "unused32", "unused33", "unused34", "unused35", "unused36", "unused37", "unused38", "unused39", "unused40", "unused41", "unused42", "unused43", "unused44", "unused45", "unused46", "unused47", "unused48", "unused49", "unused50", "unused51", "unused52", "unused53", "unused54", "unused55", "unused56", "unused57", "unused58", "unused59", "unused60", "unused61", "unused62", "unused63", "unused64", "unused65", "unused66", "unused67", "unused68", "unused69", "unused70", "unused71", "unused72", "unused73", "unused74", "unused75", "unused76", "unused77", "unused78", "unused79", "unused80", "unused81", "unused82", "unused83", "unused84", "unused85", "unused86", "unused87", "unused88", "unused89", "unused90", "unused91", "unused92", "unused93", "unused94", "unused95", "unused96", "unused97", "unused98", "unused99", "unused100", "unused101", "unused102", "unused103", "unused104", "unused105", "unused106", "unused107", "unused108", "unused109", "unused110", "unused111", "unused112", "unused113", "unused114", "unused115", "unused116", "unused117", "unused118", "unused119", "unused120", "unused121", "unused122", "unused123", "unused124", "unused125", "unused126", "unused127", "unused128", "unused129", "unused130", "unused131", "unused132", "unused133", "unused134", "unused135", "unused136", "unused137", "unused138", "unused139", "unused140", "unused141", "unused142", "unused143", "unused144", "unused145", "unused146", "unused147", "unused148", "unused149", "unused150", "unused151", "unused152", "unused153", "unused154", "unused155", "unused156", "unused157", "unused158", "unused159", "unused160", "unused161", "unused162", "unused163", "unused164", "unused165", "unused166", "unused167", "unused168", "unused169", "unused170", "unused171", "unused172", "unused173", "unused174", "unused175", "unused176", "unused177", "unused178", "unused179", "unused180", "unused181", "unused182", "unused183", "unused184", "unused185", "unused186", "unused187", "unused188", "unused189", "unused190", "unused191", "unused192", "unused193", "unused194", "unused195", "unused196", "unused197", "unused198", "unused199", "unused200", "unused201", "unused202", "unused203", "unused204", "unused205", "unused206", "unused207", "unused208", "unused209", "unused210", "unused211", "unused212", "unused213", "unused214", "unused215", "unused216", "unused217", "unused218", "unused219", "unused220", "unused221", "unused222", "unused223", "unused224", "unused225", "unused226", "unused227", "unused228", "unused229", "unused230", "unused231", "unused232", "unused233", "unused234", "unused235", "unused236", "unused237", "unused238", "unused239", "unused240", "unused241", "unused242", "unused243", "unused244", "unused245", "unused246", "unused247", "unused248", "unused249", "unused250", "unused251", "unused252", "unused253", "unused254", "unused255"], ..P },
         Param { name: "target-vmid", ty: Ty::Int, optional: true, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/qemu/{vmid}/unlink", params: &[
         Param { name: "force", ty: Ty::Bool, optional: true, ..P },
         Param { name: "idlist", format: Fmt::Named("pve-configid-list"), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/move_volume", params: &[
         Param { name: "bwlimit", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
         Param { name: "delete", ty: Ty::Bool, optional: true, ..P },
@@ -1000,104 +1033,104 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "target-volume", optional: true, enums: &["rootfs", "mp0", "mp1", "mp2", "mp3", "mp4", "mp5", "mp6", "mp7", "mp8", "mp9", "mp10", "mp11", "mp12", "mp13", "mp14", "mp15", "mp16", "mp17", "mp18", "mp19", "mp20", "mp21", "mp22", "mp23", "mp24", "mp25", "mp26", "mp27", "mp28", "mp29", "mp30", "mp31", "mp32", "mp33", "mp34", "mp35", "mp36", "mp37", "mp38", "mp39", "mp40", "mp41", "mp42", "mp43", "mp44", "mp45", "mp46", "mp47", "mp48", "mp49", "mp50", "mp51", "mp52", "mp53", "mp54", "mp55", "mp56", "mp57", "mp58", "mp59", "mp60", "mp61", "mp62", "mp63", "mp64", "mp65", "mp66", "mp67", "mp68", "mp69", "mp70", "mp71", "mp72", "mp73", "mp74", "mp75", "mp76", "mp77", "mp78", "mp79", "mp80", "mp81", "mp82", "mp83", "mp84", "mp85", "mp86", "mp87", "mp88", "mp89", "mp90", "mp91", "mp92", "mp93", "mp94", "mp95", "mp96", "mp97", "mp98", "mp99", "mp100", "mp101", "mp102", "mp103", "mp104", "mp105", "mp106", "mp107", "mp108", "mp109", "mp110", "mp111", "mp112", "mp113", "mp114", "mp115", "mp116", "mp117", "mp118", "mp119", "mp120", "mp121", "mp122", "mp123", "mp124", "mp125", "mp126", "mp127", "mp128", "mp129", "mp130", "mp131", "mp132", "mp133", "mp134", "mp135", "mp136", "mp137", "mp138", "mp139", "mp140", "mp141", "mp142", "mp143", "mp144", "mp145", "mp146", "mp147", "mp148", "mp149", "mp150", "mp151", "mp152", "mp153", "mp154", "mp155", "mp156", "mp157", "mp158", "mp159", "mp160", "mp161", "mp162", "mp163", "mp164", "mp165", "mp166", "mp167", "mp168", "mp169", "mp170", "mp171", "mp172", "mp173", "mp174", "mp175", "mp176", "mp177", "mp178", "mp179", "mp180", "mp181", "mp182", "mp183", "mp184", "mp185", "mp186", "mp187", "mp188", "mp189", "mp190", "mp191", "mp192", "mp193", "mp194", "mp195", "mp196", "mp197", "mp198", "mp199", "mp200", "mp201", "mp202", "mp203", "mp204", "mp205", "mp206", "mp207", "mp208", "mp209", "mp210", "mp211", "mp212", "mp213", "mp214", "mp215", "mp216", "mp217", "mp218", "mp219", "mp220", "mp221", "mp222", "mp223", "mp224", "mp225", "mp226", "mp227", "mp228", "mp229", "mp230", "mp231", "mp232", "mp233", "mp234", "mp235", "mp236", "mp237", "mp238", "mp239", "mp240", "mp241", "mp242", "mp243", "mp244", "mp245", "mp246", "mp247", "mp248", "mp249", "mp250", "mp251", "mp252", "mp253", "mp254", "mp255", "unused0", "unused1", "unused2", "unused3", "unused4", "unused5", "unused6", "unused7", "unused8", "unused9", "unused10", "unused11", "unused12", "unused13", "unused14", "unused15", "unused16", "unused17", "unused18", "unused19", "unused20", "unused21", "unused22", "unused23", "unused24", "unused25", "unused26", "unused27", "unused28", "unused29", "unused30", "unused31", "unused32", "unused33", "unused34", "unused35", "unused36", "unused37", "unused38", "unused39", "unused40", "unused41", "unused42", "unused43", "unused44", "unused45", "unused46", "unused47", "unused48", "unused49", "unused50", "unused51", "unused52", "unused53", "unused54", "unused55", "unused56", "unused57", "unused58", "unused59", "unused60", "unused61", "unused62", "unused63", "unused64", "unused65", "unused66", "unused67", "unused68", "unused69", "unused70", "unused71", "unused72", "unused73", "unused74", "unused75", "unused76", "unused77", "unused78", "unused79", "unused80", "unused81", "unused82", "unused83", "unused84", "unused85", "unused86", "unused87", "unused88", "unused89", "unused90", "unused91", "unused92", "unused93", "unused94", "unused95", "unused96", "unused97", "unused98", "unused99", "unused100", "unused101", "unused102", "unused103", "unused104", "unused105", "unused106", "unused107", "unused108", "unused109", "unused110", "unused111", "unused112", "unused113", "unused114", "unused115", "unused116", "unused117", "unused118", "unused119", "unused120", "unused121", "unused122", "unused123", "unused124", "unused125", "unused126", "unused127", "unused128", "unused129", "unused130", "unused131", "unused132", "unused133", "unused134", "unused135", "unused136", "unused137", "unused138", "unused139", "unused140", "unused141", "unused142", "unused143", "unused144", "unused145", "unused146", "unused147", "unused148", "unused149", "unused150", "unused151", "unused152", "unused153", "unused154", "unused155", "unused156", "unused157", "unused158", "unused159", "unused160", "unused161", "unused162", "unused163", "unused164", "unused165", "unused166", "unused167", "unused168", "unused169", "unused170", "unused171", "unused172", "unused173", "unused174", "unused175", "unused176", "unused177", "unused178", "unused179", "unused180", "unused181", "unused182", "unused183", "unused184", "unused185", "unused186", "unused187", "unused188", "unused189", "unused190", "unused191", "unused192", "unused193", "unused194", "unused195", "unused196", "unused197", "unused198", "unused199", "unused200", "unused201", "unused202", "unused203", "unused204", "unused205", "unused206", "unused207", "unused208", "unused209", "unused210", "unused211", "unused212", "unused213", "unused214", "unused215", "unused216", "unused217", "unused218", "unused219", "unused220", "unused221", "unused222", "unused223", "unused224", "unused225", "unused226", "unused227", "unused228", "unused229", "unused230", "unused231", "unused232", "unused233", "unused234", "unused235", "unused236", "unused237", "unused238", "unused239", "unused240", "unused241", "unused242", "unused243", "unused244", "unused245", "unused246", "unused247", "unused248", "unused249", "unused250", "unused251", "unused252", "unused253", "unused254", "unused255"], ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "volume", enums: &["rootfs", "mp0", "mp1", "mp2", "mp3", "mp4", "mp5", "mp6", "mp7", "mp8", "mp9", "mp10", "mp11", "mp12", "mp13", "mp14", "mp15", "mp16", "mp17", "mp18", "mp19", "mp20", "mp21", "mp22", "mp23", "mp24", "mp25", "mp26", "mp27", "mp28", "mp29", "mp30", "mp31", "mp32", "mp33", "mp34", "mp35", "mp36", "mp37", "mp38", "mp39", "mp40", "mp41", "mp42", "mp43", "mp44", "mp45", "mp46", "mp47", "mp48", "mp49", "mp50", "mp51", "mp52", "mp53", "mp54", "mp55", "mp56", "mp57", "mp58", "mp59", "mp60", "mp61", "mp62", "mp63", "mp64", "mp65", "mp66", "mp67", "mp68", "mp69", "mp70", "mp71", "mp72", "mp73", "mp74", "mp75", "mp76", "mp77", "mp78", "mp79", "mp80", "mp81", "mp82", "mp83", "mp84", "mp85", "mp86", "mp87", "mp88", "mp89", "mp90", "mp91", "mp92", "mp93", "mp94", "mp95", "mp96", "mp97", "mp98", "mp99", "mp100", "mp101", "mp102", "mp103", "mp104", "mp105", "mp106", "mp107", "mp108", "mp109", "mp110", "mp111", "mp112", "mp113", "mp114", "mp115", "mp116", "mp117", "mp118", "mp119", "mp120", "mp121", "mp122", "mp123", "mp124", "mp125", "mp126", "mp127", "mp128", "mp129", "mp130", "mp131", "mp132", "mp133", "mp134", "mp135", "mp136", "mp137", "mp138", "mp139", "mp140", "mp141", "mp142", "mp143", "mp144", "mp145", "mp146", "mp147", "mp148", "mp149", "mp150", "mp151", "mp152", "mp153", "mp154", "mp155", "mp156", "mp157", "mp158", "mp159", "mp160", "mp161", "mp162", "mp163", "mp164", "mp165", "mp166", "mp167", "mp168", "mp169", "mp170", "mp171", "mp172", "mp173", "mp174", "mp175", "mp176", "mp177", "mp178", "mp179", "mp180", "mp181", "mp182", "mp183", "mp184", "mp185", "mp186", "mp187", "mp188", "mp189", "mp190", "mp191", "mp192", "mp193", "mp194", "mp195", "mp196", "mp197", "mp198", "mp199", "mp200", "mp201", "mp202", "mp203", "mp204", "mp205", "mp206", "mp207", "mp208", "mp209", "mp210", "mp211", "mp212", "mp213", "mp214", "mp215", "mp216", "mp217", "mp218", "mp219", "mp220", "mp221", "mp222", "mp223", "mp224", "mp225", "mp226", "mp227", "mp228", "mp229", "mp230", "mp231", "mp232", "mp233", "mp234", "mp235", "mp236", "mp237", "mp238", "mp239", "mp240", "mp241", "mp242", "mp243", "mp244", "mp245", "mp246", "mp247", "mp248", "mp249", "mp250", "mp251", "mp252", "mp253", "mp254", "mp255", "unused0", "unused1", "unused2", "unused3", "unused4", "unused5", "unused6", "unused7", "unused8", "unused9", "unused10", "unused11", "unused12", "unused13", "unused14", "unused15", "unused16", "unused17", "unused18", "unused19", "unused20", "unused21", "unused22", "unused23", "unused24", "unused25", "unused26", "unused27", "unused28", "unused29", "unused30", "unused31", "unused32", "unused33", "unused34", "unused35", "unused36", "unused37", "unused38", "unused39", "unused40", "unused41", "unused42", "unused43", "unused44", "unused45", "unused46", "unused47", "unused48", "unused49", "unused50", "unused51", "unused52", "unused53", "unused54", "unused55", "unused56", "unused57", "unused58", "unused59", "unused60", "unused61", "unused62", "unused63", "unused64", "unused65", "unused66", "unused67", "unused68", "unused69", "unused70", "unused71", "unused72", "unused73", "unused74", "unused75", "unused76", "unused77", "unused78", "unused79", "unused80", "unused81", "unused82", "unused83", "unused84", "unused85", "unused86", "unused87", "unused88", "unused89", "unused90", "unused91", "unused92", "unused93", "unused94", "unused95", "unused96", "unused97", "unused98", "unused99", "unused100", "unused101", "unused102", "unused103", "unused104", "unused105", "unused106", "unused107", "unused108", "unused109", "unused110", "unused111", "unused112", "unused113", "unused114", "unused115", "unused116", "unused117", "unused118", "unused119", "unused120", "unused121", "unused122", "unused123", "unused124", "unused125", "unused126", "unused127", "unused128", "unused129", "unused130", "unused131", "unused132", "unused133", "unused134", "unused135", "unused136", "unused137", "unused138", "unused139", "unused140", "unused141", "unused142", "unused143", "unused144", "unused145", "unused146", "unused147", "unused148", "unused149", "unused150", "unused151", "unused152", "unused153", "unused154", "unused155", "unused156", "unused157", "unused158", "unused159", "unused160", "unused161", "unused162", "unused163", "unused164", "unused165", "unused166", "unused167", "unused168", "unused169", "unused170", "unused171", "unused172", "unused173", "unused174", "unused175", "unused176", "unused177", "unused178", "unused179", "unused180", "unused181", "unused182", "unused183", "unused184", "unused185", "unused186", "unused187", "unused188", "unused189", "unused190", "unused191", "unused192", "unused193", "unused194", "unused195", "unused196", "unused197", "unused198", "unused199", "unused200", "unused201", "unused202", "unused203", "unused204", "unused205", "unused206", "unused207", "unused208", "unused209", "unused210", "unused211", "unused212", "unused213", "unused214", "unused215", "unused216", "unused217", "unused218", "unused219", "unused220", "unused221", "unused222", "unused223", "unused224", "unused225", "unused226", "unused227", "unused228", "unused229", "unused230", "unused231", "unused232", "unused233", "unused234", "unused235", "unused236", "unused237", "unused238", "unused239", "unused240", "unused241", "unused242", "unused243", "unused244", "unused245", "unused246", "unused247", "unused248", "unused249", "unused250", "unused251", "unused252", "unused253", "unused254", "unused255"], ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/info", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/get-host-name", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/get-time", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/snapshot", params: &[
         Param { name: "description", optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstate", ty: Ty::Bool, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", params: &[
         Param { name: "force", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", params: &[
         Param { name: "description", optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "start", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/snapshot", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/snapshot", params: &[
         Param { name: "description", optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", params: &[
         Param { name: "force", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "PUT", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", params: &[
         Param { name: "description", optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "snapname", format: Fmt::Named("pve-configid"), max_len: Some(40), ..P },
         Param { name: "start", ty: Ty::Bool, optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/storage", params: &[
         Param { name: "content", optional: true, format: Fmt::Named("pve-storage-content-list"), ..P },
         Param { name: "enabled", ty: Ty::Bool, optional: true, ..P },
@@ -1105,24 +1138,24 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "target", optional: true, format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/storage/{storage}/content", params: &[
         Param { name: "content", optional: true, format: Fmt::Named("pve-storage-content"), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "vmid", ty: Ty::Int, optional: true, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/storage/{storage}/content/{volume}", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "volume", ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/nodes/{node}/storage/{storage}/content/{volume}", params: &[
         Param { name: "delay", ty: Ty::Int, optional: true, min: Some(1.0), max: Some(30.0), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "volume", ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/storage/{storage}/download-url", params: &[
         Param { name: "checksum", optional: true, requires: Some("checksum-algorithm"), ..P },
         Param { name: "checksum-algorithm", optional: true, enums: &["md5", "sha1", "sha224", "sha256", "sha384", "sha512"], requires: Some("checksum"), ..P },
@@ -1133,7 +1166,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "url", pattern: Some("https?://.*"), ..P },
         Param { name: "verify-certificates", ty: Ty::Bool, optional: true, ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/storage/{storage}/upload", params: &[
         Param { name: "checksum", optional: true, requires: Some("checksum-algorithm"), ..P },
         Param { name: "checksum-algorithm", optional: true, enums: &["md5", "sha1", "sha224", "sha256", "sha384", "sha512"], requires: Some("checksum"), ..P },
@@ -1142,15 +1175,15 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "tmpfilename", optional: true, pattern: Some("/var/tmp/pveupload-[0-9a-f]+"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/aplinfo", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/aplinfo", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "template", max_len: Some(255), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/tasks", params: &[
         Param { name: "errors", ty: Ty::Bool, optional: true, ..P },
         Param { name: "limit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
@@ -1163,22 +1196,22 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "until", ty: Ty::Int, optional: true, ..P },
         Param { name: "userfilter", optional: true, ..P },
         Param { name: "vmid", ty: Ty::Int, optional: true, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/tasks/{upid}/status", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "upid", ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/tasks/{upid}/log", params: &[
         Param { name: "download", ty: Ty::Bool, optional: true, ..P },
         Param { name: "limit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "start", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "upid", ..P },
-    ] },
+    ], ..E },
     Endpoint { method: "DELETE", path: "/nodes/{node}/tasks/{upid}", params: &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "upid", ..P },
-    ] },
+    ], ..E },
 ];
 
 const PS0: &[Sub] = &[

@@ -153,6 +153,20 @@ fn parameter_table_matches_the_schema() {
         let Some(tree) = schema(version) else { return };
         let idx = index(&tree);
         for ep in ENDPOINTS {
+            // An endpoint of one version only (the HA rules of 9.x) is not in the other schema,
+            // and the simulator does not serve it there.
+            if !ep.versions.contains(version) {
+                if idx
+                    .get(ep.path)
+                    .is_some_and(|i| i["info"].get(ep.method).is_some())
+                {
+                    errs.push(format!(
+                        "{version} {} {}: in the schema but marked as not of this version",
+                        ep.method, ep.path
+                    ));
+                }
+                continue;
+            }
             match idx.get(ep.path) {
                 Some(info) => check_endpoint(ep, version, info, &mut errs),
                 None => errs.push(format!(

@@ -14,6 +14,7 @@ mod download;
 mod faults;
 mod ha;
 mod ha_config;
+mod ha_rules;
 mod lxc;
 mod migrate;
 mod params;

@@ -49,7 +49,12 @@ impl Resp {
             .unwrap_or_default()
             .trim_end()
             .to_string();
-        assert_eq!(self.reason, message, "reason phrase and message differ");
+        // A reason phrase is one line: a message of several has them joined by spaces.
+        assert_eq!(
+            self.reason,
+            message.replace('\n', " "),
+            "reason phrase and message differ"
+        );
         message
     }
 

@@ -34,6 +34,41 @@ pub struct HaResource {
     pub digest: Option<String>,
 }
 
+/// One row of `GET /cluster/ha/rules` (PVE 9, pve-ha-manager `src/PVE/API2/HA/Rules.pm`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct HaRule {
+    /// The rule id.
+    pub rule: String,
+    /// `node-affinity` or `resource-affinity`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its HA resources, comma-separated and sorted (`vm:100,ct:101`).
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub resources: Option<String>,
+    /// Node affinity: `node[:priority]`, comma-separated and sorted.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub nodes: Option<String>,
+    /// Node affinity: restricted to its nodes (`1`; absent or `0`: preferred only).
+    #[serde(deserialize_with = "lenient::opt_u64")]
+    pub strict: Option<u64>,
+    /// Its comment.
+    #[serde(deserialize_with = "lenient::opt_string")]
+    pub comment: Option<String>,
+}
+
+impl HaRule {
+    /// Its resources.
+    pub fn resource_list(&self) -> Vec<&str> {
+        self.resources
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
 /// The HA sid of a guest: `vm:<vmid>` or `ct:<vmid>`.
 pub fn ha_sid(kind: GuestType, vmid: u32) -> String {
     match kind {
@@ -127,6 +162,49 @@ impl PveClient {
         self.call_json(
             Method::DELETE,
             "/cluster/ha/resources/{sid}",
+            &path,
+            &Params::new(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `GET /cluster/ha/rules` (PVE 9; PVE 8 has no such path).
+    pub async fn ha_rules(&self) -> Result<Vec<HaRule>, PveError> {
+        self.call(
+            Method::GET,
+            "/cluster/ha/rules",
+            "/cluster/ha/rules",
+            &Params::new(),
+        )
+        .await
+    }
+
+    /// `POST /cluster/ha/rules` (`params`: `type`, `resources`, `nodes`, ... besides `rule`).
+    pub async fn ha_rule_create(&self, rule: &str, params: Params) -> Result<(), PveError> {
+        let mut p = Params::new().set("rule", rule);
+        for (k, v) in params.pairs() {
+            p.push(k, v);
+        }
+        self.call_json(Method::POST, "/cluster/ha/rules", "/cluster/ha/rules", &p)
+            .await
+            .map(|_| ())
+    }
+
+    /// `PUT /cluster/ha/rules/{rule}` (`type` is required; `delete` names options to drop).
+    pub async fn ha_rule_update(&self, rule: &str, params: Params) -> Result<(), PveError> {
+        let path = format!("/cluster/ha/rules/{}", seg(rule));
+        self.call_json(Method::PUT, "/cluster/ha/rules/{rule}", &path, &params)
+            .await
+            .map(|_| ())
+    }
+
+    /// `DELETE /cluster/ha/rules/{rule}` (no error for a rule that is not there).
+    pub async fn ha_rule_delete(&self, rule: &str) -> Result<(), PveError> {
+        let path = format!("/cluster/ha/rules/{}", seg(rule));
+        self.call_json(
+            Method::DELETE,
+            "/cluster/ha/rules/{rule}",
             &path,
             &Params::new(),
         )
