@@ -9,7 +9,7 @@
 
 use crate::error::{Result, StoreError, git};
 use gix::ObjectId;
-use gix::objs::Write as _;
+use gix::objs::{Exists as _, Write as _};
 use std::sync::atomic::AtomicBool;
 
 /// At or above this many new objects, [`flush`] writes a pack.
@@ -26,11 +26,18 @@ pub fn flush(batch: &mut gix::Repository) -> Result<usize> {
     let Some(memory) = batch.objects.take_object_memory() else {
         return Ok(0);
     };
-    // With the memory taken, lookups see only the object database.
+    // With the memory taken, lookups see only the object database. Most of a publication's
+    // objects are new, and each miss on a default handle rescans `objects/pack` (a directory
+    // read and a stat per pack): a handle that never rescans costs a lookup instead. It can miss
+    // only packs that another process wrote after this store last looked, and then the object
+    // is written once more, which git and gix accept (an object in two packs).
+    let mut odb = batch.objects.clone();
+    odb.refresh_never();
     let mut new: Vec<(&ObjectId, &(gix::objs::Kind, Vec<u8>))> = memory
         .iter()
-        .filter(|(id, _)| !batch.has_object(*id))
+        .filter(|(id, _)| !(id.is_empty_tree() || odb.exists(id)))
         .collect();
+    drop(odb);
     new.sort_by_key(|(id, _)| **id);
     let count = new.len();
     if count >= PACK_THRESHOLD {
