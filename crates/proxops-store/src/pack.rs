@@ -5,7 +5,8 @@
 //! a publication writes into gix's in-memory object store ([`gix::Repository::with_object_memory`]),
 //! reading its own objects back from there, and [`flush`] moves what is new to the object
 //! database before any ref points at it: as loose objects when they are few (a pack per small
-//! publication would pile up packs), as one pack with its index otherwise.
+//! publication would pile up packs), as one pack with its index otherwise, both written by
+//! gix-pack's writers.
 
 use crate::error::{Result, StoreError, git};
 use gix::ObjectId;
