@@ -5,12 +5,13 @@
 //! a publication writes into gix's in-memory object store ([`gix::Repository::with_object_memory`]),
 //! reading its own objects back from there, and [`flush`] moves what is new to the object
 //! database before any ref points at it: as loose objects when they are few (a pack per small
-//! publication would pile up packs), as one pack with its index otherwise.
+//! publication would pile up packs), as one pack with its index otherwise, both written by
+//! gix-pack's writers.
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, git};
 use gix::ObjectId;
-use gix::objs::Write as _;
-use std::io::Write as _;
+use gix::objs::{Exists as _, Write as _};
+use std::sync::atomic::AtomicBool;
 
 /// At or above this many new objects, [`flush`] writes a pack.
 pub const PACK_THRESHOLD: usize = 64;
@@ -26,11 +27,18 @@ pub fn flush(batch: &mut gix::Repository) -> Result<usize> {
     let Some(memory) = batch.objects.take_object_memory() else {
         return Ok(0);
     };
-    // With the memory taken, lookups see only the object database.
+    // With the memory taken, lookups see only the object database. Most of a publication's
+    // objects are new, and each miss on a default handle rescans `objects/pack` (a directory
+    // read and a stat per pack): a handle that never rescans costs a lookup instead. It can miss
+    // only packs that another process wrote after this store last looked, and then the object
+    // is written once more, which git and gix accept (an object in two packs).
+    let mut odb = batch.objects.clone();
+    odb.refresh_never();
     let mut new: Vec<(&ObjectId, &(gix::objs::Kind, Vec<u8>))> = memory
         .iter()
-        .filter(|(id, _)| !batch.has_object(*id))
+        .filter(|(id, _)| !(id.is_empty_tree() || odb.exists(id)))
         .collect();
+    drop(odb);
     new.sort_by_key(|(id, _)| **id);
     let count = new.len();
     if count >= PACK_THRESHOLD {
@@ -47,116 +55,62 @@ pub fn flush(batch: &mut gix::Repository) -> Result<usize> {
     Ok(count)
 }
 
-fn type_code(kind: gix::objs::Kind) -> u8 {
-    match kind {
-        gix::objs::Kind::Commit => 1,
-        gix::objs::Kind::Tree => 2,
-        gix::objs::Kind::Blob => 3,
-        gix::objs::Kind::Tag => 4,
-    }
-}
-
 /// A version 2 pack of whole (undeltified) objects and its version 2 index, written into
-/// `objects/pack/` (pack first, index last: git and gix find packs by their index).
+/// `objects/pack/` by gix-pack: its pack writer encodes the entries, and its bundle writer (the
+/// one gix uses for fetched packs) stores the pack and builds the index from it, moving the pack
+/// into place before the index (git and gix find packs by their index).
 fn write_pack(
     repo: &gix::Repository,
     objects: &[(&ObjectId, &(gix::objs::Kind, Vec<u8>))],
 ) -> Result<()> {
-    let io = StoreError::Io;
+    use gix_pack::data::output;
     let count = u32::try_from(objects.len())
         .map_err(|_| StoreError::Invalid("too many objects for one pack".to_owned()))?;
-    let mut pack = Vec::with_capacity(objects.iter().map(|(_, (_, d))| d.len() / 2 + 8).sum());
-    pack.extend_from_slice(b"PACK");
-    pack.extend_from_slice(&2u32.to_be_bytes());
-    pack.extend_from_slice(&count.to_be_bytes());
-    // (id, crc32 of the entry, offset), in id order as the index wants them.
-    let mut entries = Vec::with_capacity(objects.len());
-    for (id, (kind, data)) in objects {
-        let offset = pack.len();
-        // Entry header: the type in bits 4-6 of the first byte, the size in 4 + 7n bits.
-        let mut size = data.len();
-        let mut byte = (type_code(*kind) << 4) | (size & 0x0f) as u8;
-        size >>= 4;
-        while size > 0 {
-            pack.push(byte | 0x80);
-            byte = (size & 0x7f) as u8;
-            size >>= 7;
-        }
-        pack.push(byte);
-        let mut z =
-            gix::zlib::stream::deflate::Write::new(&mut pack, gix::zlib::Compression::BEST_SPEED);
-        z.write_all(data).map_err(io)?;
-        z.flush().map_err(io)?;
-        entries.push((**id, crc32(&pack[offset..]), offset));
+    let entries = objects
+        .iter()
+        .map(|(id, (kind, data))| {
+            output::Entry::from_data(
+                &output::Count::from_data(**id, None),
+                &gix::objs::Data::new(data, *kind, gix::hash::Kind::Sha1),
+                gix::zlib::Compression::BEST_SPEED,
+            )
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(git)?;
+    let capacity = entries
+        .iter()
+        .map(|e| e.compressed_data.len() + 8)
+        .sum::<usize>()
+        + 32;
+    let mut writer = output::bytes::FromEntriesIter::new(
+        std::iter::once(Ok(entries)),
+        Vec::with_capacity(capacity),
+        count,
+        gix_pack::data::Version::V2,
+        gix::hash::Kind::Sha1,
+    );
+    for written in writer.by_ref() {
+        written.map_err(git)?;
     }
-    let pack_id = sha1(&pack)?;
-    pack.extend_from_slice(pack_id.as_slice());
-
-    let mut idx = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
-    idx.extend_from_slice(b"\xfftOc");
-    idx.extend_from_slice(&2u32.to_be_bytes());
-    let mut fanout = [0u32; 256];
-    for (id, _, _) in &entries {
-        fanout[usize::from(id.as_slice()[0])] += 1;
-    }
-    let mut total = 0u32;
-    for n in fanout {
-        total += n;
-        idx.extend_from_slice(&total.to_be_bytes());
-    }
-    for (id, _, _) in &entries {
-        idx.extend_from_slice(id.as_slice());
-    }
-    for (_, crc, _) in &entries {
-        idx.extend_from_slice(&crc.to_be_bytes());
-    }
-    let mut large = Vec::new();
-    for (_, _, offset) in &entries {
-        let small = match u32::try_from(*offset) {
-            Ok(o) if o < 0x8000_0000 => o,
-            _ => {
-                let index = u32::try_from(large.len()).unwrap_or(u32::MAX) | 0x8000_0000;
-                large.push(*offset as u64);
-                index
-            }
-        };
-        idx.extend_from_slice(&small.to_be_bytes());
-    }
-    for offset in large {
-        idx.extend_from_slice(&offset.to_be_bytes());
-    }
-    idx.extend_from_slice(pack_id.as_slice());
-    let idx_id = sha1(&idx)?;
-    idx.extend_from_slice(idx_id.as_slice());
+    let pack = writer.into_write();
 
     let directory = repo.objects.store_ref().path().join("pack");
-    std::fs::create_dir_all(&directory).map_err(io)?;
-    let name = format!("pack-{pack_id}");
-    for (ext, bytes) in [("pack", &pack), ("idx", &idx)] {
-        let tmp = directory.join(format!("tmp_{name}.{ext}.{}", std::process::id()));
-        std::fs::write(&tmp, bytes).map_err(io)?;
-        std::fs::rename(&tmp, directory.join(format!("{name}.{ext}"))).map_err(io)?;
+    std::fs::create_dir_all(&directory).map_err(StoreError::Io)?;
+    let outcome = gix_pack::Bundle::write_to_directory(
+        &mut pack.as_slice(),
+        Some(&directory),
+        &mut gix::progress::Discard,
+        &AtomicBool::new(false),
+        None::<gix::objs::find::Never>,
+        gix::hash::Kind::Sha1,
+        gix_pack::bundle::write::Options::default(),
+    )
+    .map_err(git)?;
+    // The writer leaves a `.keep` file so that a repack running meanwhile spares the new pack
+    // until refs point at it; our callers update their refs right after [`flush`] and never
+    // unpack or repack, and a lasting `.keep` would keep `git gc` from ever folding the pack in.
+    if let Some(keep) = outcome.keep_path {
+        std::fs::remove_file(keep).map_err(StoreError::Io)?;
     }
     Ok(())
-}
-
-fn sha1(bytes: &[u8]) -> Result<ObjectId> {
-    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
-    hasher.update(bytes);
-    hasher
-        .try_finalize()
-        .map_err(|e| StoreError::Invalid(format!("hashing a pack: {e}")))
-}
-
-/// CRC-32 (IEEE), as pack indexes record per entry.
-fn crc32(bytes: &[u8]) -> u32 {
-    crc32fast::hash(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn crc32_of_the_check_string() {
-        assert_eq!(super::crc32(b"123456789"), 0xcbf4_3926);
-    }
 }

@@ -133,6 +133,20 @@ fn a_large_publication_is_written_as_one_valid_pack() {
         .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
         .collect();
     assert_eq!(packs.len(), 1);
+    // The pack and its index only: no `.keep` left to hold it out of `git gc`, no temporary file.
+    let mut names: Vec<String> = std::fs::read_dir(repo.path().join(".git/objects/pack"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let stem = packs[0]
+        .path()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(names, [format!("{stem}.idx"), format!("{stem}.pack")]);
     let verify = git(
         repo.path(),
         &["verify-pack", "-v", packs[0].path().to_str().unwrap()],
