@@ -14,7 +14,7 @@ use proxops_engine::privileges;
 use proxops_engine::secrets::ClusterSecrets;
 use proxops_graph::{Graph, check_repository};
 use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
-use proxops_pve::{Credentials, PveClient, TlsVerification};
+use proxops_pve::PveClient;
 use proxops_pve_sim::{
     EndpointClass, FaultConfig, SimConfig, SimHandle, TaskDurations, User, start,
 };
@@ -116,15 +116,7 @@ async fn root_simulator(cluster: &Cluster) -> (SimHandle, PveClient) {
     )
     .await
     .unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::password("root@pam", "root-password"),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .build()
-    .unwrap();
+    let client = crate::support::root_password_client(&sim);
     (sim, client)
 }
 

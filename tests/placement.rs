@@ -12,7 +12,7 @@ use proxops_engine::plan::{ClusterPlan, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_graph::Graph;
 use proxops_model::Registry;
-use proxops_pve::{Credentials, GuestRef, PveClient, TlsVerification};
+use proxops_pve::{GuestRef, PveClient};
 use proxops_pve_sim::{Node, SimConfig, SimHandle, State, Storage, TaskDurations, User, start};
 use std::time::Duration;
 
@@ -71,15 +71,7 @@ pub(crate) async fn sim() -> (SimHandle, PveClient) {
     )
     .await
     .unwrap();
-    let client = PveClient::builder(
-        sim.base_url(),
-        Credentials::password("root@pam", "root-password"),
-    )
-    .tls(TlsVerification::Fingerprint(
-        sim.fingerprint.parse().unwrap(),
-    ))
-    .build()
-    .unwrap();
+    let client = crate::support::root_password_client(&sim);
     (sim, client)
 }
 

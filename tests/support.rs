@@ -156,3 +156,17 @@ pub fn with_compat_storages(cluster: &proxops_model::Cluster) -> proxops_model::
     ]);
     cluster
 }
+
+/// A client of `sim` as `root@pam` with the password the e2e simulators give it, pinned to
+/// the simulator's certificate.
+pub fn root_password_client(sim: &proxops_pve_sim::SimHandle) -> proxops_pve::PveClient {
+    proxops_pve::PveClient::builder(
+        sim.base_url(),
+        proxops_pve::Credentials::password("root@pam", "root-password"),
+    )
+    .tls(proxops_pve::TlsVerification::Fingerprint(
+        sim.fingerprint.parse().unwrap(),
+    ))
+    .build()
+    .unwrap()
+}
