@@ -4,6 +4,16 @@ use proxops_engine::execute::{ActionResult, CycleReport, Outcome};
 use proxops_engine::plan::{Action, ClusterPlan, PlanState, Verb};
 use std::fmt::Write;
 
+/// `--output` of the commands that print either a report for people or one JSON document
+/// (each command's help says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people.
+    Human,
+    /// The command's JSON document.
+    Json,
+}
+
 fn verb(v: Verb) -> &'static str {
     match v {
         Verb::Download => "download",

@@ -69,6 +69,68 @@ impl RepoDirArgs {
     }
 }
 
+/// The repository, its clusters and the backend: what a command that talks to PVE is given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// What a command that plans is given: the live target, which state of the repository, and
+/// the budget and timeouts (`diff`, and through [`crate::writer::CycleArgs`] `apply` and
+/// `converge`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub tuning: TuningArgs,
+}
+
+/// The planes a reading command opens (`get`, `status`): the repository with its clusters,
+/// and the remote whose branches count.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlanesReadArgs {
+    #[command(flatten)]
+    pub repo: RepoArgs,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+impl PlanesReadArgs {
+    /// The planes of the repository.
+    pub fn open(&self) -> Result<proxops_store::Store, CommandError> {
+        open_planes(self.repo.dir.as_deref(), &self.remote)
+    }
+}
+
+/// The planes a command of one named cluster opens (`promote`, `rollback`, `lease`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterPlanesArgs {
+    #[command(flatten)]
+    pub repo: RepoDirArgs,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+impl ClusterPlanesArgs {
+    /// The planes of the repository.
+    pub fn open(&self) -> Result<proxops_store::Store, CommandError> {
+        open_planes(self.repo.dir.as_deref(), &self.remote)
+    }
+}
+
+fn open_planes(
+    repo: Option<&Path>,
+    remote: &RemoteArgs,
+) -> Result<proxops_store::Store, CommandError> {
+    remote.store(&repo_dir(repo)?)
+}
+
 /// The repository directory: `--repo`, else the git work tree holding the current directory,
 /// else the current directory.
 pub fn repo_dir(repo: Option<&Path>) -> Result<PathBuf, CommandError> {

@@ -4,7 +4,7 @@
 
 use crate::error::CommandError;
 use crate::render;
-use crate::session::{BackendArgs, Loaded, RemoteArgs, SourceArgs, TuningArgs, runtime};
+use crate::session::{Loaded, PlanArgs, RemoteArgs, SourceArgs, runtime};
 use proxops_engine::execute::{Progress, ProgressFn};
 use proxops_engine::planes::Destination;
 use proxops_engine::{ClusterPlan, Event, ReconcileOptions, Reconciler, RunResult, Source};
@@ -50,32 +50,36 @@ impl PlanesArgs {
     }
 }
 
+/// The flags `apply` and `converge` share: what to plan against, the planes and where they
+/// are published, and whether pending changes may restart running guests.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CycleArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    #[command(flatten)]
+    pub planes: PlanesArgs,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    /// Never restart a running guest for a change PVE keeps pending until its next start: such
+    /// a change is reported "pending until restart" and the cluster is not converged (exit 1).
+    #[arg(long)]
+    pub no_restart: bool,
+}
+
 /// Everything a writing command was given.
 pub struct Writer<'a> {
     /// `apply` or `converge`: the lease holder's name.
     pub holder: &'a str,
     /// The repository directory.
     pub dir: &'a Path,
-    /// Selected clusters.
-    pub clusters: &'a [String],
-    /// Where PVE is.
-    pub backend: &'a BackendArgs,
-    /// Which state of the repository.
-    pub source: &'a SourceArgs,
-    /// Budget and timeouts.
-    pub tuning: &'a TuningArgs,
-    /// Planes on or off.
-    pub planes: &'a PlanesArgs,
-    /// Where the planes are published.
-    pub remote: &'a RemoteArgs,
+    /// The shared flags.
+    pub cycle: &'a CycleArgs,
     /// Plan only.
     pub dry_run: bool,
     /// Ask before executing (`apply` without `--yes`).
     pub confirm: bool,
     /// Cycles per cluster.
     pub max_cycles: usize,
-    /// Whether pending changes may restart running guests.
-    pub restarts: bool,
 }
 
 /// How long a writer's lease lasts between renewals (renewed every third of it while it runs).
@@ -84,13 +88,16 @@ const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(120);
 impl Writer<'_> {
     /// Runs every selected cluster; the exit status (0: each cluster in sync or applied).
     pub fn run(&self) -> Result<ExitCode, CommandError> {
-        let planes = self.planes.wanted(self.dir, self.source);
-        let (mut loaded, revision) = self.source.load(self.dir, self.clusters, planes)?;
-        self.tuning.apply_to(&mut loaded);
+        let plan = &self.cycle.plan;
+        let planes = self.cycle.planes.wanted(self.dir, &plan.source);
+        let (mut loaded, revision) =
+            plan.source
+                .load(self.dir, &plan.live.repo.clusters, planes)?;
+        plan.tuning.apply_to(&mut loaded);
         let mut failed = loaded.any_invalid();
         // The lease needs the repository's git, planes or not.
         let store = if planes || self.dir.join(".git").exists() {
-            Some(self.remote.store(self.dir)?)
+            Some(self.cycle.remote.store(self.dir)?)
         } else {
             None
         };
@@ -144,7 +151,7 @@ impl Writer<'_> {
             ));
         }
         if let Some(store) = &store
-            && self.clusters.is_empty()
+            && self.cycle.plan.live.repo.clusters.is_empty()
         {
             let known: Vec<&str> = loaded
                 .repo
@@ -178,7 +185,7 @@ impl Writer<'_> {
             .with_lease_ttl(LEASE_TTL)
             .with_dry_run(self.dry_run)
             .with_max_cycles(self.max_cycles)
-            .with_restarts(self.restarts)
+            .with_restarts(!self.cycle.no_restart)
             // A command run by hand corrects drift: `drift: report` is the agent's mode.
             .with_drift(Some(proxops_model::config::DriftMode::Correct))
             .with_flags(loaded.flags.clone())
@@ -195,7 +202,7 @@ impl Writer<'_> {
         }
         let mut builder = Reconciler::builder(
             Arc::new(loaded.registry.clone()),
-            self.backend.backend(&loaded.dir, cluster),
+            self.cycle.plan.live.backend.backend(&loaded.dir, cluster),
         )
         .record_planes(planes)
         .options(options);

@@ -1,6 +1,7 @@
 //! `proxops adopt`.
 
 use crate::error::CommandError;
+use crate::render::Format as Output;
 use crate::session::RepoDirArgs;
 use crate::session::{BackendArgs, load, runtime};
 use proxops_engine::adopt::{
@@ -39,18 +40,10 @@ pub struct Args {
     pub dry_run: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// Output format.
+    /// Output format: `human`, what was written (with `--dry-run`: the manifests) and each
+    /// guest's unplaced keys; or `json`, the `AdoptReport` of each guest as a JSON list.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
-}
-
-/// Output formats of `adopt`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// What was written (with `--dry-run`: the manifests) and each guest's unplaced keys.
-    Human,
-    /// The `AdoptReport` of each guest, as a JSON list.
-    Json,
 }
 
 /// Runs `proxops adopt`.

@@ -30,6 +30,19 @@ pub struct AgentArgs {
     pub config: Option<PathBuf>,
 }
 
+/// What `suspend` and `resume` act on, and the agent they tell.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SuspensionArgs {
+    /// The cluster.
+    #[arg(long, value_name = "C")]
+    pub cluster: String,
+    /// Only this resource, `KIND/NAME` (e.g. `VM/web-01`).
+    #[arg(value_name = "KIND/NAME")]
+    pub resource: Option<String>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
 impl AgentArgs {
     /// A client of the agent, with its token.
     pub fn client(&self) -> Result<AgentClient, CommandError> {
@@ -157,12 +170,8 @@ pub fn agent_error(e: AgentClientError) -> CommandError {
 }
 
 /// Suspends (`on`) or resumes a cluster, or one of its resources, on the agent, and says so.
-pub fn set_suspension(
-    agent: &AgentArgs,
-    cluster: &str,
-    resource: Option<&str>,
-    on: bool,
-) -> Result<ExitCode, CommandError> {
+pub fn set_suspension(target: &SuspensionArgs, on: bool) -> Result<ExitCode, CommandError> {
+    let (agent, cluster, resource) = (&target.agent, &target.cluster, target.resource.as_deref());
     let client = agent.client()?;
     let runtime = runtime()?;
     let s = if on {

@@ -1,9 +1,7 @@
 //! `proxops apply`.
 
 use crate::error::CommandError;
-use crate::session::RepoArgs;
-use crate::session::{BackendArgs, RemoteArgs, SourceArgs, TuningArgs};
-use crate::writer::{PlanesArgs, Writer};
+use crate::writer::{CycleArgs, Writer};
 use std::process::ExitCode;
 
 /// Make each cluster match the repository: plan, show the plan, then execute it.
@@ -25,44 +23,24 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub backend: BackendArgs,
+    pub cycle: CycleArgs,
     /// Show the plan and stop.
     #[arg(long)]
     pub dry_run: bool,
     /// Do not ask for confirmation (needed when stdin is not a terminal).
     #[arg(long)]
     pub yes: bool,
-    #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub tuning: TuningArgs,
-    #[command(flatten)]
-    pub planes: PlanesArgs,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-    /// Never restart a running guest for a change PVE keeps pending until its next start: such
-    /// a change is reported "pending until restart" and the cluster is not converged (exit 1).
-    #[arg(long)]
-    pub no_restart: bool,
 }
 
 /// Runs `proxops apply`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
+    let dir = args.cycle.plan.live.repo.resolve()?;
     Writer {
         holder: "apply",
         dir: &dir,
-        clusters: &args.repo.clusters,
-        backend: &args.backend,
-        source: &args.source,
-        tuning: &args.tuning,
-        planes: &args.planes,
-        remote: &args.remote,
+        cycle: &args.cycle,
         dry_run: args.dry_run,
         confirm: !args.yes && !args.dry_run,
-        restarts: !args.no_restart,
         max_cycles: 1,
     }
     .run()

@@ -1,9 +1,7 @@
 //! `proxops converge`.
 
 use crate::error::CommandError;
-use crate::session::RepoArgs;
-use crate::session::{BackendArgs, RemoteArgs, SourceArgs, TuningArgs};
-use crate::writer::{PlanesArgs, Writer};
+use crate::writer::{CycleArgs, Writer};
 use std::process::ExitCode;
 
 /// Apply cycles until one plans nothing (or `--max-cycles` is reached), without asking.
@@ -19,21 +17,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub backend: BackendArgs,
-    #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub tuning: TuningArgs,
-    #[command(flatten)]
-    pub planes: PlanesArgs,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-    /// Never restart a running guest for a change PVE keeps pending until its next start: such
-    /// a change is reported "pending until restart" and the cluster is not converged (exit 1).
-    #[arg(long)]
-    pub no_restart: bool,
+    pub cycle: CycleArgs,
     /// Most cycles per cluster.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_cycles: usize,
@@ -41,19 +25,13 @@ pub struct Args {
 
 /// Runs `proxops converge`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
+    let dir = args.cycle.plan.live.repo.resolve()?;
     Writer {
         holder: "converge",
         dir: &dir,
-        clusters: &args.repo.clusters,
-        backend: &args.backend,
-        source: &args.source,
-        tuning: &args.tuning,
-        planes: &args.planes,
-        remote: &args.remote,
+        cycle: &args.cycle,
         dry_run: false,
         confirm: false,
-        restarts: !args.no_restart,
         max_cycles: args.max_cycles.max(1),
     }
     .run()

@@ -2,8 +2,8 @@
 
 use crate::error::CommandError;
 use crate::render;
-use crate::session::RepoArgs;
-use crate::session::{BackendArgs, SourceArgs, TuningArgs, open_store, runtime};
+use crate::render::Format as Output;
+use crate::session::{PlanArgs, open_store, runtime};
 use proxops_engine::plan::Plan;
 use proxops_engine::{Event, PlanState, ReconcileOptions, Reconciler, Source};
 use std::io::Write;
@@ -22,32 +22,18 @@ use std::sync::Arc;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub backend: BackendArgs,
-    #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub tuning: TuningArgs,
+    pub plan: PlanArgs,
     /// Do not read the planes' previous documents (removed keys are then only reported).
     #[arg(long)]
     pub no_planes: bool,
-    /// Output format.
+    /// Output format: `human`, a table per cluster grouped by level; or `json`, the `Plan` JSON
+    /// document.
     #[arg(long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
     /// Exit 2 when changes are planned, 3 when a cluster is stuck, 0 when every cluster is in
     /// sync.
     #[arg(long)]
     pub detailed_exitcode: bool,
-}
-
-/// Output formats of `diff`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// A table per cluster, grouped by level.
-    Human,
-    /// The `Plan` JSON document.
-    Json,
 }
 
 /// Runs `proxops diff`. With `--detailed-exitcode` every error exits 1, as Terraform's does:
@@ -63,9 +49,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
 }
 
 fn plan(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let (mut loaded, revision) = args.source.load(&dir, &args.repo.clusters, false)?;
-    args.tuning.apply_to(&mut loaded);
+    let plan = &args.plan;
+    let dir = plan.live.repo.resolve()?;
+    let (mut loaded, revision) = plan.source.load(&dir, &plan.live.repo.clusters, false)?;
+    plan.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
     // Read-only: the planes' previous documents, never a lease or a publication.
     let store = (!args.no_planes && dir.join(".git").exists())
@@ -85,7 +72,7 @@ fn plan(args: &Args) -> Result<ExitCode, CommandError> {
         for (cluster, graph) in loaded.clusters() {
             let mut builder = Reconciler::builder(
                 Arc::clone(&registry),
-                args.backend.backend(&loaded.dir, &cluster.name),
+                plan.live.backend.backend(&loaded.dir, &cluster.name),
             )
             .options(options.clone());
             if let Some(store) = &store {

@@ -1,8 +1,7 @@
 //! `proxops doctor`.
 
 use crate::error::CommandError;
-use crate::session::RepoArgs;
-use crate::session::{BackendArgs, BackendKind, Loaded, load, runtime};
+use crate::session::{BackendKind, LiveArgs, Loaded, load, runtime};
 use proxops_engine::backend::credentials_from;
 use proxops_engine::planner::plan_cluster;
 use proxops_engine::privileges;
@@ -32,9 +31,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
-    #[command(flatten)]
-    pub backend: BackendArgs,
+    pub live: LiveArgs,
 }
 
 /// The outcome of one check.
@@ -75,8 +72,8 @@ impl Report {
 
 /// Runs `proxops doctor`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let loaded = load(&dir, &args.repo.clusters)?;
+    let dir = args.live.repo.resolve()?;
+    let loaded = load(&dir, &args.live.repo.clusters)?;
     let mut report = Report {
         out: std::io::stdout(),
         failed: false,
@@ -127,7 +124,7 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
         );
         return;
     };
-    let pve = args.backend.backend == BackendKind::Pve;
+    let pve = args.live.backend.backend == BackendKind::Pve;
     if pve && cluster.entry.is_none() {
         report.line(
             Status::Fail,
@@ -181,7 +178,7 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
     };
 
     // 3. The endpoint and its certificate; 4. authentication.
-    let conn = match args.backend.connect(loaded, cluster).await {
+    let conn = match args.live.backend.connect(loaded, cluster).await {
         Ok(c) => c,
         Err(e) => {
             report.line(Status::Fail, "endpoint", &e.to_string());

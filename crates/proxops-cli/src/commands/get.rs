@@ -1,8 +1,7 @@
 //! `proxops get`.
 
 use crate::error::CommandError;
-use crate::session::RemoteArgs;
-use crate::session::RepoArgs;
+use crate::session::PlanesReadArgs;
 use proxops_engine::planes::{ResourceItem, ResourceList, Selector, resource_items};
 use proxops_model::RepoSource;
 use proxops_store::{PlaneRefs, Store};
@@ -21,12 +20,10 @@ pub struct Args {
     #[arg(value_name = "KIND[/NAME]")]
     pub selector: Option<String>,
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub planes: PlanesReadArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
 }
 
 /// Output formats of `get`.
@@ -45,11 +42,10 @@ pub enum Output {
 
 /// Runs `proxops get`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let store = args.remote.store(&dir)?;
+    let store = args.planes.open()?;
     let selector = Selector::parse(args.selector.as_deref());
     let mut items = Vec::new();
-    for refs in cluster_refs(&store, &args.repo.clusters)? {
+    for refs in cluster_refs(&store, &args.planes.repo.clusters)? {
         let view = store.view(&refs).map_err(CommandError::from)?;
         items.extend(resource_items(&view, &selector));
     }

@@ -1,8 +1,7 @@
 //! `proxops lease`.
 
 use crate::error::CommandError;
-use crate::session::RemoteArgs;
-use crate::session::RepoDirArgs;
+use crate::session::ClusterPlanesArgs;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -15,7 +14,7 @@ use std::time::SystemTime;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoDirArgs,
+    pub planes: ClusterPlanesArgs,
     /// The cluster.
     #[arg(long, value_name = "C")]
     pub cluster: String,
@@ -25,14 +24,11 @@ pub struct Args {
     /// With --break: only if the lease still has this token (as shown without --break).
     #[arg(long, value_name = "TOKEN", requires = "break_it")]
     pub token: Option<String>,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
 }
 
 /// Runs `proxops lease`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let store = args.remote.store(&dir)?;
+    let store = args.planes.open()?;
     if args.break_it {
         return match store
             .break_lease(&args.cluster, args.token.as_deref())

@@ -83,16 +83,16 @@ impl Command {
         match self {
             Command::Validate(a) => a.repo.dir.as_deref(),
             Command::Graph(a) => a.repo.dir.as_deref(),
-            Command::Diff(a) => a.repo.dir.as_deref(),
-            Command::Apply(a) => a.repo.dir.as_deref(),
-            Command::Converge(a) => a.repo.dir.as_deref(),
-            Command::Get(a) => a.repo.dir.as_deref(),
-            Command::Status(a) => a.repo.dir.as_deref(),
-            Command::Doctor(a) => a.repo.dir.as_deref(),
+            Command::Diff(a) => a.plan.live.repo.dir.as_deref(),
+            Command::Apply(a) => a.cycle.plan.live.repo.dir.as_deref(),
+            Command::Converge(a) => a.cycle.plan.live.repo.dir.as_deref(),
+            Command::Get(a) => a.planes.repo.dir.as_deref(),
+            Command::Status(a) => a.planes.repo.dir.as_deref(),
+            Command::Doctor(a) => a.live.repo.dir.as_deref(),
             Command::Adopt(a) => a.repo.dir.as_deref(),
-            Command::Lease(a) => a.repo.dir.as_deref(),
-            Command::Promote(a) => a.repo.dir.as_deref(),
-            Command::Rollback(a) => a.repo.dir.as_deref(),
+            Command::Lease(a) => a.planes.repo.dir.as_deref(),
+            Command::Promote(a) => a.planes.repo.dir.as_deref(),
+            Command::Rollback(a) => a.planes.repo.dir.as_deref(),
             Command::Demo(a) => Some(&a.repo),
             Command::Run(a) => a.repo.as_deref(),
             Command::Schema(_)
@@ -109,8 +109,8 @@ impl Command {
         match self {
             Command::Run(a) => a.config.as_deref(),
             Command::Reconcile(a) => a.agent.config.as_deref(),
-            Command::Suspend(a) => a.agent.config.as_deref(),
-            Command::Resume(a) => a.agent.config.as_deref(),
+            Command::Suspend(a) => a.target.agent.config.as_deref(),
+            Command::Resume(a) => a.target.agent.config.as_deref(),
             _ => None,
         }
     }

@@ -1,8 +1,7 @@
 //! `proxops promote`.
 
 use crate::error::CommandError;
-use crate::session::RepoDirArgs;
-use crate::session::{RemoteArgs, load_from};
+use crate::session::{ClusterPlanesArgs, load_from};
 use proxops_store::documents::hex;
 use proxops_store::promotion::PromotionRequest;
 use std::process::ExitCode;
@@ -29,15 +28,13 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
     #[command(flatten)]
-    pub repo: RepoDirArgs,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
+    pub planes: ClusterPlanesArgs,
 }
 
 /// Runs `proxops promote`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let store = args.remote.store(&dir)?;
+    let dir = args.planes.repo.resolve()?;
+    let store = args.planes.remote.store(&dir)?;
     let source = store.source(None).map_err(CommandError::from)?;
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;
     let outcome = store

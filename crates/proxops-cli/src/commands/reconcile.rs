@@ -2,6 +2,7 @@
 
 use super::agent_url::{AgentArgs, agent_error};
 use crate::error::CommandError;
+use crate::render::Format as Output;
 use crate::session::runtime;
 use std::process::ExitCode;
 
@@ -21,18 +22,9 @@ pub struct Args {
     pub cluster: String,
     #[command(flatten)]
     pub agent: AgentArgs,
-    /// Print the cluster's state as JSON instead of a summary.
+    /// Output format: `human`, a summary; or `json`, the cluster's state as `/status` shows it.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
     pub output: Output,
-}
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// A summary for people.
-    Human,
-    /// The cluster's state, as `/status` shows it.
-    Json,
 }
 
 /// Runs `proxops reconcile`.

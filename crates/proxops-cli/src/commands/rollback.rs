@@ -1,8 +1,7 @@
 //! `proxops rollback`.
 
 use crate::error::CommandError;
-use crate::session::RemoteArgs;
-use crate::session::RepoDirArgs;
+use crate::session::ClusterPlanesArgs;
 use proxops_store::documents::hex;
 use proxops_store::rollback::RollbackRequest;
 use std::process::ExitCode;
@@ -30,15 +29,12 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
     #[command(flatten)]
-    pub repo: RepoDirArgs,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
+    pub planes: ClusterPlanesArgs,
 }
 
 /// Runs `proxops rollback`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let store = args.remote.store(&dir)?;
+    let store = args.planes.open()?;
     let refs = super::get::cluster_refs(&store, std::slice::from_ref(&args.cluster))?
         .into_iter()
         .next()

@@ -2,8 +2,7 @@
 
 use super::get::{cluster_refs, table};
 use crate::error::CommandError;
-use crate::session::RemoteArgs;
-use crate::session::RepoArgs;
+use crate::session::PlanesReadArgs;
 use proxops_engine::planes::{ClusterStatus, Head, StatusList, cluster_status};
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,12 +15,10 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub planes: PlanesReadArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
 }
 
 /// Output formats of `status`.
@@ -35,10 +32,9 @@ pub enum Output {
 
 /// Runs `proxops status`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let store = args.remote.store(&dir)?;
+    let store = args.planes.open()?;
     let mut clusters = Vec::new();
-    for refs in cluster_refs(&store, &args.repo.clusters)? {
+    for refs in cluster_refs(&store, &args.planes.repo.clusters)? {
         clusters.push(cluster_status(&store, &refs).map_err(CommandError::from)?);
     }
     let text = match args.output {
@@ -52,7 +48,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         .lock()
         .write_all(text.as_bytes())
         .map_err(CommandError::output)?;
-    if args.repo.clusters.is_empty() {
+    if args.planes.repo.clusters.is_empty() {
         for v in vanished(&store) {
             eprintln!("warning[proxops::planes::vanished]: {v}");
         }

@@ -1,6 +1,6 @@
 //! `proxops suspend`.
 
-use super::agent_url::{AgentArgs, set_suspension};
+use super::agent_url::{SuspensionArgs, set_suspension};
 use crate::error::CommandError;
 use std::process::ExitCode;
 
@@ -16,17 +16,11 @@ use std::process::ExitCode;
 /// refused (401), and so is a cluster or resource the repository does not declare (404).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The cluster.
-    #[arg(long, value_name = "C")]
-    pub cluster: String,
-    /// Only this resource, `KIND/NAME` (e.g. `VM/web-01`).
-    #[arg(value_name = "KIND/NAME")]
-    pub resource: Option<String>,
     #[command(flatten)]
-    pub agent: AgentArgs,
+    pub target: SuspensionArgs,
 }
 
 /// Runs `proxops suspend`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    set_suspension(&args.agent, &args.cluster, args.resource.as_deref(), true)
+    set_suspension(&args.target, true)
 }

@@ -1,6 +1,7 @@
 //! `proxops validate`.
 
 use crate::error::CommandError;
+use crate::render::Format as Output;
 use crate::session::RepoArgs;
 use proxops_model::report::ValidationReport;
 use std::io::Write;
@@ -14,18 +15,10 @@ use std::process::ExitCode;
 pub struct Args {
     #[command(flatten)]
     pub repo: RepoArgs,
-    /// Output format.
+    /// Output format: `human`, miette's graphical report on stderr and a summary on stdout; or
+    /// `json`, the `ValidationReport` JSON document on stdout.
     #[arg(long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
-}
-
-/// Output formats of `validate`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// miette's graphical report on stderr and a summary on stdout.
-    Human,
-    /// The `ValidationReport` JSON document on stdout.
-    Json,
 }
 
 /// Runs `proxops validate`.
