@@ -66,6 +66,7 @@ fn control_requests_need_the_token_the_agents_own_host_and_origin_and_a_declared
     let agent = Agent {
         child: ChildGuard(child),
         port,
+        log: None,
     };
     // The read-only routes need no token.
     wait_for(Duration::from_secs(120), "the first convergence", || {

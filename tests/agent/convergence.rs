@@ -202,6 +202,7 @@ fn an_invalid_cluster_never_stops_the_others() {
     let agent = Agent {
         child: ChildGuard(child),
         port,
+        log: None,
     };
     let status = wait_for(
         Duration::from_secs(120),

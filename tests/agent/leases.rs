@@ -28,7 +28,9 @@ fn reconciled_once_between<'a>(
     let metrics = [a.metrics(), b.metrics()];
     assert!(
         !metrics.iter().any(|m| m.contains("result=\"failed\"")),
-        "{metrics:?}"
+        "agent a:\n{}\nagent b:\n{}",
+        a.log_problems(),
+        b.log_problems()
     );
     let sum = move |pattern: &str| -> u64 {
         metrics

@@ -98,6 +98,8 @@ pub fn guests(state: &Path) -> BTreeSet<u64> {
 pub struct Agent {
     pub child: ChildGuard,
     pub port: u16,
+    /// Its log file, when the test started it with one.
+    pub log: Option<std::path::PathBuf>,
 }
 
 impl Agent {
@@ -149,6 +151,7 @@ impl Agent {
         Agent {
             child: ChildGuard(child),
             port,
+            log: Some(Agent::log_of(data)),
         }
     }
 
@@ -156,6 +159,21 @@ impl Agent {
     /// (inside it, so that it goes with the test's temporary directory).
     pub fn log_of(data: &Path) -> std::path::PathBuf {
         data.join("agent-test.log")
+    }
+
+    /// The warning and error lines of its log, for an assertion's message.
+    pub fn log_problems(&self) -> String {
+        let Some(text) = self
+            .log
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        else {
+            return String::new();
+        };
+        text.lines()
+            .filter(|l| !l.contains("DEBUG") || l.to_lowercase().contains("error"))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     pub fn status(&self) -> Option<Value> {

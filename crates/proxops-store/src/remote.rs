@@ -46,6 +46,8 @@ fn run(git_dir: &Path, args: &[&str], timeout: Duration) -> Result<Ran> {
         .arg(git_dir)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
+        // Untranslated messages: some of them are matched (see `ref_vanished`).
+        .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -162,24 +164,44 @@ impl Remote {
 }
 
 /// The remote head of `full_ref`, mirrored into the local branch (see the module docs).
+///
+/// Another writer may move or delete the ref between `ls-remote` and `fetch` (an agent gives
+/// its lease back just as another reads it): a fetch that no longer finds the ref asks the
+/// remote again, a bounded number of times, and a ref gone for good is `None`, as if it had
+/// never been there.
 pub(crate) fn sync(
     repo: &gix::Repository,
     remote: &Remote,
     full_ref: &str,
 ) -> Result<Option<ObjectId>> {
+    const ATTEMPTS: usize = 3;
     let git_dir = repo.git_dir();
-    let Some(head) = remote.head(git_dir, full_ref)? else {
-        return Ok(None);
-    };
-    if git::read_ref(repo, full_ref)? == Some(head) {
-        return Ok(Some(head));
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let Some(head) = remote.head(git_dir, full_ref)? else {
+            return Ok(None);
+        };
+        if git::read_ref(repo, full_ref)? == Some(head) {
+            return Ok(Some(head));
+        }
+        if repo.has_object(head.to_gix()) {
+            git::force_ref(repo, full_ref, head, "mirror the remote")?;
+            return Ok(Some(head));
+        }
+        match remote.fetch(git_dir, full_ref) {
+            // The fetch took the ref as it is now, which may be newer than what ls-remote said.
+            Ok(()) => return git::read_ref(repo, full_ref),
+            Err(e) if attempt < ATTEMPTS && ref_vanished(&e) => continue,
+            Err(e) => return Err(e),
+        }
     }
-    if repo.has_object(head.to_gix()) {
-        git::force_ref(repo, full_ref, head, "mirror the remote")?;
-    } else {
-        remote.fetch(git_dir, full_ref)?;
-    }
-    Ok(Some(head))
+}
+
+/// Whether a failed fetch says the remote no longer has the ref it was asked for.
+fn ref_vanished(error: &StoreError) -> bool {
+    matches!(error, StoreError::GitCli { command, stderr }
+        if command == "fetch" && stderr.contains("couldn't find remote ref"))
 }
 
 /// Moves the remote's `full_ref` from `expected` (`None`: must not exist) to `new`, whose tree
@@ -284,6 +306,25 @@ pub(crate) fn delete(
 mod tests {
     use super::*;
     use crate::git::tests::{bare_repo, commit_file};
+
+    #[test]
+    fn only_a_fetch_that_lost_its_ref_is_asked_again() {
+        let lost = StoreError::GitCli {
+            command: "fetch".to_owned(),
+            stderr: "fatal: couldn't find remote ref refs/proxops/leases/lab".to_owned(),
+        };
+        assert!(ref_vanished(&lost));
+        let refused = StoreError::GitCli {
+            command: "fetch".to_owned(),
+            stderr: "fatal: Could not read from remote repository.".to_owned(),
+        };
+        assert!(!ref_vanished(&refused));
+        let other = StoreError::GitCli {
+            command: "ls-remote".to_owned(),
+            stderr: "fatal: couldn't find remote ref x".to_owned(),
+        };
+        assert!(!ref_vanished(&other));
+    }
 
     #[test]
     fn a_lost_race_on_the_remote_is_detected_not_overwritten() {

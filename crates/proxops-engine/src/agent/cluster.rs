@@ -166,6 +166,10 @@ async fn cycle(
     out.record.candidate = run.candidate.clone();
     out.record.source_revision = run.source_revision.map(hex);
     for e in &run.errors {
+        // The status keeps the message; the log says it too, for whoever reads only the log.
+        if !matches!(e, RunError::Leased { .. }) {
+            tracing::warn!(cluster = %name, code = e.code(), "cycle error: {e}");
+        }
         out.record.errors.push(match e {
             RunError::Leased { .. } => e.to_string(),
             _ => format!("{e} [{}]", e.code()),
