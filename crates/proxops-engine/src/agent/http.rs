@@ -50,6 +50,7 @@ pub(crate) async fn serve(
         .route("/status", get(status))
         .route("/v1/hooks/{forge}", post(super::hooks::receive))
         .merge(control)
+        .merge(super::dashboard::routes())
         .with_state(shared);
     let shutdown = async move {
         while !*stop.borrow() {
@@ -329,6 +330,8 @@ fn set_suspension(
         );
     }
     *suspensions = next;
+    drop(suspensions);
+    shared.changed();
     tracing::info!(cluster = %cluster, resource = ?resource, suspended = on, "suspension changed");
     axum::Json(Suspension {
         cluster,
