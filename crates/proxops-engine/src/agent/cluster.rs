@@ -221,7 +221,15 @@ async fn read_view(
                     name: r.key.name.clone(),
                     state: word(r.state),
                     reason: r.reason.clone(),
-                    node: identity("node").and_then(|v| v.as_str().map(str::to_owned)),
+                    // A guest's node, or the nodes an artifact was placed on.
+                    node: identity("node")
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .or_else(|| {
+                            let nodes = identity("nodes")?.as_array()?;
+                            let names: Vec<&str> =
+                                nodes.iter().filter_map(serde_json::Value::as_str).collect();
+                            (!names.is_empty()).then(|| names.join(", "))
+                        }),
                     vmid: identity("vmid").and_then(serde_json::Value::as_u64),
                     outcome: result.map(|res| word(res.outcome)),
                     reconciled: result.map(|res| res.finished_at.clone()),

@@ -306,7 +306,7 @@ fn actions_table(actions: &[&ActionLine], with_subject: bool) -> Markup {
                     tr {
                         @if with_subject { td { (a.subject) } }
                         td { (a.verb) } td { (a.node) }
-                        td { (a.reason) (changes_of(a)) }
+                        td.reason { (a.reason) (changes_of(a)) }
                         td {
                             span class={"badge " (outcome_class(a.outcome.as_deref()))} {
                                 (a.outcome.as_deref().unwrap_or("planned"))

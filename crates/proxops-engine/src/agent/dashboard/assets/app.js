@@ -108,7 +108,7 @@
   }
 
   // Live updates: each `status` event re-renders <main> from the agent's page.
-  var loading = false, again = false;
+  var loading = false, again = false, rendered = null;
   function refresh() {
     if (loading) { again = true; return; }
     loading = true;
@@ -117,7 +117,9 @@
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("main"), main = $("main");
-        if (!fresh || !main) return;
+        // Unchanged: the DOM (focus, selection, what a reader looks at) is left alone.
+        if (!fresh || !main || fresh.innerHTML === rendered) return;
+        rendered = fresh.innerHTML;
         var q = $("filter") ? $("filter").value : "", s = $("state-filter") ? $("state-filter").value : "";
         var focused = document.activeElement && document.activeElement.id;
         main.innerHTML = fresh.innerHTML;
@@ -202,6 +204,7 @@
     if (ev.target.id === "state-filter") applyFilter();
   });
   document.addEventListener("DOMContentLoaded", function () {
+    if ($("main")) rendered = $("main").innerHTML;
     setupTheme(); setupToken(); setupLive(); applyFilter();
   });
 })();
