@@ -85,18 +85,20 @@ impl Driver {
                 "binary": self.browser,
                 "args": [
                     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=1280,900",
+                    "--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=1400,2400",
                     "--no-first-run", "--disable-extensions",
                     format!("--user-data-dir={}", self._profile.path().display()),
                 ],
             }),
         );
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        ClientBuilder::new(connector)
+        let client = ClientBuilder::new(connector)
             .capabilities(caps)
             .connect(&format!("http://127.0.0.1:{}", self.port))
             .await
-            .unwrap()
+            .unwrap();
+        client.set_window_size(1280, 900).await.unwrap();
+        client
     }
 }
 
@@ -149,13 +151,18 @@ pub async fn screenshot(client: &Client, name: &str, width: u32, max_height: u32
         return;
     };
     client.set_window_size(width, 600).await.unwrap();
-    let height = client
-        .execute("return document.documentElement.scrollHeight", vec![])
-        .await
-        .ok()
-        .and_then(|v| v.as_u64())
-        .unwrap_or(900);
-    let height = u32::try_from(height).unwrap_or(max_height).min(max_height);
+    // The window's frame is not page: the browser started with a screen large enough for
+    // the tallest page, and the window is made the page's height plus its frame.
+    let measure =
+        "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]";
+    let sizes = client.execute(measure, vec![]).await.unwrap();
+    let px = |i: usize| {
+        sizes[i]
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    let height = px(0).clamp(400, max_height) + px(1);
     client.set_window_size(width, height).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let png = client.screenshot().await.unwrap();

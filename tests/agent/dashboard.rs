@@ -94,7 +94,11 @@ fn the_dashboard_shows_the_clusters_and_their_resources_live_and_guards_its_acti
     );
     let expected = counts(&status);
     assert_eq!(expected["lab"]["CLEAN"], LAB.len(), "{status}");
-    let steps = graph_steps(&repo, "lab");
+    // Home last: its graph, the larger, is the one photographed.
+    let steps = [
+        ("lab", graph_steps(&repo, "lab")),
+        ("home", graph_steps(&repo, "home")),
+    ];
 
     let driver = Driver::start(&driver, &chromium);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -110,7 +114,7 @@ fn the_dashboard_shows_the_clusters_and_their_resources_live_and_guards_its_acti
             &agent,
             &base,
             &expected,
-            steps,
+            &steps,
             &data.path().join("sim.lab.json"),
         )
         .await;
@@ -123,7 +127,7 @@ async fn checks(
     agent: &Agent,
     base: &str,
     expected: &BTreeMap<String, BTreeMap<&'static str, usize>>,
-    steps: usize,
+    steps: &[(&str, usize)],
     lab_state: &std::path::Path,
 ) {
     let wait = Duration::from_secs(60);
@@ -165,23 +169,35 @@ async fn checks(
     let history = client.find_all(Locator::Css("#history li")).await.unwrap();
     assert!(!history.is_empty(), "no desired commit listed");
 
-    // The graph: one box per step of `proxops graph`, each linking to its resource.
-    client
-        .goto(&format!("{base}/ui/clusters/lab/graph"))
-        .await
-        .unwrap();
-    let boxes = client
-        .find_all(Locator::Css("svg.graph g.step"))
-        .await
-        .unwrap();
-    assert_eq!(boxes.len(), steps);
-    let links = client
-        .find_all(Locator::Css("svg.graph a.step-link"))
-        .await
-        .unwrap();
-    assert_eq!(links.len(), steps);
-    let class = attr(client, "svg.graph g.step[data-name='sandbox-01']", "class").await;
+    // The graphs: one box per step of `proxops graph`, each linking to its resource.
+    for (cluster, steps) in steps {
+        client
+            .goto(&format!("{base}/ui/clusters/{cluster}/graph"))
+            .await
+            .unwrap();
+        let boxes = client
+            .find_all(Locator::Css("svg.graph g.step"))
+            .await
+            .unwrap();
+        assert_eq!(boxes.len(), *steps, "{cluster}");
+        let links = client
+            .find_all(Locator::Css("svg.graph a.step-link"))
+            .await
+            .unwrap();
+        assert_eq!(links.len(), *steps, "{cluster}");
+    }
+    let class = attr(client, "svg.graph g.step[data-name='pihole']", "class").await;
     assert_eq!(class.as_deref(), Some("step st-clean"));
+    let href = attr(
+        client,
+        "svg.graph a.step-link:has(g[data-name='pihole'])",
+        "href",
+    )
+    .await;
+    assert_eq!(
+        href.as_deref(),
+        Some("/ui/clusters/home/resources/LXC/pihole")
+    );
     screenshot(client, "dashboard-graph", 1280, 1000).await;
 
     // The cluster page follows a drift made in the simulator without a reload: a cycle finds

@@ -16,7 +16,8 @@
 //! [`Agent::register_metrics`]),
 //! `/status` ([`AgentStatus`]) and a small control API that [`client::AgentClient`] speaks:
 //! run a cluster's cycle now, suspend and resume; and signed webhook receivers ([`hooks`])
-//! through which a forge's push notice runs a pass at once. What cycles find is told to
+//! through which a forge's push notice runs a pass at once; and a web dashboard of the same
+//! status at `/`, live through server-sent events. What cycles find is told to
 //! notification sinks and posted as commit statuses ([`notify`]), off the reconcile path. A
 //! stop signal starts no new action, waits for the ones in flight up to
 //! [`AgentOptions::shutdown_timeout`], and gives back the leases.

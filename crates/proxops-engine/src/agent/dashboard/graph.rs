@@ -53,7 +53,8 @@ pub(crate) fn svg(cluster: &str, graph: &Graph, state: Option<&ClusterState>) ->
     let height = (2 * PAD + rows * (BOX_H + GAP_Y))
         .saturating_sub(GAP_Y)
         .max(2 * PAD);
-    let mut edges = String::new();
+    // One path per edge: a marker ends a path, not each of its sub-paths.
+    let mut edges: Vec<String> = Vec::new();
     for step in graph.steps() {
         let Some(to) = &placed[step.id.index()] else {
             continue;
@@ -65,7 +66,7 @@ pub(crate) fn svg(cluster: &str, graph: &Graph, state: Option<&ClusterState>) ->
             let (x1, y1) = (from.x + BOX_W, from.y + BOX_H / 2);
             let (x2, y2) = (to.x, to.y + BOX_H / 2);
             let mid = (x1 + x2) / 2;
-            edges.push_str(&format!("M{x1} {y1} C{mid} {y1} {mid} {y2} {x2} {y2} "));
+            edges.push(format!("M{x1} {y1} C{mid} {y1} {mid} {y2} {x2} {y2}"));
         }
     }
     html! {
@@ -79,8 +80,8 @@ pub(crate) fn svg(cluster: &str, graph: &Graph, state: Option<&ClusterState>) ->
                     path d="M0 0 L10 5 L0 10 z" class="arrowhead" {}
                 }
             }
-            @if !edges.is_empty() {
-                path class="edges" d=(edges.trim_end()) marker-end="url(#arrow)" {}
+            g class="edges" {
+                @for d in &edges { path d=(d) marker-end="url(#arrow)" {} }
             }
             @for step in graph.steps() {
                 @if let Some(at) = &placed[step.id.index()] {

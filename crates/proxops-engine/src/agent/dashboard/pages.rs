@@ -223,9 +223,9 @@ pub(crate) fn overview(status: &AgentStatus) -> Markup {
             table.grid id="clusters" {
                 caption.sr { "Clusters and their resources by state" }
                 thead { tr {
-                    th scope="col" { "Cluster" } th scope="col" { "State" } th scope="col" { "Drift" }
+                    th scope="col" { "Cluster" } th scope="col" { "State" }
                     th scope="col" { "Desired" } th scope="col" { "Observed" }
-                    th scope="col" { "Last pass" } th scope="col" { "Took" }
+                    th scope="col" { "Last pass" }
                     @for s in STATES { th scope="col" class="num" { (s) } }
                     th scope="col" { "Pending" } th scope="col" { span.sr { "Actions" } }
                 } }
@@ -235,12 +235,16 @@ pub(crate) fn overview(status: &AgentStatus) -> Markup {
                         @let last = c.last_cycle.as_ref();
                         tr data-cluster=(c.name) {
                             th scope="row" { a href=(cluster_href(&c.name)) { (c.name) } }
-                            td data-label="State" { span class={"badge " (class)} data-role="cluster-state" { (word) } }
-                            td data-label="Drift" { (format!("{:?}", c.drift).to_lowercase()) }
+                            td data-label="State" {
+                                span class={"badge " (class)} data-role="cluster-state" { (word) }
+                                " " span.muted title="drift mode" { (format!("{:?}", c.drift).to_lowercase()) }
+                            }
                             td data-label="Desired" { code { (short(last.and_then(|l| l.desired_head.as_deref()))) } }
                             td data-label="Observed" { code { (short(last.and_then(|l| l.observed_head.as_deref()))) } }
-                            td data-label="Last pass" { (when(last.map(|l| l.finished.as_str()))) }
-                            td data-label="Took" { (last.map_or_else(|| "—".to_owned(), |l| format!("{:.2} s", l.duration_seconds))) }
+                            td data-label="Last pass" {
+                                (when(last.map(|l| l.finished.as_str())))
+                                @if let Some(l) = last { " " span.muted title="duration" { (format!("{:.2} s", l.duration_seconds)) } }
+                            }
                             @for s in STATES {
                                 td.num.count data-state=(s) data-label=(s) { (counts(c, s)) }
                             }
@@ -248,11 +252,11 @@ pub(crate) fn overview(status: &AgentStatus) -> Markup {
                                 Some(cand) => code.candidate { (cand) },
                                 None => "—",
                             } }
-                            td.acts {
+                            td { div.acts.nowrap {
                                 (action("Reconcile", "reconcile", &c.name, None))
                                 @if c.suspended { (action("Resume", "resume", &c.name, None)) }
                                 @else { (action("Suspend", "suspend", &c.name, None)) }
-                            }
+                            } }
                         }
                     }
                 }
