@@ -238,7 +238,49 @@ async fn checks(
         .await
         .unwrap();
     assert_eq!(marker, Value::from(42), "the page was reloaded");
+
     screenshot(client, "dashboard-cluster", 1280, 1400).await;
+
+    // The resource table filters as one types, and sorts by a column.
+    let rows = "#resources tbody tr:not([hidden])";
+    client
+        .find(Locator::Id("filter"))
+        .await
+        .unwrap()
+        .send_keys("sandbox")
+        .await
+        .unwrap();
+    until(wait, "the filter", || async {
+        let shown = client.find_all(Locator::Css(rows)).await.ok()?;
+        (shown.len() == 1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        text(client, "#shown").await.as_deref(),
+        Some("1 of 5 shown")
+    );
+    client
+        .find(Locator::Id("filter"))
+        .await
+        .unwrap()
+        .clear()
+        .await
+        .unwrap();
+    client
+        .execute(
+            "document.getElementById('filter').dispatchEvent(new Event('input', {bubbles: true}))",
+            vec![],
+        )
+        .await
+        .unwrap();
+    click(client, "#resources button.sort[data-col='1']").await;
+    click(client, "#resources button.sort[data-col='1']").await;
+    let first = text(client, "#resources tbody tr:first-child td:nth-child(2)").await;
+    assert_eq!(
+        first.as_deref(),
+        Some("sandbox-01"),
+        "names sorted descending"
+    );
 
     // Reconcile without the token: refused by the agent, no cycle.
     let before = cycles_of(agent, "lab");
@@ -302,4 +344,119 @@ async fn checks(
         Value::Bool(false),
         "the overview is wider than a phone"
     );
+}
+
+/// Reads from `stream` until `buf` holds `needle`, for at most `limit`.
+fn read_until(stream: &mut std::net::TcpStream, buf: &mut String, needle: &str, limit: Duration) {
+    use std::io::Read;
+    let deadline = std::time::Instant::now() + limit;
+    let mut chunk = [0u8; 16384];
+    while !buf.contains(needle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {needle:?} in {buf}"
+        );
+        match stream.read(&mut chunk) {
+            Ok(0) => panic!("the stream ended before {needle:?}: {buf}"),
+            Ok(n) => buf.push_str(&String::from_utf8_lossy(&chunk[..n])),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+fn open_events(port: u16) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    write!(
+        s,
+        "GET /ui/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    s
+}
+
+#[test]
+fn the_live_update_stream_sends_the_status_on_every_change_and_is_bounded() {
+    let repo = Repo::new();
+    let data = tempfile::tempdir().unwrap();
+    let sim = data.path().join("sim.json").to_string_lossy().into_owned();
+    let backend = ["--backend", "sim", "--sim-state", &sim];
+    let agent = Agent::start(&repo, &data.path().join("agent"), "agent-a", "1h", &backend);
+    wait_for(Duration::from_secs(120), "the first pass", || {
+        (agent.lab()?["cycles"].as_u64()? >= 1).then_some(())
+    });
+    let mut stream = open_events(agent.port);
+    let mut buf = String::new();
+    read_until(&mut stream, &mut buf, "\n\n", Duration::from_secs(30));
+    assert!(buf.starts_with("HTTP/1.1 200"), "{buf}");
+    assert!(
+        buf.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{buf}"
+    );
+    read_until(
+        &mut stream,
+        &mut buf,
+        "event: status\ndata: ",
+        Duration::from_secs(30),
+    );
+    let first = buf
+        .split("event: status\ndata: ")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let mut rest = first;
+    read_until(&mut stream, &mut rest, "\n", Duration::from_secs(30));
+    let line = rest.lines().next().unwrap();
+    // The same document /status serves.
+    let event: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(event["kind"], "AgentStatus");
+    assert_eq!(event["clusters"][0]["name"], "lab");
+    assert_eq!(event["clusters"][0]["cycles"], 1);
+
+    // A cycle is a change: the next event shows it.
+    let auth = format!("Bearer {AGENT_TOKEN}");
+    let (code, body) = http_with(
+        agent.port,
+        "POST",
+        "/v1/clusters/lab/reconcile",
+        &[("Authorization", &auth)],
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let mut after = String::new();
+    read_until(
+        &mut stream,
+        &mut after,
+        "\"cycles\":2",
+        Duration::from_secs(30),
+    );
+
+    // At most 32 streams at once: the 33rd is told to come back later.
+    let mut open: Vec<std::net::TcpStream> = Vec::new();
+    for _ in 0..31 {
+        let mut s = open_events(agent.port);
+        let mut b = String::new();
+        read_until(&mut s, &mut b, "event: status", Duration::from_secs(30));
+        open.push(s);
+    }
+    let mut extra = open_events(agent.port);
+    let mut b = String::new();
+    read_until(&mut extra, &mut b, "\r\n\r\n", Duration::from_secs(30));
+    assert!(b.starts_with("HTTP/1.1 503"), "{b}");
+    // A closed stream frees its place.
+    drop(open.pop());
+    drop(stream);
+    let ok = wait_for(Duration::from_secs(30), "a free stream", || {
+        let mut s = open_events(agent.port);
+        let mut b = String::new();
+        read_until(&mut s, &mut b, "\r\n\r\n", Duration::from_secs(30));
+        b.starts_with("HTTP/1.1 200").then_some(s)
+    });
+    drop(ok);
 }
