@@ -459,4 +459,35 @@ fn the_live_update_stream_sends_the_status_on_every_change_and_is_bounded() {
         b.starts_with("HTTP/1.1 200").then_some(s)
     });
     drop(ok);
+
+    // A resource page lists the desired commits that changed its document, and only those.
+    let sandbox = repo.read("vm/lab/sandbox-01.yaml");
+    repo.write(
+        "vm/lab/sandbox-01.yaml",
+        &sandbox.replace("memory: 2GiB", "memory: 3GiB"),
+    );
+    repo.commit("lab: grow sandbox-01");
+    let (code, body) = http_with(
+        agent.port,
+        "POST",
+        "/v1/clusters/lab/reconcile",
+        &[("Authorization", &auth)],
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let history = |path: &str| {
+        let (code, page) = crate::support::http_get(agent.port, path).unwrap();
+        assert_eq!(code, 200, "{page}");
+        let list = page.split(r#"id="history""#).nth(1).unwrap_or_default();
+        let list = list.split("</ol>").next().unwrap_or_default();
+        list.matches("<li>").count()
+    };
+    assert_eq!(history("/ui/clusters/lab/resources/VM/sandbox-01"), 2);
+    assert_eq!(
+        history("/ui/clusters/lab/resources/ISO/debian-13-netinst"),
+        1
+    );
+    let (code, _) =
+        crate::support::http_get(agent.port, "/ui/clusters/lab/resources/VM/nope").unwrap();
+    assert_eq!(code, 404);
 }
