@@ -7,9 +7,12 @@
 
 mod support;
 
+mod browser;
+
 mod control;
 mod control_api;
 mod convergence;
+mod dashboard;
 mod embed;
 mod hooks;
 mod leases;

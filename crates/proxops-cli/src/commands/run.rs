@@ -20,7 +20,8 @@ use std::time::Duration;
 /// fetched into the data directory), then reconciles the clusters in parallel, each under a
 /// lease so that two agents never reconcile one cluster at once, recording every cycle in the
 /// git planes. An HTTP endpoint serves /healthz, /readyz, /metrics (Prometheus) and /status,
-/// and the control API of `proxops reconcile`, `suspend` and `resume`. On SIGTERM or SIGINT no
+/// a web dashboard at / (live, its actions behind the token), and the control API of
+/// `proxops reconcile`, `suspend` and `resume`. On SIGTERM or SIGINT no
 /// new action starts; actions in flight get --shutdown-timeout to end; leases are given back.
 ///
 /// Settings come from, lowest first: built-in defaults, the repository's `proxops.yaml` (local

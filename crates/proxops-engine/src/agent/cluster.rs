@@ -2,7 +2,7 @@
 //! execute or only report drift, receipts, release), recorded for `/status` and the metrics.
 //! Every failure ends this cluster's cycle only; the pass goes on.
 
-use super::status::{CycleRecord, CycleResult, ResourceRow};
+use super::status::{ActionLine, CycleRecord, CycleResult, FieldChange, ResourceRow};
 use super::{AgentBackend, Pass, lock};
 use crate::backend::{Backend, per_cluster_state_file};
 use crate::execute::{CycleReport, Outcome, Progress};
@@ -217,14 +217,27 @@ async fn read_view(
         let rows: Vec<ResourceRow> = view
             .resources
             .iter()
-            .map(|r| ResourceRow {
-                kind: r.key.kind.clone(),
-                name: r.key.name.clone(),
-                state: serde_json::to_value(r.state)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                reason: r.reason.clone(),
+            .map(|r| {
+                let result = r.receipt.as_ref().map(|s| &s.doc.spec.result);
+                let identity = |f: &str| result.and_then(|res| res.pve_identity.get(f));
+                ResourceRow {
+                    kind: r.key.kind.clone(),
+                    name: r.key.name.clone(),
+                    state: word(r.state),
+                    reason: r.reason.clone(),
+                    // A guest's node, or the nodes an artifact was placed on.
+                    node: identity("node")
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .or_else(|| {
+                            let nodes = identity("nodes")?.as_array()?;
+                            let names: Vec<&str> =
+                                nodes.iter().filter_map(serde_json::Value::as_str).collect();
+                            (!names.is_empty()).then(|| names.join(", "))
+                        }),
+                    vmid: identity("vmid").and_then(serde_json::Value::as_u64),
+                    outcome: result.map(|res| word(res.outcome)),
+                    reconciled: result.map(|res| res.finished_at.clone()),
+                }
             })
             .collect();
         let heads = (
@@ -299,6 +312,7 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
     if let Some(last) = run.cycles.last() {
         let plan = &last.plan;
         out.record.planned = plan.actions.len();
+        out.record.actions = action_lines(plan, last.report.as_ref());
         out.record.anomalies = plan.anomalies.clone();
         out.record.skipped = plan.skipped.clone();
         out.record.deferred_prunes = plan.deferred_prunes.clone();
@@ -337,10 +351,60 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
 }
 
 fn verb_word(r: &crate::execute::ActionResult) -> String {
-    serde_json::to_value(r.verb)
+    word(r.verb)
+}
+
+/// The serialized word of a unit enum variant (`CLEAN`, `update`, `inSync`).
+fn word(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+/// The plan's actions joined with what became of them, for `/status` and the dashboard.
+fn action_lines(plan: &ClusterPlan, report: Option<&CycleReport>) -> Vec<ActionLine> {
+    let results: BTreeMap<usize, &crate::execute::ActionResult> = report
+        .map(|r| r.results.iter().map(|res| (res.id, res)).collect())
+        .unwrap_or_default();
+    plan.actions
+        .iter()
+        .map(|a| {
+            let result = results.get(&a.id);
+            let mut changes: Vec<FieldChange> = a
+                .changes
+                .iter()
+                .map(|c| FieldChange {
+                    key: c.key.clone(),
+                    from: c.from.clone(),
+                    to: c.to.clone().filter(|_| !c.delete),
+                })
+                .collect();
+            changes.extend(a.resizes.iter().map(|r| FieldChange {
+                key: r.disk.clone(),
+                from: Some(format!("{} bytes", r.from)),
+                to: Some(format!("{} bytes", r.to)),
+            }));
+            ActionLine {
+                subject: format!("{}/{}", a.kind, a.name),
+                node: a.node.clone(),
+                verb: word(a.verb),
+                reason: a.reason.clone(),
+                outcome: result.map(|r| match &r.outcome {
+                    Outcome::Succeeded => "succeeded".to_owned(),
+                    Outcome::Failed { .. } => "failed".to_owned(),
+                    Outcome::Deferred { .. } => "deferred".to_owned(),
+                    _ => "notStarted".to_owned(),
+                }),
+                error: result.and_then(|r| match &r.outcome {
+                    Outcome::Failed { error } => Some(error.to_string()),
+                    _ => None,
+                }),
+                millis: result.map(|r| r.millis),
+                changes,
+            }
+        })
+        .collect()
 }
 
 /// Progress as log lines: one per action that ends.

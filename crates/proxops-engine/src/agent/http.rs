@@ -10,8 +10,10 @@
 //! | `POST /v1/clusters/{cluster}/suspend[?resource=Kind/name]` | suspends the cluster or a resource; 404 for one the repository does not declare (nothing is saved) |
 //! | `POST /v1/clusters/{cluster}/resume[?resource=Kind/name]` | resumes it (also one no longer declared, if it is suspended) |
 //! | `POST /v1/hooks/{github,gitlab,gitea,generic}` | a forge's signed delivery; a push to the followed branch runs a pass now: see [`hooks`](super::hooks) |
+//! | `GET /`, `GET /ui/...` | the web dashboard: overview, cluster, resource and graph pages of the same status, live through server-sent events (`/ui/events`) |
 //!
-//! The read-only routes are open. The `POST` routes need `Authorization: Bearer <token>`
+//! The read-only routes (the dashboard's pages too) are open; the dashboard's buttons post to
+//! the control routes. The `POST` routes need `Authorization: Bearer <token>`
 //! ([`AgentOptions::token`](super::AgentOptions::token); 401 without it or with another, and
 //! always when the agent has none), a `Host` that is the agent's own address and no `Origin`
 //! but the agent's own (403 otherwise): see [`auth`](super::auth). The webhook routes are
@@ -50,6 +52,7 @@ pub(crate) async fn serve(
         .route("/status", get(status))
         .route("/v1/hooks/{forge}", post(super::hooks::receive))
         .merge(control)
+        .merge(super::dashboard::routes())
         .with_state(shared);
     let shutdown = async move {
         while !*stop.borrow() {
@@ -329,6 +332,8 @@ fn set_suspension(
         );
     }
     *suspensions = next;
+    drop(suspensions);
+    shared.changed();
     tracing::info!(cluster = %cluster, resource = ?resource, suspended = on, "suspension changed");
     axum::Json(Suspension {
         cluster,

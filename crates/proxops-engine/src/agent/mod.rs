@@ -16,7 +16,8 @@
 //! [`Agent::register_metrics`]),
 //! `/status` ([`AgentStatus`]) and a small control API that [`client::AgentClient`] speaks:
 //! run a cluster's cycle now, suspend and resume; and signed webhook receivers ([`hooks`])
-//! through which a forge's push notice runs a pass at once. What cycles find is told to
+//! through which a forge's push notice runs a pass at once; and a web dashboard of the same
+//! status at `/`, live through server-sent events. What cycles find is told to
 //! notification sinks and posted as commit statuses ([`notify`]), off the reconcile path. A
 //! stop signal starts no new action, waits for the ones in flight up to
 //! [`AgentOptions::shutdown_timeout`], and gives back the leases.
@@ -24,6 +25,7 @@
 pub mod auth;
 pub mod client;
 pub mod cluster;
+mod dashboard;
 pub mod hooks;
 pub mod http;
 mod load;
@@ -35,7 +37,9 @@ pub mod status;
 pub use auth::ControlToken;
 pub use notify::{ConfiguredSinks, NotifyOptions};
 pub use source::SourceLocation;
-pub use status::{AgentStatus, ClusterState, CycleRecord, CycleResult, Suspensions};
+pub use status::{
+    ActionLine, AgentStatus, ClusterState, CycleRecord, CycleResult, FieldChange, Suspensions,
+};
 
 use load::LoadCache;
 use metrics::Metrics;
@@ -315,6 +319,12 @@ pub(crate) struct Shared {
     wanted: Mutex<Wanted>,
     wake: tokio::sync::Notify,
     notifier: Arc<notify::Notifier>,
+    /// What the last loaded pass read, for the dashboard's graph and resource pages.
+    view: Mutex<Option<Arc<dashboard::View>>>,
+    /// Bumped whenever the status changes: the dashboard's live updates wait on it.
+    changes: watch::Sender<u64>,
+    /// Open live-update streams, bounded.
+    streams: Arc<Semaphore>,
 }
 
 /// Passes asked for by webhooks and not yet run.
@@ -360,6 +370,11 @@ impl Shared {
         self.wake.notify_one();
     }
 
+    /// Tells the dashboard's live updates that the status changed.
+    pub(crate) fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     fn record(&self, outcome: &cluster::CycleOutcome, drift: proxops_model::config::DriftMode) {
         let mut status = lock(&self.status);
         let entry = match status
@@ -394,6 +409,7 @@ impl Shared {
         }
         entry.last_cycle = Some(outcome.record.clone());
         drop(status);
+        self.changed();
         let finished_unix = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs() as f64);
@@ -593,6 +609,9 @@ impl Agent {
                 wanted: Mutex::new(Wanted::default()),
                 wake: tokio::sync::Notify::new(),
                 notifier,
+                view: Mutex::new(None),
+                changes: watch::channel(0).0,
+                streams: Arc::new(Semaphore::new(dashboard::MAX_STREAMS)),
             }),
             listener,
             triggers: rx,
@@ -669,6 +688,7 @@ impl Agent {
         }
         // Leases of cycles a shutdown cut short were given back when those cycles were dropped.
         lock(&shared.health).stopping = true;
+        shared.changed();
         server.abort();
         let _ = server.await;
         shared.notifier.close().await;
@@ -756,6 +776,12 @@ async fn run_pass(
                 );
                 lock(&shared.hooks).followed = followed(&options.source, &repo);
             }
+            *lock(&shared.view) = Some(Arc::new(dashboard::View {
+                store: fetched.store.clone(),
+                repo: Arc::clone(&repo),
+                graphs: Arc::clone(&graphs),
+            }));
+            shared.changed();
             shared
                 .notifier
                 .configure(options.notifications.as_ref(), &repo, &fetched.dir);

@@ -98,6 +98,46 @@ pub struct CycleRecord {
     pub desired_head: Option<String>,
     /// The observed plane's head after the cycle.
     pub observed_head: Option<String>,
+    /// The plan's actions with what became of each (none when the plan was empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ActionLine>,
+}
+
+/// One planned action of a cycle and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ActionLine {
+    /// `Kind/name`.
+    pub subject: String,
+    /// The PVE node it acts on.
+    pub node: String,
+    /// What it does (`create`, `update`, ...).
+    pub verb: String,
+    /// Why, in words.
+    pub reason: String,
+    /// `succeeded`, `failed`, `deferred` or `notStarted`; none when it was only planned (drift
+    /// mode `report`, or a plan that was not executed).
+    pub outcome: Option<String>,
+    /// The error of a failed action.
+    pub error: Option<String>,
+    /// How long it ran.
+    pub millis: Option<u64>,
+    /// The config keys it writes, field by field, as `proxops diff` shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<FieldChange>,
+}
+
+/// One field an action changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FieldChange {
+    /// The config key (or disk slot).
+    pub key: String,
+    /// Its live value; none when unset.
+    pub from: Option<String>,
+    /// The value written; none when the key is removed.
+    pub to: Option<String>,
 }
 
 impl CycleRecord {
@@ -122,6 +162,7 @@ impl CycleRecord {
             errors: Vec::new(),
             desired_head: None,
             observed_head: None,
+            actions: Vec::new(),
         }
     }
 }
@@ -138,6 +179,18 @@ pub struct ResourceRow {
     pub state: String,
     /// Why, in words.
     pub reason: String,
+    /// The PVE node of what its receipt says exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The vmid of a guest, from its receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmid: Option<u64>,
+    /// What its receipt says reconciling last achieved (`created`, `updated`, `inSync`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// When that finished (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciled: Option<String>,
 }
 
 impl ResourceRow {
@@ -153,6 +206,10 @@ impl ResourceRow {
             name: name.into(),
             state: state.into(),
             reason: reason.into(),
+            node: None,
+            vmid: None,
+            outcome: None,
+            reconciled: None,
         }
     }
 }
