@@ -300,7 +300,11 @@ pub fn load_repository_with_threads(
             .filter_map(|p| loader.files.get(p).and_then(|f| f.stack.clone()))
             .collect();
         // A Stack's resources join the listed ones: validated, indexed and ordered alike.
-        let projected = stack::project_cluster(registry, &cluster.name, &stack_docs);
+        let incomplete = paths.iter().any(|p| {
+            let is_stack = p.split('/').next().and_then(stack::kind_of_root).is_some();
+            is_stack && loader.files.get(p).is_some_and(|f| f.stack.is_none())
+        });
+        let projected = stack::project_cluster(registry, &cluster.name, &stack_docs, incomplete);
         loader.diagnostics.extend(projected.diagnostics);
         cluster.stacks = projected.stacks;
         let listed: Vec<Arc<Resource>> = paths

@@ -29,7 +29,11 @@ pub struct ProjectedCluster {
 
 /// The type problems of `value` as a value of parameter `name`: (span, message) each.
 pub(crate) fn type_errors(name: &str, decl: &ParameterDecl, value: &Node) -> Vec<(Span, String)> {
-    let word = |t: ParameterType| format!("{t:?}").to_lowercase();
+    let noun = |t: ItemFieldType| match t {
+        ItemFieldType::String => "text",
+        ItemFieldType::Integer => "an integer",
+        ItemFieldType::Boolean => "a boolean",
+    };
     let scalar = |want: ItemFieldType, node: &Node, what: &str| -> Option<(Span, String)> {
         (expr::scalar_type(node) != Some(want)).then(|| {
             let quote = if want == ItemFieldType::String && expr::scalar_type(node).is_some() {
@@ -39,11 +43,7 @@ pub(crate) fn type_errors(name: &str, decl: &ParameterDecl, value: &Node) -> Vec
             };
             (
                 node.span,
-                format!(
-                    "{what} is a {}, found {}{quote}",
-                    format!("{want:?}").to_lowercase(),
-                    describe(node)
-                ),
+                format!("{what} is {}, found {}{quote}", noun(want), describe(node)),
             )
         })
     };
@@ -56,7 +56,7 @@ pub(crate) fn type_errors(name: &str, decl: &ParameterDecl, value: &Node) -> Vec
             let NodeValue::Seq(items) = &value.value else {
                 return vec![(
                     value.span,
-                    format!("{what} is a {}, found {}", word(decl.ty), describe(value)),
+                    format!("{what} is a list of mappings, found {}", describe(value)),
                 )];
             };
             let mut out = Vec::new();
@@ -101,11 +101,14 @@ fn describe(node: &Node) -> String {
 type Value<'n> = (&'n Node, Option<Span>);
 
 /// Projects every Stack of `documents` (one cluster's Stacks and StackTemplates) against the
-/// templates among them.
+/// templates among them. `incomplete`: a Stack or StackTemplate file the cluster lists did not
+/// load (its errors are reported), so a template not found may be that one and is not
+/// reported again.
 pub fn project_cluster(
     registry: &Registry,
     cluster: &str,
     documents: &[Arc<StackDocument>],
+    incomplete: bool,
 ) -> ProjectedCluster {
     let mut out = ProjectedCluster::default();
     let templates: BTreeMap<&str, &Arc<StackDocument>> = documents
@@ -132,6 +135,7 @@ pub fn project_cluster(
             registry,
             cluster,
             stack,
+            incomplete,
             diagnostics: Vec::new(),
         };
         let projected = projector.project(&templates);
@@ -160,6 +164,7 @@ struct Projector<'a> {
     registry: &'a Registry,
     cluster: &'a str,
     stack: &'a Arc<StackDocument>,
+    incomplete: bool,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -205,6 +210,9 @@ impl<'a> Projector<'a> {
         let template_node = spec.get("template")?;
         let template_name = template_node.as_str().unwrap_or_default();
         let Some(template) = templates.get(template_name).copied() else {
+            if self.incomplete {
+                return None;
+            }
             let help = match did_you_mean(template_name, templates.keys().copied()) {
                 Some(t) => format!("did you mean `{t}`?"),
                 None => format!(
