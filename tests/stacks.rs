@@ -150,6 +150,29 @@ fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
         .repo
         .git(&["show", &format!("{DESIRED}:resources/VM/jumpbox.yaml")]);
     assert!(!jumpbox.contains("ownerReferences"), "{jumpbox}");
+    // `get` names the owner.
+    let out = Command::new(proxops_bin())
+        .args(["get", "VM", "--cluster", "home", "-o", "json", "--repo"])
+        .arg(site.repo.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let owners: Vec<(String, Value)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].as_str().unwrap().to_owned(), i["owner"].clone()))
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("jumpbox".to_owned(), Value::Null),
+            ("k3s-agent-a1".to_owned(), "Stack/k3s".into()),
+            ("k3s-agent-a2".to_owned(), "Stack/k3s".into()),
+            ("k3s-server".to_owned(), "Stack/k3s".into()),
+        ]
+    );
 }
 
 #[test]
