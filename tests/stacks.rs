@@ -124,7 +124,10 @@ fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
         ]
     );
     let names: Vec<String> = site.guests().into_values().map(|(n, _)| n).collect();
-    assert_eq!(names, ["jumpbox", "k3s-server", "k3s-agent-a1", "k3s-agent-a2"]);
+    assert_eq!(
+        names,
+        ["jumpbox", "k3s-server", "k3s-agent-a1", "k3s-agent-a2"]
+    );
     // Clean: a second run has nothing to do.
     let (code, log) = site.converge();
     assert_eq!(code, Some(0), "{log}");
@@ -134,7 +137,9 @@ fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
     for f in ["stacks/k3s.yaml", "stack-templates/k3s.yaml"] {
         assert!(files.contains(&f.to_owned()), "{files:?}");
     }
-    let stack = site.repo.git(&["show", &format!("{DESIRED}:stacks/k3s.yaml")]);
+    let stack = site
+        .repo
+        .git(&["show", &format!("{DESIRED}:stacks/k3s.yaml")]);
     let uid = stack
         .lines()
         .find_map(|l| l.trim().strip_prefix("uid: "))
@@ -144,7 +149,10 @@ fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
         let doc = site
             .repo
             .git(&["show", &format!("{DESIRED}:resources/VM/{agent}.yaml")]);
-        assert!(doc.contains("ownerReferences:") && doc.contains(&uid), "{doc}");
+        assert!(
+            doc.contains("ownerReferences:") && doc.contains(&uid),
+            "{doc}"
+        );
     }
     let jumpbox = site
         .repo
@@ -186,7 +194,11 @@ fn removing_one_agent_deletes_exactly_that_vm_and_nothing_else_changes() {
     assert_eq!(actions(&log), ["delete VM/k3s-agent-a1"], "{log}");
     let mut expected = before.clone();
     expected.remove(&111);
-    assert_eq!(site.guests(), expected, "only VM 111 is gone, the others untouched");
+    assert_eq!(
+        site.guests(),
+        expected,
+        "only VM 111 is gone, the others untouched"
+    );
     // In the desired plane only the Stack (its parameters and projection) changed beside the
     // removed resource; the other resources keep their documents byte for byte.
     let after = site.desired();
@@ -196,7 +208,10 @@ fn removing_one_agent_deletes_exactly_that_vm_and_nothing_else_changes() {
         }
     }
     assert!(!after.contains_key("resources/VM/k3s-agent-a1.yaml"));
-    assert_eq!(after.get("stack-templates/k3s.yaml"), desired_before.get("stack-templates/k3s.yaml"));
+    assert_eq!(
+        after.get("stack-templates/k3s.yaml"),
+        desired_before.get("stack-templates/k3s.yaml")
+    );
 }
 
 #[test]
@@ -214,7 +229,10 @@ fn adding_one_agent_creates_exactly_one_vm() {
     assert_eq!(actions(&log), ["create VM/k3s-agent-a3"], "{log}");
     let after = site.guests();
     assert_eq!(after.len(), before.len() + 1);
-    assert_eq!(after.get(&113).map(|(n, _)| n.as_str()), Some("k3s-agent-a3"));
+    assert_eq!(
+        after.get(&113).map(|(n, _)| n.as_str()),
+        Some("k3s-agent-a3")
+    );
     for (vmid, guest) in &before {
         assert_eq!(after.get(vmid), Some(guest), "guest {vmid} changed");
     }

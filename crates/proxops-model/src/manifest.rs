@@ -152,7 +152,11 @@ impl Resource {
             None => d,
             Some(origin) => {
                 let (span, given) = origin.span_for(path);
-                d.with_label(&origin.stack_file, span, stack_label(origin, &self.key(), given))
+                d.with_label(
+                    &origin.stack_file,
+                    span,
+                    stack_label(origin, &self.key(), given),
+                )
             }
         }
     }
@@ -228,7 +232,11 @@ pub(crate) fn load_projected(
     let sink = Sink::default();
     let resource = decode_envelope(doc, file, registry, None, &sink);
     let key = ResourceKey {
-        kind: doc.get("kind").and_then(Node::as_str).unwrap_or_default().to_owned(),
+        kind: doc
+            .get("kind")
+            .and_then(Node::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         name: doc
             .at(&crate::path!["metadata", "name"])
             .and_then(Node::as_str)

@@ -541,7 +541,12 @@ impl Store {
                 .and_then(|p| p.stacks.get(name))
                 .map(|s| s.doc.metadata.uid.clone())
                 .unwrap_or_else(|| {
-                    mint_uid(&refs.cluster, &stack_key(stacks::STACKS_DIR, name), source_revision, head)
+                    mint_uid(
+                        &refs.cluster,
+                        &stack_key(stacks::STACKS_DIR, name),
+                        source_revision,
+                        head,
+                    )
                 });
             let doc = stacks::stack_doc(instance, uid, &template_doc);
             owners.insert(name.to_owned(), stacks::owner_reference(&doc));

@@ -33,7 +33,10 @@ pub fn template_path(name: &str) -> Result<String> {
 
 /// The name a `<dir>/<name>.yaml` path names.
 pub fn name_of_path<'p>(dir: &str, path: &'p str) -> Option<&'p str> {
-    let name = path.strip_prefix(dir)?.strip_prefix('/')?.strip_suffix(".yaml")?;
+    let name = path
+        .strip_prefix(dir)?
+        .strip_prefix('/')?
+        .strip_suffix(".yaml")?;
     (!name.contains('/')).then_some(name)
 }
 
@@ -120,11 +123,7 @@ pub fn template_doc(template: &StackDocument, uid: String) -> Result<StackTempla
 }
 
 /// The desired Stack of `instance` with `uid`, bound to its template's document.
-pub fn stack_doc(
-    instance: &StackInstance,
-    uid: String,
-    template: &StackTemplateDoc,
-) -> StackDoc {
+pub fn stack_doc(instance: &StackInstance, uid: String, template: &StackTemplateDoc) -> StackDoc {
     StackDoc {
         api_version: API_VERSION.to_owned(),
         kind: STACK.to_owned(),
@@ -184,7 +183,10 @@ pub(crate) fn check_graph<'a>(
             if !owned {
                 return Err(corrupt(
                     &entry.path,
-                    format!("owner {}/{} ({}) is not in the plane", owner.kind, owner.name, owner.uid),
+                    format!(
+                        "owner {}/{} ({}) is not in the plane",
+                        owner.kind, owner.name, owner.uid
+                    ),
                 ));
             }
         }

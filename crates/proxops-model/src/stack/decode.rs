@@ -2,9 +2,7 @@
 //! file: a template's own structure and expressions).
 
 use super::expr::{self, Expression};
-use super::{
-    ParameterType, STACK, STACK_TEMPLATE, StackDocument, StackSpec, StackTemplateSpec,
-};
+use super::{ParameterType, STACK, STACK_TEMPLATE, StackDocument, StackSpec, StackTemplateSpec};
 use crate::de::{Problem, RequiredFields, Sink, decode};
 use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::kinds::common::is_valid_name;
@@ -64,8 +62,11 @@ pub fn load_stack_file(file: &Arc<SourceFile>, kind: &'static str) -> LoadedStac
     let mut docs = docs.into_iter().filter(|d| !d.is_null());
     let Some(doc) = docs.next() else {
         return fail(vec![
-            Diagnostic::error(Code::MissingField, format!("the file holds no {kind}"))
-                .with_label(file, Span::new(0, 0), "empty"),
+            Diagnostic::error(Code::MissingField, format!("the file holds no {kind}")).with_label(
+                file,
+                Span::new(0, 0),
+                "empty",
+            ),
         ]);
     };
     let mut diagnostics: Vec<Diagnostic> = docs
@@ -216,7 +217,7 @@ fn check_template(spec: &Node, decoded: &StackTemplateSpec, sink: &Sink) {
             ));
         }
         if let Some(default) = node.get("default") {
-            for (span, message) in super::project::type_errors(name, decl, default) {
+            for (span, message) in super::params::type_errors(name, decl, default) {
                 sink.push(problem(
                     Code::StackParameterType,
                     span,
@@ -350,8 +351,7 @@ fn check_expressions(node: &Node, decoded: &StackTemplateSpec, in_for_each: bool
                     "`fromItem` in a resource without `forEach`".to_owned(),
                     "no item here",
                     Some(
-                        "add `forEach: {fromParameter: {name: <list>}}` to the resource"
-                            .to_owned(),
+                        "add `forEach: {fromParameter: {name: <list>}}` to the resource".to_owned(),
                     ),
                 ));
             }

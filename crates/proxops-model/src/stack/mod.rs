@@ -17,7 +17,9 @@
 
 mod decode;
 pub mod expr;
+mod params;
 mod project;
+mod substitute;
 
 pub use decode::{LoadedStack, load_stack_file};
 pub use project::{ProjectedCluster, project_cluster};

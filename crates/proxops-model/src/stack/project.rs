@@ -4,15 +4,17 @@
 
 use super::decode::unknown_parameter;
 use super::expr::{self, Expression};
+use super::params::{ParamValue, type_errors};
+use super::substitute::{Substitution, projected_doc};
 use super::{
-    ItemFieldType, ParameterDecl, ParameterType, STACK, STACK_TEMPLATE, StackDocument,
-    StackInstance, StackOrigin, StackTemplateSpec, StackValue,
+    ItemFieldType, STACK, STACK_TEMPLATE, StackDocument, StackInstance, StackOrigin,
+    StackTemplateSpec,
 };
 use crate::de::{Sink, decode, did_you_mean};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::kind::{Reference, ReferenceSource, Registry};
-use crate::manifest::{API_VERSION, DEPENDS_ON, Resource, load_projected};
-use crate::yaml::{Node, NodeValue, PathSeg, ScalarKind, Span};
+use crate::manifest::{DEPENDS_ON, Resource, load_projected};
+use crate::yaml::{Node, NodeValue, PathSeg, Span};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -26,79 +28,6 @@ pub struct ProjectedCluster {
     /// Every finding.
     pub diagnostics: Vec<Diagnostic>,
 }
-
-/// The type problems of `value` as a value of parameter `name`: (span, message) each.
-pub(crate) fn type_errors(name: &str, decl: &ParameterDecl, value: &Node) -> Vec<(Span, String)> {
-    let noun = |t: ItemFieldType| match t {
-        ItemFieldType::String => "text",
-        ItemFieldType::Integer => "an integer",
-        ItemFieldType::Boolean => "a boolean",
-    };
-    let scalar = |want: ItemFieldType, node: &Node, what: &str| -> Option<(Span, String)> {
-        (expr::scalar_type(node) != Some(want)).then(|| {
-            let quote = if want == ItemFieldType::String && expr::scalar_type(node).is_some() {
-                " (quote it to make it text)"
-            } else {
-                ""
-            };
-            (
-                node.span,
-                format!("{what} is {}, found {}{quote}", noun(want), describe(node)),
-            )
-        })
-    };
-    let what = format!("parameter `{name}`");
-    match decl.ty {
-        ParameterType::String => scalar(ItemFieldType::String, value, &what).into_iter().collect(),
-        ParameterType::Integer => scalar(ItemFieldType::Integer, value, &what).into_iter().collect(),
-        ParameterType::Boolean => scalar(ItemFieldType::Boolean, value, &what).into_iter().collect(),
-        ParameterType::List => {
-            let NodeValue::Seq(items) = &value.value else {
-                return vec![(
-                    value.span,
-                    format!("{what} is a list of mappings, found {}", describe(value)),
-                )];
-            };
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                let Some(entries) = item.as_map() else {
-                    out.push((
-                        item.span,
-                        format!("item {i} of {what} is a mapping, found {}", describe(item)),
-                    ));
-                    continue;
-                };
-                if decl.items.is_empty() {
-                    continue;
-                }
-                for (field, ty) in &decl.items {
-                    match item.get(field) {
-                        Some(v) => out.extend(scalar(*ty, v, &format!("`{field}` of item {i}"))),
-                        None => out.push((item.head(), format!("item {i} of {what} has no `{field}`"))),
-                    }
-                }
-                for (k, _) in entries {
-                    let key = k.as_str().unwrap_or_default();
-                    if !decl.items.contains_key(key) {
-                        out.push((k.span, format!("item {i} of {what} has no field `{key}` in its declaration")));
-                    }
-                }
-            }
-            out
-        }
-    }
-}
-
-fn describe(node: &Node) -> String {
-    match &node.value {
-        NodeValue::Scalar(s, ScalarKind::Quoted) => format!("the text \"{s}\""),
-        NodeValue::Scalar(s, ScalarKind::Plain) if !node.is_null() => format!("`{s}`"),
-        _ => node.type_word().to_owned(),
-    }
-}
-
-/// A parameter's value: the node, and where the Stack wrote it (`None`: the default).
-type Value<'n> = (&'n Node, Option<Span>);
 
 /// Projects every Stack of `documents` (one cluster's Stacks and StackTemplates) against the
 /// templates among them. `incomplete`: a Stack or StackTemplate file the cluster lists did not
@@ -160,12 +89,20 @@ fn name_span(d: &StackDocument) -> Span {
     d.doc.span_at(&crate::path!["metadata", "name"])
 }
 
-struct Projector<'a> {
+pub(super) struct Projector<'a> {
     registry: &'a Registry,
     cluster: &'a str,
-    stack: &'a Arc<StackDocument>,
+    pub(super) stack: &'a Arc<StackDocument>,
     incomplete: bool,
-    diagnostics: Vec<Diagnostic>,
+    pub(super) diagnostics: Vec<Diagnostic>,
+}
+
+/// One item of a `forEach` list: its node, where the Stack wrote it (`None`: a default), and its
+/// name.
+struct Item<'n> {
+    node: &'n Node,
+    stack_span: Option<Span>,
+    name: String,
 }
 
 /// One template resource with its node.
@@ -180,9 +117,8 @@ struct Template<'n> {
 
 impl<'a> Projector<'a> {
     fn error(&mut self, code: Code, message: String, span: Span, label: &str) -> &mut Diagnostic {
-        self.diagnostics.push(
-            Diagnostic::error(code, message).with_label(&self.stack.file, span, label),
-        );
+        self.diagnostics
+            .push(Diagnostic::error(code, message).with_label(&self.stack.file, span, label));
         let last = self.diagnostics.len() - 1;
         &mut self.diagnostics[last]
     }
@@ -201,7 +137,11 @@ impl<'a> Projector<'a> {
             );
             self.error(
                 Code::WrongKindRoot,
-                format!("Stack `{}` is not under `stack/{}/`", stack.name(), self.cluster),
+                format!(
+                    "Stack `{}` is not under `stack/{}/`",
+                    stack.name(),
+                    self.cluster
+                ),
                 name_span(stack),
                 "filed elsewhere",
             )
@@ -259,11 +199,10 @@ impl<'a> Projector<'a> {
         let chosen = self.subset(spec, template, &all)?;
         let values = values?;
         // Projected names first: `dependsOn` maps to every resource a logical one projects.
-        let mut instances: Vec<(&Template<'_>, Option<(&Node, Option<Span>, String)>, String)> =
-            Vec::new();
+        let mut instances: Vec<(&Template<'_>, Option<Item<'_>>, String)> = Vec::new();
         let mut projected: BTreeMap<&str, Vec<(String, String)>> = BTreeMap::new();
         for t in all.iter().filter(|t| chosen.contains(t.logical)) {
-            let items: Vec<Option<(&Node, Option<Span>, String)>> = match t.for_each {
+            let items: Vec<Option<Item<'_>>> = match t.for_each {
                 None => vec![None],
                 Some(list) => {
                     let Some((list_node, from_stack)) = values.get(list).copied() else {
@@ -275,11 +214,11 @@ impl<'a> Projector<'a> {
                             expr::scalar_type(item.get("name").unwrap_or(item))
                                 == Some(ItemFieldType::String)
                         }) {
-                            Some(name) => items.push(Some((
-                                item,
-                                from_stack.map(|_| item.span),
-                                name.to_owned(),
-                            ))),
+                            Some(name) => items.push(Some(Item {
+                                node: item,
+                                stack_span: from_stack.map(|_| item.span),
+                                name: name.to_owned(),
+                            })),
                             None => {
                                 let (file, span) = match from_stack {
                                     Some(_) => (&self.stack.file, item.head()),
@@ -303,7 +242,9 @@ impl<'a> Projector<'a> {
             };
             for item in items {
                 let name = match &item {
-                    Some((_, _, item_name)) => {
+                    Some(Item {
+                        name: item_name, ..
+                    }) => {
                         format!("{}-{}-{item_name}", stack.name(), t.logical)
                     }
                     None => format!("{}-{}", stack.name(), t.logical),
@@ -321,7 +262,7 @@ impl<'a> Projector<'a> {
             let mut path = vec![PathSeg::from("spec")];
             let cx = Substitution {
                 values: &values,
-                item: item.as_ref().map(|(n, s, _)| (*n, *s)),
+                item: item.as_ref().map(|i| (i.node, i.stack_span)),
                 template,
             };
             let spec = cx.substitute(t.spec, &mut path, &mut values_out, self);
@@ -340,18 +281,18 @@ impl<'a> Projector<'a> {
                 .collect();
             let stack_span = item
                 .as_ref()
-                .and_then(|(_, s, _)| *s)
+                .and_then(|i| i.stack_span)
                 .unwrap_or_else(|| name_span(stack));
             let origin = StackOrigin {
                 stack: stack.name().to_owned(),
                 template: template.name().to_owned(),
                 logical: t.logical.to_owned(),
-                item: item.as_ref().map(|(_, _, n)| n.clone()),
+                item: item.as_ref().map(|i| i.name.clone()),
                 stack_file: Arc::clone(&stack.file),
                 stack_span,
                 values: values_out,
             };
-            let doc = projected_doc(t, &name, spec);
+            let doc = projected_doc(t.kind, t.name, &name, spec);
             let loaded = load_projected(&doc, &template.file, self.registry, origin, deps);
             self.diagnostics.extend(loaded.diagnostics);
             resources.extend(loaded.resource);
@@ -366,7 +307,7 @@ impl<'a> Projector<'a> {
         template: &'n StackDocument,
         tspec: &'n Node,
         decoded: &StackTemplateSpec,
-    ) -> Option<BTreeMap<String, Value<'n>>> {
+    ) -> Option<BTreeMap<String, ParamValue<'n>>> {
         let decls = tspec.get("parameters");
         let decl_span = |name: &str| {
             decls
@@ -409,16 +350,24 @@ impl<'a> Projector<'a> {
             }
             values.insert(name.to_owned(), (v, Some(v.span)));
         }
-        for (name, _) in &decoded.parameters {
-            if values.contains_key(name) || !ok && supplied.is_some_and(|(_, p)| p.get(name).is_some()) {
+        for name in decoded.parameters.keys() {
+            if values.contains_key(name)
+                || !ok && supplied.is_some_and(|(_, p)| p.get(name).is_some())
+            {
                 continue;
             }
-            match decls.and_then(|d| d.get(name)).and_then(|d| d.get("default")) {
+            match decls
+                .and_then(|d| d.get(name))
+                .and_then(|d| d.get("default"))
+            {
                 Some(default) => {
                     values.insert(name.clone(), (default, None));
                 }
                 None => {
-                    let at = supplied.map_or_else(|| self.stack.doc.span_at(&crate::path!["spec"]), |(k, _)| k.span);
+                    let at = supplied.map_or_else(
+                        || self.stack.doc.span_at(&crate::path!["spec"]),
+                        |(k, _)| k.span,
+                    );
                     self.diagnostics.push(
                         Diagnostic::error(
                             Code::StackParameterMissing,
@@ -486,7 +435,9 @@ impl<'a> Projector<'a> {
                     span,
                     "its dependency is left out",
                 );
-                d.help = Some(format!("add `{dep}` to `spec.resources`: a subset is dependency-closed"));
+                d.help = Some(format!(
+                    "add `{dep}` to `spec.resources`: a subset is dependency-closed"
+                ));
                 let label_span = t.name.span;
                 d.labels.push(crate::diagnostic::Label {
                     file: Arc::clone(&template.file),
@@ -504,130 +455,5 @@ fn seq(node: &Node) -> &[Node] {
     match &node.value {
         NodeValue::Seq(items) => items,
         _ => &[],
-    }
-}
-
-struct Substitution<'n, 'v> {
-    values: &'v BTreeMap<String, Value<'n>>,
-    item: Option<(&'n Node, Option<Span>)>,
-    template: &'n StackDocument,
-}
-
-impl Substitution<'_, '_> {
-    /// `node` with its `fromParameter` and `fromItem` expressions replaced by their values
-    /// (spans of the expression), recording where the Stack wrote each.
-    fn substitute(
-        &self,
-        node: &Node,
-        path: &mut Vec<PathSeg>,
-        out: &mut Vec<StackValue>,
-        projector: &mut Projector<'_>,
-    ) -> Node {
-        match expr::recognise(node) {
-            Ok(Some(Expression::Parameter { name, .. })) => {
-                let Some((value, stack_span)) = self.values.get(name).copied() else {
-                    return node.clone();
-                };
-                if let Some(stack_span) = stack_span {
-                    out.push(StackValue {
-                        path: path.clone(),
-                        template_span: node.span,
-                        stack_span,
-                    });
-                }
-                expr::respan(value, node.span)
-            }
-            Ok(Some(Expression::Item { pointer, span })) => {
-                let Some((item, from_stack)) = self.item else {
-                    return node.clone();
-                };
-                let Some(value) = expr::pointer(item, pointer) else {
-                    let file = if from_stack.is_some() {
-                        &projector.stack.file
-                    } else {
-                        &self.template.file
-                    };
-                    projector.diagnostics.push(
-                        Diagnostic::error(
-                            Code::StackForEach,
-                            format!("the item has nothing at `{pointer}`"),
-                        )
-                        .with_label(&self.template.file, span, "read here")
-                        .with_label(file, item.head(), "this item"),
-                    );
-                    return node.clone();
-                };
-                if from_stack.is_some() {
-                    out.push(StackValue {
-                        path: path.clone(),
-                        template_span: node.span,
-                        stack_span: value.span,
-                    });
-                }
-                expr::respan(value, node.span)
-            }
-            Ok(Some(Expression::Other)) | Err(_) => node.clone(),
-            Ok(None) => {
-                let value = match &node.value {
-                    NodeValue::Scalar(..) => node.value.clone(),
-                    NodeValue::Seq(items) => NodeValue::Seq(
-                        items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, n)| {
-                                path.push(PathSeg::Index(i));
-                                let n = self.substitute(n, path, out, projector);
-                                path.pop();
-                                n
-                            })
-                            .collect(),
-                    ),
-                    NodeValue::Map(entries) => NodeValue::Map(
-                        entries
-                            .iter()
-                            .map(|(k, v)| {
-                                path.push(PathSeg::Key(k.as_str().unwrap_or_default().to_owned()));
-                                let v = self.substitute(v, path, out, projector);
-                                path.pop();
-                                (k.clone(), v)
-                            })
-                            .collect(),
-                    ),
-                };
-                Node {
-                    span: node.span,
-                    value,
-                }
-            }
-        }
-    }
-}
-
-/// The manifest a template resource projects: every node spanned in the template's file.
-fn projected_doc(t: &Template<'_>, name: &str, spec: Node) -> Node {
-    let scalar = |text: &str, span: Span| Node {
-        span,
-        value: NodeValue::Scalar(text.to_owned(), ScalarKind::Plain),
-    };
-    let key = |text: &str, span: Span| scalar(text, span);
-    let name_node = Node {
-        span: t.name.span,
-        value: NodeValue::Scalar(name.to_owned(), ScalarKind::Quoted),
-    };
-    let span = Span::new(t.kind.span.start.min(t.name.span.start), spec.span.end.max(t.kind.span.end));
-    Node {
-        span,
-        value: NodeValue::Map(vec![
-            (key("apiVersion", t.kind.span), scalar(API_VERSION, t.kind.span)),
-            (key("kind", t.kind.span), t.kind.clone()),
-            (
-                key("metadata", t.name.span),
-                Node {
-                    span: t.name.span,
-                    value: NodeValue::Map(vec![(key("name", t.name.span), name_node)]),
-                },
-            ),
-            (key("spec", spec.span), spec),
-        ]),
     }
 }

@@ -108,12 +108,24 @@ fn render(d: &Diagnostic) -> String {
 
 #[test]
 fn a_stack_projects_named_resources_with_defaults_items_and_dependencies() {
-    let repo = stack_repo(TEMPLATE, STACK, &[("vm/dev/db.yaml", vm("db", "pve01", 100))]);
+    let repo = stack_repo(
+        TEMPLATE,
+        STACK,
+        &[("vm/dev/db.yaml", vm("db", "pve01", 100))],
+    );
     assert_valid(&repo);
     let dev = repo.cluster(CLUSTER).expect("dev");
     let names: Vec<String> = dev.resources.iter().map(|r| r.key().to_string()).collect();
     // Listed resources first, then each Stack's projection in template order.
-    assert_eq!(names, ["VM/db", "VM/k3s-server", "VM/k3s-agent-a1", "VM/k3s-agent-a2"]);
+    assert_eq!(
+        names,
+        [
+            "VM/db",
+            "VM/k3s-server",
+            "VM/k3s-agent-a1",
+            "VM/k3s-agent-a2"
+        ]
+    );
     let server = resource(dev, "VM", "k3s-server");
     let json = serde_json::to_value(&server.spec).expect("json");
     assert_eq!(json["vmid"], 200);
@@ -121,11 +133,18 @@ fn a_stack_projects_named_resources_with_defaults_items_and_dependencies() {
     // The default applies when the Stack supplies nothing.
     assert_eq!(json["memory"], "2GiB");
     let agent = resource(dev, "VM", "k3s-agent-a2");
-    assert_eq!(serde_json::to_value(&agent.spec).expect("json")["vmid"], 202);
+    assert_eq!(
+        serde_json::to_value(&agent.spec).expect("json")["vmid"],
+        202
+    );
     assert_eq!(edges(agent), ["VM/k3s-server"]);
     let origin = agent.stack_origin().expect("projected");
     assert_eq!(
-        (origin.stack.as_str(), origin.logical.as_str(), origin.item.as_deref()),
+        (
+            origin.stack.as_str(),
+            origin.logical.as_str(),
+            origin.item.as_deref()
+        ),
         ("k3s", "agent", Some("a2"))
     );
     assert_eq!(dev.stacks.len(), 1);
@@ -140,7 +159,13 @@ fn a_subset_projects_only_its_resources() {
     let stack = format!("{STACK}  resources: [server]\n");
     let repo = stack_repo(TEMPLATE, &stack, &[]);
     assert_valid(&repo);
-    let names: Vec<String> = repo.cluster(CLUSTER).expect("dev").resources.iter().map(|r| r.key().to_string()).collect();
+    let names: Vec<String> = repo
+        .cluster(CLUSTER)
+        .expect("dev")
+        .resources
+        .iter()
+        .map(|r| r.key().to_string())
+        .collect();
     assert_eq!(names, ["VM/k3s-server"]);
 }
 
@@ -157,7 +182,9 @@ fn other_expression_forms_are_left_in_the_projected_spec() {
     let found = all_with(&repo, Code::InvalidValue);
     assert!(!found.is_empty(), "{}", dump(&repo));
     assert!(
-        found.iter().all(|d| labels(d).iter().any(|(_, t)| t.contains("fromArtifact"))),
+        found
+            .iter()
+            .all(|d| labels(d).iter().any(|(_, t)| t.contains("fromArtifact"))),
         "{}",
         dump(&repo)
     );
@@ -171,7 +198,11 @@ fn expression_keys() {
         "vmid: {fromItem: {pointer: /vmid}, default: 1}",
     );
     let repo = stack_repo(&template, STACK, &[]);
-    let d = only_error(&repo, Code::ExpressionKeys, &["`default` beside `fromItem`"]);
+    let d = only_error(
+        &repo,
+        Code::ExpressionKeys,
+        &["`default` beside `fromItem`"],
+    );
     assert_eq!(labels(d), [(TEMPLATE_PATH, "default")]);
 }
 
@@ -189,7 +220,11 @@ fn unknown_stack_template() {
 fn stack_parameter_missing() {
     let stack = edited(STACK, "    server-vmid: 200\n", "");
     let repo = stack_repo(TEMPLATE, &stack, &[]);
-    let d = only_error(&repo, Code::StackParameterMissing, &["`server-vmid`", "no default"]);
+    let d = only_error(
+        &repo,
+        Code::StackParameterMissing,
+        &["`server-vmid`", "no default"],
+    );
     assert_eq!(
         labels(d),
         [(STACK_PATH, "parameters"), (TEMPLATE_PATH, "server-vmid")]
@@ -201,7 +236,11 @@ fn stack_parameter_missing() {
 fn stack_parameter_type() {
     let stack = edited(STACK, "server-vmid: 200", "server-vmid: two-hundred");
     let repo = stack_repo(TEMPLATE, &stack, &[]);
-    let d = only_error(&repo, Code::StackParameterType, &["`server-vmid` is an integer"]);
+    let d = only_error(
+        &repo,
+        Code::StackParameterType,
+        &["`server-vmid` is an integer"],
+    );
     assert_eq!(
         labels(d),
         [(STACK_PATH, "two-hundred"), (TEMPLATE_PATH, "server-vmid")]
@@ -224,14 +263,26 @@ fn stack_parameter_type() {
 
 #[test]
 fn stack_parameter_unknown() {
-    let stack = edited(STACK, "    node: pve01\n", "    node: pve01\n    nodes: pve02\n");
+    let stack = edited(
+        STACK,
+        "    node: pve01\n",
+        "    node: pve01\n    nodes: pve02\n",
+    );
     let repo = stack_repo(TEMPLATE, &stack, &[]);
-    let d = only_error(&repo, Code::StackParameterUnknown, &["`nodes`", "does not declare"]);
+    let d = only_error(
+        &repo,
+        Code::StackParameterUnknown,
+        &["`nodes`", "does not declare"],
+    );
     assert_eq!(labels(d)[0], (STACK_PATH, "nodes"));
     assert_eq!(d.labels[1].file.path, TEMPLATE_PATH);
     assert_eq!(d.help.as_deref(), Some("did you mean `node`?"));
     // A template expression reading an undeclared parameter.
-    let template = edited(TEMPLATE, "{fromParameter: {name: memory}}", "{fromParameter: {name: ram}}");
+    let template = edited(
+        TEMPLATE,
+        "{fromParameter: {name: memory}}",
+        "{fromParameter: {name: ram}}",
+    );
     let repo = stack_repo(&template, STACK, &[]);
     let d = only_error(&repo, Code::StackParameterUnknown, &["no parameter `ram`"]);
     assert_eq!(labels(d), [(TEMPLATE_PATH, "ram")]);
@@ -260,14 +311,25 @@ fn stack_for_each_items_and_pointers() {
     let repo = stack_repo(&template, STACK, &[]);
     only_error(&repo, Code::StackForEach, &["without `forEach`"]);
     // A pointer the items do not have (items without declared fields).
-    let template = edited(TEMPLATE, "      items:\n        name: string\n        vmid: integer\n", "")
-        .replace("{fromItem: {pointer: /vmid}}", "{fromItem: {pointer: /id}}");
+    let template = edited(
+        TEMPLATE,
+        "      items:\n        name: string\n        vmid: integer\n",
+        "",
+    )
+    .replace("{fromItem: {pointer: /vmid}}", "{fromItem: {pointer: /id}}");
     let repo = stack_repo(&template, STACK, &[]);
     let found = all_with(&repo, Code::StackForEach);
     assert_eq!(found.len(), 2, "{}", dump(&repo));
-    assert_eq!(labels(found[0]), [(TEMPLATE_PATH, "/id"), (STACK_PATH, "name")]);
+    assert_eq!(
+        labels(found[0]),
+        [(TEMPLATE_PATH, "/id"), (STACK_PATH, "name")]
+    );
     // An item without a name.
-    let template = edited(TEMPLATE, "      items:\n        name: string\n        vmid: integer\n", "");
+    let template = edited(
+        TEMPLATE,
+        "      items:\n        name: string\n        vmid: integer\n",
+        "",
+    );
     let stack = edited(STACK, "{name: a2, vmid: 202}", "{vmid: 202}");
     let repo = stack_repo(&template, &stack, &[]);
     let d = only_error(&repo, Code::StackForEach, &["no text `name`"]);
@@ -278,7 +340,11 @@ fn stack_for_each_items_and_pointers() {
 fn stack_subset() {
     let stack = format!("{STACK}  resources: [agent]\n");
     let repo = stack_repo(TEMPLATE, &stack, &[]);
-    let d = only_error(&repo, Code::StackSubset, &["holds `agent` but not `server`"]);
+    let d = only_error(
+        &repo,
+        Code::StackSubset,
+        &["holds `agent` but not `server`"],
+    );
     assert_eq!(labels(d), [(STACK_PATH, "agent"), (TEMPLATE_PATH, "agent")]);
     let stack = format!("{STACK}  resources: [server, db]\n");
     let repo = stack_repo(TEMPLATE, &stack, &[]);
@@ -302,9 +368,18 @@ fn stack_template_structure() {
 fn a_projected_vmid_collision_points_at_the_stack_and_the_template() {
     let hand = vm("db", "pve01", 201);
     let repo = stack_repo(TEMPLATE, STACK, &[("vm/dev/db.yaml", hand)]);
-    let d = only_error(&repo, Code::VmidCollision, &["PVE id 201", "VM/k3s-agent-a1"]);
+    let d = only_error(
+        &repo,
+        Code::VmidCollision,
+        &["PVE id 201", "VM/k3s-agent-a1"],
+    );
     let files: Vec<&str> = d.labels.iter().map(|l| l.file.path.as_str()).collect();
-    assert_eq!(files, [TEMPLATE_PATH, STACK_PATH, "vm/dev/db.yaml"], "{}", dump(&repo));
+    assert_eq!(
+        files,
+        [TEMPLATE_PATH, STACK_PATH, "vm/dev/db.yaml"],
+        "{}",
+        dump(&repo)
+    );
     assert_eq!(covered(&d.labels[0]), "{fromItem: {pointer: /vmid}}");
     assert_eq!(covered(&d.labels[1]), "201");
     insta::assert_snapshot!(render(d), @r#"
