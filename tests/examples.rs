@@ -78,6 +78,25 @@ fn homelab_validates_clean_with_both_clusters() {
 }
 
 #[test]
+fn stacks_k3s_validates_clean_with_its_projected_resources() {
+    let repo = load(&example("stacks-k3s"));
+    assert!(repo.diagnostics.is_empty(), "{:#?}", repo.diagnostics);
+    let home = repo.cluster("home").expect("cluster home");
+    let names: Vec<String> = home.resources.iter().map(|r| r.key().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "VM/jumpbox",
+            "VM/k3s-server",
+            "VM/k3s-agent-a1",
+            "VM/k3s-agent-a2"
+        ]
+    );
+    assert_eq!(home.stacks.len(), 1);
+    assert_eq!(home.stacks[0].template.name(), "k3s");
+}
+
+#[test]
 fn report_does_not_depend_on_composition_order() {
     let dir = tempfile::tempdir().expect("tempdir");
     copy_tree(&example("homelab"), dir.path());

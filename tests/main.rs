@@ -13,4 +13,5 @@ mod placement_prop;
 mod placement_rules;
 mod planes;
 mod safety;
+mod stacks;
 mod support;

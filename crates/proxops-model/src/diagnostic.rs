@@ -117,6 +117,27 @@ codes! {
     NotSettable => "proxops::not_settable",
     /// The retired `extra:` map: its keys move to `pve-config:` or a typed field.
     ExtraRetired => "proxops::extra_retired",
+    /// A mapping with a `from*` expression key (`fromParameter`, `fromItem`, `fromArtifact`,
+    /// ...) and another key beside it: an expression is a mapping with that one key only.
+    ExpressionKeys => "proxops::expression_keys",
+    /// A StackTemplate that is malformed in itself: a logical resource name used twice, a
+    /// `dependsOn` naming no resource of the template, a bad parameter declaration.
+    StackTemplate => "proxops::stack_template",
+    /// A Stack names a StackTemplate the cluster's composition does not list.
+    UnknownStackTemplate => "proxops::unknown_stack_template",
+    /// A declared parameter without a default that a Stack does not supply.
+    StackParameterMissing => "proxops::stack_parameter_missing",
+    /// A parameter value (or default) of the wrong type for its declaration.
+    StackParameterType => "proxops::stack_parameter_type",
+    /// A Stack supplies a parameter its template does not declare, or a template expression
+    /// reads one it does not declare.
+    StackParameterUnknown => "proxops::stack_parameter_unknown",
+    /// `forEach` over something that is not a list parameter, `fromItem` outside a `forEach`,
+    /// an item without a `name`, or an item pointer that is not there.
+    StackForEach => "proxops::stack_for_each",
+    /// A Stack's `resources` subset names a resource its template does not have, or leaves out
+    /// one that a chosen resource depends on.
+    StackSubset => "proxops::stack_subset",
 }
 
 impl fmt::Display for Code {

@@ -35,6 +35,7 @@ pub mod report;
 pub mod schema;
 pub mod settings;
 pub mod source;
+pub mod stack;
 pub mod validate;
 pub mod yaml;
 

@@ -9,6 +9,7 @@ use crate::kind::Registry;
 use crate::kinds::common::is_valid_name;
 use crate::manifest::{LoadedManifest, Resource, load_manifest, scalar_text};
 use crate::source::{ReadError, RepoSource, join_relative};
+use crate::stack::{self, StackDocument, StackInstance};
 use crate::validate::validate_cluster;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -66,8 +67,11 @@ pub struct Cluster {
     /// The cluster's whole config file, if usable: its `pve` and `reconcile` settings are
     /// layered over `proxops.yaml` ([`crate::settings::effective`]).
     pub config: Option<ConfigFile>,
-    /// The resources of the composition that decoded without error, in path order.
+    /// The resources of the composition that decoded without error, in path order, then
+    /// those its Stacks projected, Stack by Stack.
     pub resources: Vec<Arc<Resource>>,
+    /// The Stacks of the composition that projected without error, in path order.
+    pub stacks: Vec<StackInstance>,
     /// Whether the cluster has no error (warnings allowed).
     pub valid: bool,
 }
@@ -291,17 +295,31 @@ pub fn load_repository_with_threads(
     // Index of which clusters list each (kind, name), for hints about cross-cluster references.
     let mut owners: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (cluster, paths) in clusters.iter_mut().zip(&compositions) {
-        for path in paths {
-            let Some(m) = loader.files.get(path).and_then(|f| f.manifest.as_ref()) else {
-                continue;
-            };
-            if let Some(r) = &m.resource {
-                cluster.resources.push(Arc::clone(r));
-                owners
-                    .entry((r.kind.to_owned(), r.name().to_owned()))
-                    .or_default()
-                    .insert(cluster.name.clone());
-            }
+        let stack_docs: Vec<Arc<StackDocument>> = paths
+            .iter()
+            .filter_map(|p| loader.files.get(p).and_then(|f| f.stack.clone()))
+            .collect();
+        // A Stack's resources join the listed ones: validated, indexed and ordered alike.
+        let incomplete = paths.iter().any(|p| {
+            let is_stack = p.split('/').next().and_then(stack::kind_of_root).is_some();
+            is_stack && loader.files.get(p).is_some_and(|f| f.stack.is_none())
+        });
+        let projected = stack::project_cluster(registry, &cluster.name, &stack_docs, incomplete);
+        loader.diagnostics.extend(projected.diagnostics);
+        cluster.stacks = projected.stacks;
+        let listed: Vec<Arc<Resource>> = paths
+            .iter()
+            .filter_map(|path| {
+                let m = loader.files.get(path).and_then(|f| f.manifest.as_ref())?;
+                m.resource.clone()
+            })
+            .collect();
+        for r in listed.into_iter().chain(projected.resources) {
+            owners
+                .entry((r.kind.to_owned(), r.name().to_owned()))
+                .or_default()
+                .insert(cluster.name.clone());
+            cluster.resources.push(r);
         }
     }
     // Clusters are validated independently; their findings are recorded in cluster order.
@@ -453,6 +471,7 @@ impl Loader<'_> {
     ) -> (Cluster, Option<Plan>) {
         let mut cluster = Cluster {
             name: name.to_owned(),
+            stacks: Vec::new(),
             entry: None,
             config: None,
             resources: Vec::new(),
@@ -692,13 +711,14 @@ impl Loader<'_> {
                 continue;
             }
             seen.insert(target.clone(), item.span);
-            let root_kind = target
-                .split('/')
-                .next()
-                .and_then(|s| self.registry.by_root(s))
-                .map(|k| k.name());
+            let first = target.split('/').next().unwrap_or_default();
+            let root_kind = self
+                .registry
+                .by_root(first)
+                .map(|k| k.name())
+                .or_else(|| stack::kind_of_root(first));
             if root_kind.is_none() {
-                let roots: Vec<&str> = self.registry.kinds().map(|k| k.root()).collect();
+                let roots: Vec<&str> = self.kind_roots();
                 let d = Diagnostic::error(Code::NotUnderKindRoot, format!("`{target}` is not under a recognised kind root"))
                     .with_label(&file, item.span, "not under a kind root")
                     .with_help(format!("manifests live under <kind>/base/ or <kind>/<cluster>/, where <kind> is one of: {}", roots.join(", ")))
@@ -768,16 +788,18 @@ impl Loader<'_> {
                     let (source, registry) = (self.source, self.registry);
                     let listed = self.listed(target);
                     listed.listers.insert(index);
-                    if loaded.is_some() {
-                        listed.manifest = loaded;
+                    if let Some((manifest, stack)) = loaded {
+                        listed.manifest = Some(manifest);
+                        listed.stack = stack;
                     } else if listed.manifest.is_none() {
                         // The cluster that was to decode it could not read it, this one can.
                         let again = Pending {
                             load: true,
                             ..pending.clone()
                         };
-                        if let Ok(loaded) = fetch(source, registry, &again) {
-                            listed.manifest = loaded;
+                        if let Ok(Some((manifest, stack))) = fetch(source, registry, &again) {
+                            listed.manifest = Some(manifest);
+                            listed.stack = stack;
                         }
                     }
                     paths.push(std::mem::take(&mut pending.target));
@@ -848,9 +870,17 @@ impl Loader<'_> {
         }
     }
 
+    /// Every kind's directory root, then the Stacks' two.
+    fn kind_roots(&self) -> Vec<&'static str> {
+        let kinds = self.registry.kinds().map(|k| k.root());
+        kinds
+            .chain([stack::TEMPLATE_ROOT, stack::STACK_ROOT])
+            .collect()
+    }
+
     /// Flat files directly under a kind root, and manifests no cluster lists.
     fn scan_kind_roots(&mut self) {
-        let roots: Vec<&'static str> = self.registry.kinds().map(|k| k.root()).collect();
+        let roots = self.kind_roots();
         for root in roots {
             let mut stack = vec![root.to_owned()];
             while let Some(dir) = stack.pop() {
@@ -887,6 +917,8 @@ struct Listed {
     listers: Listers,
     /// The manifest, once read.
     manifest: Option<LoadedManifest>,
+    /// A Stack or StackTemplate, once read.
+    stack: Option<Arc<StackDocument>>,
 }
 
 /// Whether a file name ends in `.yaml` or `.yml`, in any case.
@@ -957,7 +989,8 @@ struct Pending {
 
 /// What reading one listed file gave: its decoded manifest (if it was to be loaded), or why it
 /// could not be read.
-type Fetched = Result<Option<LoadedManifest>, ReadError>;
+/// A Stack or StackTemplate file has no resource of its own: its document comes beside.
+type Fetched = Result<Option<(LoadedManifest, Option<Arc<StackDocument>>)>, ReadError>;
 
 /// Fewer files than this per thread are not worth a thread.
 const FILES_PER_THREAD: usize = 16;
@@ -969,11 +1002,20 @@ fn fetch(source: &dyn RepoSource, registry: &Registry, pending: &Pending) -> Fet
         return Ok(None);
     }
     let loaded = match String::from_utf8(bytes) {
-        Ok(text) => load_manifest(
-            &SourceFile::new(pending.target.clone(), text),
-            registry,
-            pending.root_kind,
-        ),
+        Ok(text) => {
+            let file = SourceFile::new(pending.target.clone(), text);
+            match pending.root_kind {
+                Some(kind @ (stack::STACK | stack::STACK_TEMPLATE)) => {
+                    let loaded = stack::load_stack_file(&file, kind);
+                    let manifest = LoadedManifest {
+                        resource: None,
+                        diagnostics: loaded.diagnostics,
+                    };
+                    return Ok(Some((manifest, loaded.document)));
+                }
+                root_kind => load_manifest(&file, registry, root_kind),
+            }
+        }
         Err(_) => LoadedManifest {
             resource: None,
             diagnostics: vec![
@@ -982,7 +1024,7 @@ fn fetch(source: &dyn RepoSource, registry: &Registry, pending: &Pending) -> Fet
             ],
         },
     };
-    Ok(Some(loaded))
+    Ok(Some((loaded, None)))
 }
 
 impl Loader<'_> {

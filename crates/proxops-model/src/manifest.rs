@@ -5,6 +5,7 @@ use crate::de::{Problem, Sink, decode, did_you_mean};
 use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::kind::{KindDef, Reference, ReferenceSource, Registry, SpecContext};
 use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec, common::is_valid_name};
+use crate::stack::StackOrigin;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, SpanTree, parse_documents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -107,8 +108,11 @@ pub struct Resource {
     /// Where each node of the document is, for labels: built from `file` the first time a label
     /// needs it (see [`Resource::spans`]).
     spans: OnceLock<SpanTree>,
-    /// Dependencies from the `proxops/depends-on` annotation.
+    /// Dependencies from the `proxops/depends-on` annotation (and, for a resource a Stack
+    /// projected, from its template's `dependsOn`).
     pub depends_on: Vec<Reference>,
+    /// The Stack that projected it, if one did.
+    origin: Option<Arc<StackOrigin>>,
 }
 
 impl Resource {
@@ -132,6 +136,29 @@ impl Resource {
             .annotations
             .get(RECONCILE)
             .is_some_and(|v| v.trim() == "disabled")
+    }
+
+    /// The Stack that projected it, if one did.
+    pub fn stack_origin(&self) -> Option<&StackOrigin> {
+        self.origin.as_deref()
+    }
+
+    /// `d` with a label on the node at `path` (see [`Resource::span`]) reading `message`; for
+    /// a resource a Stack projected, also one in the Stack's file: where the Stack wrote the
+    /// value at `path`, or the Stack's entry for the resource.
+    pub fn label(&self, d: Diagnostic, path: &[PathSeg], message: impl Into<String>) -> Diagnostic {
+        let d = d.with_label(&self.file, self.span(path), message);
+        match &self.origin {
+            None => d,
+            Some(origin) => {
+                let (span, given) = origin.span_for(path);
+                d.with_label(
+                    &origin.stack_file,
+                    span,
+                    stack_label(origin, &self.key(), given),
+                )
+            }
+        }
     }
 
     /// The span of the node at `path` from the document root (or its deepest existing parent).
@@ -171,7 +198,84 @@ pub struct LoadedManifest {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-fn to_diagnostics(file: &Arc<SourceFile>, problems: Vec<Problem>) -> Vec<Diagnostic> {
+impl Diagnostic {
+    /// Adds [`Resource::label`]'s labels: the node at `path` of `resource`, and for a resource
+    /// a Stack projected, where the Stack gave it.
+    pub fn with_resource_label(
+        self,
+        resource: &Resource,
+        path: &[PathSeg],
+        message: impl Into<String>,
+    ) -> Diagnostic {
+        resource.label(self, path, message)
+    }
+}
+
+fn stack_label(origin: &StackOrigin, key: &ResourceKey, given: bool) -> String {
+    if given {
+        format!("value given by Stack `{}` for {key}", origin.stack)
+    } else {
+        format!("{key} is projected by Stack `{}`", origin.stack)
+    }
+}
+
+/// Decodes a manifest a Stack projected: `doc` is spanned in the template's `file`, `origin`
+/// says where the Stack is, `depends_on` holds the template's `dependsOn` mapped to projected
+/// names. Every finding also gets a label in the Stack's file.
+pub(crate) fn load_projected(
+    doc: &Node,
+    file: &Arc<SourceFile>,
+    registry: &Registry,
+    origin: StackOrigin,
+    depends_on: Vec<Reference>,
+) -> LoadedManifest {
+    let sink = Sink::default();
+    let resource = decode_envelope(doc, file, registry, None, &sink);
+    let key = ResourceKey {
+        kind: doc
+            .get("kind")
+            .and_then(Node::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        name: doc
+            .at(&crate::path!["metadata", "name"])
+            .and_then(Node::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let diagnostics: Vec<Diagnostic> = to_diagnostics(file, sink.take())
+        .into_iter()
+        .map(|d| {
+            let (span, given) = d
+                .labels
+                .first()
+                .map_or((origin.stack_span, false), |l| origin.span_at(l.span));
+            d.with_label(&origin.stack_file, span, stack_label(&origin, &key, given))
+        })
+        .collect();
+    let has_error = diagnostics.iter().any(Diagnostic::is_error);
+    let origin = Arc::new(origin);
+    let resource = resource.filter(|_| !has_error).map(|mut r| {
+        r.spans = OnceLock::from(SpanTree::new(doc));
+        r.origin = Some(origin);
+        for dep in depends_on {
+            if !r
+                .depends_on
+                .iter()
+                .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name)
+            {
+                r.depends_on.push(dep);
+            }
+        }
+        Arc::new(r)
+    });
+    LoadedManifest {
+        resource,
+        diagnostics,
+    }
+}
+
+pub(crate) fn to_diagnostics(file: &Arc<SourceFile>, problems: Vec<Problem>) -> Vec<Diagnostic> {
     problems
         .into_iter()
         .map(|p| {
@@ -364,6 +468,7 @@ fn decode_envelope(
         file: Arc::clone(file),
         spans: OnceLock::new(),
         depends_on,
+        origin: None,
     })
 }
 

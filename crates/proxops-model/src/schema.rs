@@ -1,8 +1,9 @@
-//! JSON Schema (draft-07, the version yaml-language-server reads) for every kind's manifest and
-//! one combined schema that picks the kind's schema by `kind:`.
+//! JSON Schema (draft-07, the version yaml-language-server reads) for every kind's manifest, for
+//! Stacks and StackTemplates, and one combined schema that picks the kind's schema by `kind:`.
 
 use crate::kind::{KindDef, Registry};
 use crate::manifest::{API_VERSION, Metadata};
+use crate::stack::{STACK, STACK_TEMPLATE, StackSpec, StackTemplateSpec};
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
@@ -58,20 +59,58 @@ pub fn kind_schema(kind: &dyn KindDef) -> Value {
     document(format!("ProxOps {}", kind.name()), body, generator)
 }
 
-/// One schema for every kind: `kind` selects the kind's schema.
+fn stack_properties(kind: &'static str, generator: &mut schemars::SchemaGenerator) -> Value {
+    let metadata = generator.subschema_for::<Metadata>();
+    let spec = if kind == STACK {
+        generator.subschema_for::<StackSpec>()
+    } else {
+        generator.subschema_for::<StackTemplateSpec>()
+    };
+    json!({
+        "apiVersion": {"const": API_VERSION, "description": "The manifest format version."},
+        "kind": {"const": kind, "description": format!("`{kind}`")},
+        "metadata": metadata,
+        "spec": spec,
+    })
+}
+
+/// The schema of `Stack` or `StackTemplate` files ([`crate::stack`]); `kind` is
+/// [`STACK`] or [`STACK_TEMPLATE`].
+pub fn stack_schema(kind: &'static str) -> Value {
+    let mut generator = generator();
+    let properties = stack_properties(kind, &mut generator);
+    let body = json!({
+        "description": format!("A ProxOps {kind}."),
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "additionalProperties": false,
+        "properties": properties,
+    });
+    let Value::Object(body) = body else {
+        return Value::Null;
+    };
+    document(format!("ProxOps {kind}"), body, generator)
+}
+
+/// One schema for every kind (and for Stacks and StackTemplates): `kind` selects the kind's
+/// schema.
 pub fn combined_schema(registry: &Registry) -> Value {
     let mut generator = generator();
-    let names: Vec<&str> = registry.kinds().map(|k| k.name()).collect();
-    let branches: Vec<Value> = registry
-        .kinds()
-        .map(|kind| {
-            let properties = manifest_properties(kind, &mut generator);
-            json!({
-                "if": {"properties": {"kind": {"const": kind.name()}}, "required": ["kind"]},
-                "then": {"properties": properties, "additionalProperties": false},
-            })
+    let mut names: Vec<&str> = registry.kinds().map(|k| k.name()).collect();
+    let branch = |name: &str, properties: Value| {
+        json!({
+            "if": {"properties": {"kind": {"const": name}}, "required": ["kind"]},
+            "then": {"properties": properties, "additionalProperties": false},
         })
+    };
+    let mut branches: Vec<Value> = registry
+        .kinds()
+        .map(|kind| branch(kind.name(), manifest_properties(kind, &mut generator)))
         .collect();
+    for kind in [STACK_TEMPLATE, STACK] {
+        names.push(kind);
+        branches.push(branch(kind, stack_properties(kind, &mut generator)));
+    }
     let body = json!({
         "description": "A ProxOps manifest of any kind.",
         "type": "object",
@@ -88,8 +127,9 @@ pub fn combined_schema(registry: &Registry) -> Value {
     document("ProxOps manifest".into(), body, generator)
 }
 
-/// Every schema file to write: `<kind>.schema.json` per kind (lower-case kind name) and
-/// `proxops.schema.json`, as (file name, pretty JSON with a trailing newline).
+/// Every schema file to write: `<kind>.schema.json` per kind (lower-case kind name),
+/// `proxops.schema.json`, then `stacktemplate.schema.json` and `stack.schema.json`, as (file
+/// name, pretty JSON with a trailing newline).
 pub fn schema_files(registry: &Registry) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = registry
         .kinds()
@@ -104,6 +144,12 @@ pub fn schema_files(registry: &Registry) -> Vec<(String, String)> {
         "proxops.schema.json".into(),
         pretty(&combined_schema(registry)),
     ));
+    for kind in [STACK_TEMPLATE, STACK] {
+        out.push((
+            format!("{}.schema.json", kind.to_ascii_lowercase()),
+            pretty(&stack_schema(kind)),
+        ));
+    }
     out
 }
 

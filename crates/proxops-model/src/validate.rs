@@ -83,8 +83,8 @@ pub fn validate_cluster(
         if let Some(first) = index.get(&r.key()) {
             out.push(in_cluster(
                 Diagnostic::error(Code::DuplicateResource, format!("duplicate resource {} in cluster `{cluster}`", r.key()))
-                    .with_label(&r.file, r.span(&name_path()), "defined again here")
-                    .with_label(&first.file, first.span(&name_path()), "first defined here")
+                    .with_resource_label(r, &name_path(), "defined again here")
+                    .with_resource_label(first, &name_path(), "first defined here")
                     .with_help("a kind and name identify one resource per cluster: rename one, or list only one file"),
             ));
         } else {
@@ -106,8 +106,8 @@ pub fn validate_cluster(
         if let Some(first) = vmids.get(&vmid) {
             out.push(in_cluster(
                 Diagnostic::error(Code::VmidCollision, format!("PVE id {vmid} is claimed by both {} and {}", first.key(), r.key()))
-                    .with_label(&r.file, r.span(&at), format!("vmid {vmid} of {}", r.key()))
-                    .with_label(&first.file, first.span(&at), format!("also claimed by {}", first.key()))
+                    .with_resource_label(r, &at, format!("vmid {vmid} of {}", r.key()))
+                    .with_resource_label(first, &at, format!("also claimed by {}", first.key()))
                     .with_help("vmids are unique per cluster, across VMs, containers and templates: PVE's vmid namespace is cluster-wide"),
             ));
         } else {
@@ -125,7 +125,7 @@ pub fn validate_cluster(
                 if !allowed.contains(&node) {
                     out.push(in_cluster(
                         Diagnostic::error(Code::NodeNotAllowed, format!("node `{node}` of {} is not in cluster `{cluster}`'s node allowlist", r.key()))
-                            .with_label(&r.file, r.span(&spec_path(&at)), "not an allowed node")
+                            .with_resource_label(r, &spec_path(&at), "not an allowed node")
                             .with_help(format!("allowed nodes: {}; add the node to clusters/{cluster}/config.yaml or move the resource", allowed.join(", "))),
                     ));
                 }
@@ -169,9 +169,9 @@ pub fn validate_cluster(
                                 r.key()
                             ),
                         )
-                        .with_label(
-                            &r.file,
-                            r.span(&reference.path),
+                        .with_resource_label(
+                            r,
+                            &reference.path,
                             format!("{target} is only on {}", target_nodes.join(", ")),
                         )
                         .with_help(format!("add `{node}` to the `nodes` of {target}")),
@@ -239,9 +239,9 @@ fn unknown_reference(
         )
     };
     Diagnostic::error(Code::UnknownReference, message)
-        .with_label(
-            &r.file,
-            r.span(&reference.path),
+        .with_resource_label(
+            r,
+            &reference.path,
             format!("{target} is not in cluster `{cluster}`"),
         )
         .with_help(help)

@@ -10,6 +10,7 @@ use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
 use crate::id::ObjectId;
 use crate::refs::PlaneRefs;
+use crate::stacks::{self, StackDoc, StackTemplateDoc};
 use crate::store::{Plane, Store};
 use proxops_model::{Repository, ResourceKey};
 use sha2::{Digest, Sha256};
@@ -36,6 +37,32 @@ pub struct DesiredState {
     pub deletions: BTreeMap<ResourceKey, DeletionEntry>,
     /// The promotion record the plane carries, if any.
     pub promotion: Option<PromotionDoc>,
+    /// Stacks by name.
+    pub stacks: BTreeMap<String, StackEntry>,
+    /// StackTemplates by name.
+    pub templates: BTreeMap<String, TemplateEntry>,
+}
+
+/// One Stack of the desired plane.
+#[derive(Debug, Clone)]
+pub struct StackEntry {
+    /// Its path.
+    pub path: String,
+    /// Its blob id.
+    pub blob: ObjectId,
+    /// The document.
+    pub doc: StackDoc,
+}
+
+/// One StackTemplate of the desired plane.
+#[derive(Debug, Clone)]
+pub struct TemplateEntry {
+    /// Its path.
+    pub path: String,
+    /// Its blob id.
+    pub blob: ObjectId,
+    /// The document.
+    pub doc: StackTemplateDoc,
 }
 
 /// One resource document of the desired plane.
@@ -72,6 +99,8 @@ impl DesiredState {
         let mut deletions = BTreeMap::new();
         let mut cluster = None;
         let mut promotion = None;
+        let mut stacks = BTreeMap::new();
+        let mut templates = BTreeMap::new();
         for (path, id) in &plane.files {
             let corrupt = |reason: &str| StoreError::Corrupt {
                 plane: refname.to_owned(),
@@ -93,6 +122,21 @@ impl DesiredState {
                     doc,
                 };
                 resources.insert(key, entry);
+            } else if let Some(name) = stacks::name_of_path(stacks::STACKS_DIR, path) {
+                let doc: StackDoc = from_value(plane.parse(repo, path, *id)?, refname, path)?;
+                if doc.metadata.name != name {
+                    return Err(corrupt("name differs from the path"));
+                }
+                let (path, blob) = (path.clone(), *id);
+                stacks.insert(name.to_owned(), StackEntry { path, blob, doc });
+            } else if let Some(name) = stacks::name_of_path(stacks::TEMPLATES_DIR, path) {
+                let doc: StackTemplateDoc =
+                    from_value(plane.parse(repo, path, *id)?, refname, path)?;
+                if doc.metadata.name != name {
+                    return Err(corrupt("name differs from the path"));
+                }
+                let (path, blob) = (path.clone(), *id);
+                templates.insert(name.to_owned(), TemplateEntry { path, blob, doc });
             } else if let Some(key) = docs::key_of_path(docs::DELETIONS_DIR, path) {
                 let intent: DeletionIntent =
                     from_value(plane.parse(repo, path, *id)?, refname, path)?;
@@ -109,9 +153,12 @@ impl DesiredState {
                 return Err(corrupt("unexpected file in the desired plane"));
             }
         }
+        stacks::check_graph(refname, &stacks, &templates, resources.iter())?;
         let source_revision =
             trailer(&plane.commit.message, SOURCE_TRAILER).and_then(|s| docs::parse_id(&s));
         Ok(DesiredState {
+            stacks,
+            templates,
             plane,
             source_revision,
             cluster,
@@ -244,6 +291,15 @@ pub fn mint_uid(
         uid.push_str(&format!("{b:02x}"));
     }
     uid
+}
+
+/// The key a Stack's or StackTemplate's UID is minted from: the plane directory stands for
+/// the kind, so that a Stack never shares a UID with a resource of the same name.
+fn stack_key(dir: &str, name: &str) -> ResourceKey {
+    ResourceKey {
+        kind: dir.to_owned(),
+        name: name.to_owned(),
+    }
 }
 
 /// The allow-listed, non-secret configuration of `cluster`.
@@ -460,6 +516,44 @@ impl Store {
             }
         }
 
+        // Stacks and their templates keep their UIDs; their projected resources name the
+        // Stack's UID as owner.
+        let mut owners: BTreeMap<String, docs::OwnerReference> = BTreeMap::new();
+        let mut written_templates = BTreeSet::new();
+        for instance in &cluster.stacks {
+            let template = &instance.template;
+            let template_uid = previous
+                .as_ref()
+                .and_then(|p| p.templates.get(template.name()))
+                .map(|t| t.doc.metadata.uid.clone())
+                .unwrap_or_else(|| {
+                    let key = stack_key(stacks::TEMPLATES_DIR, template.name());
+                    mint_uid(&refs.cluster, &key, source_revision, head)
+                });
+            let template_doc = stacks::template_doc(template, template_uid)?;
+            if written_templates.insert(template.name().to_owned()) {
+                let blob = git::write_blob(repo, &canonical_bytes(&template_doc)?)?;
+                files.insert(stacks::template_path(template.name())?, blob);
+            }
+            let name = instance.stack.name();
+            let uid = previous
+                .as_ref()
+                .and_then(|p| p.stacks.get(name))
+                .map(|s| s.doc.metadata.uid.clone())
+                .unwrap_or_else(|| {
+                    mint_uid(
+                        &refs.cluster,
+                        &stack_key(stacks::STACKS_DIR, name),
+                        source_revision,
+                        head,
+                    )
+                });
+            let doc = stacks::stack_doc(instance, uid, &template_doc);
+            owners.insert(name.to_owned(), stacks::owner_reference(&doc));
+            let blob = git::write_blob(repo, &canonical_bytes(&doc)?)?;
+            files.insert(stacks::stack_path(name)?, blob);
+        }
+
         let mut present = BTreeSet::new();
         for resource in &cluster.resources {
             let key = resource.key();
@@ -484,6 +578,12 @@ impl Store {
                     uid,
                     labels: resource.metadata.labels.clone(),
                     annotations: resource.metadata.annotations.clone(),
+                    owner_references: resource
+                        .stack_origin()
+                        .and_then(|o| owners.get(&o.stack))
+                        .cloned()
+                        .into_iter()
+                        .collect(),
                 },
                 spec,
             };

@@ -5,6 +5,9 @@
 //! - `resources/<kind>/<name>.yaml`: a resolved resource (`apiVersion`, `kind`, `metadata` with
 //!   the UID minted at first publication, `spec`);
 //! - `deletions/<kind>/<name>.yaml`: [`DeletionIntent`]s;
+//! - `stacks/<name>.yaml` and `stack-templates/<name>.yaml`: the cluster's Stacks and their
+//!   templates ([`crate::stacks`]); a resource a Stack projected names it in
+//!   `metadata.ownerReferences`;
 //! - `promotion.yaml`: the [`PromotionDoc`] of the promotion the plane descends from, carried
 //!   unchanged by later publications.
 //!
@@ -153,6 +156,27 @@ pub struct DesiredMetadata {
     /// Annotations of the manifest.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// The Stack that projected the resource (at most one), by UID.
+    #[serde(
+        default,
+        rename = "ownerReferences",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub owner_references: Vec<OwnerReference>,
+}
+
+/// A reference from an owned document to its owner's incarnation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerReference {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Stack`.
+    pub kind: String,
+    /// The owner's name.
+    pub name: String,
+    /// The owner's UID.
+    pub uid: String,
 }
 
 /// A resolved, secret-free resource document of the desired plane.

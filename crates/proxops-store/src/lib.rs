@@ -50,6 +50,7 @@ pub mod refs;
 pub mod remote;
 pub mod rollback;
 pub mod source;
+pub mod stacks;
 pub mod state;
 pub mod store;
 

@@ -127,6 +127,13 @@ impl Store {
                 files.insert(path.to_owned(), *id);
             }
         }
+        // The target's Stacks and templates come with the resources that name them as owner.
+        for entry in target.stacks.values() {
+            files.insert(entry.path.clone(), entry.blob);
+        }
+        for entry in target.templates.values() {
+            files.insert(entry.path.clone(), entry.blob);
+        }
         let mut pending = current.deletions.clone();
         for (key, entry) in &target.resources {
             let uid = if let Some(now) = current.resources.get(key) {

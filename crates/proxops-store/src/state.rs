@@ -74,6 +74,9 @@ pub struct ResourceView {
     /// The receipt, if any.
     #[serde(skip)]
     pub receipt: Option<Stored<Receipt>>,
+    /// The Stack that projected it (`Stack/<name>`), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// A receipt's derived freshness.
@@ -193,6 +196,12 @@ pub fn derive(
                 state,
                 reason: reason.to_owned(),
                 receipt,
+                owner: entry
+                    .doc
+                    .metadata
+                    .owner_references
+                    .first()
+                    .map(|o| format!("{}/{}", o.kind, o.name)),
             });
         }
         for (key, entry) in &d.deletions {
@@ -213,6 +222,7 @@ pub fn derive(
                 state,
                 reason: reason.to_owned(),
                 receipt: receipt_of(key),
+                owner: None,
             });
         }
     }

@@ -55,6 +55,9 @@ pub struct ResourceItem {
     pub desired: DesiredRef,
     /// The receipt, if any.
     pub receipt: Option<ReceiptRef>,
+    /// The Stack that projected it (`Stack/<name>`), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// `{"apiVersion":"proxops/v1alpha1","kind":"ResourceList","items":[...]}`.
@@ -159,6 +162,7 @@ fn item(cluster: &str, revision: &str, r: &ResourceView) -> ResourceItem {
             observation,
             spec: serde_json::to_value(&s.doc.spec).unwrap_or(Value::Null),
         }),
+        owner: r.owner.clone(),
     }
 }
 

@@ -70,6 +70,15 @@ const COVERED: &[Code] = &[
     Code::PveConfigValue,
     Code::NotSettable,
     Code::ExtraRetired,
+    // Stacks: tested in `stacks.rs`.
+    Code::ExpressionKeys,
+    Code::StackTemplate,
+    Code::UnknownStackTemplate,
+    Code::StackParameterMissing,
+    Code::StackParameterType,
+    Code::StackParameterUnknown,
+    Code::StackForEach,
+    Code::StackSubset,
 ];
 
 #[test]

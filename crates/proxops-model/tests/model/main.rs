@@ -16,4 +16,5 @@ mod pve_config;
 mod pve_enums;
 mod schema;
 mod snapshots;
+mod stacks;
 mod takeover;

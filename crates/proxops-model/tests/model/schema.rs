@@ -11,7 +11,8 @@ use proptest::prelude::*;
 use proxops_model::diagnostic::SourceFile;
 use proxops_model::manifest::load_manifest;
 use proxops_model::quantity::{Quantity, QuantityError};
-use proxops_model::schema::{combined_schema, kind_schema, schema_files};
+use proxops_model::schema::{combined_schema, kind_schema, schema_files, stack_schema};
+use proxops_model::stack::{STACK, STACK_TEMPLATE};
 use proxops_model::yaml::{Node, NodeValue, ScalarKind, parse_documents};
 use proxops_model::{Code, Registry};
 use serde_json::{Value, json};
@@ -202,9 +203,11 @@ fn schema_files_are_one_per_kind_plus_the_combined_schema() {
         .map(|k| format!("{}.schema.json", k.name().to_ascii_lowercase()))
         .collect();
     expected.push("proxops.schema.json".to_owned());
+    expected.push("stacktemplate.schema.json".to_owned());
+    expected.push("stack.schema.json".to_owned());
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, expected);
-    assert_eq!(files.len(), builtin().kinds().count() + 1);
+    assert_eq!(files.len(), builtin().kinds().count() + 3);
     assert_eq!(
         names,
         [
@@ -216,15 +219,19 @@ fn schema_files_are_one_per_kind_plus_the_combined_schema() {
             "cttemplate.schema.json",
             "diskimage.schema.json",
             "proxops.schema.json",
+            "stacktemplate.schema.json",
+            "stack.schema.json",
         ]
     );
     let kinds: Vec<_> = builtin().kinds().collect();
     for (i, (name, text)) in files.iter().enumerate() {
         assert!(text.ends_with("}\n"), "{name} does not end with a newline");
         let value: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let want = match kinds.get(i) {
-            Some(k) => kind_schema(*k),
-            None => combined_schema(builtin()),
+        let want = match (kinds.get(i), i - kinds.len().min(i)) {
+            (Some(k), _) => kind_schema(*k),
+            (None, 0) => combined_schema(builtin()),
+            (None, 1) => stack_schema(STACK_TEMPLATE),
+            (None, _) => stack_schema(STACK),
         };
         assert_eq!(value, want, "{name} differs from the schema it should hold");
         // Pretty-printed, so that diffs of committed schemas are readable.
@@ -281,7 +288,8 @@ fn schema_output_is_deterministic() {
 #[test]
 fn the_combined_schema_lists_every_kind_and_no_alias() {
     let schema = combined_schema(builtin());
-    let names: Vec<&str> = builtin().kinds().map(|k| k.name()).collect();
+    let mut names: Vec<&str> = builtin().kinds().map(|k| k.name()).collect();
+    names.extend([STACK_TEMPLATE, STACK]);
     assert_eq!(schema["properties"]["kind"]["enum"], json!(names));
     assert_eq!(schema["allOf"].as_array().map(Vec::len), Some(names.len()));
     assert_eq!(
@@ -297,6 +305,30 @@ fn the_combined_schema_lists_every_kind_and_no_alias() {
 
 // ---------------------------------------------------------------------------------------------
 // Acceptance of the examples.
+
+#[test]
+fn the_stack_example_is_accepted_by_its_schemas_and_mistakes_are_not() {
+    let dir = example("stacks-k3s");
+    let combined = &validators().combined;
+    for (path, kind) in [
+        ("stacktemplate/base/k3s.yaml", STACK_TEMPLATE),
+        ("stack/home/k3s.yaml", STACK),
+    ] {
+        let text = std::fs::read_to_string(dir.join(path)).expect("read");
+        let json = yaml_json(&text);
+        let own = validator(&stack_schema(kind));
+        assert_eq!(errors(&own, &json), Vec::<String>::new(), "{path}");
+        assert_eq!(errors(combined, &json), Vec::<String>::new(), "{path}");
+        // What the loader refuses, the schema refuses: an unknown field of the spec.
+        let wrong = yaml_json(&text.replacen("spec:\n", "spec:\n  bogus: 1\n", 1));
+        assert!(!errors(&own, &wrong).is_empty(), "{path}");
+        assert!(!errors(combined, &wrong).is_empty(), "{path}");
+    }
+    // A parameter type the template cannot declare.
+    let text = std::fs::read_to_string(dir.join("stacktemplate/base/k3s.yaml")).expect("read");
+    let wrong = yaml_json(&text.replacen("type: integer", "type: float", 1));
+    assert!(!errors(&validator(&stack_schema(STACK_TEMPLATE)), &wrong).is_empty());
+}
 
 #[test]
 fn every_example_manifest_matches_the_combined_and_its_kind_schema() {

@@ -1,0 +1,226 @@
+//! Stacks: a `StackTemplate` (under `stacktemplate/base/` or `stacktemplate/<cluster>/`) declares
+//! typed parameters and resource templates; a `Stack` (under `stack/<cluster>/`) names a template
+//! and supplies its parameters. Each Stack projects resources named
+//! `<stack>-<logical>[-<item>]` that the cluster then validates, orders and reconciles like
+//! hand-written manifests.
+//!
+//! - [`decode`]: the two kinds' files, checked in themselves ([`load_stack_file`]).
+//! - [`expr`]: `{fromParameter: {name: x}}` and `{fromItem: {pointer: /p}}` recognised and
+//!   substituted on the YAML tree before the projected manifest is decoded, so the normal
+//!   decoding and validation see plain values. Other expression forms (`fromArtifact`, ...)
+//!   are left in place for their own resolution.
+//! - [`project`]: one cluster's Stacks against its templates ([`project_cluster`]).
+//!
+//! Projected resources keep labels in the template's file (where each value is written, or the
+//! expression that put it there) and carry a [`StackOrigin`] that adds a label in the Stack's
+//! file: see [`crate::manifest::Resource::label`].
+
+mod decode;
+pub mod expr;
+mod params;
+mod project;
+mod substitute;
+
+pub use decode::{LoadedStack, load_stack_file};
+pub use project::{ProjectedCluster, project_cluster};
+
+use crate::diagnostic::SourceFile;
+use crate::manifest::{Metadata, ResourceKey};
+use crate::yaml::{Node, PathSeg, Span};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// `kind:` of a Stack.
+pub const STACK: &str = "Stack";
+/// `kind:` of a StackTemplate.
+pub const STACK_TEMPLATE: &str = "StackTemplate";
+/// The directory root of Stacks (`stack/<cluster>/`).
+pub const STACK_ROOT: &str = "stack";
+/// The directory root of StackTemplates (`stacktemplate/base/`, `stacktemplate/<cluster>/`).
+pub const TEMPLATE_ROOT: &str = "stacktemplate";
+
+/// The kind whose files live under the directory root `root`, if it is one of the two.
+pub fn kind_of_root(root: &str) -> Option<&'static str> {
+    match root {
+        STACK_ROOT => Some(STACK),
+        TEMPLATE_ROOT => Some(STACK_TEMPLATE),
+        _ => None,
+    }
+}
+
+/// A parameter's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ParameterType {
+    /// Text (a number or boolean must be quoted).
+    String,
+    /// An integer.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// A list of objects (mappings), e.g. one per agent; `forEach` projects one resource per item.
+    List,
+}
+
+/// The type of one field of a list parameter's items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemFieldType {
+    /// Text.
+    String,
+    /// An integer.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+}
+
+/// One declared parameter of a StackTemplate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParameterDecl {
+    /// The type every value must have.
+    #[serde(rename = "type")]
+    pub ty: ParameterType,
+    /// The value when a Stack does not supply one; without it a Stack must.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+    /// For `list`: the fields every item has, with their types (each required, no others
+    /// allowed). Without it items are any mappings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub items: BTreeMap<String, ItemFieldType>,
+    /// What the parameter is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One resource template of a StackTemplate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TemplateResource {
+    /// The kind of the projected resource (`VM`, `LXC`, ...).
+    pub kind: String,
+    /// The logical name: the projected resource is `<stack>-<name>` (`<stack>-<name>-<item>`
+    /// with `forEach`).
+    pub name: String,
+    /// The projected resource's `spec`, in which `{fromParameter: {name: x}}` (and, with
+    /// `forEach`, `{fromItem: {pointer: /field}}`) stand for values.
+    pub spec: serde_json::Value,
+    /// Logical names of the template's resources this one depends on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// `{fromParameter: {name: <list parameter>}}`: one resource per item of the list, named
+    /// after the item's `name` field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<serde_json::Value>,
+}
+
+/// `spec` of a StackTemplate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StackTemplateSpec {
+    /// The parameters a Stack supplies, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, ParameterDecl>,
+    /// The resources a Stack projects.
+    pub resources: Vec<TemplateResource>,
+}
+
+/// `spec` of a Stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StackSpec {
+    /// The `metadata.name` of the StackTemplate, listed by the same cluster.
+    pub template: String,
+    /// A value for every parameter the template declares without a default, and no others.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, serde_json::Value>,
+    /// Logical names of the template's resources to project (default: all of them); the set
+    /// must hold every resource a chosen one depends on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<String>>,
+}
+
+/// A decoded Stack or StackTemplate file.
+#[derive(Debug, Clone)]
+pub struct StackDocument {
+    /// [`STACK`] or [`STACK_TEMPLATE`].
+    pub kind: &'static str,
+    /// `metadata`.
+    pub metadata: Metadata,
+    /// The file.
+    pub file: Arc<SourceFile>,
+    /// The whole document, kept for projection (values are taken with their spans).
+    pub(crate) doc: Node,
+    /// The document as JSON (YAML 1.2 core schema typing), for the desired plane.
+    pub json: serde_json::Value,
+}
+
+impl StackDocument {
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+}
+
+/// A Stack projected in one cluster: what the desired plane records.
+#[derive(Debug, Clone)]
+pub struct StackInstance {
+    /// The Stack.
+    pub stack: Arc<StackDocument>,
+    /// Its template.
+    pub template: Arc<StackDocument>,
+    /// The resources it projected, in projection order.
+    pub resources: Vec<ResourceKey>,
+}
+
+/// Where a projected resource comes from: its Stack, and where the Stack gave its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackOrigin {
+    /// The Stack's `metadata.name`.
+    pub stack: String,
+    /// The template's `metadata.name`.
+    pub template: String,
+    /// The template resource's logical name.
+    pub logical: String,
+    /// The `forEach` item's name, if any.
+    pub item: Option<String>,
+    /// The Stack's file.
+    pub stack_file: Arc<SourceFile>,
+    /// What stands for the resource in the Stack: its `forEach` item, or its `metadata.name`.
+    pub stack_span: Span,
+    /// The values the Stack wrote into the projected document.
+    pub values: Vec<StackValue>,
+}
+
+/// One value a Stack wrote into a projected document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackValue {
+    /// Its path from the projected document's root.
+    pub path: Vec<PathSeg>,
+    /// The expression it replaced, in the template's file.
+    pub template_span: Span,
+    /// Where the Stack wrote it.
+    pub stack_span: Span,
+}
+
+impl StackOrigin {
+    /// Where in the Stack's file the value at `path` (of the projected document) was written,
+    /// and `true`; else the Stack's entry for the resource, and `false`.
+    pub fn span_for(&self, path: &[PathSeg]) -> (Span, bool) {
+        self.values
+            .iter()
+            .filter(|v| path.starts_with(&v.path))
+            .max_by_key(|v| v.path.len())
+            .map_or((self.stack_span, false), |v| (v.stack_span, true))
+    }
+
+    /// [`StackOrigin::span_for`] for a label at `span` of the template's file.
+    pub fn span_at(&self, span: Span) -> (Span, bool) {
+        self.values
+            .iter()
+            .find(|v| v.template_span == span)
+            .map_or((self.stack_span, false), |v| (v.stack_span, true))
+    }
+}

@@ -1,0 +1,195 @@
+//! Stacks in the desired plane (`planes-spec.md` 4.9): each Stack of the cluster at
+//! `stacks/<name>.yaml` and its StackTemplate at `stack-templates/<name>.yaml`, both with a UID
+//! minted at first publication; the resources a Stack projected carry an owner reference to
+//! the Stack's UID. A Stack removed from the source leaves the plane with its projection: the
+//! projected resources become deletion intents like any other removed resource, and are
+//! pruned by the normal path.
+
+use crate::documents::{API_VERSION, DesiredMetadata, OwnerReference, canonical_bytes};
+use crate::error::{Result, StoreError};
+use crate::refs::check_segment;
+use proxops_model::ResourceKey;
+use proxops_model::stack::{STACK, STACK_TEMPLATE, StackDocument, StackInstance};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Directory of Stacks in the desired plane.
+pub const STACKS_DIR: &str = "stacks";
+/// Directory of StackTemplates in the desired plane.
+pub const TEMPLATES_DIR: &str = "stack-templates";
+
+/// `stacks/<name>.yaml`.
+pub fn stack_path(name: &str) -> Result<String> {
+    check_segment(name, "Stack name")?;
+    Ok(format!("{STACKS_DIR}/{name}.yaml"))
+}
+
+/// `stack-templates/<name>.yaml`.
+pub fn template_path(name: &str) -> Result<String> {
+    check_segment(name, "StackTemplate name")?;
+    Ok(format!("{TEMPLATES_DIR}/{name}.yaml"))
+}
+
+/// The name a `<dir>/<name>.yaml` path names.
+pub fn name_of_path<'p>(dir: &str, path: &'p str) -> Option<&'p str> {
+    let name = path
+        .strip_prefix(dir)?
+        .strip_prefix('/')?
+        .strip_suffix(".yaml")?;
+    (!name.contains('/')).then_some(name)
+}
+
+/// The Stack's binding to the template it projected from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TemplateRef {
+    /// The StackTemplate's name.
+    pub name: String,
+    /// Its UID.
+    pub uid: String,
+    /// [`content_digest`] of its spec.
+    pub content_digest: String,
+}
+
+/// A desired Stack (`stacks/<name>.yaml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Stack`.
+    pub kind: String,
+    /// Name, UID, labels, annotations.
+    pub metadata: DesiredMetadata,
+    /// The Stack's spec as written (template, parameters, subset).
+    pub spec: Value,
+    /// The template it projected from.
+    pub template_ref: TemplateRef,
+    /// The resources it projected, as `Kind/name`, in projection order.
+    pub projection: Vec<String>,
+}
+
+/// A desired StackTemplate (`stack-templates/<name>.yaml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StackTemplateDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `StackTemplate`.
+    pub kind: String,
+    /// Name, UID, labels, annotations.
+    pub metadata: DesiredMetadata,
+    /// The template's spec as written.
+    pub spec: Value,
+    /// [`content_digest`] of `spec`.
+    pub content_digest: String,
+}
+
+/// `sha256:<hex>` of a value's canonical bytes: what a Stack's `templateRef` pins.
+pub fn content_digest(value: &Value) -> Result<String> {
+    let digest = Sha256::digest(canonical_bytes(value)?);
+    let mut out = String::from("sha256:");
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    Ok(out)
+}
+
+fn spec_of(doc: &StackDocument) -> Value {
+    doc.json.get("spec").cloned().unwrap_or(Value::Null)
+}
+
+fn metadata(doc: &StackDocument, uid: String) -> DesiredMetadata {
+    DesiredMetadata {
+        name: doc.name().to_owned(),
+        uid,
+        labels: doc.metadata.labels.clone(),
+        annotations: doc.metadata.annotations.clone(),
+        owner_references: Vec::new(),
+    }
+}
+
+/// The desired StackTemplate of `template` with `uid`.
+pub fn template_doc(template: &StackDocument, uid: String) -> Result<StackTemplateDoc> {
+    let spec = spec_of(template);
+    Ok(StackTemplateDoc {
+        api_version: API_VERSION.to_owned(),
+        kind: STACK_TEMPLATE.to_owned(),
+        metadata: metadata(template, uid),
+        content_digest: content_digest(&spec)?,
+        spec,
+    })
+}
+
+/// The desired Stack of `instance` with `uid`, bound to its template's document.
+pub fn stack_doc(instance: &StackInstance, uid: String, template: &StackTemplateDoc) -> StackDoc {
+    StackDoc {
+        api_version: API_VERSION.to_owned(),
+        kind: STACK.to_owned(),
+        metadata: metadata(&instance.stack, uid),
+        spec: spec_of(&instance.stack),
+        template_ref: TemplateRef {
+            name: template.metadata.name.clone(),
+            uid: template.metadata.uid.clone(),
+            content_digest: template.content_digest.clone(),
+        },
+        projection: instance.resources.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The owner reference a resource projected by `stack` carries.
+pub fn owner_reference(stack: &StackDoc) -> OwnerReference {
+    OwnerReference {
+        api_version: API_VERSION.to_owned(),
+        kind: STACK.to_owned(),
+        name: stack.metadata.name.clone(),
+        uid: stack.metadata.uid.clone(),
+    }
+}
+
+/// Checks the plane's ownership graph: every owner reference names a Stack of the plane with
+/// that UID, every Stack's template is in the plane with the pinned UID and digest, and every
+/// resource a Stack lists names it as owner.
+pub(crate) fn check_graph<'a>(
+    refname: &str,
+    stacks: &std::collections::BTreeMap<String, crate::desired::StackEntry>,
+    templates: &std::collections::BTreeMap<String, crate::desired::TemplateEntry>,
+    resources: impl Iterator<Item = (&'a ResourceKey, &'a crate::desired::DesiredEntry)>,
+) -> Result<()> {
+    let corrupt = |path: &str, reason: String| StoreError::Corrupt {
+        plane: refname.to_owned(),
+        path: path.to_owned(),
+        reason,
+    };
+    for stack in stacks.values() {
+        let pin = &stack.doc.template_ref;
+        let bound = templates.get(&pin.name).is_some_and(|t| {
+            t.doc.metadata.uid == pin.uid && t.doc.content_digest == pin.content_digest
+        });
+        if !bound {
+            return Err(corrupt(
+                &stack.path,
+                format!("its template `{}` is not in the plane as pinned", pin.name),
+            ));
+        }
+    }
+    for (key, entry) in resources {
+        for owner in &entry.doc.metadata.owner_references {
+            let owned = owner.kind == STACK
+                && stacks.get(&owner.name).is_some_and(|s| {
+                    s.doc.metadata.uid == owner.uid && s.doc.projection.contains(&key.to_string())
+                });
+            if !owned {
+                return Err(corrupt(
+                    &entry.path,
+                    format!(
+                        "owner {}/{} ({}) is not in the plane",
+                        owner.kind, owner.name, owner.uid
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
