@@ -81,6 +81,7 @@ fn the_dashboard_shows_the_clusters_and_their_resources_live_and_guards_its_acti
     let agent = Agent {
         child: ChildGuard(child),
         port,
+        log: None,
     };
     let status = wait_for(
         Duration::from_secs(120),
