@@ -193,3 +193,136 @@ pub(crate) fn check_graph<'a>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::desired::{DesiredEntry, StackEntry, TemplateEntry};
+    use crate::documents::ResourceDoc;
+    use crate::id::ObjectId;
+    use std::collections::BTreeMap;
+
+    fn meta(name: &str, uid: &str, owners: Vec<OwnerReference>) -> DesiredMetadata {
+        DesiredMetadata {
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            owner_references: owners,
+        }
+    }
+
+    type Plane = (
+        BTreeMap<String, StackEntry>,
+        BTreeMap<String, TemplateEntry>,
+        BTreeMap<ResourceKey, DesiredEntry>,
+    );
+
+    /// A plane with template `k3s`, Stack `k3s` projecting `VM/k3s-server`, and that VM owned
+    /// by the Stack.
+    fn plane() -> Plane {
+        let blob = ObjectId::from_bytes([1; 20]);
+        let spec = serde_json::json!({"resources": []});
+        let template = StackTemplateDoc {
+            api_version: API_VERSION.to_owned(),
+            kind: STACK_TEMPLATE.to_owned(),
+            metadata: meta("k3s", "u1-t", Vec::new()),
+            content_digest: content_digest(&spec).unwrap(),
+            spec,
+        };
+        let stack = StackDoc {
+            api_version: API_VERSION.to_owned(),
+            kind: STACK.to_owned(),
+            metadata: meta("k3s", "u1-s", Vec::new()),
+            spec: serde_json::json!({"template": "k3s"}),
+            template_ref: TemplateRef {
+                name: "k3s".to_owned(),
+                uid: "u1-t".to_owned(),
+                content_digest: template.content_digest.clone(),
+            },
+            projection: vec!["VM/k3s-server".to_owned()],
+        };
+        let key = ResourceKey {
+            kind: "VM".to_owned(),
+            name: "k3s-server".to_owned(),
+        };
+        let doc = ResourceDoc {
+            api_version: API_VERSION.to_owned(),
+            kind: "VM".to_owned(),
+            metadata: meta("k3s-server", "u1-r", vec![owner_reference(&stack)]),
+            spec: serde_json::json!({}),
+        };
+        let path = |p: &str| p.to_owned();
+        (
+            [(
+                "k3s".to_owned(),
+                StackEntry {
+                    path: path("stacks/k3s.yaml"),
+                    blob,
+                    doc: stack,
+                },
+            )]
+            .into(),
+            [(
+                "k3s".to_owned(),
+                TemplateEntry {
+                    path: path("stack-templates/k3s.yaml"),
+                    blob,
+                    doc: template,
+                },
+            )]
+            .into(),
+            [(
+                key,
+                DesiredEntry {
+                    path: path("resources/VM/k3s-server.yaml"),
+                    blob,
+                    doc,
+                },
+            )]
+            .into(),
+        )
+    }
+
+    fn check(p: &Plane) -> Result<()> {
+        check_graph("proxops/desired/x", &p.0, &p.1, p.2.iter())
+    }
+
+    #[test]
+    fn owner_references_and_template_bindings_must_resolve() {
+        let good = plane();
+        assert!(check(&good).is_ok());
+        // The owner's UID differs: another incarnation of the Stack.
+        let mut p = plane();
+        p.0.get_mut("k3s").unwrap().doc.metadata.uid = "u1-other".to_owned();
+        assert!(
+            matches!(check(&p), Err(StoreError::Corrupt { reason, .. }) if reason.contains("owner Stack/k3s"))
+        );
+        // The owner is gone.
+        let mut p = plane();
+        p.0.clear();
+        assert!(check(&p).is_err());
+        // The Stack does not list the resource.
+        let mut p = plane();
+        p.0.get_mut("k3s").unwrap().doc.projection.clear();
+        assert!(check(&p).is_err());
+        // The template changed under the Stack's pin.
+        let mut p = plane();
+        p.1.get_mut("k3s").unwrap().doc.content_digest = "sha256:00".to_owned();
+        assert!(
+            matches!(check(&p), Err(StoreError::Corrupt { reason, .. }) if reason.contains("template `k3s`"))
+        );
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(stack_path("k3s").unwrap(), "stacks/k3s.yaml");
+        assert_eq!(template_path("k3s").unwrap(), "stack-templates/k3s.yaml");
+        assert_eq!(name_of_path(STACKS_DIR, "stacks/k3s.yaml"), Some("k3s"));
+        assert_eq!(name_of_path(STACKS_DIR, "stacks/a/k3s.yaml"), None);
+        assert_eq!(name_of_path(TEMPLATES_DIR, "stacks/k3s.yaml"), None);
+        assert!(stack_path("../x").is_err());
+    }
+}

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Write JSON Schema (draft-07) for every manifest kind and one combined schema.
+/// Write JSON Schema (draft-07) for every manifest kind, Stack and StackTemplate, and one
+/// combined schema.
 ///
 /// Without --out, prints the combined schema. Point an editor at it with a modeline:
 /// `# yaml-language-server: $schema=<path>/proxops.schema.json`.

@@ -260,6 +260,8 @@ fn schema_writes_one_file_per_kind_and_a_combined_one() {
             "iso.schema.json",
             "lxc.schema.json",
             "proxops.schema.json",
+            "stack.schema.json",
+            "stacktemplate.schema.json",
             "templatect.schema.json",
             "templatevm.schema.json",
             "vm.schema.json",
