@@ -117,6 +117,18 @@ codes! {
     NotSettable => "proxops::not_settable",
     /// The retired `extra:` map: its keys move to `pve-config:` or a typed field.
     ExtraRetired => "proxops::extra_retired",
+    /// A reference expression is malformed: another key beside it, an unknown or missing field,
+    /// a value of the wrong type.
+    ReferenceShape => "proxops::reference_shape",
+    /// A reference expression's `pointer` is not an RFC 6901 JSON pointer.
+    ReferencePointer => "proxops::reference_pointer",
+    /// A reference expression's `resource` is not a `Kind/name` of a registered kind.
+    ReferenceTarget => "proxops::reference_target",
+    /// A reference expression where it cannot be used (`fromParameter`/`fromItem` outside a
+    /// StackTemplate, `fromPromotion` outside a promotion).
+    ReferenceContext => "proxops::reference_context",
+    /// A reference expression stands for a PVE identity field or a field naming a resource.
+    ReferenceField => "proxops::reference_field",
 }
 
 impl fmt::Display for Code {

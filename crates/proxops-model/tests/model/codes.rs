@@ -70,6 +70,12 @@ const COVERED: &[Code] = &[
     Code::PveConfigValue,
     Code::NotSettable,
     Code::ExtraRetired,
+    // Tested in `references`.
+    Code::ReferenceShape,
+    Code::ReferencePointer,
+    Code::ReferenceTarget,
+    Code::ReferenceContext,
+    Code::ReferenceField,
 ];
 
 #[test]
