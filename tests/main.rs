@@ -12,5 +12,6 @@ mod placement;
 mod placement_prop;
 mod placement_rules;
 mod planes;
+mod references;
 mod safety;
 mod support;
