@@ -94,7 +94,11 @@ impl Lab {
         let text = std::fs::read_to_string(&path).unwrap();
         let old = "  pve-description: \"Lab sandbox VM\"";
         assert!(text.contains(old), "{text}");
-        std::fs::write(&path, text.replace(old, &format!("  pve-description: {value}"))).unwrap();
+        std::fs::write(
+            &path,
+            text.replace(old, &format!("  pve-description: {value}")),
+        )
+        .unwrap();
     }
 }
 
@@ -120,7 +124,11 @@ fn a_waiting_consumer_is_never_deleted_duplicated_or_created_with_a_placeholder(
     lab.repo.write("vm/lab/sandbox-02.yaml", &new_vm);
     let composition = lab.path().join("clusters/lab/resources.yaml");
     let text = std::fs::read_to_string(&composition).unwrap();
-    std::fs::write(&composition, format!("{text}  - ../../vm/lab/sandbox-02.yaml\n")).unwrap();
+    std::fs::write(
+        &composition,
+        format!("{text}  - ../../vm/lab/sandbox-02.yaml\n"),
+    )
+    .unwrap();
     lab.commit("two consumers of a missing artifact");
 
     for _ in 0..2 {
@@ -143,21 +151,41 @@ fn a_waiting_consumer_is_never_deleted_duplicated_or_created_with_a_placeholder(
         assert_eq!(now["uid"], before["uid"]);
         let new = lab.row("VM/sandbox-02");
         assert_eq!(new["state"], "WAIT", "{new}");
-        assert!(!lab
-            .files(DESIRED, "resources/VM")
-            .contains(&"resources/VM/sandbox-02.yaml".to_owned()));
+        assert!(
+            !lab.files(DESIRED, "resources/VM")
+                .contains(&"resources/VM/sandbox-02.yaml".to_owned())
+        );
     }
     let sim = lab.sim();
-    let guests: Vec<&str> = sim["guests"].as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(guests, ["100", "200"], "the waiting VM stays, the new one is not created");
-    assert_eq!(sim["guests"]["100"]["config"]["description"], "Lab sandbox VM");
+    let guests: Vec<&str> = sim["guests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        guests,
+        ["100", "200"],
+        "the waiting VM stays, the new one is not created"
+    );
+    assert_eq!(
+        sim["guests"]["100"]["config"]["description"],
+        "Lab sandbox VM"
+    );
     let waits = lab.git(&["show", &format!("{DESIRED}:waits.yaml")]);
     assert!(waits.contains("VM/sandbox-02"), "{waits}");
 
     // Without planes, a resource using a reference is never applied with a placeholder.
     let state = lab.state.path().join("lab.json");
     let out = lab.proxops(&[
-        "apply", "--no-planes", "--yes", "--cluster", "lab", "--backend", "sim", "--sim-state",
+        "apply",
+        "--no-planes",
+        "--yes",
+        "--cluster",
+        "lab",
+        "--backend",
+        "sim",
+        "--sim-state",
         state.to_str().unwrap(),
     ]);
     let text = format!(
@@ -166,7 +194,10 @@ fn a_waiting_consumer_is_never_deleted_duplicated_or_created_with_a_placeholder(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("proxops::reference::needs_planes"), "{text}");
-    assert!(!text.contains("VM/sandbox-02 (101)") || !text.contains("create"), "{text}");
+    assert!(
+        !text.contains("VM/sandbox-02 (101)") || !text.contains("create"),
+        "{text}"
+    );
     assert_eq!(lab.sim()["guests"].as_object().unwrap().len(), 2);
 }
 
@@ -183,12 +214,18 @@ fn get_shows_wait_before_the_producer_receipt_and_converge_takes_it_to_clean() {
         row["reason"].as_str().unwrap().contains("LXC/ci-runner-01"),
         "{row}"
     );
-    assert!(lab.sim()["guests"].get("100").is_none(), "not created with a placeholder");
+    assert!(
+        lab.sim()["guests"].get("100").is_none(),
+        "not created with a placeholder"
+    );
     let table = lab.proxops(&["get", "VM", "--cluster", "lab"]);
     let table = String::from_utf8_lossy(&table.stdout).into_owned();
     assert!(table.contains("WAIT"), "{table}");
     let status = lab.proxops(&["status", "--cluster", "lab"]);
-    assert!(String::from_utf8_lossy(&status.stdout).contains("wait=1"), "{status:?}");
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("wait=1"),
+        "{status:?}"
+    );
 
     // Converge: the consumer resolves against the producer's receipt and is created.
     let stdout = lab.run("converge");
@@ -214,8 +251,121 @@ fn get_shows_wait_before_the_producer_receipt_and_converge_takes_it_to_clean() {
         "proxops/observed/lab:artifacts/LXC/ci-runner-01/mac-addresses.yaml",
     ]);
     assert_eq!(input["artifact"], artifact_blob.trim(), "{doc}");
-    assert!(lab.git(&["ls-tree", "--name-only", DESIRED]).lines().all(|l| l != "waits.yaml"));
+    assert!(
+        lab.git(&["ls-tree", "--name-only", DESIRED])
+            .lines()
+            .all(|l| l != "waits.yaml")
+    );
     // Converged: nothing more to do.
     let again = lab.run("converge");
-    assert!(!again.contains("create") && !again.contains("update "), "{again}");
+    assert!(
+        !again.contains("create") && !again.contains("update "),
+        "{again}"
+    );
+}
+
+#[test]
+fn promote_carries_a_disk_image_url_and_checksum_from_the_pinned_source() {
+    let lab = Lab::new();
+    let config = lab.path().join("clusters/home/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n      promotion:\n        allowed-sources: [lab]\n",
+            text.trim_end()
+        ),
+    )
+    .unwrap();
+    // lab downloads a pinned build; home takes whatever lab's pinned desired state says.
+    let sum = "c".repeat(64);
+    let base = "diskimage/base/debian-13-genericcloud.yaml";
+    let image = std::fs::read_to_string(lab.path().join(base)).unwrap();
+    let url = "https://cloud.debian.org/images/cloud/trixie/20261201-1/debian-13-genericcloud-amd64.qcow2";
+    let pinned = image
+        .replace(
+            "https://cloud.debian.org/images/cloud/trixie/latest/debian-13-genericcloud-amd64.qcow2",
+            url,
+        )
+        .replace("\n  url:", &format!("\n  checksum:\n    algorithm: sha256\n    value: \"{sum}\"\n  url:"));
+    lab.repo.write(base, &pinned);
+    let home_image = image
+        .lines()
+        .map(|l| {
+            if l.starts_with("  url:") {
+                "  url: {fromPromotion: {}}\n  checksum: {fromPromotion: {}}".to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    lab.repo.write(
+        "diskimage/home/debian-13-genericcloud.yaml",
+        &format!("{home_image}\n"),
+    );
+    let composition = lab.path().join("clusters/home/resources.yaml");
+    let text = std::fs::read_to_string(&composition).unwrap();
+    std::fs::write(
+        &composition,
+        text.replace(
+            "../../diskimage/base/debian-13-genericcloud.yaml",
+            "../../diskimage/home/debian-13-genericcloud.yaml",
+        ),
+    )
+    .unwrap();
+    lab.commit("home promotes its cloud image from lab");
+
+    // Outside a promotion, `fromPromotion` is an error, not a wait.
+    let state = lab.state.path().join("home.json");
+    let out = lab.proxops(&[
+        "apply",
+        "--planes",
+        "--yes",
+        "--cluster",
+        "home",
+        "--backend",
+        "sim",
+        "--sim-state",
+        state.to_str().unwrap(),
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("fromPromotion"), "{text}");
+    let home = crate::support::git_output(
+        lab.path(),
+        &["rev-parse", "--verify", "-q", "proxops/desired/home"],
+    );
+    assert!(!home.status.success(), "nothing published: {text}");
+
+    lab.run("apply");
+    let out = lab.proxops(&["promote", "--from", "lab", "--to", "home"]);
+    assert!(out.status.success(), "{out:?}");
+    let doc = lab.git(&[
+        "show",
+        "proxops/desired/home:resources/DiskImage/debian-13-genericcloud.yaml",
+    ]);
+    let doc = proxops_store::canonical::parse_yaml(&doc).unwrap();
+    assert_eq!(doc["spec"]["url"], url, "{doc}");
+    assert_eq!(doc["spec"]["checksum"]["value"], sum.as_str(), "{doc}");
+    assert_eq!(doc["spec"]["checksum"]["algorithm"], "sha256", "{doc}");
+    let source_blob = lab.git(&[
+        "rev-parse",
+        &format!("{DESIRED}:resources/DiskImage/debian-13-genericcloud.yaml"),
+    ]);
+    let inputs = &doc["resolvedInputs"]["promotion"];
+    assert_eq!(
+        inputs["DiskImage/debian-13-genericcloud#/url"],
+        source_blob.trim(),
+        "{doc}"
+    );
+    assert_eq!(
+        inputs["DiskImage/debian-13-genericcloud#/checksum"],
+        source_blob.trim(),
+        "{doc}"
+    );
 }

@@ -2,7 +2,9 @@
 //! expressions are resolved in this build ([`crate::resolve`]), producers before consumers.
 
 use crate::desired::{Changes, DeletionEntry, DesiredState, mint_uid};
-use crate::documents::{self as docs, API_VERSION, DesiredMetadata, ResolvedInputs, ResourceDoc, canonical_bytes};
+use crate::documents::{
+    self as docs, API_VERSION, DesiredMetadata, ResolvedInputs, ResourceDoc, canonical_bytes,
+};
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
 use crate::id::ObjectId;

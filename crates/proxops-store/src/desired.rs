@@ -394,8 +394,15 @@ impl Store {
         known: Option<&Arc<DesiredState>>,
     ) -> Result<DesiredPublication> {
         let mut repo = crate::pack::batch(&self.repo());
-        let build =
-            self.build_desired_in(&repo, refs, repository, source_revision, options, known, None)?;
+        let build = self.build_desired_in(
+            &repo,
+            refs,
+            repository,
+            source_revision,
+            options,
+            known,
+            None,
+        )?;
         let message = apply_message(&refs.cluster, source_revision, &build.changes);
         self.publish_build(&mut repo, refs, build, &message)
     }
@@ -439,7 +446,15 @@ impl Store {
         known: Option<&Arc<DesiredState>>,
     ) -> Result<DesiredBuild> {
         let repo = crate::pack::batch(&self.repo());
-        self.build_desired_in(&repo, refs, repository, source_revision, options, known, None)
+        self.build_desired_in(
+            &repo,
+            refs,
+            repository,
+            source_revision,
+            options,
+            known,
+            None,
+        )
     }
 
     /// Builds the desired tree in `repo` (writing blobs there, moving nothing), taking the plane
@@ -543,7 +558,10 @@ impl Store {
             let doc = WaitsDoc {
                 api_version: API_VERSION.to_owned(),
                 kind: "Waits".to_owned(),
-                spec: waits.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                spec: waits
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
             };
             files.insert(
                 WAITS_PATH.to_owned(),
@@ -585,7 +603,11 @@ impl Store {
         promotion: Option<&DesiredState>,
     ) -> Result<Evidence> {
         let observed = match self.current_head(repo, &refs.observed)? {
-            Some(h) => Some(crate::observed::ObservedState::read(repo, &refs.observed, h)?),
+            Some(h) => Some(crate::observed::ObservedState::read(
+                repo,
+                &refs.observed,
+                h,
+            )?),
             None => None,
         };
         let carried = match (promotion, previous.and_then(|p| p.promotion.as_ref())) {

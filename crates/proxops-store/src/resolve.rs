@@ -120,7 +120,13 @@ pub(crate) fn resolve(
                 resource: source,
                 pointer,
             } => {
-                let (value, key, blob) = promoted(resource, source.as_ref(), pointer.as_ref(), &site.path, inputs)?;
+                let (value, key, blob) = promoted(
+                    resource,
+                    source.as_ref(),
+                    pointer.as_ref(),
+                    &site.path,
+                    inputs,
+                )?;
                 record.promotion.insert(key, blob);
                 value
             }
@@ -141,7 +147,9 @@ pub(crate) fn resolve(
                 .iter()
                 .find(|d| d.is_error())
                 .map_or_else(|| "invalid".to_owned(), |d| d.message.clone());
-            Ok(Resolution::Wait(format!("a resolved value is refused: {why}")))
+            Ok(Resolution::Wait(format!(
+                "a resolved value is refused: {why}"
+            )))
         }
     }
 }
@@ -186,7 +194,8 @@ fn promoted(
     };
     let Some(plane) = inputs.promotion else {
         return Err(fail(
-            "`fromPromotion` is only resolved by `promote`, or in a cluster promoted before".to_owned(),
+            "`fromPromotion` is only resolved by `promote`, or in a cluster promoted before"
+                .to_owned(),
         ));
     };
     let key = source.cloned().unwrap_or_else(|| consumer.key());
@@ -196,13 +205,14 @@ fn promoted(
             "`fromPromotion` from {key} needs a `pointer`: the kinds differ"
         )));
     }
-    let pointer = pointer
-        .cloned()
-        .unwrap_or_else(|| Pointer::of_path(path));
+    let pointer = pointer.cloned().unwrap_or_else(|| Pointer::of_path(path));
     let Some(entry) = plane.resources.get(&key) else {
         return Err(fail(format!(
             "the promotion source `{}` has no {key}",
-            plane.cluster.as_ref().map_or("?", |c| c.metadata.name.as_str())
+            plane
+                .cluster
+                .as_ref()
+                .map_or("?", |c| c.metadata.name.as_str())
         )));
     };
     let Some(value) = pointer.get(&entry.doc.spec) else {

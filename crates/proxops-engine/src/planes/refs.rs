@@ -58,17 +58,17 @@ pub fn plan_references(
         let from_plane = desired.map(|d| from_desired(registry, r, d));
         match from_plane {
             Some(Ok(resolved)) => resources.push(Arc::new(resolved)),
-            Some(Err(why)) => {
-                match fallback(registry, r, dry) {
-                    Some(f) => resources.push(Arc::new(f)),
-                    None => {
-                        waits.insert(key, why);
-                        resources.push(Arc::clone(r));
-                    }
+            Some(Err(why)) => match fallback(registry, r, dry) {
+                Some(f) => resources.push(Arc::new(f)),
+                None => {
+                    waits.insert(key, why);
+                    resources.push(Arc::clone(r));
                 }
-            }
+            },
             // No planes: the planner refuses it, unless a dry run has fallbacks.
-            None => resources.push(fallback(registry, r, dry).map_or_else(|| Arc::clone(r), Arc::new)),
+            None => {
+                resources.push(fallback(registry, r, dry).map_or_else(|| Arc::clone(r), Arc::new))
+            }
         }
     }
     let graph = Graph::build(registry, &resources).map_err(|e| e.to_string())?;
@@ -76,7 +76,11 @@ pub fn plan_references(
 }
 
 /// `r` with the values its live desired document holds.
-fn from_desired(registry: &Registry, r: &Resource, desired: &DesiredState) -> Result<Resource, String> {
+fn from_desired(
+    registry: &Registry,
+    r: &Resource,
+    desired: &DesiredState,
+) -> Result<Resource, String> {
     let key = r.key();
     if let Some(why) = desired.waits.get(&key) {
         return Err(why.clone());
@@ -93,7 +97,8 @@ fn from_desired(registry: &Registry, r: &Resource, desired: &DesiredState) -> Re
         .iter()
         .map(|s| Pointer::of_path(&s.path).get(&entry.doc.spec).cloned())
         .collect();
-    let stale = || "the desired plane was resolved from another revision of the manifest".to_owned();
+    let stale =
+        || "the desired plane was resolved from another revision of the manifest".to_owned();
     let values = values.ok_or_else(stale)?;
     let resolved = resolve_resource(r, registry, &values).map_err(|_| stale())?;
     // Plan exactly the published document, or nothing.

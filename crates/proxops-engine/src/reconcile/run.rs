@@ -294,7 +294,9 @@ impl Reconciler {
                     plan_references(&self.registry, cluster, desired, self.options.dry_run)
                         .map_err(RunError::Invalid)?;
                 for (key, why) in &planned.waits {
-                    options.suspended.insert(key.clone(), format!("WAIT: {why}"));
+                    options
+                        .suspended
+                        .insert(key.clone(), format!("WAIT: {why}"));
                 }
                 Some(planned)
             } else {
