@@ -369,3 +369,51 @@ fn promote_carries_a_disk_image_url_and_checksum_from_the_pinned_source() {
         "{doc}"
     );
 }
+
+#[test]
+fn graph_shows_a_reference_as_an_edge_and_diff_uses_the_dry_fallback() {
+    let lab = Lab::new();
+    lab.run("apply");
+    lab.describe_sandbox(
+        "{fromArtifact: {resource: LXC/ci-runner-01, name: not-there, pointer: /net0, dryFallback: \"not observed yet\"}}",
+    );
+    lab.commit("a reference with a fallback");
+    let out = lab.proxops(&["graph", "--cluster", "lab", "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let graph: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sandbox = graph["clusters"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "sandbox-01")
+        .unwrap()
+        .clone();
+    let edge = sandbox["dependsOn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["source"] == "expression")
+        .unwrap_or_else(|| panic!("{sandbox}"))
+        .clone();
+    assert_eq!(
+        (edge["kind"].as_str(), edge["name"].as_str()),
+        (Some("LXC"), Some("ci-runner-01"))
+    );
+    assert_eq!(edge["field"], "fromArtifact");
+
+    // A dry run plans the fallback while the reference is unavailable; nothing is written.
+    let state = lab.state.path().join("lab.json");
+    let out = lab.proxops(&[
+        "diff",
+        "--cluster",
+        "lab",
+        "--backend",
+        "sim",
+        "--sim-state",
+        state.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("update    VM/sandbox-01 (100)"), "{stdout}\n{out:?}");
+    assert!(stdout.contains("not observed yet"), "{stdout}");
+    assert!(!stdout.contains("needs_planes"), "{stdout}");
+}
