@@ -262,6 +262,31 @@ fn get_shows_wait_before_the_producer_receipt_and_converge_takes_it_to_clean() {
         !again.contains("create") && !again.contains("update "),
         "{again}"
     );
+
+    // The producer changes: until its new receipt exists the consumer waits on its previous
+    // document; then the new input makes the consumer's document, and its receipt, new.
+    let vm_before = lab.row("VM/sandbox-01");
+    let path = lab.path().join("lxc/lab/ci-runner-01.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("memory: 4GiB", "memory: 6GiB")).unwrap();
+    lab.commit("more memory for the runner");
+    // `apply` runs one cycle: the runner is updated, its new receipt comes after.
+    lab.run("apply");
+    let waiting = lab.row("VM/sandbox-01");
+    assert_eq!(waiting["state"], "WAIT", "{waiting}");
+    assert!(
+        waiting["reason"].as_str().unwrap().contains("stale"),
+        "{waiting}"
+    );
+    assert_eq!(waiting["desired"]["blob"], vm_before["desired"]["blob"]);
+    lab.run("converge");
+    let after = lab.row("VM/sandbox-01");
+    assert_eq!(after["state"], "CLEAN", "{after}");
+    assert_ne!(
+        after["desired"]["blob"], vm_before["desired"]["blob"],
+        "new inputs"
+    );
+    assert_eq!(after["uid"], vm_before["uid"]);
 }
 
 #[test]
@@ -413,7 +438,10 @@ fn graph_shows_a_reference_as_an_edge_and_diff_uses_the_dry_fallback() {
         state.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(stdout.contains("update    VM/sandbox-01 (100)"), "{stdout}\n{out:?}");
+    assert!(
+        stdout.contains("update    VM/sandbox-01 (100)"),
+        "{stdout}\n{out:?}"
+    );
     assert!(stdout.contains("not observed yet"), "{stdout}");
     assert!(!stdout.contains("needs_planes"), "{stdout}");
 }
