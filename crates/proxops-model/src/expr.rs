@@ -362,11 +362,16 @@ impl Walk<'_> {
             _ => "",
         };
         let field = dotted(path);
-        let on_reference = self.reference_fields.iter().any(|f| {
-            f.starts_with(&field)
-                && (f.len() == field.len() || f[field.len()..].starts_with(['.', '[']))
-                || field.starts_with(f)
-        });
+        // The site is a reference field, lies inside one, or holds one.
+        let within = |outer: &str, inner: &str| {
+            inner
+                .strip_prefix(outer)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        let on_reference = self
+            .reference_fields
+            .iter()
+            .any(|f| within(&field, f) || within(f, &field));
         if IDENTITY_FIELDS.contains(&top) || on_reference || path.is_empty() {
             push(
                 self.sink,

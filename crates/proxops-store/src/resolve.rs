@@ -138,6 +138,13 @@ pub(crate) fn resolve(
                 });
             }
         };
+        // A value that reads as an expression would be one when the document is loaded again.
+        if proxops_model::expr::contains_expression(&value) {
+            return Ok(Resolution::Wait(format!(
+                "the value `{}` reads holds a reference expression",
+                site.expr.key()
+            )));
+        }
         values.push(value);
     }
     match proxops_model::manifest::resolve_resource(resource, inputs.registry, &values) {
