@@ -12,6 +12,7 @@ mod placement;
 mod placement_prop;
 mod placement_rules;
 mod planes;
+mod references;
 mod safety;
 mod stacks;
 mod support;

@@ -200,6 +200,7 @@ impl From<proxops_store::StoreError> for CommandError {
             | S::NotReconciled { .. }
             | S::NotAncestor { .. }
             | S::NeverClean { .. } => ErrorKind::Refused,
+            S::Reference { .. } => ErrorKind::Config,
             // `git push`/`git fetch` against a remote.
             S::GitCli { .. } => ErrorKind::Unreachable,
             S::RefUpdate { .. } | S::Git(_) => ErrorKind::Internal,

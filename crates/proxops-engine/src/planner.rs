@@ -33,6 +33,9 @@ mod ha_rules;
 mod placement;
 pub(crate) use ha::HaWrite;
 
+/// The code of a resource with reference expressions planned without the planes.
+pub const NEEDS_PLANES: &str = "proxops::reference::needs_planes";
+
 /// Knobs of the planner.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -288,6 +291,18 @@ pub async fn plan_cluster(
             continue;
         }
         if planner.is_blocked(step.id, graph) {
+            continue;
+        }
+        if resource.unresolved() {
+            // Never planned with the placeholder its manifest decodes to (`crate::planes`).
+            let subject = planner.subject(step.id);
+            planner.plan.errors.push(ResourceError {
+                subject,
+                code: NEEDS_PLANES.to_owned(),
+                reason: "its reference expressions are resolved when the desired plane is published: run with --planes (the agent always does)".to_owned(),
+            });
+            planner.blocked.insert(step.id);
+            planner.deferral = None;
             continue;
         }
         match options.drivers.desired(&cx, resource) {

@@ -138,6 +138,18 @@ codes! {
     /// A Stack's `resources` subset names a resource its template does not have, or leaves out
     /// one that a chosen resource depends on.
     StackSubset => "proxops::stack_subset",
+    /// A reference expression is malformed: another key beside it, an unknown or missing field,
+    /// a value of the wrong type.
+    ReferenceShape => "proxops::reference_shape",
+    /// A reference expression's `pointer` is not an RFC 6901 JSON pointer.
+    ReferencePointer => "proxops::reference_pointer",
+    /// A reference expression's `resource` is not a `Kind/name` of a registered kind.
+    ReferenceTarget => "proxops::reference_target",
+    /// A reference expression where it cannot be used (`fromParameter`/`fromItem` outside a
+    /// StackTemplate, `fromPromotion` outside a promotion).
+    ReferenceContext => "proxops::reference_context",
+    /// A reference expression stands for a PVE identity field or a field naming a resource.
+    ReferenceField => "proxops::reference_field",
 }
 
 impl fmt::Display for Code {

@@ -68,6 +68,9 @@ pub enum ReferenceSource {
     Structured,
     /// The `proxops/depends-on` annotation.
     Annotation,
+    /// A reference expression (`fromArtifact`, `fromReceipt`): the consumer reads what the
+    /// producer became, so it is created after it and pruned before it.
+    Expression,
 }
 
 impl ReferenceSource {
@@ -76,6 +79,7 @@ impl ReferenceSource {
         match self {
             ReferenceSource::Structured => "structured",
             ReferenceSource::Annotation => "annotation",
+            ReferenceSource::Expression => "expression",
         }
     }
 }

@@ -25,6 +25,7 @@ macro_rules! path {
 pub mod config;
 pub mod de;
 pub mod diagnostic;
+pub mod expr;
 pub mod kind;
 pub mod kinds;
 pub mod loader;

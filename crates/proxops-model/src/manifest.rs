@@ -113,6 +113,15 @@ pub struct Resource {
     pub depends_on: Vec<Reference>,
     /// The Stack that projected it, if one did.
     origin: Option<Arc<StackOrigin>>,
+    /// For a projected resource, its document as the Stack made it (`file` is the template's
+    /// file, which holds the unsubstituted template): what [`resolve_resource`] decodes again.
+    projected: Option<Arc<Node>>,
+    /// The reference expressions of the spec ([`crate::expr`]), in document order.
+    pub exprs: Vec<crate::expr::ExprSite>,
+    /// Whether `spec` holds the expressions' resolved values ([`resolve_resource`]); when not,
+    /// each site of a spec with expressions holds its `dryFallback` or its type's zero value,
+    /// fit for checks and never for PVE.
+    pub resolved: bool,
 }
 
 impl Resource {
@@ -122,6 +131,12 @@ impl Resource {
             kind: self.kind.to_owned(),
             name: self.metadata.name.clone(),
         }
+    }
+
+    /// Whether the spec holds expressions not resolved yet: such a resource is only published
+    /// through the planes, never planned as it is.
+    pub fn unresolved(&self) -> bool {
+        !self.exprs.is_empty() && !self.resolved
     }
 
     /// The name.
@@ -230,7 +245,7 @@ pub(crate) fn load_projected(
     depends_on: Vec<Reference>,
 ) -> LoadedManifest {
     let sink = Sink::default();
-    let resource = decode_envelope(doc, file, registry, None, &sink);
+    let resource = decode_envelope(doc, file, registry, None, &sink, None);
     let key = ResourceKey {
         kind: doc
             .get("kind")
@@ -258,6 +273,9 @@ pub(crate) fn load_projected(
     let resource = resource.filter(|_| !has_error).map(|mut r| {
         r.spans = OnceLock::from(SpanTree::new(doc));
         r.origin = Some(origin);
+        if !r.exprs.is_empty() {
+            r.projected = Some(Arc::new(doc.clone()));
+        }
         for dep in depends_on {
             if !r
                 .depends_on
@@ -333,7 +351,7 @@ pub fn load_manifest(
         );
     }
     let sink = Sink::default();
-    let resource = decode_envelope(&doc, file, registry, root_kind, &sink);
+    let resource = decode_envelope(&doc, file, registry, root_kind, &sink, None);
     // The tree is freed while it is still in the cache; see `Resource::spans`.
     drop(doc);
     diagnostics.extend(to_diagnostics(file, sink.take()));
@@ -354,12 +372,65 @@ fn problem(code: Code, span: Span, message: String, label: &str, help: Option<St
     }
 }
 
+/// `resource` with its expressions replaced by `values` (one per [`Resource::exprs`] site, in
+/// order) and decoded again, with every check a written value gets; findings on a resolved
+/// value are labelled on its expression.
+pub fn resolve_resource(
+    resource: &Resource,
+    registry: &Registry,
+    values: &[serde_json::Value],
+) -> Result<Resource, Vec<Diagnostic>> {
+    let file = &resource.file;
+    let fail = |message: &str| {
+        vec![
+            Diagnostic::error(Code::InvalidValue, message.to_owned()).with_label(
+                file,
+                Span::new(0, 0),
+                "here",
+            ),
+        ]
+    };
+    if values.len() != resource.exprs.len() {
+        return Err(fail("the values do not match the expressions"));
+    }
+    let doc = match &resource.projected {
+        Some(doc) => Node::clone(doc),
+        None => {
+            let docs =
+                parse_documents(&file.text).map_err(|_| fail("the manifest no longer parses"))?;
+            docs.into_iter()
+                .find(|d| !d.is_null())
+                .ok_or_else(|| fail("the manifest no longer parses"))?
+        }
+    };
+    let sink = Sink::default();
+    let decoded = decode_envelope(&doc, file, registry, None, &sink, Some(values));
+    let diagnostics = to_diagnostics(file, sink.take());
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        return Err(diagnostics);
+    }
+    let mut decoded = decoded.ok_or_else(|| fail("the resolved manifest does not decode"))?;
+    if decoded.exprs != resource.exprs {
+        return Err(fail("the manifest changed while it was resolved"));
+    }
+    decoded.resolved = true;
+    if resource.origin.is_some() {
+        // What the projection added besides the document: the Stack, the template's edges.
+        decoded.origin = resource.origin.clone();
+        decoded.projected = resource.projected.clone();
+        decoded.depends_on = resource.depends_on.clone();
+        decoded.spans = OnceLock::from(SpanTree::new(&doc));
+    }
+    Ok(decoded)
+}
+
 fn decode_envelope(
     doc: &Node,
     file: &Arc<SourceFile>,
     registry: &Registry,
     root_kind: Option<&str>,
     sink: &Sink,
+    values: Option<&[serde_json::Value]>,
 ) -> Option<Resource> {
     let Some(entries) = doc.as_map() else {
         sink.push(problem(
@@ -453,22 +524,48 @@ fn decode_envelope(
         ));
         return None;
     };
+    // Expressions are masked for the typed decoder, or replaced by their values (see
+    // `crate::expr`).
+    let found = crate::expr::extract(spec_node, kind.name(), registry, registry.required(), sink);
+    let spec_node = match values {
+        None => found.masked.clone(),
+        Some(values) => {
+            let pairs: Vec<(&[PathSeg], Node)> = found
+                .sites
+                .iter()
+                .zip(values)
+                .map(|(site, v)| (site.path.as_slice(), crate::expr::node_of(v, site.span)))
+                .collect();
+            crate::expr::substitute(spec_node, &pairs)
+        }
+    };
+    let inner = Sink::default();
     let cx = SpecContext {
-        spec: spec_node,
+        spec: &spec_node,
         spec_key: Some(spec_key.span),
-        sink,
+        sink: &inner,
         required: registry.required(),
         metadata: &metadata,
     };
-    let spec = kind.decode(&cx)?;
+    let spec = kind.decode(&cx);
+    for p in inner.take() {
+        // A masked site's type is checked once its value is known.
+        if values.is_none() && found.covers(p.span) {
+            continue;
+        }
+        sink.push(p);
+    }
     Some(Resource {
         kind: kind.name(),
         metadata,
-        spec,
+        spec: spec?,
         file: Arc::clone(file),
         spans: OnceLock::new(),
         depends_on,
         origin: None,
+        projected: None,
+        exprs: found.sites,
+        resolved: false,
     })
 }
 

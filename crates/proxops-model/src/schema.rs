@@ -14,7 +14,12 @@ pub fn generator() -> schemars::SchemaGenerator {
 
 fn manifest_properties(kind: &dyn KindDef, generator: &mut schemars::SchemaGenerator) -> Value {
     let metadata = generator.subschema_for::<Metadata>();
-    let spec = kind.spec_schema(generator);
+    let mut spec = kind.spec_schema(generator).to_value();
+    // An inline spec schema (an embedder's kind) gets the expression forms here; definitions
+    // get them in `document`.
+    if spec.get("$ref").is_none() {
+        allow_expressions(&mut spec, IDENTITY);
+    }
     json!({
         "apiVersion": {"const": API_VERSION, "description": "The manifest format version."},
         "kind": {"const": kind.name(), "description": format!("`{}`", kind.name())},
@@ -35,11 +40,124 @@ fn document(
     );
     doc.insert("title".into(), json!(title));
     doc.extend(body);
-    doc.insert(
-        "definitions".into(),
-        Value::Object(generator.definitions().clone()),
-    );
+    let spec_roots = spec_roots(&doc);
+    let mut definitions = generator.definitions().clone();
+    for (name, def) in definitions.iter_mut() {
+        if name != "Metadata" {
+            let skip = if spec_roots.contains(name) {
+                IDENTITY
+            } else {
+                &[]
+            };
+            allow_expressions(def, skip);
+        }
+    }
+    definitions.insert(EXPRESSION_DEF.into(), expression_schema());
+    doc.insert("definitions".into(), Value::Object(definitions));
     Value::Object(doc)
+}
+
+/// The name of the definition of the reference expression forms.
+const EXPRESSION_DEF: &str = "ReferenceExpression";
+
+/// Top-level spec fields that cannot be expressions (`crate::expr`).
+const IDENTITY: &[&str] = &["vmid", "node", "nodes", "storage", "filename"];
+
+/// The definitions the manifests' `spec` properties name.
+fn spec_roots(doc: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut visit = |props: Option<&Value>| {
+        if let Some(r) = props
+            .and_then(|p| p.get("spec"))
+            .and_then(|s| s.get("$ref"))
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/definitions/"))
+        {
+            out.push(r.to_owned());
+        }
+    };
+    visit(doc.get("properties"));
+    for branch in doc
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        visit(branch.get("then").and_then(|t| t.get("properties")));
+    }
+    out
+}
+
+/// The reference expression forms: `fromArtifact`, `fromReceipt`, `fromPromotion`.
+fn expression_schema() -> Value {
+    let pointer = json!({"type": "string", "pattern": "^(/([^~]|~[01])*)*$",
+        "description": "An RFC 6901 JSON pointer (empty: the whole value)."});
+    let resource = json!({"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9]*/[a-z0-9]+(-[a-z0-9]+)*$",
+        "description": "The producer, `Kind/name`, in the same cluster's composition."});
+    let fallback =
+        json!({"description": "The value dry runs use while the reference is unavailable."});
+    let form = |key: &str, description: &str, properties: Value, required: Value| {
+        json!({
+            "type": "object",
+            "description": description,
+            "required": [key],
+            "additionalProperties": false,
+            "properties": {key: {
+                "type": "object",
+                "additionalProperties": false,
+                "required": required,
+                "properties": properties,
+            }},
+        })
+    };
+    json!({
+        "description": "A reference expression: a value read when the desired plane is published.",
+        "oneOf": [
+            form("fromArtifact", "A value of an artifact the producer's current receipt lists.",
+                json!({"resource": resource, "name": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
+                    "pointer": pointer, "dryFallback": fallback}),
+                json!(["resource", "name"])),
+            form("fromReceipt", "A value of the producer's current receipt (`spec.result`).",
+                json!({"resource": resource, "pointer": pointer, "dryFallback": fallback}),
+                json!(["resource"])),
+            form("fromPromotion", "The same field of the promotion source's pinned desired document.",
+                json!({"resource": resource, "pointer": pointer, "dryFallback": fallback}),
+                json!([])),
+        ],
+    })
+}
+
+/// `schema` with each property, item and map value allowed to be a reference expression
+/// instead (`skip`: top-level properties that may not).
+fn allow_expressions(schema: &mut Value, skip: &[&str]) {
+    let either = |v: &mut Value| {
+        let inner = std::mem::take(v);
+        *v = json!({"anyOf": [inner, {"$ref": format!("#/definitions/{EXPRESSION_DEF}")}]});
+    };
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for (name, p) in props.iter_mut() {
+            allow_expressions(p, &[]);
+            if !skip.contains(&name.as_str()) {
+                either(p);
+            }
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(p) = obj.get_mut(key).filter(|p| p.is_object()) {
+            allow_expressions(p, &[]);
+            either(p);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(items)) = obj.get_mut(key) {
+            for item in items {
+                allow_expressions(item, skip);
+            }
+        }
+    }
 }
 
 /// The schema of one kind's manifests.

@@ -23,21 +23,37 @@ fn name_path() -> Vec<PathSeg> {
     vec![PathSeg::from("metadata"), PathSeg::from("name")]
 }
 
-/// Every reference of a resource: structured fields first, then the annotation, without repeats.
+/// Every reference of a resource: structured fields first, then the annotation, then reference
+/// expressions, without repeats.
 pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
     let mut refs = registry
         .get(r.kind)
         .map(|k| k.references(&r.spec))
         .unwrap_or_default();
-    for dep in &r.depends_on {
+    for dep in r.depends_on.iter().cloned().chain(expression_references(r)) {
         if !refs
             .iter()
             .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name)
         {
-            refs.push(dep.clone());
+            refs.push(dep);
         }
     }
     refs
+}
+
+/// The producers the reference expressions of `r` read (`fromArtifact`, `fromReceipt`).
+pub fn expression_references(r: &Resource) -> impl Iterator<Item = Reference> + '_ {
+    r.exprs.iter().filter_map(|site| {
+        let producer = site.expr.producer()?;
+        Some(Reference {
+            field: site.expr.key(),
+            target_kind: producer.kind.clone(),
+            target_name: producer.name.clone(),
+            path: site.doc_path(),
+            same_node: false,
+            source: crate::kind::ReferenceSource::Expression,
+        })
+    })
 }
 
 /// Visits the references of [`references`], in the same order, without their YAML paths and
@@ -63,6 +79,19 @@ pub fn for_each_reference(
             .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name);
         if !repeated {
             visit(&dep.view());
+        }
+    }
+    let exprs: Vec<Reference> = expression_references(r).collect();
+    for (i, x) in exprs.iter().enumerate() {
+        let repeated = structured.iter().any(|s| {
+            s.target_kind == x.target_kind.as_str() && s.target_name == x.target_name.as_str()
+        }) || r
+            .depends_on
+            .iter()
+            .chain(&exprs[..i])
+            .any(|d| d.target_kind == x.target_kind && d.target_name == x.target_name);
+        if !repeated {
+            visit(&x.view());
         }
     }
 }

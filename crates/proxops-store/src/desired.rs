@@ -1,10 +1,11 @@
 //! The desired plane: publishing a cluster's resolved resources, minting UIDs, recording and
 //! cleaning up deletion intents; reading it back.
 
+use crate::build::DocWriter;
 use crate::documents::{
     self as docs, API_VERSION, CLUSTER_PATH, ClusterConfigDoc, ClusterConfigSpec, DeletionIntent,
-    DeletionSpec, DesiredMetadata, DesiredPin, NameOnly, PROMOTION_PATH, PromotionDoc, ResourceDoc,
-    Subject, canonical_bytes, from_value, hex,
+    DeletionSpec, DesiredPin, NameOnly, PROMOTION_PATH, PromotionDoc, ResourceDoc, Subject,
+    WAITS_PATH, WaitsDoc, canonical_bytes, from_value, hex,
 };
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
@@ -12,7 +13,7 @@ use crate::id::ObjectId;
 use crate::refs::PlaneRefs;
 use crate::stacks::{self, StackDoc, StackTemplateDoc};
 use crate::store::{Plane, Store};
-use proxops_model::{Repository, ResourceKey};
+use proxops_model::{Registry, Repository, Resource, ResourceKey};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -41,6 +42,9 @@ pub struct DesiredState {
     pub stacks: BTreeMap<String, StackEntry>,
     /// StackTemplates by name.
     pub templates: BTreeMap<String, TemplateEntry>,
+    /// Resources whose references did not resolve at this publication, with why
+    /// (`waits.yaml`).
+    pub waits: BTreeMap<ResourceKey, String>,
 }
 
 /// One Stack of the desired plane.
@@ -101,6 +105,7 @@ impl DesiredState {
         let mut promotion = None;
         let mut stacks = BTreeMap::new();
         let mut templates = BTreeMap::new();
+        let mut waits = BTreeMap::new();
         for (path, id) in &plane.files {
             let corrupt = |reason: &str| StoreError::Corrupt {
                 plane: refname.to_owned(),
@@ -109,6 +114,20 @@ impl DesiredState {
             };
             if path == CLUSTER_PATH {
                 cluster = Some(from_value(plane.parse(repo, path, *id)?, refname, path)?);
+            } else if path == WAITS_PATH {
+                let doc: WaitsDoc = from_value(plane.parse(repo, path, *id)?, refname, path)?;
+                for (key, why) in doc.spec {
+                    let (kind, name) = key
+                        .split_once('/')
+                        .ok_or_else(|| corrupt("a waiting resource is not `Kind/name`"))?;
+                    waits.insert(
+                        ResourceKey {
+                            kind: kind.to_owned(),
+                            name: name.to_owned(),
+                        },
+                        why,
+                    );
+                }
             } else if path == PROMOTION_PATH {
                 promotion = Some(from_value(plane.parse(repo, path, *id)?, refname, path)?);
             } else if let Some(key) = docs::key_of_path(docs::RESOURCES_DIR, path) {
@@ -165,6 +184,7 @@ impl DesiredState {
             resources,
             deletions,
             promotion,
+            waits,
         })
     }
 
@@ -191,12 +211,29 @@ pub struct DesiredOptions {
     /// every one of them into a deletion intent). Off by default: an empty composition is more
     /// often a mistake than an intent.
     pub allow_empty: bool,
+    /// The kinds, to decode resolved reference values with (`None`: the built-in kinds).
+    pub registry: Option<Arc<Registry>>,
+}
+
+/// The built-in kinds, for options that name none.
+static BUILTIN: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::builtin);
+
+/// The evidence references resolve against.
+struct Evidence {
+    observed: Option<crate::observed::ObservedState>,
+    carried: Option<DesiredState>,
 }
 
 impl DesiredOptions {
     /// Sets [`DesiredOptions::allow_empty`].
     pub fn with_allow_empty(mut self, allow_empty: bool) -> Self {
         self.allow_empty = allow_empty;
+        self
+    }
+
+    /// Sets [`DesiredOptions::registry`].
+    pub fn with_registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = Some(registry);
         self
     }
 }
@@ -249,6 +286,11 @@ pub struct DesiredPublication {
     pub changes: Changes,
     /// With change gate `pullRequest`, the candidate proposing the change.
     pub candidate: Option<crate::gate::Candidate>,
+    /// Resources whose references did not resolve, with why: each kept its previous document
+    /// or, new, has none.
+    pub waits: BTreeMap<ResourceKey, String>,
+    /// Resources whose references resolved, holding the values.
+    pub resolved: BTreeMap<ResourceKey, Arc<Resource>>,
 }
 
 /// A desired tree built from a cluster's composition, not yet published.
@@ -262,6 +304,10 @@ pub struct DesiredBuild {
     pub files: FileMap,
     /// What differs from the head.
     pub changes: Changes,
+    /// Resources whose references did not resolve, with why.
+    pub waits: BTreeMap<ResourceKey, String>,
+    /// Resources whose references resolved, holding the values.
+    pub resolved: BTreeMap<ResourceKey, Arc<Resource>>,
 }
 
 /// A UID for a new incarnation: deterministic in its inputs, so that the same publication
@@ -404,8 +450,15 @@ impl Store {
         known: Option<&Arc<DesiredState>>,
     ) -> Result<DesiredPublication> {
         let mut repo = crate::pack::batch(&self.repo());
-        let build =
-            self.build_desired_in(&repo, refs, repository, source_revision, options, known)?;
+        let build = self.build_desired_in(
+            &repo,
+            refs,
+            repository,
+            source_revision,
+            options,
+            known,
+            None,
+        )?;
         let message = apply_message(&refs.cluster, source_revision, &build.changes);
         self.publish_build(&mut repo, refs, build, &message)
     }
@@ -431,6 +484,8 @@ impl Store {
             publication,
             changes,
             candidate,
+            waits: build.waits,
+            resolved: build.resolved,
         })
     }
 
@@ -447,12 +502,21 @@ impl Store {
         known: Option<&Arc<DesiredState>>,
     ) -> Result<DesiredBuild> {
         let repo = crate::pack::batch(&self.repo());
-        self.build_desired_in(&repo, refs, repository, source_revision, options, known)
+        self.build_desired_in(
+            &repo,
+            refs,
+            repository,
+            source_revision,
+            options,
+            known,
+            None,
+        )
     }
 
     /// Builds the desired tree in `repo` (writing blobs there, moving nothing), taking the plane
     /// at the head from `known` when it was read at that head (a plane is a function of its
     /// commit).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn build_desired_in(
         &self,
         repo: &gix::Repository,
@@ -461,6 +525,7 @@ impl Store {
         source_revision: ObjectId,
         options: &DesiredOptions,
         known: Option<&Arc<DesiredState>>,
+        promotion: Option<&DesiredState>,
     ) -> Result<DesiredBuild> {
         let cluster = repository.cluster(&refs.cluster).ok_or_else(|| {
             StoreError::Invalid(format!("no cluster `{}` was loaded", refs.cluster))
@@ -555,44 +620,48 @@ impl Store {
         }
 
         let mut present = BTreeSet::new();
+        let mut unresolved: Vec<&Arc<Resource>> = Vec::new();
+        let mut writer = DocWriter {
+            repo,
+            cluster: &refs.cluster,
+            source_revision,
+            head,
+            previous: previous.as_deref(),
+            owners: &owners,
+        };
         for resource in &cluster.resources {
-            let key = resource.key();
-            let prev_entry = previous.as_ref().and_then(|p| p.resources.get(&key));
-            let uid = if let Some(e) = prev_entry {
-                e.doc.metadata.uid.clone()
-            } else if let Some(intent) = pending.remove(&key) {
-                // Back before its teardown: the same incarnation still exists in PVE.
-                changes.restored.push(key.clone());
-                intent.intent.spec.subject.uid
-            } else {
-                changes.created.push(key.clone());
-                mint_uid(&refs.cluster, &key, source_revision, head)
-            };
-            let spec = serde_json::to_value(&resource.spec)
-                .map_err(|e| StoreError::Invalid(format!("{key}: spec does not serialise: {e}")))?;
-            let doc = ResourceDoc {
-                api_version: API_VERSION.to_owned(),
-                kind: key.kind.clone(),
-                metadata: DesiredMetadata {
-                    name: key.name.clone(),
-                    uid,
-                    labels: resource.metadata.labels.clone(),
-                    annotations: resource.metadata.annotations.clone(),
-                    owner_references: resource
-                        .stack_origin()
-                        .and_then(|o| owners.get(&o.stack))
-                        .cloned()
-                        .into_iter()
-                        .collect(),
-                },
-                spec,
-            };
-            let blob = git::write_blob(repo, &canonical_bytes(&doc)?)?;
-            if prev_entry.is_some_and(|e| e.blob != blob) {
-                changes.updated.push(key.clone());
+            present.insert(resource.key());
+            if resource.unresolved() {
+                unresolved.push(resource);
+                continue;
             }
-            files.insert(docs::resource_path(&key)?, blob);
-            present.insert(key);
+            let blob = writer.write(resource, None, &mut pending, &mut changes)?;
+            files.insert(docs::resource_path(&resource.key())?, blob);
+        }
+        let (waits, resolved) = if unresolved.is_empty() {
+            (BTreeMap::new(), BTreeMap::new())
+        } else {
+            let evidence = self.evidence(repo, refs, previous.as_deref(), promotion)?;
+            let inputs = crate::resolve::Inputs {
+                observed: evidence.observed.as_ref(),
+                promotion: promotion.or(evidence.carried.as_ref()),
+                registry: options.registry.as_deref().unwrap_or(&BUILTIN),
+            };
+            writer.resolve_all(&inputs, unresolved, &mut files, &mut pending, &mut changes)?
+        };
+        if !waits.is_empty() {
+            let doc = WaitsDoc {
+                api_version: API_VERSION.to_owned(),
+                kind: "Waits".to_owned(),
+                spec: waits
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
+            };
+            files.insert(
+                WAITS_PATH.to_owned(),
+                git::write_blob(repo, &canonical_bytes(&doc)?)?,
+            );
         }
 
         if let Some(prev) = &previous {
@@ -613,7 +682,43 @@ impl Store {
             previous,
             files,
             changes,
+            waits,
+            resolved,
         })
+    }
+
+    /// The evidence references resolve against: the observed plane at its head and, when the
+    /// plane carries a promotion record and no promotion is being built, the source's desired
+    /// plane at the pinned revision.
+    fn evidence(
+        &self,
+        repo: &gix::Repository,
+        refs: &PlaneRefs,
+        previous: Option<&DesiredState>,
+        promotion: Option<&DesiredState>,
+    ) -> Result<Evidence> {
+        let observed = match self.current_head(repo, &refs.observed)? {
+            Some(h) => Some(crate::observed::ObservedState::read(
+                repo,
+                &refs.observed,
+                h,
+            )?),
+            None => None,
+        };
+        let carried = match (promotion, previous.and_then(|p| p.promotion.as_ref())) {
+            (None, Some(record)) => {
+                let source = &record.spec.source;
+                let revision = docs::parse_id(&source.desired_revision).ok_or_else(|| {
+                    StoreError::Invalid(format!(
+                        "the promotion record names no desired revision of `{}`",
+                        source.cluster
+                    ))
+                })?;
+                Some(DesiredState::read(repo, &source.desired_ref, revision)?)
+            }
+            _ => None,
+        };
+        Ok(Evidence { observed, carried })
     }
 
     /// (kind, name, uid) of every teardown recorded at the observed head.

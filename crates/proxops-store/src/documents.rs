@@ -9,7 +9,9 @@
 //!   templates ([`crate::stacks`]); a resource a Stack projected names it in
 //!   `metadata.ownerReferences`;
 //! - `promotion.yaml`: the [`PromotionDoc`] of the promotion the plane descends from, carried
-//!   unchanged by later publications.
+//!   unchanged by later publications;
+//! - `waits.yaml`: [`WaitsDoc`], the resources whose reference expressions did not resolve at
+//!   this publication, with why (absent when none).
 //!
 //! Observed plane (`proxops/observed/<cluster>`):
 //! - `receipts/<kind>/<name>.yaml`: [`Receipt`]s;
@@ -34,6 +36,8 @@ pub const CONTROLLER_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const CLUSTER_PATH: &str = "cluster.yaml";
 /// Path of the promotion record in the desired plane.
 pub const PROMOTION_PATH: &str = "promotion.yaml";
+/// Path of the record of resources waiting for a reference, in the desired plane.
+pub const WAITS_PATH: &str = "waits.yaml";
 /// Directory of resources in the desired plane.
 pub const RESOURCES_DIR: &str = "resources";
 /// Directory of deletion intents in the desired plane.
@@ -191,6 +195,49 @@ pub struct ResourceDoc {
     pub metadata: DesiredMetadata,
     /// The spec as the model serialises it (secret references, never secret values).
     pub spec: Value,
+    /// Where the values of the spec's reference expressions came from (absent without any):
+    /// the receipt and artifact blob ids, so the document, and with it the freshness of its
+    /// receipt, changes when an input does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_inputs: Option<ResolvedInputs>,
+}
+
+/// The inputs a desired document's reference expressions were resolved from.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedInputs {
+    /// `Kind/name` of each producer read by `fromReceipt` -> its receipt's blob id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub receipts: BTreeMap<String, String>,
+    /// `Kind/name/artifact` read by `fromArtifact` -> the receipt and artifact blob ids.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub artifacts: BTreeMap<String, ArtifactInput>,
+    /// `Kind/name#pointer` read by `fromPromotion` -> the blob id of the promotion source's
+    /// desired document.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub promotion: BTreeMap<String, String>,
+}
+
+/// One artifact a reference read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactInput {
+    /// The producer's receipt that listed it.
+    pub receipt: String,
+    /// The artifact.
+    pub artifact: String,
+}
+
+/// The resources of a publication whose references did not resolve (`waits.yaml`): each keeps
+/// its previous desired document, or has none if it is new.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitsDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Waits`.
+    pub kind: String,
+    /// `Kind/name` -> why it waits.
+    pub spec: BTreeMap<String, String>,
 }
 
 /// The cluster's resolved non-secret configuration (`cluster.yaml`). Only fields on an allow

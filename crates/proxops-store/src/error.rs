@@ -118,6 +118,15 @@ pub enum StoreError {
         /// `Kind/name (STATE: reason)` of each resource that is not CLEAN.
         offenders: Vec<String>,
     },
+    /// A reference expression that can never resolve here (`fromPromotion` outside a
+    /// promotion, or naming a source resource or pointer the promotion source lacks).
+    #[error("{resource}: {reason}")]
+    Reference {
+        /// The consumer, `Kind/name`.
+        resource: String,
+        /// Why.
+        reason: String,
+    },
     /// A rollback target is not a strict ancestor of the desired head.
     #[error("revision {revision} is not an ancestor of the desired head {head} of `{cluster}`")]
     NotAncestor {
@@ -162,6 +171,7 @@ impl StoreError {
             StoreError::Leased { .. } => "proxops::store::leased",
             StoreError::PromotionNotAllowed { .. } => "proxops::promotion::not_allowed",
             StoreError::NotReconciled { .. } => "proxops::promotion::not_reconciled",
+            StoreError::Reference { .. } => "proxops::reference::unresolvable",
             StoreError::NotAncestor { .. } => "proxops::rollback::not_ancestor",
             StoreError::NeverClean { .. } => "proxops::rollback::never_clean",
             StoreError::Git(_) => "proxops::store::git",

@@ -35,6 +35,7 @@
 //! trees and blobs are named by the store's own [`ObjectId`], and git failures reach callers
 //! type-erased in [`StoreError`].
 
+pub(crate) mod build;
 pub mod canonical;
 pub mod desired;
 pub mod documents;
@@ -48,6 +49,7 @@ pub(crate) mod pack;
 pub mod promotion;
 pub mod refs;
 pub mod remote;
+pub(crate) mod resolve;
 pub mod rollback;
 pub mod source;
 pub mod stacks;

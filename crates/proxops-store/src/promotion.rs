@@ -189,6 +189,7 @@ impl Store {
             request.specification_revision,
             &DesiredOptions::default(),
             None,
+            Some(&desired),
         )?;
         build.files.insert(
             PROMOTION_PATH.to_owned(),

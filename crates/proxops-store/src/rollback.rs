@@ -201,6 +201,8 @@ impl Store {
             previous: Some(std::sync::Arc::new(current)),
             files,
             changes: changes.clone(),
+            waits: Default::default(),
+            resolved: Default::default(),
         };
         let publication = self.publish_build(&mut repo, refs, build, &message)?;
         Ok(RollbackOutcome {

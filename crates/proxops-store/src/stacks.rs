@@ -253,6 +253,7 @@ mod tests {
             kind: "VM".to_owned(),
             metadata: meta("k3s-server", "u1-r", vec![owner_reference(&stack)]),
             spec: serde_json::json!({}),
+            resolved_inputs: None,
         };
         let path = |p: &str| p.to_owned();
         (

@@ -48,8 +48,9 @@ pub enum ResourceState {
     Clean,
     /// To reconcile: no receipt, or a stale one.
     Ready,
-    /// Nothing to do until something else happens (a teardown observed, its intent not yet
-    /// cleaned up by a desired publication).
+    /// Nothing to do until something else happens: a reference expression whose input is not
+    /// available yet, or a teardown observed whose intent a desired publication has not yet
+    /// cleaned up.
     Wait,
     /// A deletion intent waits for its teardown.
     Deleting,
@@ -188,13 +189,18 @@ pub fn derive(
                     "no observation receipt",
                 ),
             };
+            // A reference that did not resolve holds the resource, whatever its receipt says.
+            let (state, reason) = match d.waits.get(key) {
+                Some(why) => (ResourceState::Wait, why.clone()),
+                None => (state, reason.to_owned()),
+            };
             resources.push(ResourceView {
                 key: key.clone(),
                 uid: entry.doc.metadata.uid.clone(),
                 blob: entry.blob,
                 observation,
                 state,
-                reason: reason.to_owned(),
+                reason,
                 receipt,
                 owner: entry
                     .doc
@@ -202,6 +208,22 @@ pub fn derive(
                     .owner_references
                     .first()
                     .map(|o| format!("{}/{}", o.kind, o.name)),
+            });
+        }
+        // New resources waiting for a reference have no document yet.
+        for (key, why) in &d.waits {
+            if d.resources.contains_key(key) || d.deletions.contains_key(key) {
+                continue;
+            }
+            resources.push(ResourceView {
+                key: key.clone(),
+                uid: String::new(),
+                blob: ObjectId::NULL,
+                observation: ObservationState::Missing,
+                state: ResourceState::Wait,
+                reason: why.clone(),
+                receipt: receipt_of(key),
+                owner: None,
             });
         }
         for (key, entry) in &d.deletions {

@@ -32,8 +32,10 @@ use crate::plan::{ClusterPlan, Verb};
 
 mod facts;
 mod list;
+mod refs;
 pub use facts::enrich;
 pub use list::*;
+pub use refs::{PlannedRefs, has_references, plan_references};
 
 use proxops_model::{Repository, ResourceKey};
 use proxops_store::desired::{DesiredPublication, DesiredState};
@@ -56,6 +58,8 @@ pub struct Planes {
     pub store: Store,
     /// The cluster's plane refs.
     pub refs: PlaneRefs,
+    /// The kinds resolved reference values are decoded with.
+    pub registry: Arc<proxops_model::Registry>,
 }
 
 /// What [`Planes::publish_desired`] did.
@@ -121,6 +125,7 @@ impl Planes {
         Ok(Planes {
             store,
             refs: PlaneRefs::for_cluster(cluster)?,
+            registry: Arc::new(proxops_model::Registry::builtin()),
         })
     }
 
@@ -135,7 +140,14 @@ impl Planes {
         Ok(Planes {
             store,
             refs: PlaneRefs::from_config(cluster, entry)?,
+            registry: Arc::new(proxops_model::Registry::builtin()),
         })
+    }
+
+    /// Decodes resolved reference values with `registry` (an embedder's kinds).
+    pub fn with_registry(mut self, registry: Arc<proxops_model::Registry>) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// Publishes the cluster as loaded from the source at `source_revision`.
@@ -160,7 +172,7 @@ impl Planes {
             &self.refs,
             repository,
             source_revision,
-            &DesiredOptions::default(),
+            &DesiredOptions::default().with_registry(Arc::clone(&self.registry)),
             prior,
         )?;
         let head = publication.publication.head;

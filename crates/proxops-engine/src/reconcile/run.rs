@@ -7,7 +7,7 @@ use crate::backend::{Connection, connect_with, settings_for};
 use crate::execute::{ExecOptions, Outcome, execute};
 use crate::lease::{HeldLease, hold};
 use crate::plan::{ClusterPlan, PlanState, Verb};
-use crate::planes::Planes;
+use crate::planes::{Planes, has_references, plan_references};
 use crate::planner::plan_cluster;
 use proxops_graph::Graph;
 use proxops_model::config::DriftMode;
@@ -139,7 +139,8 @@ impl Reconciler {
         let planes = match &self.store {
             Some(store) if self.record_planes => Some(
                 Planes::from_config(store.clone(), source.repository, name)
-                    .map_err(RunError::Desired)?,
+                    .map_err(RunError::Desired)?
+                    .with_registry(Arc::clone(&self.registry)),
             ),
             _ => None,
         };
@@ -211,6 +212,15 @@ impl Reconciler {
                 message: w.strip_prefix(&prefix).unwrap_or(w).to_owned(),
             });
         }
+        // Consumers resolve again after each cycle's receipts, on the live ref only.
+        let republish = match (planes.as_ref(), source.revision) {
+            (Some(_), Some(rev))
+                if !self.options.dry_run && run.candidate.is_none() && has_references(cluster) =>
+            {
+                Some((source.repository, rev))
+            }
+            _ => None,
+        };
         let result = self
             .cycles(
                 &conn,
@@ -218,6 +228,7 @@ impl Reconciler {
                 graph,
                 planes.as_ref(),
                 prior.as_ref(),
+                republish,
                 stop,
                 run,
             )
@@ -239,10 +250,12 @@ impl Reconciler {
         graph: &Graph,
         planes: Option<&Planes>,
         prior: Option<&Arc<DesiredState>>,
+        republish: Option<(&Repository, ObjectId)>,
         stop: watch::Receiver<bool>,
         run: &mut ClusterRun,
     ) -> Result<RunResult, RunError> {
         let name = cluster.name.as_str();
+        let references = has_references(cluster);
         let drift = self
             .options
             .drift
@@ -258,6 +271,39 @@ impl Reconciler {
             let mut options = conn.plan_options(cluster);
             options.drivers = Arc::clone(&self.drivers);
             options.suspended = self.options.suspended.clone();
+            // Reference expressions: plan what the live desired plane resolved (`crate::planes`).
+            let planned = if references {
+                if n > 1
+                    && let (Some(p), Some((repository, revision))) = (planes, republish)
+                {
+                    let prior_state = run.desired.as_ref().map(|d| Arc::clone(&d.state));
+                    let published = publish(p, repository, revision, prior_state.as_ref()).await?;
+                    self.emit(&Event::Desired {
+                        cluster: name,
+                        refs: &p.refs,
+                        published: &published,
+                    });
+                    run.desired = Some(published);
+                }
+                let desired = run
+                    .desired
+                    .as_ref()
+                    .map(|d| &*d.state)
+                    .or(prior.map(|p| &**p));
+                let planned =
+                    plan_references(&self.registry, cluster, desired, self.options.dry_run)
+                        .map_err(RunError::Invalid)?;
+                for (key, why) in &planned.waits {
+                    options
+                        .suspended
+                        .insert(key.clone(), format!("WAIT: {why}"));
+                }
+                Some(planned)
+            } else {
+                None
+            };
+            let graph = planned.as_ref().map_or(graph, |p| &p.graph);
+            let waiting = planned.as_ref().is_some_and(|p| !p.waits.is_empty());
             options.prunes_used = run.deleted;
             options.restarts = self.options.restarts;
             options.previous = previous;
@@ -273,7 +319,15 @@ impl Reconciler {
             }
             if state != PlanState::Changes || drift == DriftMode::Report {
                 let receipts = self.record(conn, planes, run, &plan, None, started).await?;
+                // New receipts may let a waiting consumer resolve: go round again.
+                let unlocked = waiting
+                    && republish.is_some()
+                    && n < max
+                    && receipts.as_ref().is_some_and(|r| r.receipts > 0);
                 run.cycles.push(cycle_run(plan, None, receipts));
+                if unlocked {
+                    continue;
+                }
                 return Ok(settled(state));
             }
             if n == 1

@@ -79,6 +79,12 @@ const COVERED: &[Code] = &[
     Code::StackParameterUnknown,
     Code::StackForEach,
     Code::StackSubset,
+    // Tested in `references`.
+    Code::ReferenceShape,
+    Code::ReferencePointer,
+    Code::ReferenceTarget,
+    Code::ReferenceContext,
+    Code::ReferenceField,
 ];
 
 #[test]

@@ -14,6 +14,7 @@ mod passthrough;
 mod placement;
 mod pve_config;
 mod pve_enums;
+mod references;
 mod schema;
 mod snapshots;
 mod stacks;

@@ -842,3 +842,46 @@ fn schema_and_decoder_agree_on_more_plain_scalars() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[test]
+fn a_field_may_be_its_type_or_a_reference_expression() {
+    let v = validators();
+    let ok = with_spec(
+        &vm("web", "pve01", 142),
+        &[
+            "cloud-init-data:",
+            "  nameservers: [{fromArtifact: {resource: LXC/pihole, name: ip-addresses, pointer: /net0/ipv4/0}}]",
+            "pve-description: {fromReceipt: {resource: LXC/pihole, pointer: /outcome, dryFallback: x}}",
+        ],
+    );
+    let instance = yaml_json(&ok);
+    for validator in [&v.combined, v.kind("VM")] {
+        assert_eq!(errors(validator, &instance), Vec::<String>::new(), "{ok}");
+    }
+    let image = replaced(
+        &artifact("DiskImage", "img", &["pve01"]),
+        "  url: https://example.invalid/img.qcow2\n",
+        "  url: {fromPromotion: {}}\n  checksum: {fromPromotion: {pointer: /checksum}}\n",
+    );
+    assert_eq!(
+        errors(v.kind("DiskImage"), &yaml_json(&image)),
+        Vec::<String>::new()
+    );
+    // What the loader refuses, the schema refuses: a second key, an unknown field, an
+    // expression standing for the vmid, a bad pointer.
+    for bad in [
+        "pve-description: {fromReceipt: {resource: LXC/pihole}, extra: 1}",
+        "pve-description: {fromReceipt: {resource: LXC/pihole, nme: x}}",
+        "pve-description: {fromReceipt: {resource: LXC/pihole, pointer: outcome}}",
+        "pve-description: {fromReceipt: {resource: pihole}}",
+    ] {
+        let text = with_spec(&vm("web", "pve01", 142), &[bad]);
+        assert!(!errors(v.kind("VM"), &yaml_json(&text)).is_empty(), "{bad}");
+    }
+    let vmid = replaced(
+        &vm("web", "pve01", 142),
+        "  vmid: 142\n",
+        "  vmid: {fromReceipt: {resource: LXC/pihole}}\n",
+    );
+    assert!(!errors(v.kind("VM"), &yaml_json(&vmid)).is_empty());
+}
