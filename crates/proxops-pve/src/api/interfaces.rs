@@ -48,6 +48,32 @@ pub struct GuestInterface {
     pub addresses: Vec<GuestAddress>,
 }
 
+impl GuestAddress {
+    /// An address of `family`.
+    pub fn new(family: IpFamily, address: impl Into<String>, prefix: Option<u8>) -> GuestAddress {
+        GuestAddress {
+            family,
+            address: address.into(),
+            prefix,
+        }
+    }
+}
+
+impl GuestInterface {
+    /// An interface (`mac` as given: the answers' is lower case).
+    pub fn new(
+        name: impl Into<String>,
+        mac: Option<String>,
+        addresses: Vec<GuestAddress>,
+    ) -> GuestInterface {
+        GuestInterface {
+            name: name.into(),
+            mac,
+            addresses,
+        }
+    }
+}
+
 /// Reads one interface object of either answer; entries without a name are left out, and so
 /// are addresses of an unknown family, so that one odd entry does not hide the rest.
 fn interface(v: &Value) -> Option<GuestInterface> {

@@ -1,0 +1,135 @@
+//! Guest-agent facts end to end (issue 16): `proxops converge --planes` on the homelab's `lab`
+//! cluster with the sandbox VM (guest agent enabled, static `ipconfig0`) started. The cycle that
+//! creates and starts the guests writes their receipts without addresses (a guest that just
+//! booted cannot tell them); a later converge, once the simulated agent answers, publishes the
+//! same receipts again with an `ip-addresses` artifact, and after that nothing more.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support::proxops_bin;
+use proxops_test_support::TestRepo;
+use serde_json::Value;
+use std::process::Output;
+
+const OBSERVED: &str = "proxops/observed/lab";
+const VM: &str = "artifacts/VM/sandbox-01/ip-addresses.yaml";
+const CT: &str = "artifacts/LXC/ci-runner-01/ip-addresses.yaml";
+
+fn converge(repo: &TestRepo, state: &std::path::Path) -> Output {
+    std::process::Command::new(proxops_bin())
+        .args([
+            "converge",
+            "--planes",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+        ])
+        .arg("--sim-state")
+        .arg(state)
+        .arg("--repo")
+        .arg(repo.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn succeeded(out: &Output) {
+    assert!(
+        out.status.success(),
+        "converge failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn observed_files(repo: &TestRepo) -> Vec<String> {
+    repo.git(&["ls-tree", "-r", "--name-only", OBSERVED])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn doc(repo: &TestRepo, path: &str) -> Value {
+    proxops_store::canonical::parse_yaml(&repo.git(&["show", &format!("{OBSERVED}:{path}")]))
+        .unwrap()
+}
+
+#[test]
+fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fails() {
+    let repo = TestRepo::homelab();
+    let path = repo.path().join("vm/lab/sandbox-01.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let started = text.replace(
+        "state: stopped           # powered on by hand when needed",
+        "state: started",
+    );
+    assert_ne!(started, text, "the example changed: {text}");
+    std::fs::write(&path, started).unwrap();
+    repo.git(&["commit", "-q", "-am", "start the sandbox"]);
+    let state_dir = tempfile::tempdir().unwrap();
+    let state = state_dir.path().join("lab.json");
+
+    succeeded(&converge(&repo, &state));
+    let first = observed_files(&repo);
+    assert!(
+        first.contains(&"receipts/VM/sandbox-01.yaml".to_owned()),
+        "{first:?}"
+    );
+    assert!(
+        !first.iter().any(|f| f.ends_with("/ip-addresses.yaml")),
+        "guests started by this run cannot tell their addresses yet: {first:?}"
+    );
+    let receipt_before = doc(&repo, "receipts/VM/sandbox-01.yaml");
+
+    // The simulator's agent answers 3 task times (150 ms) after the start: well before the
+    // next run reads it.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    succeeded(&converge(&repo, &state));
+    let files = observed_files(&repo);
+    assert!(files.contains(&VM.to_owned()), "{files:?}");
+    assert!(files.contains(&CT.to_owned()), "{files:?}");
+    let vm = doc(&repo, VM);
+    assert_eq!(vm["kind"], "IpAddresses");
+    let macs = doc(&repo, "artifacts/VM/sandbox-01/mac-addresses.yaml");
+    assert_eq!(vm["spec"]["net0"]["mac"], macs["spec"]["net0"]);
+    assert_eq!(
+        vm["spec"].pointer("/net0/ipv4/0"),
+        Some(&Value::from("10.10.50.100")),
+        "{vm}"
+    );
+    assert_eq!(vm["spec"]["lo"]["ipv4"][0], "127.0.0.1");
+    let ct = doc(&repo, CT);
+    assert_eq!(
+        ct["spec"].pointer("/net0/ipv4/0"),
+        Some(&Value::from("10.10.50.20")),
+        "{ct}"
+    );
+    assert_eq!(ct["spec"]["net0"]["name"], "eth0");
+    // The same receipt, published again with the artifact: still current, its result kept.
+    let receipt = doc(&repo, "receipts/VM/sandbox-01.yaml");
+    assert_eq!(
+        receipt["spec"]["desired"],
+        receipt_before["spec"]["desired"]
+    );
+    assert_eq!(
+        receipt["spec"]["result"]["outcome"],
+        receipt_before["spec"]["result"]["outcome"]
+    );
+    assert_eq!(
+        receipt["spec"]["result"]["upids"],
+        receipt_before["spec"]["result"]["upids"]
+    );
+    assert!(
+        receipt["spec"]["result"]["artifacts"]
+            .get("ip-addresses")
+            .is_some(),
+        "{receipt}"
+    );
+
+    // Complete and unchanged: nothing more is published.
+    let head = repo.git(&["rev-parse", OBSERVED]);
+    succeeded(&converge(&repo, &state));
+    assert_eq!(repo.git(&["rev-parse", OBSERVED]), head);
+}
