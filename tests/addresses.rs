@@ -1,8 +1,9 @@
-//! Guest-agent facts end to end (issue 16): `proxops converge --planes` on the homelab's `lab`
-//! cluster with the sandbox VM (guest agent enabled, static `ipconfig0`) started. The cycle that
-//! creates and starts the guests writes their receipts without addresses (a guest that just
-//! booted cannot tell them); a later converge, once the simulated agent answers, publishes the
-//! same receipts again with an `ip-addresses` artifact, and after that nothing more.
+//! Guest-agent facts end to end (issue 16): the homelab's `lab` cluster with the sandbox VM
+//! (guest agent enabled, static `ipconfig0`) started. The cycle that creates and starts the
+//! guests (`apply --planes`, one cycle) writes their receipts without addresses (a guest that
+//! just booted cannot tell them); `converge --planes`, once the simulated agent answers,
+//! publishes the same receipts again with an `ip-addresses` artifact, and after that nothing
+//! more.
 
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,16 +17,10 @@ const OBSERVED: &str = "proxops/observed/lab";
 const VM: &str = "artifacts/VM/sandbox-01/ip-addresses.yaml";
 const CT: &str = "artifacts/LXC/ci-runner-01/ip-addresses.yaml";
 
-fn converge(repo: &TestRepo, state: &std::path::Path) -> Output {
+fn run(repo: &TestRepo, state: &std::path::Path, command: &[&str]) -> Output {
     std::process::Command::new(proxops_bin())
-        .args([
-            "converge",
-            "--planes",
-            "--cluster",
-            "lab",
-            "--backend",
-            "sim",
-        ])
+        .args(command)
+        .args(["--planes", "--cluster", "lab", "--backend", "sim"])
         .arg("--sim-state")
         .arg(state)
         .arg("--repo")
@@ -38,7 +33,7 @@ fn converge(repo: &TestRepo, state: &std::path::Path) -> Output {
 fn succeeded(out: &Output) {
     assert!(
         out.status.success(),
-        "converge failed: {}\n{}",
+        "the run failed: {}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -71,7 +66,7 @@ fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fa
     let state_dir = tempfile::tempdir().unwrap();
     let state = state_dir.path().join("lab.json");
 
-    succeeded(&converge(&repo, &state));
+    succeeded(&run(&repo, &state, &["apply", "--yes"]));
     let first = observed_files(&repo);
     assert!(
         first.contains(&"receipts/VM/sandbox-01.yaml".to_owned()),
@@ -79,14 +74,17 @@ fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fa
     );
     assert!(
         !first.iter().any(|f| f.ends_with("/ip-addresses.yaml")),
-        "guests started by this run cannot tell their addresses yet: {first:?}"
+        "guests started by this cycle cannot tell their addresses yet: {first:?}"
     );
     let receipt_before = doc(&repo, "receipts/VM/sandbox-01.yaml");
 
     // The simulator's agent answers 3 task times (150 ms) after the start: well before the
     // next run reads it.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    succeeded(&converge(&repo, &state));
+    let out = run(&repo, &state, &["converge"]);
+    succeeded(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(": 2 receipt(s), 0 teardown(s)"), "{stdout}");
     let files = observed_files(&repo);
     assert!(files.contains(&VM.to_owned()), "{files:?}");
     assert!(files.contains(&CT.to_owned()), "{files:?}");
@@ -130,6 +128,6 @@ fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fa
 
     // Complete and unchanged: nothing more is published.
     let head = repo.git(&["rev-parse", OBSERVED]);
-    succeeded(&converge(&repo, &state));
+    succeeded(&run(&repo, &state, &["converge"]));
     assert_eq!(repo.git(&["rev-parse", OBSERVED]), head);
 }
