@@ -51,9 +51,8 @@ fn doc(repo: &TestRepo, path: &str) -> Value {
         .unwrap()
 }
 
-#[test]
-fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fails() {
-    let repo = TestRepo::homelab();
+/// Declares the sandbox VM (guest agent enabled) `state: started`, committed.
+fn start_sandbox(repo: &TestRepo) {
     let path = repo.path().join("vm/lab/sandbox-01.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let started = text.replace(
@@ -63,6 +62,12 @@ fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fa
     assert_ne!(started, text, "the example changed: {text}");
     std::fs::write(&path, started).unwrap();
     repo.git(&["commit", "-q", "-am", "start the sandbox"]);
+}
+
+#[test]
+fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fails() {
+    let repo = TestRepo::homelab();
+    start_sandbox(&repo);
     let state_dir = tempfile::tempdir().unwrap();
     let state = state_dir.path().join("lab.json");
 
@@ -130,4 +135,97 @@ fn receipts_of_running_guests_gain_ip_addresses_in_a_later_cycle_and_no_cycle_fa
     let head = repo.git(&["rev-parse", OBSERVED]);
     succeeded(&run(&repo, &state, &["converge"]));
     assert_eq!(repo.git(&["rev-parse", OBSERVED]), head);
+}
+
+/// Per cycle of `lab` (the sandbox VM started when `started`): receipts published, agent
+/// reads, container interface reads. Planned, executed and recorded as the reconciler does.
+async fn counted_cycles(started: bool) -> Vec<(usize, u64, u64)> {
+    use proxops_engine::backend::{Backend, connect};
+    use proxops_engine::cycle::{plan_options, reconcile};
+    use proxops_engine::execute::ExecOptions;
+    use proxops_engine::planes::Planes;
+    use proxops_graph::check_repository;
+    use proxops_model::{LoadOptions, Registry, load_repository};
+    use proxops_store::Store;
+
+    let repo = TestRepo::homelab();
+    if started {
+        start_sandbox(&repo);
+    }
+    let store = Store::open(repo.path()).unwrap();
+    let source = store.source(None).unwrap();
+    let registry = Registry::builtin();
+    let mut loaded = load_repository(&source, &registry, &LoadOptions::default()).unwrap();
+    let graph = check_repository(&registry, &mut loaded)
+        .into_iter()
+        .find(|c| c.name == "lab")
+        .and_then(|c| c.graph)
+        .unwrap();
+    let cluster = loaded.cluster("lab").unwrap();
+    let backend = Backend::Sim {
+        state_file: None,
+        task_time: std::time::Duration::from_millis(10),
+    };
+    let conn = connect(&registry, cluster, &backend).await.unwrap();
+    let planes = Planes::for_cluster(store.clone(), "lab").unwrap();
+    let (plan, exec) = (plan_options(cluster, None), ExecOptions::default());
+    let counters = conn.client.counters();
+    let agent = || {
+        counters.count(
+            "GET",
+            "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+        )
+    };
+    let lxc = || counters.count("GET", "/nodes/{node}/lxc/{vmid}/interfaces");
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        let (agent_before, lxc_before) = (agent(), lxc());
+        let started_at = std::time::SystemTime::now();
+        let desired = std::sync::Arc::new(
+            planes
+                .publish_desired(&loaded, source.commit())
+                .unwrap()
+                .state,
+        );
+        let cycle = reconcile(&conn.client, "lab", &graph, &plan, &exec, false)
+            .await
+            .unwrap();
+        if let Some(report) = &cycle.report {
+            assert!(report.all_succeeded(), "{report:#?}");
+        }
+        let published = planes
+            .record_cycle(
+                &conn.client,
+                &desired,
+                &cycle.plan,
+                cycle.report.as_ref(),
+                started_at,
+            )
+            .await
+            .unwrap();
+        out.push((
+            published.receipts,
+            agent() - agent_before,
+            lxc() - lxc_before,
+        ));
+        // Past the simulated agent's start (3 task times).
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    }
+    conn.sim.unwrap().shutdown().await.unwrap();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_is_asked_for_its_addresses_only_while_running_and_until_it_told_them() {
+    // The homelab as it is: the sandbox VM has its agent enabled but stays stopped, so it is
+    // never asked; the container is asked once, in the first cycle after it started.
+    assert_eq!(
+        counted_cycles(false).await,
+        [(5, 0, 0), (1, 0, 1), (0, 0, 0)]
+    );
+    // Started, the VM's agent is asked once too.
+    assert_eq!(
+        counted_cycles(true).await,
+        [(5, 0, 0), (2, 1, 1), (0, 0, 0)]
+    );
 }
