@@ -105,13 +105,26 @@ pub fn complete(payload: &Value) -> bool {
         })
 }
 
+/// How many guests are asked at once ([`PveClient::guests_interfaces`]), as many as the
+/// planner's config reads.
+pub const CONCURRENCY: usize = 8;
+
 /// Reads the guest's interfaces: the artifact, or `None` when it does not answer (yet).
 pub async fn read(
     client: &PveClient,
     guest: &GuestRef,
     macs: &Map<String, Value>,
 ) -> Option<(String, String, Value)> {
-    let nics = match client.guest_interfaces(guest).await {
+    artifact(guest, client.guest_interfaces(guest).await, macs)
+}
+
+/// The artifact of one guest's answer (`None`: no answer, or nothing configured yet).
+pub fn artifact(
+    guest: &GuestRef,
+    answer: Result<Option<Vec<GuestInterface>>, proxops_pve::PveError>,
+    macs: &Map<String, Value>,
+) -> Option<(String, String, Value)> {
+    let nics = match answer {
         Ok(Some(nics)) => nics,
         Ok(None) => return None,
         Err(e) => {

@@ -59,7 +59,9 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
             replace(obs, fact);
         }
     }
-    for mut obs in std::mem::take(&mut built.awaiting) {
+    // The awaiting receipts' guests, asked together (a bounded number at once).
+    let mut awaiting = Vec::new();
+    for obs in std::mem::take(&mut built.awaiting) {
         let kind = if obs.subject.kind == "LXC" {
             GuestType::Lxc
         } else {
@@ -71,7 +73,16 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
         {
             identity["node"] = p["node"].clone();
         }
-        let Some(guest) = guest_of(kind, &identity) else {
+        if let Some(guest) = guest_of(kind, &identity) {
+            awaiting.push((guest, obs));
+        }
+    }
+    let guests: Vec<GuestRef> = awaiting.iter().map(|(g, _)| g.clone()).collect();
+    let mut answers = client
+        .guests_interfaces(guests, addresses::CONCURRENCY)
+        .await;
+    for (guest, mut obs) in awaiting {
+        let Some(answer) = answers.remove(&guest.vmid) else {
             continue;
         };
         // The MACs of the receipt's own `mac-addresses`: no config read.
@@ -82,7 +93,7 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
             .find(|(n, _, _)| n == "mac-addresses")
             .and_then(|(_, _, m)| m.as_object())
             .unwrap_or(&empty);
-        let Some(fact) = addresses::read(client, &guest, macs).await else {
+        let Some(fact) = addresses::artifact(&guest, answer, macs) else {
             continue;
         };
         let unchanged = obs
