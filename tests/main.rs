@@ -2,6 +2,7 @@
 //! drives the `proxops` binary, the engine, the simulator and git repositories in temporary
 //! directories. Shared helpers are `proxops-test-support` and `support.rs`.
 
+mod addresses;
 mod adopt;
 mod agent;
 mod ansible;

@@ -160,17 +160,26 @@ fn apply_with_planes_publishes_desired_then_current_receipts_and_get_and_status_
     assert!(receipt.contains("UPID:"), "{receipt}");
     assert!(receipt.contains("startedAt: "), "{receipt}");
 
-    // A second apply: converged, nothing new in either plane.
+    // A second apply: converged, nothing to do; the container it started reports its
+    // addresses now, and only its receipt is published again, with them.
     let (desired, observed) = (lab.commits(DESIRED), lab.commits(OBSERVED));
     assert_eq!((desired, observed), (1, 1));
     let stdout = lab.apply();
     assert!(stdout.contains("converged, nothing to do"), "{stdout}");
     assert!(stdout.contains("(unchanged)"), "{stdout}");
+    assert!(stdout.contains(": 1 receipt(s), 0 teardown(s)"), "{stdout}");
+    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (1, 2));
+    assert!(
+        lab.files(OBSERVED, "artifacts/LXC/ci-runner-01")
+            .contains(&"artifacts/LXC/ci-runner-01/ip-addresses.yaml".to_owned())
+    );
+    // A third: nothing new in either plane.
+    let stdout = lab.apply();
     assert!(
         stdout.contains("proxops/observed/lab unchanged: receipts are current"),
         "{stdout}"
     );
-    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (1, 1));
+    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (1, 2));
     fsck_is_clean(&lab);
 
     // get: every resource CLEAN with a current receipt.
@@ -312,7 +321,9 @@ fn a_changed_manifest_gets_a_new_desired_commit_and_an_updated_receipt() {
     assert!(stdout.contains("update    VM/sandbox-01 (100)"), "{stdout}");
     assert!(stdout.contains("(published)"), "{stdout}");
     assert!(stdout.contains(": 1 receipt(s), 0 teardown(s)"), "{stdout}");
-    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (2, 2));
+    // Three observed commits: the first apply's, the container's addresses (the second
+    // apply's), the update's.
+    assert_eq!((lab.commits(DESIRED), lab.commits(OBSERVED)), (2, 3));
     receipts_are_current(&lab);
     let after = lab.get_json("VM/sandbox-01")["items"][0].clone();
     assert_eq!(after["state"], "CLEAN");

@@ -258,6 +258,11 @@ pub struct ClusterPlan {
     /// why. Receipts record it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub placements: Vec<Placement>,
+    /// The vmids of the guests of ours that were running when planned and can tell their
+    /// addresses: a VM whose live config enables the QEMU guest agent, any container. Receipts
+    /// read their `ip-addresses` from them ([`crate::planes::enrich`]); no other guest is asked.
+    #[serde(skip)]
+    pub addressable: std::collections::BTreeSet<u32>,
 }
 
 /// The node of a placed guest, and why it is there.

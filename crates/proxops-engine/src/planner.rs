@@ -196,6 +196,7 @@ pub async fn plan_cluster(
             deferred_prunes: Vec::new(),
             warnings: Vec::new(),
             placements: Vec::new(),
+            addressable: BTreeSet::new(),
         },
         step_actions: BTreeMap::new(),
         blocked: BTreeSet::new(),
@@ -256,6 +257,7 @@ pub async fn plan_cluster(
     // A stopped guest takes every write at once: its config (`current=1`) is all there is. A
     // running guest's `GET .../pending` gives both what it runs with (each row's value, and
     // the digest) and what waits for its next start, in one request.
+    let running_kinds: Vec<(u32, GuestType)> = running.iter().map(|g| (g.vmid, g.kind)).collect();
     let (configs, pendings) = {
         let mut configs = client
             .guest_configs(wanted, options.config_concurrency)
@@ -277,6 +279,20 @@ pub async fn plan_cluster(
         }
         (configs, pendings)
     };
+    // Which running guests can tell their addresses: a container always (PVE reads its network
+    // namespace), a VM when its guest agent is enabled.
+    for (vmid, kind) in running_kinds {
+        let agent = || {
+            configs
+                .get(&vmid)
+                .and_then(|c| c.as_ref().ok())
+                .and_then(|c| c.values.get("agent"))
+                .is_some_and(|v| crate::planes::agent_enabled(v))
+        };
+        if kind == GuestType::Lxc || agent() {
+            planner.plan.addressable.insert(vmid);
+        }
+    }
     let mut suspended_seen = BTreeSet::new();
     for step in graph.steps() {
         let resource = graph.resource(step.resource);

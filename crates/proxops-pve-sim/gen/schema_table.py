@@ -58,6 +58,7 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/lxc/{vmid}"), ("DELETE", "/nodes/{node}/lxc/{vmid}"),
     ("GET", "/nodes/{node}/lxc/{vmid}/config"), ("PUT", "/nodes/{node}/lxc/{vmid}/config"),
     ("GET", "/nodes/{node}/lxc/{vmid}/pending"), ("GET", "/nodes/{node}/lxc/{vmid}/status/current"),
+    ("GET", "/nodes/{node}/lxc/{vmid}/interfaces"),
     ("POST", "/nodes/{node}/lxc/{vmid}/status/start"), ("POST", "/nodes/{node}/lxc/{vmid}/status/stop"),
     ("POST", "/nodes/{node}/lxc/{vmid}/status/shutdown"), ("POST", "/nodes/{node}/lxc/{vmid}/clone"),
     ("POST", "/nodes/{node}/lxc/{vmid}/template"), ("PUT", "/nodes/{node}/lxc/{vmid}/resize"),

@@ -129,6 +129,11 @@ pub const PVE_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// `d` runs the simulator `d / 10 s` times PVE's speed, and pveproxy's 30 s become `3 d`.
 pub const PVE_TASK_TIME: Duration = Duration::from_secs(10);
 
+/// How long a guest takes from its start until its QEMU guest agent answers `guest-ping` and
+/// its DHCP lease is taken, at PVE speed. Not a PVE figure: a small Linux guest's boot to
+/// `qemu-guest-agent.service`, taken as 30 s.
+pub const PVE_AGENT_START: Duration = Duration::from_secs(30);
+
 /// How long things take: tasks per type, the synchronous work inside a call, and pveproxy's
 /// timeout, all on one time scale ([`PVE_TASK_TIME`]).
 ///
@@ -153,10 +158,19 @@ pub struct TaskDurations {
     /// the simulator's time scale: [`TaskDurations::uniform`] makes it 3 × the task time).
     #[serde(default = "default_proxy_timeout")]
     pub proxy_timeout: Duration,
+    /// How long a started guest runs before its guest agent answers (`QEMU guest agent is
+    /// not running` until then) and its DHCP and SLAAC addresses appear, a container's too
+    /// ([`PVE_AGENT_START`] on the simulator's scale).
+    #[serde(default = "default_agent_start")]
+    pub agent_start: Duration,
 }
 
 fn default_proxy_timeout() -> Duration {
     scaled(PVE_PROXY_TIMEOUT, Duration::from_millis(200))
+}
+
+fn default_agent_start() -> Duration {
+    scaled(PVE_AGENT_START, Duration::from_millis(200))
 }
 
 /// A PVE-speed duration on the time scale where a task takes `task`.
@@ -179,6 +193,7 @@ impl TaskDurations {
             per_type: BTreeMap::new(),
             sync_work: BTreeMap::new(),
             proxy_timeout: scaled(PVE_PROXY_TIMEOUT, d),
+            agent_start: scaled(PVE_AGENT_START, d),
         }
     }
 
@@ -197,6 +212,13 @@ impl TaskDurations {
     pub fn scaled(&self, at_pve_speed: Duration) -> Duration {
         self.proxy_timeout
             .mul_f64(at_pve_speed.as_secs_f64() / PVE_PROXY_TIMEOUT.as_secs_f64())
+    }
+
+    /// Sets [`TaskDurations::agent_start`]: how long a started guest runs before its agent
+    /// answers and its DHCP addresses appear.
+    pub fn with_agent_start(mut self, agent_start: Duration) -> TaskDurations {
+        self.agent_start = agent_start;
+        self
     }
 
     /// How long a config write waits for the guest's config lock: PVE's 10 s on the

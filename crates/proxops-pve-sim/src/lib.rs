@@ -47,8 +47,8 @@ mod version;
 
 pub use api::implemented;
 pub use config::{
-    AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, PVE_LOCK_TIMEOUT,
-    PVE_PROXY_TIMEOUT, PVE_TASK_TIME, SimConfig, TaskDurations, User,
+    AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, PVE_AGENT_START,
+    PVE_LOCK_TIMEOUT, PVE_PROXY_TIMEOUT, PVE_TASK_TIME, SimConfig, TaskDurations, User,
 };
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;

@@ -361,6 +361,11 @@ pub struct Guest {
     pub snapshot_data: BTreeMap<String, Snapshot>,
     /// When it was last started.
     pub started_at: Option<u64>,
+    /// The same in milliseconds since the epoch: the guest agent's start and a DHCP lease
+    /// count from it ([`crate::TaskDurations::agent_start`]). A state written before it was
+    /// kept falls back to `started_at`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<u64>,
     /// A running guest paused (`qm suspend`, `pct suspend`): still `running`, `qmpstatus`
     /// `paused`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -403,6 +408,31 @@ impl Guest {
     /// Whether it runs.
     pub fn running(&self) -> bool {
         self.status == "running"
+    }
+
+    /// Records that it started now (`started_at`, `started_at_ms`).
+    pub fn mark_started(&mut self) {
+        let ms = crate::auth::now_ms();
+        self.started_at = Some(ms / 1000);
+        self.started_at_ms = Some(ms);
+    }
+
+    /// Records that it stopped: no start time.
+    pub fn mark_stopped(&mut self) {
+        self.started_at = None;
+        self.started_at_ms = None;
+    }
+
+    /// How long it has been running (zero when stopped); a running guest without a start
+    /// time (a seed's) has run for ever.
+    pub fn uptime(&self) -> std::time::Duration {
+        if !self.running() {
+            return std::time::Duration::ZERO;
+        }
+        match self.started_at_ms.or(self.started_at.map(|s| s * 1000)) {
+            Some(ms) => std::time::Duration::from_millis(crate::auth::now_ms().saturating_sub(ms)),
+            None => std::time::Duration::MAX,
+        }
     }
 
     /// Its name (`name` for qemu, `hostname` for lxc).

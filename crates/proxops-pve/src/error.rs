@@ -321,6 +321,9 @@ const REFUSALS: &[&str] = &[
     "ssh public key validation error",
     // qemu-server `check_hostpci_perm`/`check_usb_perm`: a device without host or mapping.
     "either 'host' or 'mapping' must be set",
+    // qemu-server `PVE::QemuServer::Agent::assert_agent_available`: no `agent` key in the
+    // config (its "VM N is not running" and "QEMU guest agent is not running" match above).
+    "no qemu guest agent configured",
 ];
 
 /// Classifies an HTTP error answer.
@@ -400,6 +403,9 @@ mod tests {
                 "only root can modify 'serial1' config for real devices",
             ),
             (500, "either 'host' or 'mapping' must be set."),
+            (500, "No QEMU guest agent configured"),
+            (500, "QEMU guest agent is not running"),
+            (500, "VM 100 is not running"),
             (
                 403,
                 "Permission check failed (mount point type bind is only allowed for root@pam)",

@@ -292,6 +292,18 @@ impl PveClient {
         .await
     }
 
+    /// [`PveClient::guest_interfaces`] of many guests with bounded concurrency, by vmid.
+    pub async fn guests_interfaces(
+        &self,
+        guests: impl IntoIterator<Item = GuestRef>,
+        concurrency: usize,
+    ) -> BTreeMap<u32, Result<Option<Vec<crate::GuestInterface>>, PveError>> {
+        self.per_guest(guests, concurrency, "interfaces", |client, g| async move {
+            client.guest_interfaces(&g).await
+        })
+        .await
+    }
+
     /// One read per guest, at most `concurrency` in flight; one result per VMID.
     async fn per_guest<T, F, Fut>(
         &self,

@@ -83,6 +83,11 @@ pub struct Args {
     /// refreshed, e.g. `10s` (PVE's pvestatd interval, the default) or `0s` for always current.
     #[arg(long, value_name = "DURATION", value_parser = task_time)]
     pub stats_interval: Option<std::time::Duration>,
+    /// How long a started guest runs before its QEMU guest agent answers and its DHCP
+    /// addresses appear (a container's too), e.g. `2s` (default: 3 times the task time, PVE's
+    /// 30 s of boot on the time scale).
+    #[arg(long, value_name = "DURATION", value_parser = task_time)]
+    pub agent_start: Option<std::time::Duration>,
     /// The PVE release to answer as: `8.4` or `9.1` (default: the release a kept `--state`
     /// records, else the seed cluster's `simulation.pve-version`, else 9.1). Its API schema
     /// checks the parameters; its rules apply (plain `.tar` templates only from 9.1).
@@ -194,14 +199,25 @@ fn acl_entry(text: &str) -> Result<AclEntry, CommandError> {
     })
 }
 
+/// `--task-time` sets the scale (the agent's start among it), `--agent-start` then its own.
+fn durations(
+    default: proxops_pve_sim::TaskDurations,
+    task_time: Option<std::time::Duration>,
+    agent_start: Option<std::time::Duration>,
+) -> proxops_pve_sim::TaskDurations {
+    let d = task_time.map_or(default, proxops_pve_sim::TaskDurations::uniform);
+    match agent_start {
+        Some(t) => d.with_agent_start(t),
+        None => d,
+    }
+}
+
 /// Runs `proxops sim`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let mut config = SimConfig::default()
         .with_listen(args.listen)
         .with_offline_downloads(args.offline_downloads);
-    if let Some(t) = args.task_time {
-        config.task_durations = proxops_pve_sim::TaskDurations::uniform(t);
-    }
+    config.task_durations = durations(config.task_durations, args.task_time, args.agent_start);
     if let Some(t) = args.stats_interval {
         config.stats_interval = t;
     }
@@ -355,4 +371,24 @@ fn seed(dir: &std::path::Path, args: &Args) -> Result<(State, PveVersion), Comma
         );
     }
     Ok((state, version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::durations;
+    use proxops_pve_sim::TaskDurations;
+    use std::time::Duration;
+
+    #[test]
+    fn the_agent_start_follows_the_task_time_unless_given() {
+        let ms = Duration::from_millis;
+        let default = TaskDurations::default();
+        assert_eq!(durations(default.clone(), None, None), default);
+        assert_eq!(
+            durations(default.clone(), Some(ms(50)), None).agent_start,
+            ms(150)
+        );
+        let both = durations(default, Some(ms(50)), Some(ms(7)));
+        assert_eq!((both.default, both.agent_start), (ms(50), ms(7)));
+    }
 }

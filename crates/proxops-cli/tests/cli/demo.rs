@@ -225,8 +225,9 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
         .output()
         .unwrap();
     assert!(log.status.success());
-    // Apply, drift restored, prune: three receipt commits on lab's observed plane.
-    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 3);
+    // Apply, the container's addresses (the plan again: its static address is there at once),
+    // drift restored, prune: four receipt commits on lab's observed plane.
+    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 4);
     let quiet = proxops()
         .current_dir(proxops_test_support::workspace())
         .env("TMPDIR", scratch.path())

@@ -1,18 +1,23 @@
 //! What PVE says about the resources a cycle records receipts for, kept as their artifacts: a
 //! downloaded file's volume id, size and format on each node (and the checksum PVE verified),
-//! and a guest's MAC addresses. Read after executing, with one content listing per (node,
-//! storage) and one config read per guest; what cannot be read is left out and the receipt is
-//! written all the same.
+//! a guest's MAC addresses and, when it runs and can tell them, its IP addresses
+//! ([`super::addresses`]). Read after executing, with one content listing per (node, storage),
+//! one config read per guest and one interfaces read per guest of
+//! [`super::BuiltBatch::addresses`] and [`super::BuiltBatch::awaiting`]; what cannot be read is
+//! left out and the receipt is written all the same.
 
+use super::{BuiltBatch, addresses};
 use proxops_pve::{GuestRef, GuestType, PveClient, StorageVolume};
-use proxops_store::ObservationBatch;
+use proxops_store::observed::Observation;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-/// Adds the facts PVE gives to the observations of `batch`, replacing artifacts of the same name.
-pub async fn enrich(client: &PveClient, batch: &mut ObservationBatch) {
+/// Adds the facts PVE gives to the observations of `built`, replacing artifacts of the same
+/// name, and moves each awaiting receipt whose guest now reports new addresses into the batch.
+pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
     let mut listings: BTreeMap<(String, String), Option<Vec<StorageVolume>>> = BTreeMap::new();
-    for obs in &mut batch.observations {
+    for obs in &mut built.batch.observations {
+        let read_addresses = built.addresses.contains(&obs.subject.key());
         let kind = obs.subject.kind.as_str();
         let identity = Value::Object(obs.pve_identity.clone().into_iter().collect());
         let fact = match kind {
@@ -36,15 +41,84 @@ pub async fn enrich(client: &PveClient, batch: &mut ObservationBatch) {
                 {
                     identity["node"] = p["node"].clone();
                 }
-                guest_fact(client, kind, &identity).await
+                let macs = guest_fact(client, kind, &identity).await;
+                if read_addresses && let Some(guest) = guest_of(kind, &identity) {
+                    let empty = Map::new();
+                    let known = macs.as_ref().and_then(|(_, _, m)| m.as_object());
+                    if let Some(fact) =
+                        addresses::read(client, &guest, known.unwrap_or(&empty)).await
+                    {
+                        replace(obs, fact);
+                    }
+                }
+                macs
             }
             _ => None,
         };
-        if let Some((name, kind, payload)) = fact {
-            obs.artifacts.retain(|(n, _, _)| *n != name);
-            obs.artifacts.push((name, kind, payload));
+        if let Some(fact) = fact {
+            replace(obs, fact);
         }
     }
+    // The awaiting receipts' guests, asked together (a bounded number at once).
+    let mut awaiting = Vec::new();
+    for obs in std::mem::take(&mut built.awaiting) {
+        let kind = if obs.subject.kind == "LXC" {
+            GuestType::Lxc
+        } else {
+            GuestType::Qemu
+        };
+        let mut identity = Value::Object(obs.pve_identity.clone().into_iter().collect());
+        if identity.get("node").is_none()
+            && let Some((_, _, p)) = obs.artifacts.iter().find(|(n, _, _)| n == "placement")
+        {
+            identity["node"] = p["node"].clone();
+        }
+        if let Some(guest) = guest_of(kind, &identity) {
+            awaiting.push((guest, obs));
+        }
+    }
+    let guests: Vec<GuestRef> = awaiting.iter().map(|(g, _)| g.clone()).collect();
+    let mut answers = client
+        .guests_interfaces(guests, addresses::CONCURRENCY)
+        .await;
+    for (guest, mut obs) in awaiting {
+        let Some(answer) = answers.remove(&guest.vmid) else {
+            continue;
+        };
+        // The MACs of the receipt's own `mac-addresses`: no config read.
+        let empty = Map::new();
+        let macs = obs
+            .artifacts
+            .iter()
+            .find(|(n, _, _)| n == "mac-addresses")
+            .and_then(|(_, _, m)| m.as_object())
+            .unwrap_or(&empty);
+        let Some(fact) = addresses::artifact(&guest, answer, macs) else {
+            continue;
+        };
+        let unchanged = obs
+            .artifacts
+            .iter()
+            .any(|(n, _, p)| n == addresses::NAME && *p == fact.2);
+        if !unchanged {
+            replace(&mut obs, fact);
+            built.batch.observations.push(obs);
+        }
+    }
+}
+
+fn replace(obs: &mut Observation, (name, kind, payload): (String, String, Value)) {
+    obs.artifacts.retain(|(n, _, _)| *n != name);
+    obs.artifacts.push((name, kind, payload));
+}
+
+/// The guest an identity (with its node) names.
+fn guest_of(kind: GuestType, identity: &Value) -> Option<GuestRef> {
+    Some(GuestRef {
+        node: identity.get("node")?.as_str()?.to_owned(),
+        kind,
+        vmid: u32::try_from(identity.get("vmid")?.as_u64()?).ok()?,
+    })
 }
 
 /// The `file` artifact ([`super::downloaded_file`]) with, per node, the volume's size and format as PVE
@@ -90,11 +164,7 @@ async fn guest_fact(
     kind: GuestType,
     identity: &Value,
 ) -> Option<(String, String, Value)> {
-    let guest = GuestRef {
-        node: identity.get("node")?.as_str()?.to_owned(),
-        kind,
-        vmid: u32::try_from(identity.get("vmid")?.as_u64()?).ok()?,
-    };
+    let guest = guest_of(kind, identity)?;
     let config = client.guest_config(&guest).await.ok()?;
     let macs = mac_addresses(&config.values);
     (!macs.is_empty()).then(|| {

@@ -23,16 +23,22 @@
 //!    Resources with a failed, deferred or unstarted action get no receipt: they stay READY.
 //!
 //!    Receipts of ISO, CTTemplate and DiskImage carry a `DownloadedFile` artifact `file`: the
-//!    volume id per node, as the plan placed it (no extra PVE read: the size, which would need a
-//!    content listing, is not recorded). Guests carry none yet: their MAC addresses would need a
-//!    config read after execution.
+//!    volume id per node, as the plan placed it; [`enrich`] adds what PVE says (sizes, a
+//!    guest's MAC addresses and, for a running guest that can tell them, its `ip-addresses`:
+//!    [`addresses`]).
+//!
+//!    A current receipt of a running guest whose `ip-addresses` are missing or incomplete is
+//!    published again, unchanged but for the artifact, in the first cycle the guest reports
+//!    them ([`BuiltBatch::awaiting`]).
 
 use crate::execute::{CycleReport, Outcome as ActionOutcome};
 use crate::plan::{ClusterPlan, Verb};
 
+pub mod addresses;
 mod facts;
 mod list;
 mod refs;
+pub use addresses::agent_enabled;
 pub use facts::enrich;
 pub use list::*;
 pub use refs::{PlannedRefs, has_references, plan_references};
@@ -265,7 +271,7 @@ impl Planes {
         })
         .await
         .map_err(joined)??;
-        enrich(client, &mut built.batch).await;
+        enrich(client, &mut built).await;
         let planes = self.clone();
         tokio::task::spawn_blocking(move || planes.publish_batch(built))
             .await
@@ -281,11 +287,20 @@ pub struct BuiltBatch {
     pub batch: ObservationBatch,
     /// Desired resources without a receipt this cycle, with why.
     pub withheld: Vec<(ResourceKey, String)>,
+    /// Receipts of the batch whose guests' addresses [`enrich`] reads: guests the plan found
+    /// running and able to tell them ([`ClusterPlan::addressable`]) that this cycle did not
+    /// create, start, stop or restart (a guest that just booted cannot answer yet).
+    pub addresses: BTreeSet<ResourceKey>,
+    /// Current receipts of such guests still without a complete `ip-addresses` artifact
+    /// ([`addresses::complete`]), rebuilt as they are: [`enrich`] reads the guest and adds
+    /// the receipt to the batch with its artifact when the guest answers with something new.
+    pub awaiting: Vec<Observation>,
 }
 
 /// One action of a resource, as the cycle ended it.
 struct Acted<'a> {
     verb: Verb,
+    restart: bool,
     vmid: Option<u32>,
     outcome: &'a ActionOutcome,
     upids: &'a [String],
@@ -324,6 +339,7 @@ pub fn observation_batch(
             .or_default()
             .push(Acted {
                 verb: action.verb,
+                restart: action.restart,
                 vmid: action.vmid,
                 outcome,
                 upids,
@@ -356,11 +372,25 @@ pub fn observation_batch(
             built.withheld.push((key.clone(), why));
             continue;
         }
+        let addressable = matches!(key.kind.as_str(), "VM" | "LXC")
+            && entry
+                .doc
+                .spec
+                .get("vmid")
+                .and_then(Value::as_u64)
+                .and_then(|v| u32::try_from(v).ok())
+                .is_some_and(|v| plan.addressable.contains(&v));
         let outcome = if actions.is_empty() {
-            let current = observed
-                .and_then(|o| o.receipts.get(key))
-                .is_some_and(|r| is_current(r, entry.blob, &entry.doc.metadata.uid));
-            if current {
+            let current = observed.and_then(|o| {
+                o.receipts
+                    .get(key)
+                    .filter(|r| is_current(r, entry.blob, &entry.doc.metadata.uid))
+                    .map(|r| (o, r))
+            });
+            if let Some((o, receipt)) = current {
+                if addressable && let Some(again) = awaiting_addresses(o, key, receipt) {
+                    built.awaiting.push(again);
+                }
                 continue;
             }
             Outcome::InSync
@@ -394,6 +424,15 @@ pub fn observation_batch(
                 "Placement".to_owned(),
                 serde_json::json!({ "node": p.node, "reason": p.reason }),
             ));
+        }
+        let power_changed = actions.iter().any(|a| {
+            matches!(
+                a.verb,
+                Verb::Create | Verb::Start | Verb::Stop | Verb::MarkTemplate | Verb::Delete
+            ) || a.restart
+        });
+        if addressable && !power_changed {
+            built.addresses.insert(key.clone());
         }
         built.batch.observations.push(observation);
     }
@@ -459,6 +498,41 @@ pub fn downloaded_file(kind: &str, spec: &Value) -> Option<(String, String, Valu
         payload["checksum"] = sum.clone();
     }
     Some(("file".to_owned(), "DownloadedFile".to_owned(), payload))
+}
+
+/// A current receipt rebuilt as it is (result and artifacts), when its `ip-addresses` artifact
+/// is missing or not [`addresses::complete`]: the one to publish again with the guest's
+/// addresses.
+fn awaiting_addresses(
+    observed: &ObservedState,
+    key: &ResourceKey,
+    receipt: &Stored<Receipt>,
+) -> Option<Observation> {
+    let artifact = |name: &str| observed.artifacts.get(&(key.clone(), name.to_owned()));
+    if artifact(addresses::NAME).is_some_and(|a| addresses::complete(&a.doc.spec)) {
+        return None;
+    }
+    let spec = &receipt.doc.spec;
+    let mut artifacts = Vec::new();
+    for (name, descriptor) in &spec.result.artifacts {
+        // An artifact the receipt names but the plane lacks: leave the receipt alone.
+        let stored = artifact(name)?;
+        artifacts.push((
+            name.clone(),
+            descriptor.kind.clone(),
+            stored.doc.spec.clone(),
+        ));
+    }
+    Some(Observation {
+        subject: spec.subject.clone(),
+        desired: spec.desired.clone(),
+        outcome: spec.result.outcome,
+        pve_identity: spec.result.pve_identity.clone(),
+        upids: spec.result.upids.clone(),
+        started_at: spec.result.started_at.clone(),
+        finished_at: spec.result.finished_at.clone(),
+        artifacts,
+    })
 }
 
 fn is_current(receipt: &Stored<Receipt>, blob: ObjectId, uid: &str) -> bool {

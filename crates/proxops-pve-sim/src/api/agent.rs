@@ -1,13 +1,16 @@
 //! The QEMU guest agent commands a client reads (qemu-server `src/PVE/API2/Qemu/Agent.pm`):
 //! `ping`, `info`, `network-get-interfaces`, `get-osinfo`, `get-host-name`, `get-time`, each
 //! answering `{"result": ...}` after `PVE::QemuServer::Agent::assert_agent_available` ("No QEMU
-//! guest agent configured", "VM N is not running"). The simulated guest's agent reports what
-//! its config says: a NIC per `netN` with its MAC, and the addresses of its `ipconfigN`.
+//! guest agent configured", "VM N is not running", "QEMU guest agent is not running"). The
+//! simulated guest's agent answers once the VM has run for a while with `agent` enabled and
+//! reports what its config says ([`super::interfaces`]): a NIC per `netN` with its MAC, the
+//! addresses of its `ipconfigN`, leases derived from the MAC.
 
 use serde_json::{Value, json};
 
-use super::{Ctx, guest};
+use super::{Ctx, guest, interfaces};
 use crate::error::ApiError;
+use crate::schema::parse_bool;
 use crate::state::{Guest, GuestKind};
 use crate::version::PveVersion;
 
@@ -34,30 +37,50 @@ pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ))
 }
 
+/// qemu-server `PVE/QemuServer/Agent.pm` `parse_guest_agent`: `enabled` is the default key
+/// (`agent: 1`, `agent: enabled=1,fstrim_cloned_disks=1`), off by default.
 fn agent_enabled(g: &Guest) -> bool {
     g.config.get("agent").is_some_and(|a| {
-        a.split(',')
-            .any(|p| p == "1" || p == "enabled=1" || p == "enabled=true")
+        a.split(',').any(|p| {
+            let value = match p.split_once('=') {
+                Some(("enabled", v)) => v,
+                Some(_) => return false,
+                None => p,
+            };
+            parse_bool(value) == Some(true)
+        })
     })
 }
 
 /// The guest, once `assert_agent_available` holds, with the privilege each release asks
-/// (`VM.GuestAgent.Audit` from PVE 9, `VM.Monitor` before).
+/// (qemu-server `API2/Qemu/Agent.pm` `register_command`: from PVE 9 the command's own,
+/// `VM.GuestAgent.Audit` for these reads, or `VM.GuestAgent.Unrestricted`; `VM.Monitor`
+/// before). `assert_agent_available` refuses a VM without an `agent` key, then one not
+/// running, then one whose agent does not answer `guest-ping`: a disabled agent has no
+/// channel, a paused VM's does not answer, and a booting guest's not yet
+/// ([`crate::TaskDurations::agent_start`]).
 fn available(ctx: &Ctx) -> Result<Guest, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
+    let wait = interfaces::agent_start(ctx);
     let st = ctx.state();
-    let privilege = if st.pve_version >= PveVersion::V9_1 {
-        "VM.GuestAgent.Audit"
+    let path = format!("/vms/{vmid}");
+    if st.pve_version >= PveVersion::V9_1 {
+        ctx.require_any(
+            &path,
+            &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],
+        )?;
     } else {
-        "VM.Monitor"
-    };
-    ctx.require(&format!("/vms/{vmid}"), privilege)?;
+        ctx.require(&path, "VM.Monitor")?;
+    }
     let g = guest(&st, GuestKind::Qemu, &node, vmid)?;
-    if !g.config.contains_key("agent") || !agent_enabled(g) {
+    if !g.config.contains_key("agent") {
         return Err(ApiError::fail("No QEMU guest agent configured"));
     }
     if !g.running() {
         return Err(ApiError::fail(format!("VM {vmid} is not running")));
+    }
+    if !agent_enabled(g) || g.paused || !interfaces::up(g, wait) {
+        return Err(ApiError::fail("QEMU guest agent is not running"));
     }
     Ok(g.clone())
 }
@@ -114,63 +137,9 @@ pub(crate) fn osinfo(ctx: &mut Ctx) -> Result<Value, ApiError> {
     result(info)
 }
 
-/// The interfaces: `lo`, then `ethN` per `netN` with its MAC and the `ipconfigN` addresses (a
-/// DHCP one gets `10.<vmid / 256>.<vmid % 256>.<N + 10>`, so each guest's is stable and its own).
+/// The interfaces ([`interfaces::nics`]): `lo`, then `ethN` per `netN` with its MAC and
+/// addresses.
 pub(crate) fn interfaces(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let g = available(ctx)?;
-    let mut out = vec![json!({
-        "name": "lo",
-        "hardware-address": "00:00:00:00:00:00",
-        "ip-addresses": [
-            { "ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8 },
-            { "ip-address": "::1", "ip-address-type": "ipv6", "prefix": 128 },
-        ],
-    })];
-    let mut nets: Vec<(u32, &String)> = g
-        .config
-        .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix("net")?.parse().ok()?, v)))
-        .collect();
-    nets.sort_unstable_by_key(|(i, _)| *i);
-    for (i, value) in nets {
-        let mac = value
-            .split(',')
-            .find_map(|p| {
-                let (_, v) = p.split_once('=')?;
-                (v.len() == 17 && v.matches(':').count() == 5).then(|| v.to_ascii_lowercase())
-            })
-            .unwrap_or_default();
-        let mut addrs = Vec::new();
-        if let Some(ipc) = g.config.get(&format!("ipconfig{i}")) {
-            for part in ipc.split(',') {
-                let Some((k, v)) = part.split_once('=') else {
-                    continue;
-                };
-                let family = match k {
-                    "ip" => "ipv4",
-                    "ip6" => "ipv6",
-                    _ => continue,
-                };
-                let (ip, prefix) = match v {
-                    "dhcp" if family == "ipv4" => (
-                        format!("10.{}.{}.{}", g.vmid / 256 % 256, g.vmid % 256, i + 10),
-                        24,
-                    ),
-                    "dhcp" | "auto" | "manual" => continue,
-                    cidr => match cidr.split_once('/') {
-                        Some((a, p)) => (a.to_owned(), p.parse().unwrap_or(24)),
-                        None => continue,
-                    },
-                };
-                addrs
-                    .push(json!({ "ip-address": ip, "ip-address-type": family, "prefix": prefix }));
-            }
-        }
-        out.push(json!({
-            "name": format!("eth{i}"),
-            "hardware-address": mac,
-            "ip-addresses": addrs,
-        }));
-    }
-    result(Value::Array(out))
+    result(interfaces::agent_json(&interfaces::nics(&g, true)))
 }

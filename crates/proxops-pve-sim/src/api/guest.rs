@@ -357,7 +357,7 @@ fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiErro
                 // The guest stopped before its restart failed.
                 if let Some(g) = st.guests.get_mut(&vmid) {
                     g.status = "stopped".into();
-                    g.started_at = None;
+                    g.mark_stopped();
                 }
             }
             return Err(msg);
@@ -392,13 +392,13 @@ fn apply_power(g: &mut Guest, action: Power) -> Result<Vec<String>, String> {
                 g.config.remove(&k);
             }
             g.status = "running".into();
-            g.started_at = Some(now());
+            g.mark_started();
             Ok(Vec::new())
         }
         Power::Shutdown if !g.running() => Err(format!("{word} {vmid} not running")),
         Power::Stop | Power::Shutdown => {
             g.status = "stopped".into();
-            g.started_at = None;
+            g.mark_stopped();
             g.paused = false;
             Ok(Vec::new())
         }
@@ -705,7 +705,7 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         {
             log.push(format!("forced to stop CT {vmid} before destroying!"));
             g.status = "stopped".into();
-            g.started_at = None;
+            g.mark_stopped();
         }
         log.extend(disks::destroy_volumes(st, vmid, unreferenced)?);
         st.guests.remove(&vmid);

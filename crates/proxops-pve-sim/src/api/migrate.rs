@@ -160,7 +160,7 @@ fn move_guest(
         g.node = target.to_owned();
         if g.kind == GuestKind::Lxc && g.running() {
             // Restart mode: stopped on the source, started on the target.
-            g.started_at = Some(crate::auth::now());
+            g.mark_started();
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_rules`] (PVE 9), [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
 //! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
-//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
+//! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`interfaces`] (a guest's addresses, agent and LXC), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
@@ -20,6 +20,7 @@ pub(crate) mod ha_groups;
 pub(crate) mod ha_rules;
 pub(crate) mod ha_status;
 pub(crate) mod hotplug;
+pub(crate) mod interfaces;
 pub(crate) mod join;
 pub(crate) mod lxc;
 pub(crate) mod mapping;
@@ -303,6 +304,7 @@ routes! {
     "PUT" "/nodes/{node}/lxc/{vmid}/config" => lxc::config_sync,
     "GET" "/nodes/{node}/lxc/{vmid}/pending" => guest::lxc_pending,
     "GET" "/nodes/{node}/lxc/{vmid}/status/current" => guest::lxc_current,
+    "GET" "/nodes/{node}/lxc/{vmid}/interfaces" => interfaces::lxc,
     "POST" "/nodes/{node}/lxc/{vmid}/status/start" => guest::lxc_start,
     "POST" "/nodes/{node}/lxc/{vmid}/status/stop" => guest::lxc_stop,
     "POST" "/nodes/{node}/lxc/{vmid}/status/shutdown" => guest::lxc_shutdown,

@@ -196,7 +196,7 @@ pub(crate) fn finish_create(
     g.config.remove("lock");
     if start {
         g.status = "running".into();
-        g.started_at = Some(now());
+        g.mark_started();
     }
     Ok(Vec::new())
 }

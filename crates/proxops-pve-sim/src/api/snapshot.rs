@@ -301,14 +301,14 @@ pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError
         };
         // `__snapshot_rollback_vm_stop`, then the snapshot's config as the current one.
         g.status = "stopped".into();
-        g.started_at = None;
+        g.mark_stopped();
         g.pending.clear();
         g.pending_delete.clear();
         g.config = snap.config.clone();
         g.config.insert("parent".into(), name);
         if snap.vmstate || start {
             g.status = "running".into();
-            g.started_at = Some(now());
+            g.mark_started();
         }
         Ok(Vec::new())
     });

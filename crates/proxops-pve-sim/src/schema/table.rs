@@ -894,6 +894,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
     ], ..E },
+    Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/interfaces", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/lxc/{vmid}/status/start", params: &[
         Param { name: "debug", ty: Ty::Bool, optional: true, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },

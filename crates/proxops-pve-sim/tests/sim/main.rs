@@ -6,6 +6,7 @@
 
 mod support;
 
+mod addresses;
 mod auth;
 mod clone;
 mod cluster;

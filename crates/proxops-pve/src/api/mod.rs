@@ -1,9 +1,10 @@
 //! The typed endpoints, as methods of [`crate::PveClient`]: cluster-wide reads ([`cluster`]),
-//! guest lifecycle and config ([`guest`]), HA resources and migration ([`ha`]), storage content and downloads ([`storage`]).
+//! guest lifecycle and config ([`guest`]), a running guest's addresses ([`interfaces`]), HA resources and migration ([`ha`]), storage content and downloads ([`storage`]).
 
 pub mod cluster;
 pub mod guest;
 pub mod ha;
+pub mod interfaces;
 pub mod storage;
 
 use crate::error::PveError;

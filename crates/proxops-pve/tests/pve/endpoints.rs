@@ -446,3 +446,68 @@ async fn unknown_path_is_501_and_permanent() {
     assert!(e.message().contains("not implemented"), "{e}");
     assert_eq!(sim.c.counters().count("GET", "/nodes/{node}/nothing"), 1);
 }
+
+#[tokio::test]
+async fn guest_interfaces_from_the_agent_and_from_a_container() {
+    let cfg = crate::support::config().with_task_durations(
+        proxops_pve_sim::TaskDurations::uniform(std::time::Duration::from_millis(20))
+            .with_agent_start(std::time::Duration::from_millis(200)),
+    );
+    let sim = Sim::with(cfg).await;
+    let vm = sim
+        .create_vm(
+            100,
+            &[
+                ("agent", "1"),
+                ("net0", "virtio=BC:24:11:00:00:01,bridge=vmbr0"),
+                ("ipconfig0", "ip=10.1.2.3/24"),
+            ],
+        )
+        .await;
+    // Stopped: PVE's refusal, permanent (not retried).
+    let before = sim.c.counters().total();
+    let stopped = sim.c.agent_interfaces("pve1", 100).await.unwrap_err();
+    assert_eq!(stopped.kind(), ErrorKind::Refused, "{stopped}");
+    assert_eq!(sim.c.counters().total(), before + 1, "not retried");
+    let upid = sim.c.start(&vm).await.unwrap();
+    sim.c.wait_task(&upid, &wait()).await.unwrap();
+    let booting = sim.c.guest_interfaces(&vm).await.unwrap_err();
+    assert!(
+        booting
+            .to_string()
+            .contains("QEMU guest agent is not running"),
+        "{booting}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    let nics = sim.c.guest_interfaces(&vm).await.unwrap().unwrap();
+    assert_eq!(nics[0].name, "lo");
+    assert_eq!(nics[1].mac.as_deref(), Some("bc:24:11:00:00:01"));
+    assert_eq!(nics[1].addresses[0].address, "10.1.2.3");
+    assert_eq!(nics[1].addresses[0].prefix, Some(24));
+    assert_eq!(nics[1].addresses[0].family, proxops_pve::IpFamily::Ipv4);
+
+    sim.add_ct_template();
+    let ct = GuestRef::lxc("pve1", 200);
+    let upid = sim
+        .c
+        .create_guest(
+            &ct,
+            &map(&[
+                ("ostemplate", CT_TEMPLATE),
+                ("rootfs", "local-lvm:4"),
+                (
+                    "net0",
+                    "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:02,ip=10.9.0.2/16",
+                ),
+            ]),
+        )
+        .await
+        .unwrap();
+    sim.c.wait_task(&upid, &wait()).await.unwrap();
+    assert_eq!(sim.c.lxc_interfaces("pve1", 200).await.unwrap(), None);
+    let upid = sim.c.start(&ct).await.unwrap();
+    sim.c.wait_task(&upid, &wait()).await.unwrap();
+    let nics = sim.c.guest_interfaces(&ct).await.unwrap().unwrap();
+    assert_eq!(nics[1].name, "eth0");
+    assert_eq!(nics[1].addresses[0].address, "10.9.0.2");
+}
