@@ -16,6 +16,7 @@
 //! `sessionStorage`) and the `Host`/`Origin` checks of [`auth`](super::auth) apply unchanged.
 
 mod detail;
+mod detail_pages;
 mod graph;
 mod pages;
 
@@ -125,7 +126,7 @@ async fn graph_page(State(shared): State<Arc<Shared>>, Path(name): Path<String>)
     };
     let view = lock(&shared.view).clone();
     let graph = view.as_ref().and_then(|v| v.graphs.get(&name));
-    let markup = pages::graph(
+    let markup = detail_pages::graph(
         &name,
         graph.map(|g| graph::svg(&name, g, Some(&state))),
         graph.map_or(0, Graph::step_count),
@@ -172,7 +173,7 @@ async fn resource(
     };
     page(
         StatusCode::OK,
-        pages::resource(&state, &kind, &resource, &detail),
+        detail_pages::resource(&state, &kind, &resource, &detail),
     )
 }
 
