@@ -10,7 +10,7 @@
 //! `cargo bench -p proxops-cli --bench soak -- --duration 10m` (also `--clusters 10`,
 //! `--manifests 1000`, `--interval 15s`, `--parallel 4`, `--task-time 1ms`; or the variables
 //! `SOAK_DURATION`, `SOAK_CLUSTERS`, ...). The first pass creates every guest; the duration
-//! counts from the end of it. The agent inherits the environment (`MALLOC_ARENA_MAX`, ...);
+//! counts from the end of it. The agent inherits the environment (`_RJEM_MALLOC_CONF`, ...);
 //! `SOAK_WRAP` runs it under a profiler (`SOAK_WRAP="heaptrack -o /tmp/agent"`).
 //!
 //! RSS is sampled between passes, a third of an interval (at most 2 s) after a pass ended: the
