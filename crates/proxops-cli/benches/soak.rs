@@ -10,7 +10,7 @@
 //! `cargo bench -p proxops-cli --bench soak -- --duration 10m` (also `--clusters 10`,
 //! `--manifests 1000`, `--interval 15s`, `--parallel 4`, `--task-time 1ms`; or the variables
 //! `SOAK_DURATION`, `SOAK_CLUSTERS`, ...). The first pass creates every guest; the duration
-//! counts from the end of it. The agent inherits the environment (`MALLOC_ARENA_MAX`, ...);
+//! counts from the end of it. The agent inherits the environment (`_RJEM_MALLOC_CONF`, ...);
 //! `SOAK_WRAP` runs it under a profiler (`SOAK_WRAP="heaptrack -o /tmp/agent"`).
 //!
 //! RSS is sampled between passes, a third of an interval (at most 2 s) after a pass ended: the
@@ -161,14 +161,29 @@ fn http_get(port: u16, path: &str) -> Option<String> {
 }
 
 fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `kB` line of the agent's `/proc/PID/status`, 0 when unreadable.
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// What RSS is made of: the heap and other anonymous memory, and pages of the binary and other
+/// mapped files (these grow as a pass runs code the first pass did not, and are not the heap).
+fn rss_split(pid: u32) -> String {
+    format!(
+        "anon {}, file {}",
+        mib(status_kib(pid, "RssAnon:")),
+        mib(status_kib(pid, "RssFile:"))
+    )
 }
 
 /// Requests so far, per cluster and endpoint, from `/metrics`.
@@ -323,8 +338,9 @@ fn main() {
     let settle = (s.interval / 3).min(Duration::from_secs(2));
     std::thread::sleep(settle);
     let first_rss = rss_kib(pid);
+    let first_split = rss_split(pid);
     println!(
-        "first pass: {:.0} s, results {:?}, agent RSS {}",
+        "first pass: {:.0} s, results {:?}, agent RSS {} ({first_split})",
         started.elapsed().as_secs_f64(),
         tally(&first),
         mib(first_rss)
@@ -354,6 +370,7 @@ fn main() {
         let now = requests(port);
         std::thread::sleep(settle);
         let rss = rss_kib(pid);
+        let split = rss_split(pid);
         max_rss = max_rss.max(rss);
         let mut delta = 0;
         let mut breakdown: BTreeMap<String, u64> = BTreeMap::new();
@@ -376,7 +393,7 @@ fn main() {
             converged_requests.push(delta);
         }
         println!(
-            "pass {n:>3} at {:>5.0} s: {:?}, {delta} PVE requests{}, agent RSS {}",
+            "pass {n:>3} at {:>5.0} s: {:?}, {delta} PVE requests{}, agent RSS {} ({split})",
             soak_start.elapsed().as_secs_f64(),
             tally(&results),
             if all_converged {
@@ -388,6 +405,7 @@ fn main() {
         );
     }
     let end_rss = rss_kib(pid);
+    let end_split = rss_split(pid);
     let _ = agent.kill();
     let _ = agent.wait();
     let pct = |v: u64, base: u64| (v as f64 - base as f64) / base.max(1) as f64 * 100.0;
@@ -405,7 +423,7 @@ fn main() {
         converged_requests.len()
     );
     println!(
-        "agent RSS: after the first pass {}, after the first converged pass {}, highest {} ({peak:+.1}%), at the end {} ({growth:+.1}% of the first pass's)",
+        "agent RSS: after the first pass {} ({first_split}), after the first converged pass {}, highest {} ({peak:+.1}%), at the end {} ({growth:+.1}% of the first pass's; {end_split})",
         mib(first_rss),
         converged_rss.map_or("-".to_owned(), mib),
         mib(max_rss),
