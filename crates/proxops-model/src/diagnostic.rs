@@ -138,8 +138,8 @@ codes! {
     /// A Stack's `resources` subset names a resource its template does not have, or leaves out
     /// one that a chosen resource depends on.
     StackSubset => "proxops::stack_subset",
-    /// A reference expression is malformed: another key beside it, an unknown or missing field,
-    /// a value of the wrong type.
+    /// A reference expression is malformed: an unknown or missing field, a value of the wrong
+    /// type (another key beside it is `expression_keys`).
     ReferenceShape => "proxops::reference_shape",
     /// A reference expression's `pointer` is not an RFC 6901 JSON pointer.
     ReferencePointer => "proxops::reference_pointer",

@@ -91,26 +91,33 @@ impl Pointer {
     /// The value it points at in `value` (`None` when a step is missing; array indices are
     /// decimal without leading zeros).
     pub fn get<'v>(&self, value: &'v Value) -> Option<&'v Value> {
-        if self.0.is_empty() {
-            return Some(value);
-        }
         let mut at = value;
-        for raw in self.0[1..].split('/') {
-            let token = raw.replace("~1", "/").replace("~0", "~");
+        for token in self.tokens() {
             at = match at {
                 Value::Object(m) => m.get(&token)?,
-                Value::Array(items) => {
-                    let leading_zero = token.len() > 1 && token.starts_with('0');
-                    if leading_zero || !token.bytes().all(|b| b.is_ascii_digit()) {
-                        return None;
-                    }
-                    items.get(token.parse::<usize>().ok()?)?
-                }
+                Value::Array(items) => items.get(array_index(&token)?)?,
                 _ => return None,
             };
         }
         Some(at)
     }
+
+    /// Its reference tokens, unescaped, in order (none for the whole value).
+    pub fn tokens(&self) -> impl Iterator<Item = String> + '_ {
+        self.0
+            .split('/')
+            .skip(1)
+            .map(|raw| raw.replace("~1", "/").replace("~0", "~"))
+    }
+}
+
+/// An array index as RFC 6901 writes it: `0`, or decimal digits without a leading zero.
+pub(crate) fn array_index(token: &str) -> Option<usize> {
+    let leading_zero = token.len() > 1 && token.starts_with('0');
+    if token.is_empty() || leading_zero || !token.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    token.parse().ok()
 }
 
 impl fmt::Display for Pointer {
@@ -331,7 +338,7 @@ impl Walk<'_> {
                 if k.as_str() != Some(variant) {
                     push(
                         self.sink,
-                        Code::ReferenceShape,
+                        Code::ExpressionKeys,
                         k.span,
                         format!(
                             "a `{variant}` expression must be the only key of its mapping; `{}` is beside it",

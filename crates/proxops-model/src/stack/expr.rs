@@ -1,22 +1,13 @@
 //! Expressions in StackTemplates: recognising them, reading an RFC 6901 pointer, turning a YAML
 //! tree into JSON.
 //!
-//! An expression is a mapping whose only key is one of [`EXPRESSION_KEYS`]. Stacks substitute
+//! An expression is a mapping whose only key is one of [`crate::expr::EXPRESSION_KEYS`]. Stacks substitute
 //! `fromParameter` and `fromItem` ([`Expression::Parameter`], [`Expression::Item`]); the other
 //! forms are resolved against the planes and are left exactly as written.
 
 use crate::de::CoreScalar;
 use crate::yaml::{Node, NodeValue, ScalarKind, Span};
 use serde_json::Value;
-
-/// The keys that make a mapping an expression.
-pub const EXPRESSION_KEYS: &[&str] = &[
-    "fromParameter",
-    "fromItem",
-    "fromArtifact",
-    "fromReceipt",
-    "fromPromotion",
-];
 
 /// What a mapping node is, as far as Stacks are concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,10 +48,10 @@ pub fn recognise(node: &Node) -> Result<Option<Expression<'_>>, ExpressionError>
     let Some(entries) = node.as_map() else {
         return Ok(None);
     };
-    let Some((key, args)) = entries
-        .iter()
-        .find(|(k, _)| k.as_str().is_some_and(|k| EXPRESSION_KEYS.contains(&k)))
-    else {
+    let Some((key, args)) = entries.iter().find(|(k, _)| {
+        k.as_str()
+            .is_some_and(|k| crate::expr::EXPRESSION_KEYS.contains(&k))
+    }) else {
         return Ok(None);
     };
     let word = key.as_str().unwrap_or_default();
@@ -141,24 +132,14 @@ fn example(word: &str) -> &'static str {
     }
 }
 
-/// The node RFC 6901 `pointer` names inside `node` (`""`: `node` itself).
+/// The node RFC 6901 `pointer` names inside `node` (`""`: `node` itself; a malformed pointer
+/// names nothing).
 pub fn pointer<'n>(node: &'n Node, pointer: &str) -> Option<&'n Node> {
-    if pointer.is_empty() {
-        return Some(node);
-    }
     let mut at = node;
-    for raw in pointer.strip_prefix('/')?.split('/') {
-        let token = raw.replace("~1", "/").replace("~0", "~");
+    for token in crate::expr::Pointer::parse(pointer).ok()?.tokens() {
         at = match &at.value {
             NodeValue::Map(_) => at.get(&token)?,
-            NodeValue::Seq(items) => {
-                // RFC 6901: an index is `0` or digits without a leading zero.
-                let valid = token == "0" || (!token.starts_with('0') && !token.is_empty());
-                if !valid || !token.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                items.get(token.parse::<usize>().ok()?)?
-            }
+            NodeValue::Seq(items) => items.get(crate::expr::array_index(&token)?)?,
             NodeValue::Scalar(..) => return None,
         };
     }

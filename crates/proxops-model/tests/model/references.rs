@@ -97,9 +97,9 @@ fn dry_fallback_masks_the_site() {
 }
 
 #[test]
-fn reference_shape_another_key_beside_the_expression() {
+fn expression_keys_another_key_beside_a_reference_expression() {
     let repo = consumer("{fromArtifact: {resource: LXC/pihole, name: a}, extra: 1}").load();
-    let d = only_error(&repo, Code::ReferenceShape, &["only key", "`extra`"]);
+    let d = only_error(&repo, Code::ExpressionKeys, &["only key", "`extra`"]);
     assert_eq!(covered(d), "extra");
 }
 

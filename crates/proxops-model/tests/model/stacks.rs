@@ -171,16 +171,17 @@ fn a_subset_projects_only_its_resources() {
 
 #[test]
 fn other_expression_forms_are_left_in_the_projected_spec() {
-    // `fromArtifact` belongs to reference resolution: the Stack leaves it as written, so the
-    // VM decoder sees the mapping (and, without that resolution, refuses it as a value).
+    // `fromArtifact` belongs to reference resolution: the Stack leaves it as written, and each
+    // projected resource then holds it as a reference (here to a producer the cluster lacks,
+    // found on every projection at the template's line).
     let template = edited(
         TEMPLATE,
         "        memory: 1GiB\n",
         "        memory: 1GiB\n        pve-description: {fromArtifact: {resource: LXC/x, name: ip-addresses, pointer: /a}}\n",
     );
     let repo = stack_repo(&template, STACK, &[]);
-    let found = all_with(&repo, Code::InvalidValue);
-    assert!(!found.is_empty(), "{}", dump(&repo));
+    let found = all_with(&repo, Code::UnknownReference);
+    assert_eq!(found.len(), 2, "{}", dump(&repo));
     assert!(
         found
             .iter()
