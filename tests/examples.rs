@@ -78,20 +78,29 @@ fn homelab_validates_clean_with_both_clusters() {
 }
 
 #[test]
-fn stacks_k3s_validates_clean_with_its_projected_resources() {
-    let repo = load(&example("stacks-k3s"));
+fn stacks_validates_clean_with_its_projected_resources_and_reference() {
+    let repo = load(&example("stacks"));
     assert!(repo.diagnostics.is_empty(), "{:#?}", repo.diagnostics);
     let home = repo.cluster("home").expect("cluster home");
     let names: Vec<String> = home.resources.iter().map(|r| r.key().to_string()).collect();
     assert_eq!(
         names,
         [
+            "CTTemplate/debian-13-standard",
+            "LXC/pihole",
             "VM/jumpbox",
             "VM/k3s-server",
             "VM/k3s-agent-a1",
             "VM/k3s-agent-a2"
         ]
     );
+    // The jumpbox's nameserver is a reference to the Pi-hole's addresses.
+    let jumpbox = home
+        .resources
+        .iter()
+        .find(|r| r.metadata.name == "jumpbox")
+        .expect("jumpbox");
+    assert_eq!(jumpbox.exprs.len(), 1);
     assert_eq!(home.stacks.len(), 1);
     assert_eq!(home.stacks[0].template.name(), "k3s");
 }

@@ -1,4 +1,4 @@
-//! Stacks end to end (`examples/stacks-k3s`, `proxops converge --planes --backend sim`): what a
+//! Stacks end to end (`examples/stacks`, `proxops converge --planes --backend sim`): what a
 //! change to a Stack deletes and creates, and that a broken template deletes nothing.
 
 // Test code may panic: a panic is how a test fails.
@@ -24,7 +24,7 @@ struct Site {
 impl Site {
     fn new() -> Site {
         Site {
-            repo: TestRepo::copy_of(&example("stacks-k3s"), "stacks-k3s"),
+            repo: TestRepo::copy_of(&example("stacks"), "stacks"),
             state: tempfile::tempdir().unwrap(),
         }
     }
@@ -35,9 +35,19 @@ impl Site {
 
     /// `proxops converge --planes --backend sim`: exit code and everything it printed.
     fn converge(&self) -> (Option<i32>, String) {
-        let out = Command::new(proxops_bin())
-            .args(["converge", "--planes", "--backend", "sim", "--sim-state"])
-            .arg(self.state_file())
+        self.run(&["converge", "--planes"])
+    }
+
+    /// `proxops <args> --backend sim` (for the commands that take a backend) on the site.
+    fn run(&self, args: &[&str]) -> (Option<i32>, String) {
+        let mut command = Command::new(proxops_bin());
+        command.args(args);
+        if args[0] != "get" {
+            command
+                .args(["--backend", "sim", "--sim-state"])
+                .arg(self.state_file());
+        }
+        let out = command
             .arg("--repo")
             .arg(self.repo.path())
             .env("NO_COLOR", "1")
@@ -61,7 +71,12 @@ impl Site {
             .values()
             .map(|g| {
                 let config = g["config"].clone();
-                let name = config["name"].as_str().unwrap_or_default().to_owned();
+                // A VM's `name`, a container's `hostname`.
+                let name = config["name"]
+                    .as_str()
+                    .or(config["hostname"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
                 (g["vmid"].as_u64().unwrap(), (name, config))
             })
             .collect()
@@ -112,22 +127,41 @@ fn converged(site: &Site) -> BTreeMap<u64, (String, Value)> {
 #[test]
 fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
     let site = Site::new();
-    let (code, log) = site.converge();
+    // One cycle: everything but the jumpbox, whose nameserver is the Pi-hole's address, which
+    // no receipt holds yet.
+    let (code, log) = site.run(&["apply", "--planes", "--yes"]);
     assert_eq!(code, Some(0), "{log}");
     assert_eq!(
         actions(&log),
         [
-            "create VM/jumpbox",
+            "create LXC/pihole",
             "create VM/k3s-agent-a1",
             "create VM/k3s-agent-a2",
             "create VM/k3s-server"
-        ]
+        ],
+        "{log}"
     );
-    let names: Vec<String> = site.guests().into_values().map(|(n, _)| n).collect();
+    let (_, get) = site.run(&["get", "VM/jumpbox"]);
+    let row = get.lines().find(|l| l.contains("jumpbox")).unwrap_or_default();
+    assert!(row.contains("WAIT") && row.contains("LXC/pihole"), "{get}");
+    // Converge closes the loop: the container's addresses reach its receipt, then the VM.
+    let (code, log) = site.converge();
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(actions(&log), ["create VM/jumpbox"], "{log}");
+    let guests = site.guests();
+    let names: Vec<&str> = guests.values().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["jumpbox", "k3s-server", "k3s-agent-a1", "k3s-agent-a2"]
+        ["jumpbox", "k3s-server", "k3s-agent-a1", "k3s-agent-a2", "pihole"]
     );
+    let net0 = guests[&200].1["net0"].as_str().unwrap_or_default().to_owned();
+    let address = net0
+        .split(',')
+        .find_map(|p| p.strip_prefix("ip="))
+        .and_then(|ip| ip.split('/').next())
+        .unwrap_or_default();
+    assert_eq!(address, "10.10.20.53", "{net0}");
+    assert_eq!(guests[&100].1["nameserver"], address, "{:?}", guests[&100]);
     // Clean: a second run has nothing to do.
     let (code, log) = site.converge();
     assert_eq!(code, Some(0), "{log}");
@@ -267,8 +301,10 @@ fn removing_the_stack_deletes_its_projection_only() {
     );
     let jumpbox = before.get(&100).cloned();
     let after = site.guests();
-    assert_eq!(after.len(), 1);
+    // The jumpbox and the Pi-hole (not the Stack's) are untouched.
+    assert_eq!(after.len(), 2);
     assert_eq!(after.get(&100).cloned(), jumpbox);
+    assert_eq!(after.get(&200).cloned(), before.get(&200).cloned());
     assert!(!site.desired().contains_key("stacks/k3s.yaml"));
 }
 

@@ -308,7 +308,7 @@ fn the_combined_schema_lists_every_kind_and_no_alias() {
 
 #[test]
 fn the_stack_example_is_accepted_by_its_schemas_and_mistakes_are_not() {
-    let dir = example("stacks-k3s");
+    let dir = example("stacks");
     let combined = &validators().combined;
     for (path, kind) in [
         ("stacktemplate/base/k3s.yaml", STACK_TEMPLATE),
