@@ -142,7 +142,10 @@ fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
         "{log}"
     );
     let (_, get) = site.run(&["get", "VM/jumpbox"]);
-    let row = get.lines().find(|l| l.contains("jumpbox")).unwrap_or_default();
+    let row = get
+        .lines()
+        .find(|l| l.contains("jumpbox"))
+        .unwrap_or_default();
     assert!(row.contains("WAIT") && row.contains("LXC/pihole"), "{get}");
     // Converge closes the loop: the container's addresses reach its receipt, then the VM.
     let (code, log) = site.converge();
@@ -152,9 +155,18 @@ fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
     let names: Vec<&str> = guests.values().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["jumpbox", "k3s-server", "k3s-agent-a1", "k3s-agent-a2", "pihole"]
+        [
+            "jumpbox",
+            "k3s-server",
+            "k3s-agent-a1",
+            "k3s-agent-a2",
+            "pihole"
+        ]
     );
-    let net0 = guests[&200].1["net0"].as_str().unwrap_or_default().to_owned();
+    let net0 = guests[&200].1["net0"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let address = net0
         .split(',')
         .find_map(|p| p.strip_prefix("ip="))
