@@ -5,45 +5,11 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::support::{copy_tree, example, git, git_output, proxops_bin};
-use proxops_test_support::TestRepo;
+use crate::support::{Lab, copy_tree, example, git, git_output, proxops_bin};
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
-
-/// A temporary git repository holding the homelab example, and a simulator state file.
-struct Lab {
-    repo: TestRepo,
-    state: tempfile::TempDir,
-}
+use std::process::Command;
 
 impl Lab {
-    fn new() -> Lab {
-        Lab {
-            repo: TestRepo::homelab(),
-            state: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.repo.path()
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        self.repo.git(args)
-    }
-
-    /// `proxops ARGS --repo <repo>`.
-    fn proxops(&self, args: &[&str]) -> Output {
-        Command::new(proxops_bin())
-            .args(args)
-            .arg("--repo")
-            .arg(self.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    }
-
     /// `proxops apply --planes` on cluster lab's persistent simulator; its standard output.
     fn apply(&self) -> String {
         let state = self.state.path().join("lab.json");
@@ -74,24 +40,11 @@ impl Lab {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    /// Commits every change of the work tree.
-    fn commit(&self, message: &str) {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", message]);
-    }
-
     fn commits(&self, branch: &str) -> usize {
         self.git(&["rev-list", "--count", branch])
             .trim()
             .parse()
             .unwrap()
-    }
-
-    fn files(&self, branch: &str, dir: &str) -> Vec<String> {
-        self.git(&["ls-tree", "-r", "--name-only", branch, "--", dir])
-            .lines()
-            .map(str::to_owned)
-            .collect()
     }
 }
 

@@ -1,51 +1,18 @@
 //! Reference expressions end to end: the homelab example in a temporary git repository, a VM
 //! reading what an LXC became, against a persistent simulator.
 //!
-//! Until guests get an `ip-addresses` artifact these tests read the `mac-addresses` artifact
-//! every guest receipt carries today; the code reads any artifact name.
+//! These tests read the `mac-addresses` artifact every guest receipt carries (any artifact name
+//! works); `stacks.rs` runs the `ip-addresses` loop of `examples/stacks` into PVE's `nameserver`.
 
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::support::proxops_bin;
-use proxops_test_support::TestRepo;
+use crate::support::Lab;
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
 
 const DESIRED: &str = "proxops/desired/lab";
 
-struct Lab {
-    repo: TestRepo,
-    state: tempfile::TempDir,
-}
-
 impl Lab {
-    fn new() -> Lab {
-        Lab {
-            repo: TestRepo::homelab(),
-            state: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.repo.path()
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        self.repo.git(args)
-    }
-
-    fn proxops(&self, args: &[&str]) -> Output {
-        Command::new(proxops_bin())
-            .args(args)
-            .arg("--repo")
-            .arg(self.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    }
-
     /// `proxops <command> --planes` on cluster lab's simulator; its standard output.
     fn run(&self, command: &str) -> String {
         let state = self.state.path().join("lab.json");
@@ -69,18 +36,6 @@ impl Lab {
         assert!(out.status.success(), "{out:?}");
         let list: Value = serde_json::from_slice(&out.stdout).unwrap();
         list["items"][0].clone()
-    }
-
-    fn commit(&self, message: &str) {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", message]);
-    }
-
-    fn files(&self, branch: &str, dir: &str) -> Vec<String> {
-        self.git(&["ls-tree", "-r", "--name-only", branch, "--", dir])
-            .lines()
-            .map(str::to_owned)
-            .collect()
     }
 
     fn sim(&self) -> Value {

@@ -170,3 +170,52 @@ pub fn root_password_client(sim: &proxops_pve_sim::SimHandle) -> proxops_pve::Pv
     .build()
     .unwrap()
 }
+
+/// A temporary git repository holding the homelab example, and a simulator state file: the
+/// site of the planes and references tests (each adds its own methods).
+pub struct Lab {
+    pub repo: proxops_test_support::TestRepo,
+    pub state: tempfile::TempDir,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        Lab {
+            repo: proxops_test_support::TestRepo::homelab(),
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.repo.path()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        self.repo.git(args)
+    }
+
+    /// `proxops ARGS --repo <repo>`.
+    pub fn proxops(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(proxops_bin())
+            .args(args)
+            .arg("--repo")
+            .arg(self.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    /// Commits every change of the work tree.
+    pub fn commit(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+
+    /// The files of `branch` under `dir`.
+    pub fn files(&self, branch: &str, dir: &str) -> Vec<String> {
+        self.git(&["ls-tree", "-r", "--name-only", branch, "--", dir])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
