@@ -10,7 +10,7 @@
 //! - Each may carry `dryFallback:`, used only by dry runs while the reference is unavailable.
 //!
 //! Design (why the typed decoder never sees an expression): the loader finds the expression
-//! sites first ([`extract`]) and decodes the spec with each site *masked* (replaced by its
+//! sites first (`extract`) and decodes the spec with each site *masked* (replaced by its
 //! `dryFallback`, or by `null`), dropping the decoder's findings inside a masked site: the
 //! field's type is checked when the real value is known. Publishing the desired plane resolves
 //! each site against the observed plane and decodes the spec again with the values in place

@@ -4,12 +4,12 @@
 //! `<stack>-<logical>[-<item>]` that the cluster then validates, orders and reconciles like
 //! hand-written manifests.
 //!
-//! - [`decode`]: the two kinds' files, checked in themselves ([`load_stack_file`]).
+//! - `decode`: the two kinds' files, checked in themselves ([`load_stack_file`]).
 //! - [`expr`]: `{fromParameter: {name: x}}` and `{fromItem: {pointer: /p}}` recognised and
 //!   substituted on the YAML tree before the projected manifest is decoded, so the normal
 //!   decoding and validation see plain values. Other expression forms (`fromArtifact`, ...)
 //!   are left in place for their own resolution.
-//! - [`project`]: one cluster's Stacks against its templates ([`project_cluster`]).
+//! - `project`: one cluster's Stacks against its templates ([`project_cluster`]).
 //!
 //! Projected resources keep labels in the template's file (where each value is written, or the
 //! expression that put it there) and carry a [`StackOrigin`] that adds a label in the Stack's
