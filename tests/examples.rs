@@ -25,8 +25,17 @@ fn compat_example_cluster_has_its_twelve_resources() {
         return;
     };
     let repo = load(&dir);
-    assert!(repo.is_valid(), "{:#?}", repo.diagnostics);
+    // The one error is cloudinit-vm's placeholder SSH key, which PVE refuses; it refuses only
+    // that VM, and every manifest still loads.
+    let errors: Vec<&str> = repo
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.code.as_str())
+        .collect();
+    assert_eq!(errors, ["proxops::ssh_key"], "{:#?}", repo.diagnostics);
     let cluster = repo.cluster("example").expect("cluster example");
+    assert!(cluster.valid);
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for r in &cluster.resources {
         *counts.entry(r.kind).or_default() += 1;

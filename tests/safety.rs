@@ -927,3 +927,59 @@ fn the_agent_within_the_stats_interval_never_starts_or_templates_twice() {
         );
     }
 }
+
+/// An authorized_keys line with options (`command="..."` holding a blank and `;`, `from="a,b"`)
+/// is a key PVE's `ssh-keygen -l` check accepts: the VM is created with it, and nothing is
+/// planned afterwards. A key PVE refuses is an error in `validate` as in `diff`.
+#[test]
+fn a_vm_with_an_ssh_key_carrying_options_is_created_and_then_in_sync() {
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGCVGKQpK+nImjuu+rzahjyW0WbUv35sPq644v4hkcVp ops@lab";
+    let cloud_init = |key: &str| {
+        format!(
+            "  hardware:\n    cloud-init:\n      enabled: true\n      storage: local-lvm\n  cloud-init-data:\n    ci-user: ops\n    ssh-keys:\n      - '{key}'\n"
+        )
+    };
+    let with_options =
+        format!("command=\"echo hi;exit\",no-pty,from=\"10.0.0.0/8,192.168.1.1\" {KEY}");
+    let validate_of = |site: &Site| {
+        Command::new(proxops_bin())
+            .args(["validate", "--repo"])
+            .arg(site.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, &cloud_init(&with_options)))]);
+    let validate = validate_of(&site);
+    assert_eq!(validate.status.code(), Some(0), "{}", text(&validate));
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("create    VM/web (120)"), "{out}");
+    let sshkeys = site.state()["guests"]["120"]["config"]["sshkeys"].clone();
+    assert!(
+        sshkeys
+            .as_str()
+            .is_some_and(|k| k.starts_with("command%3D%22echo%20hi%3Bexit%22")),
+        "{sshkeys}"
+    );
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+
+    // Two blanks after the options: `ssh-keygen -l` (so PVE) refuses it, and so do both.
+    let refused = format!("no-pty  {KEY}");
+    site.compose(&[(WEB, guest("VM", "web", 120, &cloud_init(&refused)))]);
+    site.commit("a key PVE refuses");
+    let validate = validate_of(&site);
+    assert_eq!(validate.status.code(), Some(1), "{}", text(&validate));
+    assert!(
+        text(&validate).contains("proxops::ssh_key"),
+        "{}",
+        text(&validate)
+    );
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_ne!(diff.status.code(), Some(0), "{}", text(&diff));
+    assert!(text(&diff).contains("SSH key 1"), "{}", text(&diff));
+    // Nothing was sent: the guest keeps the accepted key.
+    assert_eq!(site.state()["guests"]["120"]["config"]["sshkeys"], sshkeys);
+}

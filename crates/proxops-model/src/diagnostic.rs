@@ -23,6 +23,14 @@ macro_rules! codes {
             /// Every code, in declaration order.
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
 
+            /// Whether an error with this code is one PVE raises for a single resource's value:
+            /// the resource still loads and is kept (never pruned), its cluster stays valid
+            /// for planning, and the plan refuses that resource with the same code instead of
+            /// sending it. (The compatibility examples carry such a placeholder SSH key.)
+            pub fn refuses_only_its_resource(self) -> bool {
+                matches!(self, Code::SshKey)
+            }
+
             /// The code as printed: `proxops::<name>`.
             pub fn as_str(self) -> &'static str {
                 match self {
@@ -90,8 +98,8 @@ codes! {
     InvalidAnnotation => "proxops::invalid_annotation",
     /// An unknown `proxops/` annotation (warning).
     UnknownAnnotation => "proxops::unknown_annotation",
-    /// An SSH public key PVE would refuse (`validate_ssh_public_keys` runs `ssh-keygen -l`)
-    /// (warning: the compatibility examples carry a placeholder key).
+    /// An SSH public key PVE would refuse (`validate_ssh_public_keys` runs `ssh-keygen -l`):
+    /// an error that refuses only its resource (see [`Code::refuses_only_its_resource`]).
     SshKey => "proxops::ssh_key",
     /// A value of a field that PVE restricts to a list of spellings is not one of them.
     PveEnum => "proxops::pve_enum",
@@ -295,6 +303,12 @@ impl Diagnostic {
     /// Whether this is an error.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+
+    /// Whether this error makes its manifest unusable and its cluster invalid: every error but
+    /// those that refuse only their resource ([`Code::refuses_only_its_resource`]).
+    pub fn invalidates(&self) -> bool {
+        self.is_error() && !self.code.refuses_only_its_resource()
     }
 
     /// The repository-relative path of the primary location, if any.

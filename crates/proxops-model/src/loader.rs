@@ -355,7 +355,7 @@ pub fn load_repository_with_threads(
     // Clusters are in the order of `names`, so a cluster's index is its position.
     for (index, cluster) in clusters.iter_mut().enumerate() {
         cluster.valid = !diagnostics.iter().any(|d| {
-            d.is_error()
+            d.invalidates()
                 && (d.cluster.as_deref() == Some(cluster.name.as_str())
                     || (d.cluster.is_none() && d.primary_file() == Some("proxops.yaml"))
                     || (d.cluster.is_none()

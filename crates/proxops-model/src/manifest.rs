@@ -268,7 +268,7 @@ pub(crate) fn load_projected(
             d.with_label(&origin.stack_file, span, stack_label(&origin, &key, given))
         })
         .collect();
-    let has_error = diagnostics.iter().any(Diagnostic::is_error);
+    let has_error = diagnostics.iter().any(Diagnostic::invalidates);
     let origin = Arc::new(origin);
     let resource = resource.filter(|_| !has_error).map(|mut r| {
         r.spans = OnceLock::from(SpanTree::new(doc));
@@ -297,7 +297,7 @@ pub(crate) fn to_diagnostics(file: &Arc<SourceFile>, problems: Vec<Problem>) -> 
     problems
         .into_iter()
         .map(|p| {
-            let d = if matches!(p.code, Code::UnknownAnnotation | Code::SshKey) {
+            let d = if matches!(p.code, Code::UnknownAnnotation) {
                 Diagnostic::warning(p.code, p.message)
             } else {
                 Diagnostic::error(p.code, p.message)
@@ -355,7 +355,7 @@ pub fn load_manifest(
     // The tree is freed while it is still in the cache; see `Resource::spans`.
     drop(doc);
     diagnostics.extend(to_diagnostics(file, sink.take()));
-    let has_error = diagnostics.iter().any(Diagnostic::is_error);
+    let has_error = diagnostics.iter().any(Diagnostic::invalidates);
     LoadedManifest {
         resource: resource.filter(|_| !has_error).map(Arc::new),
         diagnostics,
@@ -406,7 +406,7 @@ pub fn resolve_resource(
     let sink = Sink::default();
     let decoded = decode_envelope(&doc, file, registry, None, &sink, Some(values));
     let diagnostics = to_diagnostics(file, sink.take());
-    if diagnostics.iter().any(Diagnostic::is_error) {
+    if diagnostics.iter().any(Diagnostic::invalidates) {
         return Err(diagnostics);
     }
     let mut decoded = decoded.ok_or_else(|| fail("the resolved manifest does not decode"))?;

@@ -7,7 +7,6 @@
 //! with nothing left over (OpenSSH `sshkey_from_blob`); the comment is free.
 
 use base64::Engine as _;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
 /// PVE's message for any bad line.
 pub const SSH_KEY_ERROR: &str = "SSH public key validation error";
@@ -25,17 +24,54 @@ pub fn validate_ssh_public_keys(raw: &str) -> Result<(), &'static str> {
         })
 }
 
-/// Whether `ssh-keygen -l` reads the line as a public key.
+/// Whether `ssh-keygen -l` reads the line as a public key, as OpenSSH's
+/// `ssh-keygen.c::do_fingerprint` reads it: leading blanks skipped, a bare key tried first, else
+/// one leading field skipped (authorized_keys options, `"` quoting blanks, `\"` escaped; or a
+/// known_hosts host) unless it is a non-zero number, and the key read right after one blank.
 fn key_line_is_valid(line: &str) -> bool {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    // A key line starts with its type, or with options and then the type (authorized_keys).
-    let Some(at) = words.iter().position(|w| KEY_TYPES.contains(w)) else {
+    let line = line.trim_start_matches([' ', '\t']);
+    if line.starts_with('#') || bare_key_is_valid(line) {
+        return !line.starts_with('#');
+    }
+    let first = line.split([' ', '\t']).next().unwrap_or_default();
+    let number = first.trim_start_matches(['+', '-']);
+    let digits = number.len()
+        - number
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .len();
+    // `strtol` then a cast to `int`: a non-zero bits field followed by a blank is not skipped.
+    if digits > 0 && digits == number.len() && first.len() < line.len() {
+        let value = number.parse::<i64>().unwrap_or(i64::MAX);
+        if value as i32 != 0 {
+            return false;
+        }
+    }
+    let bytes = line.as_bytes();
+    let (mut i, mut quoted) = (0, false);
+    while let Some(&b) = bytes.get(i) {
+        if !quoted && (b == b' ' || b == b'\t') {
+            break;
+        }
+        if b == b'\\' && bytes.get(i + 1) == Some(&b'"') {
+            i += 1;
+        } else if b == b'"' {
+            quoted = !quoted;
+        }
+        i += 1;
+    }
+    i < bytes.len() && bare_key_is_valid(&line[i + 1..])
+}
+
+/// `sshkey.c::sshkey_read`: the type at once, blanks, a base64 blob of a key of that type.
+fn bare_key_is_valid(text: &str) -> bool {
+    let mut words = text.split([' ', '\t']);
+    let Some(kind) = words.next().filter(|k| KEY_TYPES.contains(k)) else {
         return false;
     };
-    let Some(blob) = words.get(at + 1).and_then(|b| decode(b)) else {
+    let Some(blob) = words.find(|w| !w.is_empty()).and_then(decode) else {
         return false;
     };
-    blob_is_key(words[at], &blob)
+    blob_is_key(kind, &blob)
 }
 
 const KEY_TYPES: &[&str] = &[
@@ -49,12 +85,9 @@ const KEY_TYPES: &[&str] = &[
     "sk-ecdsa-sha2-nistp256@openssh.com",
 ];
 
+/// OpenSSH's `b64_pton` wants the padding: `ssh-keygen -l` (9.2) refuses a blob without it.
 fn decode(text: &str) -> Option<Vec<u8>> {
-    let engine = GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-    );
-    engine.decode(text).ok()
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// Reads SSH wire-format fields (RFC 4251 `string`/`mpint`: a u32 length, then the bytes).
@@ -122,8 +155,17 @@ mod tests {
         assert_eq!(validate_ssh_public_keys(ED25519), Ok(()));
         let bare = ED25519.rsplit_once(' ').map(|(k, _)| k).unwrap_or(ED25519);
         assert_eq!(validate_ssh_public_keys(bare), Ok(()));
-        let with_options = format!("no-pty,from=\"10.0.0.0/8\" {ED25519}");
-        assert_eq!(validate_ssh_public_keys(&with_options), Ok(()));
+        for options in [
+            "no-pty,from=\"10.0.0.0/8\"",
+            "command=\"echo hi;exit\",no-pty",
+            "command=\"a \\\"q\\\" b, c\"",
+            "environment=\"A=b\"",
+            "restrict",
+            "cert-authority",
+        ] {
+            let line = format!("{options} {ED25519}");
+            assert_eq!(validate_ssh_public_keys(&line), Ok(()), "{line}");
+        }
         assert_eq!(
             validate_ssh_public_keys(&format!("\n{ED25519}\n\n")),
             Ok(())
@@ -140,6 +182,11 @@ mod tests {
             "ssh-ed25519 not-base64!",
             "just a comment",
             "ssh-ed25519",
+            // Options then two blanks, a stray word, an open quote, a bits field.
+            &format!("no-pty  {ED25519}"),
+            &format!("a b {ED25519}"),
+            &format!("command=\"x {ED25519}"),
+            &format!("1024 {ED25519}"),
         ] {
             assert_eq!(validate_ssh_public_keys(bad), Err(SSH_KEY_ERROR), "{bad}");
         }

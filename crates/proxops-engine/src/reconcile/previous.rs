@@ -80,7 +80,7 @@ fn resource_of(doc: &ResourceDoc, registry: &Registry) -> Option<Arc<Resource>> 
     let text = serde_json::to_string(&manifest).ok()?;
     let file = SourceFile::new(format!("desired/{}/{}", doc.kind, doc.metadata.name), text);
     let loaded = load_manifest(&file, registry, None);
-    if loaded.diagnostics.iter().any(|d| d.is_error()) {
+    if loaded.diagnostics.iter().any(|d| d.invalidates()) {
         tracing::debug!(kind = %doc.kind, name = %doc.metadata.name, "a previous desired document does not load as a manifest");
         return None;
     }

@@ -387,33 +387,134 @@ pub(crate) fn check_pve_enum(
     );
 }
 
-/// Whether an OpenSSH public key line (`<type> <base64> [comment]`) holds a key `ssh-keygen -l`
-/// can read, which is what PVE checks (pve-common `PVE::Tools::validate_ssh_public_keys`): the
-/// blob decodes, names the same key type, and carries the fields that type has.
+/// Whether an OpenSSH public key line holds a key `ssh-keygen -l` can read, which is what PVE
+/// checks per line (pve-common `PVE::Tools::validate_ssh_public_keys`). The line is read as
+/// OpenSSH's `ssh-keygen.c::do_fingerprint` reads it: leading blanks skipped; a bare key
+/// (`<type> <base64> [comment]`) tried first; else one leading field is skipped — authorized_keys
+/// options such as `command="echo hi;exit",no-pty` (double quotes may hold blanks and commas,
+/// `\"` is an escaped quote) or a known_hosts host — and the key must follow after exactly one
+/// space or tab.
 pub fn check_ssh_public_key(line: &str) -> Result<(), String> {
-    use base64::Engine;
-    let mut words = line.split_whitespace();
-    let (Some(kind), Some(blob)) = (words.next(), words.next()) else {
-        return Err("expected `<type> <base64> [comment]`".into());
-    };
-    // The number of length-prefixed fields after the type name, per key type (RFC 4253,
-    // RFC 5656, RFC 8709, and OpenSSH's PROTOCOL.u2f for the `sk-` types).
-    let fields = match kind {
+    let line = line.trim_start_matches([' ', '\t']);
+    if line.is_empty() || line.starts_with('#') {
+        return Err("the line is empty or a comment, not a key".into());
+    }
+    let bare = read_public_key(line);
+    if bare.is_ok() || ssh_key_fields(first_field(line)).is_some() {
+        // A line that starts with a key type is a bare key: its own error is the useful one.
+        return bare;
+    }
+    if leading_nonzero_integer(line) {
+        return Err("a leading number (the SSH1 key-bits field) is not a key type".into());
+    }
+    let after = skip_key_options(line)?;
+    if after.starts_with([' ', '\t']) {
+        return Err(format!(
+            "more than one blank after `{}`: ssh-keygen reads the key right after one space or tab",
+            &line[..line.len() - after.len() - 1]
+        ));
+    }
+    read_public_key(after).map_err(|why| {
+        if ssh_key_fields(first_field(after)).is_some() {
+            why
+        } else {
+            format!(
+                "`{}` is not an SSH key type ssh-keygen knows, nor options followed by a key",
+                first_field(line)
+            )
+        }
+    })
+}
+
+fn first_field(line: &str) -> &str {
+    line.split([' ', '\t']).next().unwrap_or_default()
+}
+
+/// `ssh-keygen` parses the first field with `strtol`; a non-zero number followed by a blank is
+/// the SSH1 bits field and is not skipped as options (the cast to `int` is kept: it decides).
+fn leading_nonzero_integer(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let mut i = usize::from(matches!(bytes.first(), Some(b'+' | b'-')));
+    let digits_start = i;
+    let mut value: i64 = 0;
+    while let Some(d) = bytes.get(i).filter(|b| b.is_ascii_digit()) {
+        value = value.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+        i += 1;
+    }
+    if i == digits_start {
+        return false;
+    }
+    if bytes[0] == b'-' {
+        value = value.saturating_neg();
+    }
+    // C's `(int) strtol(...)` keeps the low 32 bits.
+    let as_int = value as i32;
+    as_int != 0 && matches!(bytes.get(i), Some(b' ' | b'\t'))
+}
+
+/// The rest of the line after the options field and the one blank that ends it.
+fn skip_key_options(line: &str) -> Result<&str, String> {
+    let bytes = line.as_bytes();
+    let mut quoted = false;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if !quoted && (b == b' ' || b == b'\t') {
+            break;
+        }
+        if b == b'\\' && bytes.get(i + 1) == Some(&b'"') {
+            i += 1;
+        } else if b == b'"' {
+            quoted = !quoted;
+        }
+        i += 1;
+    }
+    if i >= bytes.len() {
+        return Err(if quoted {
+            "a double quote in the key's options is not closed".into()
+        } else {
+            format!(
+                "`{}` is not an SSH key type ssh-keygen knows",
+                first_field(line)
+            )
+        });
+    }
+    // Both delimiters are ASCII, so `i + 1` is a char boundary.
+    Ok(&line[i + 1..])
+}
+
+/// The number of length-prefixed fields after the type name in a key blob (RFC 4253, RFC 5656,
+/// RFC 8709, OpenSSH's PROTOCOL.u2f for the `sk-` types).
+fn ssh_key_fields(kind: &str) -> Option<usize> {
+    Some(match kind {
         "ssh-ed25519" => 1,
         "ssh-rsa" => 2,
         "ssh-dss" => 4,
         "ecdsa-sha2-nistp256" | "ecdsa-sha2-nistp384" | "ecdsa-sha2-nistp521" => 2,
         "sk-ssh-ed25519@openssh.com" => 2,
         "sk-ecdsa-sha2-nistp256@openssh.com" => 3,
-        other => return Err(format!("`{other}` is not an SSH key type ssh-keygen knows")),
+        _ => return None,
+    })
+}
+
+/// `sshkey.c::sshkey_read` on a bare key: the type, blanks, the base64 blob; the blob decodes,
+/// names the same key type, and carries the fields that type has.
+fn read_public_key(text: &str) -> Result<(), String> {
+    use base64::Engine;
+    let kind = first_field(text);
+    let Some(fields) = ssh_key_fields(kind) else {
+        return Err(format!("`{kind}` is not an SSH key type ssh-keygen knows"));
     };
+    let blob = first_field(text[kind.len()..].trim_start_matches([' ', '\t']));
+    if blob.is_empty() {
+        return Err(format!("expected the base64 key after `{kind}`"));
+    }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(blob)
         .map_err(|_| "the key is not valid base64 (truncated?)".to_owned())?;
     let mut rest = bytes.as_slice();
     let mut next = || -> Option<&[u8]> {
         let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-        let field = rest.get(4..4 + len)?;
+        let field = rest.get(4..4usize.checked_add(len)?)?;
         rest = &rest[4 + len..];
         Some(field)
     };
@@ -473,6 +574,109 @@ pub(crate) fn check_existing_volume(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A real Ed25519 key (generated for these tests; no private half kept anywhere).
+    const ED25519: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGCVGKQpK+nImjuu+rzahjyW0WbUv35sPq644v4hkcVp";
+
+    /// authorized_keys lines and whether `ssh-keygen -l` reads them (OpenSSH 9.2, checked by
+    /// `ssh_keygen_agrees` below wherever the binary exists).
+    pub(crate) fn authorized_keys_lines() -> Vec<(String, bool)> {
+        let k = ED25519;
+        [
+            (format!("{k} user@host"), true),
+            (format!("{k}"), true),
+            (format!("  {k}  with a comment"), true),
+            (
+                format!("command=\"echo hi;exit\",no-pty {k} user@host"),
+                true,
+            ),
+            (format!("command=\"a \\\"quoted\\\" b, c\" {k}"), true),
+            (format!("from=\"a,b\" {k} c"), true),
+            (format!("no-pty {k}"), true),
+            (format!("no-pty\t{k}"), true),
+            (format!("environment=\"A=b\" {k}"), true),
+            (format!("cert-authority {k} ca"), true),
+            (format!("restrict {k}"), true),
+            (format!("restrict,pty,command=\"x y\" {k}"), true),
+            (format!("0 {k}"), true),
+            (format!("command=\"unterminated {k}"), false),
+            (format!("no-pty  {k}"), false),
+            (format!("a b {k}"), false),
+            (format!("1024 {k}"), false),
+            (format!("# {k}"), false),
+            ("no-pty".to_owned(), false),
+            (
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA you@yourhost".to_owned(),
+                false,
+            ),
+            ("no-pty ssh-ed25519 not-base64!".to_owned(), false),
+            (format!("ssh-foo AAAA {k}"), false),
+            ("no-pty ssh-foo AAAA".to_owned(), false),
+            (String::new(), false),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    #[test]
+    fn authorized_keys_options_are_read_as_ssh_keygen_reads_them() {
+        for (line, accepted) in authorized_keys_lines() {
+            let verdict = check_ssh_public_key(&line);
+            assert_eq!(verdict.is_ok(), accepted, "{line:?}: {verdict:?}");
+        }
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        let k = ED25519;
+        for (line, why) in [
+            (format!("command=\"x {k}"), "not closed"),
+            (format!("no-pty  {k}"), "more than one blank after `no-pty`"),
+            (format!("1024 {k}"), "SSH1"),
+            ("no-pty ssh-ed25519 AAAA".to_owned(), "truncated"),
+            (
+                format!("ssh-foo AAAA {k}"),
+                "`ssh-foo` is not an SSH key type",
+            ),
+            (
+                "no-pty ssh-foo AAAA".to_owned(),
+                "`no-pty` is not an SSH key type",
+            ),
+        ] {
+            let err = check_ssh_public_key(&line).expect_err(&line);
+            assert!(err.contains(why), "{line:?}: {err}");
+        }
+    }
+
+    /// Runs OpenSSH's own reader on every line, one file per line as PVE does.
+    #[test]
+    fn ssh_keygen_agrees() {
+        let probe = std::process::Command::new("ssh-keygen").arg("-?").output();
+        if probe.is_err() {
+            eprintln!("skipped: no `ssh-keygen` binary on PATH");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("proxops-sshkeys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for (i, (line, _)) in authorized_keys_lines().into_iter().enumerate() {
+            let file = dir.join(format!("key-{i}"));
+            std::fs::write(&file, format!("{line}\n")).expect("write key");
+            let status = std::process::Command::new("ssh-keygen")
+                .arg("-l")
+                .arg("-f")
+                .arg(&file)
+                .output()
+                .expect("run ssh-keygen");
+            assert_eq!(
+                check_ssh_public_key(&line).is_ok(),
+                status.status.success(),
+                "{line:?}: ssh-keygen says {}",
+                String::from_utf8_lossy(&status.stderr)
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn names() {

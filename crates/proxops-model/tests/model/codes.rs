@@ -1549,7 +1549,7 @@ fn disk_image_extensions_are_case_sensitive_and_a_whole_ova_is_refused() {
 }
 
 #[test]
-fn ssh_keys_pve_would_refuse_are_warned_about_and_good_ones_pass() {
+fn ssh_keys_pve_would_refuse_are_errors_and_good_ones_pass() {
     let with_key = |key: &str| {
         let spec = [
             "cloud-init-data:",
@@ -1573,14 +1573,30 @@ fn ssh_keys_pve_would_refuse_are_warned_about_and_good_ones_pass() {
         ),
         ("ssh-ed25519 not-base64!", "base64"),
         ("ssh-foo AAAA x", "not an SSH key type"),
+        (
+            "command=\\\"x ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGCVGKQpK+nImjuu+rzahjyW0WbUv35sPq644v4hkcVp",
+            "not closed",
+        ),
     ] {
         let loaded = with_key(key);
-        // A warning: the cluster stays valid (the compatibility examples hold such a key).
-        assert_valid(&loaded);
-        let found = all_with(&loaded, Code::SshKey);
-        assert_eq!(found.len(), 1, "{key}: {}", dump(&loaded));
-        assert_contains(&found[0].message, &[why]);
+        // An error, as `diff` and `apply` treat it: PVE refuses the whole create or update.
+        only_error(&loaded, Code::SshKey, &[why]);
+        assert!(
+            dump(&loaded).contains("vm/dev/a.yaml:17:"),
+            "{}",
+            dump(&loaded)
+        );
     }
+    // authorized_keys options are accepted as `ssh-keygen -l` (PVE's check) accepts them.
+    let with_options = with_key(
+        "command=\\\"echo hi;exit\\\",no-pty,from=\\\"10.0.0.0/8,192.168.1.1\\\" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGCVGKQpK+nImjuu+rzahjyW0WbUv35sPq644v4hkcVp ansible@lab",
+    );
+    assert!(errors(&with_options).is_empty(), "{}", dump(&with_options));
+    assert!(
+        all_with(&with_options, Code::SshKey).is_empty(),
+        "{}",
+        dump(&with_options)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

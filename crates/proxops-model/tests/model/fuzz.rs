@@ -709,8 +709,10 @@ fn corpus_files() -> Vec<(&'static Corpus, &'static str)> {
 fn the_example_repositories_load_without_errors() {
     for corpus in corpora() {
         let repo = load_checked(&corpus.source);
+        // The compatibility examples' placeholder SSH key is an error that refuses only its VM.
         assert!(
-            repo.is_valid(),
+            repo.diagnostics.iter().all(|d| !d.invalidates())
+                && repo.clusters.iter().all(|c| c.valid),
             "{} has errors:\n{}",
             corpus.name,
             crate::support::dump(&repo)

@@ -187,7 +187,7 @@ fn loader_codes(kind: &str, text: &str) -> Vec<Code> {
     load_manifest(&file, builtin(), Some(kind))
         .diagnostics
         .iter()
-        .filter(|d| d.is_error())
+        .filter(|d| d.invalidates())
         .map(|d| d.code)
         .collect()
 }
