@@ -585,7 +585,7 @@ mod tests {
         let k = ED25519;
         [
             (format!("{k} user@host"), true),
-            (format!("{k}"), true),
+            (k.to_owned(), true),
             (format!("  {k}  with a comment"), true),
             (
                 format!("command=\"echo hi;exit\",no-pty {k} user@host"),
