@@ -50,12 +50,14 @@ fn validates_the_compat_examples() {
         .args(["validate", "--repo"])
         .arg(&repo)
         .assert()
-        .success();
+        .code(1);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    // The one warning: the example's placeholder SSH key, which PVE's check would refuse.
+    // Every manifest parses and the cluster stays plannable; the one error is the
+    // example's placeholder SSH key, which PVE's own check refuses, and it refuses
+    // only that VM.
     insta::assert_snapshot!(stdout, @r"
     cluster example: valid, 12 resources
-    0 errors, 1 warning
+    1 error, 0 warnings
     ");
 }
 
