@@ -8,6 +8,8 @@ mod agent;
 mod ansible;
 mod engine;
 mod examples;
+mod git_http;
+mod honest;
 mod interop;
 mod placement;
 mod placement_prop;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A git repository with one cluster `lab` (node pve1) and a simulator state file.
-struct Site {
+pub(crate) struct Site {
     dir: tempfile::TempDir,
     state: tempfile::TempDir,
 }
@@ -21,7 +21,7 @@ const CONFIG: &str =
     "pve:\n  clusters:\n    lab:\n      base-url: https://pve-lab.lan:8006\n      nodes: [pve1]\n";
 
 /// A VM, TemplateVM or LXC manifest at `vmid`, with `extra` lines appended to its spec.
-fn guest(kind: &str, name: &str, vmid: u32, extra: &str) -> String {
+pub(crate) fn guest(kind: &str, name: &str, vmid: u32, extra: &str) -> String {
     let body = match kind {
         "LXC" | "TemplateCT" => format!(
             "  node: pve1\n  vmid: {vmid}\n  template: debian-ct\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: local-lvm\n    size: 4GiB\n"
@@ -37,7 +37,7 @@ fn guest(kind: &str, name: &str, vmid: u32, extra: &str) -> String {
 
 impl Site {
     /// The repository with these manifests (path, text), all listed in lab's composition.
-    fn new(manifests: &[(&str, String)]) -> Site {
+    pub(crate) fn new(manifests: &[(&str, String)]) -> Site {
         let site = Site {
             dir: tempfile::tempdir().unwrap(),
             state: tempfile::tempdir().unwrap(),
@@ -49,16 +49,16 @@ impl Site {
         site
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         proxops_test_support::write(self.path(), rel, text);
     }
 
     /// Writes the manifests and a composition listing exactly them (removing other files).
-    fn compose(&self, manifests: &[(&str, String)]) {
+    pub(crate) fn compose(&self, manifests: &[(&str, String)]) {
         for kind in ["vm", "templatevm", "lxc", "templatect", "ctt", "iso"] {
             let _ = std::fs::remove_dir_all(self.path().join(kind));
         }
@@ -70,7 +70,7 @@ impl Site {
         self.write("clusters/lab/resources.yaml", &list);
     }
 
-    fn commit(&self, message: &str) {
+    pub(crate) fn commit(&self, message: &str) {
         git(self.path(), &["add", "-A"]);
         git(
             self.path(),
@@ -78,17 +78,17 @@ impl Site {
         );
     }
 
-    fn sim_file(&self) -> PathBuf {
+    pub(crate) fn sim_file(&self) -> PathBuf {
         self.state.path().join("sim.json")
     }
 
     /// Where lab's simulated state is kept (one file per cluster, after `--sim-state`).
-    fn lab_state(&self) -> PathBuf {
+    pub(crate) fn lab_state(&self) -> PathBuf {
         self.state.path().join("sim.lab.json")
     }
 
     /// `proxops ARGS --repo <repo>` with lab's simulator.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         Command::new(proxops_bin())
             .args(args)
             .args(["--cluster", "lab", "--backend", "sim", "--sim-state"])
@@ -101,7 +101,7 @@ impl Site {
     }
 
     /// One pass of the agent (`proxops run --once`) over every cluster, data under `data`.
-    fn agent_once(&self, data: &Path) -> Output {
+    pub(crate) fn agent_once(&self, data: &Path) -> Output {
         Command::new(proxops_bin())
             .args(["run", "--once", "--listen", "127.0.0.1:0"])
             .args(["--backend", "sim", "--sim-state"])
@@ -116,7 +116,7 @@ impl Site {
 
     /// Stamps an empty stats snapshot now: what PVE serves right after guests were made, before
     /// pvestatd saw them (`status: unknown`, no template flag for ten seconds). Returns the stamp.
-    fn stale_stats(&self) -> u64 {
+    pub(crate) fn stale_stats(&self) -> u64 {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -126,7 +126,7 @@ impl Site {
     }
 
     /// Adds a cluster with no resources on node pve1.
-    fn add_empty_cluster(&self, name: &str) {
+    pub(crate) fn add_empty_cluster(&self, name: &str) {
         self.write(
             &format!("clusters/{name}/config.yaml"),
             &format!("pve:\n  clusters:\n    {name}:\n      base-url: https://{name}.lan:8006\n      nodes: [pve1]\n"),
@@ -137,24 +137,24 @@ impl Site {
         );
     }
 
-    fn apply(&self) -> (Option<i32>, String) {
+    pub(crate) fn apply(&self) -> (Option<i32>, String) {
         let out = self.run(&["apply", "--yes"]);
         (out.status.code(), text(&out))
     }
 
-    fn state(&self) -> Value {
+    pub(crate) fn state(&self) -> Value {
         serde_json::from_str(&std::fs::read_to_string(self.lab_state()).unwrap()).unwrap()
     }
 
     /// Changes the simulated state in place (what an operator or a crash did in PVE).
-    fn stage(&self, change: impl FnOnce(&mut Value)) {
+    pub(crate) fn stage(&self, change: impl FnOnce(&mut Value)) {
         let mut state = self.state();
         change(&mut state);
         std::fs::write(self.lab_state(), state.to_string()).unwrap();
     }
 
     /// vmid → (tags, template flag) of every guest.
-    fn guests(&self) -> BTreeMap<u64, (String, bool)> {
+    pub(crate) fn guests(&self) -> BTreeMap<u64, (String, bool)> {
         let state = self.state();
         state["guests"]
             .as_object()
@@ -175,7 +175,7 @@ impl Site {
 }
 
 /// stdout and stderr of a run, for messages.
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

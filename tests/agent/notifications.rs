@@ -445,3 +445,76 @@ fn drift_corrected_without_a_new_commit_is_told_once_to_the_clusters_own_sinks()
         assert!(metrics.contains(line), "no `{line}` in\n{metrics}");
     }
 }
+
+#[test]
+fn drift_is_told_per_resource_while_an_anomaly_stands_elsewhere() {
+    let standin = StandIn::start();
+    let repo = Repo::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("drift.url"), standin.url("/drift")).unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(
+        &config,
+        "notifications:\n  - name: drift\n    type: webhook\n    url: {file: drift.url}\n    events: [drift]\n",
+    )
+    .unwrap();
+    let sim_state = dir.path().join("sim.json").to_string_lossy().into_owned();
+    let state = dir.path().join("sim.lab.json");
+    let repo_arg = repo.path().to_string_lossy().into_owned();
+    let config_arg = config.to_string_lossy().into_owned();
+    let key = repo.path().join("example-age-key.txt");
+    let key_arg = key.to_string_lossy().into_owned();
+    let agent = Agent::start_env(
+        &dir.path().join("agent"),
+        "agent-a",
+        "1h",
+        &[
+            "--repo",
+            &repo_arg,
+            "--config",
+            &config_arg,
+            "--backend",
+            "sim",
+            "--sim-state",
+            &sim_state,
+        ],
+        &[("SOPS_AGE_KEY_FILE", &key_arg)],
+    );
+    wait_for(Duration::from_secs(120), "the first convergence", || {
+        clean_at(&agent.lab()?, None)
+    });
+    let edit = |change: &dyn Fn(&mut Value)| {
+        let mut sim: Value =
+            serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+        change(&mut sim);
+        std::fs::write(&state, serde_json::to_vec(&sim).unwrap()).unwrap();
+    };
+    // The container is made a template by hand: an anomaly that stands (nothing converts a
+    // template back), so the cluster is never clean again.
+    edit(&|sim| sim["guests"]["200"]["config"]["template"] = Value::from("1"));
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert!(out.contains("LXC/ci-runner-01"), "{code}: {out}");
+    // A commit changes the container's manifest: a desired head the cluster was never clean
+    // at, and the anomaly still stands.
+    let runner = repo.read("lxc/lab/ci-runner-01.yaml");
+    repo.write(
+        "lxc/lab/ci-runner-01.yaml",
+        &runner.replace("memory: 4GiB", "memory: 2GiB"),
+    );
+    repo.commit("ci-runner: less memory");
+    let (code, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert!(out.contains("LXC/ci-runner-01"), "{code}: {out}");
+    // Then someone changes the VM by hand: corrected, and told, though the anomaly stands.
+    edit(&|sim| sim["guests"]["100"]["config"]["memory"] = Value::from("4096"));
+    let (_, out) = control(&agent, &["reconcile", "--cluster", "lab"]);
+    assert!(out.contains("stuck: 1 planned, 1 succeeded"), "{out}");
+    assert_eq!(memory_of(&state, 100), "2048");
+    let got = standin.wait_for("/drift", 1, Duration::from_secs(30));
+    let event = got[0].json();
+    assert_eq!(event["reason"], "DriftCorrected", "{event}");
+    assert_eq!(event["resource"], "VM/sandbox-01", "{event}");
+    // A cycle with nothing corrected tells nothing more.
+    control(&agent, &["reconcile", "--cluster", "lab"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(standin.received("/drift").len(), 1);
+}

@@ -359,7 +359,7 @@ fn change_removing(
     });
 }
 
-fn words(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split([' ', ',', ';', '\t', '\n'])
         .filter(|w| !w.is_empty())
 }

@@ -10,9 +10,10 @@
 
 use crate::compat::{self, Release};
 use crate::desired::{
-    Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, OWNER_TAG, identity_tag,
+    Context, Desired, DesiredArtifact, DesiredError, DesiredGuest, Drivers, IDENTITY_PREFIX,
+    OWNER_TAG, identity_tag,
 };
-use crate::diff::{after_clone, diff_since, mark_pending};
+use crate::diff::{after_clone, diff_since, mark_pending, words};
 use crate::identity::{Guests, owned_by_proxops, untagged};
 use crate::plan::{
     Action, Anomaly, ClusterPlan, DiskGrowth, KeyChange, Op, ResourceError, SUSPENDED_PREFIX,
@@ -1376,7 +1377,7 @@ fn adopt_mismatch(
     let mut differs: Vec<String> = found
         .changes
         .iter()
-        .filter(|c| c.key != "tags")
+        .filter(|c| c.key != "tags" || !adds_only_our_tags(c))
         .map(|c| c.key.clone())
         .collect();
     differs.extend(
@@ -1402,6 +1403,22 @@ fn adopt_mismatch(
         }
     }
     (!differs.is_empty()).then(|| format!("these differ: {}", differs.join("; ")))
+}
+
+/// Whether a `tags` change only adds ProxOps's ownership and identity tags: the one difference
+/// adoption itself makes. A tag of the manifest's that the guest lacks, or one taken away, is a
+/// difference like any other.
+fn adds_only_our_tags(change: &crate::diff::Change) -> bool {
+    let have: Vec<String> = change
+        .live
+        .as_deref()
+        .map(|t| words(t).map(str::to_ascii_lowercase).collect())
+        .unwrap_or_default();
+    change.removed.is_empty()
+        && words(&change.value)
+            .map(str::to_ascii_lowercase)
+            .filter(|t| !have.contains(t))
+            .all(|t| t == OWNER_TAG || t.starts_with(IDENTITY_PREFIX))
 }
 
 /// The anomaly of a resource whose vmid changed while its old guest still carries it.

@@ -65,7 +65,7 @@ pub use lease::{Holder, Lease, LeaseRecord};
 pub use observed::{Observation, ObservationBatch, ObservedState, TeardownRecord};
 pub use promotion::{PromotionOutcome, PromotionRequest};
 pub use refs::PlaneRefs;
-pub use remote::Remote;
+pub use remote::{GitToken, Remote};
 pub use rollback::{RollbackOutcome, RollbackRequest};
 pub use source::GitSource;
 pub use state::{ClusterView, Freshness, ObservationState, ResourceState};

@@ -23,13 +23,83 @@ use std::time::{Duration, Instant};
 /// How long one git command may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A configured remote: its name (`origin`) and the time limit of each git call.
+/// A configured remote: its name (`origin`), the time limit of each git call and the HTTPS
+/// token git presents to it, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Remote {
     /// The git remote's name.
     pub name: String,
     /// The time limit of one git command.
     pub timeout: Duration,
+    /// The token git answers an HTTPS authentication request with.
+    pub token: Option<GitToken>,
+}
+
+/// An HTTPS token (a forge's personal access or deploy token) that git presents as the
+/// password when a remote asks for one. It reaches git through the environment of each git
+/// command (a credential helper configured by `GIT_CONFIG_*`), so it is never written to
+/// `.git/config`, never on a command line other users can read, and never in a remote URL.
+/// `Debug` does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GitToken {
+    token: String,
+    username: Option<String>,
+}
+
+impl std::fmt::Debug for GitToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitToken")
+            .field("token", &"***")
+            .field("username", &self.username)
+            .finish()
+    }
+}
+
+/// The environment variable the credential helper reads the token from.
+const TOKEN_VAR: &str = "PROXOPS_GIT_CREDENTIAL";
+
+/// The user name git sends with the token when the URL names none: GitHub, GitLab and Gitea
+/// accept a token as the password of any user name.
+const DEFAULT_USERNAME: &str = "x-access-token";
+
+impl GitToken {
+    /// The token `token` (surrounding whitespace removed, as a token file's newline).
+    pub fn new(token: &str) -> GitToken {
+        GitToken {
+            token: token.trim().to_owned(),
+            username: None,
+        }
+    }
+
+    /// The same token sent with `username` when the remote URL names no user.
+    pub fn with_username(mut self, username: impl Into<String>) -> GitToken {
+        self.username = Some(username.into());
+        self
+    }
+
+    /// The environment that makes one git command answer an authentication request with the
+    /// token: the configured credential helpers reset, then one helper that prints it (only
+    /// for `get`; git's `store`/`erase` calls are ignored). A user name in the URL wins over
+    /// `credential.username`, as git documents.
+    pub fn git_env(&self) -> Vec<(String, String)> {
+        let helper =
+            format!("!f() {{ test \"$1\" = get && printf 'password=%s\\n' \"${TOKEN_VAR}\"; }}; f");
+        let username = self.username.as_deref().unwrap_or(DEFAULT_USERNAME);
+        [
+            ("GIT_CONFIG_COUNT", "3"),
+            ("GIT_CONFIG_KEY_0", "credential.helper"),
+            ("GIT_CONFIG_VALUE_0", ""),
+            ("GIT_CONFIG_KEY_1", "credential.helper"),
+            ("GIT_CONFIG_VALUE_1", helper.as_str()),
+            ("GIT_CONFIG_KEY_2", "credential.username"),
+            ("GIT_CONFIG_VALUE_2", username),
+            (TOKEN_VAR, self.token.as_str()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+    }
 }
 
 /// What a git command did.
@@ -39,12 +109,14 @@ struct Ran {
     stderr: String,
 }
 
-/// Runs `git --git-dir <dir> args`, killing it after `timeout`.
-fn run(git_dir: &Path, args: &[&str], timeout: Duration) -> Result<Ran> {
+/// Runs `git --git-dir <dir> args` against `remote`, killing it after its timeout.
+fn run(git_dir: &Path, remote: &Remote, args: &[&str]) -> Result<Ran> {
+    let timeout = remote.timeout;
     let mut child = Command::new("git")
         .arg("--git-dir")
         .arg(git_dir)
         .args(args)
+        .envs(remote.token.iter().flat_map(GitToken::git_env))
         .env("GIT_TERMINAL_PROMPT", "0")
         // Untranslated messages: some of them are matched (see `ref_vanished`).
         .env("LC_ALL", "C")
@@ -94,7 +166,8 @@ fn run(git_dir: &Path, args: &[&str], timeout: Duration) -> Result<Ran> {
     Ok(Ran {
         ok: status.is_some_and(|s| s.success()),
         stdout,
-        stderr,
+        // git names the remote's URL in its messages: never with a password in it.
+        stderr: proxops_model::config::mask_url_credentials(&stderr).into_owned(),
     })
 }
 
@@ -111,6 +184,7 @@ impl Remote {
         Remote {
             name: name.to_owned(),
             timeout: DEFAULT_TIMEOUT,
+            token: None,
         }
     }
 
@@ -118,8 +192,8 @@ impl Remote {
     pub fn head(&self, git_dir: &Path, full_ref: &str) -> Result<Option<ObjectId>> {
         let ran = run(
             git_dir,
+            self,
             &["ls-remote", "--refs", &self.name, full_ref],
-            self.timeout,
         )?;
         if !ran.ok {
             return Err(cli_error("ls-remote", &ran));
@@ -145,6 +219,7 @@ impl Remote {
         let spec = format!("+{full_ref}:{full_ref}");
         let ran = run(
             git_dir,
+            self,
             &[
                 "fetch",
                 "--quiet",
@@ -153,7 +228,6 @@ impl Remote {
                 &self.name,
                 &spec,
             ],
-            self.timeout,
         )?;
         if ran.ok {
             Ok(())
@@ -258,6 +332,7 @@ pub(crate) fn push(
 fn push_with_lease(git_dir: &Path, remote: &Remote, lease: &str, refspec: &str) -> Result<Ran> {
     run(
         git_dir,
+        remote,
         &[
             "push",
             "--atomic",
@@ -267,7 +342,6 @@ fn push_with_lease(git_dir: &Path, remote: &Remote, lease: &str, refspec: &str) 
             &remote.name,
             refspec,
         ],
-        remote.timeout,
     )
 }
 
@@ -306,6 +380,44 @@ pub(crate) fn delete(
 mod tests {
     use super::*;
     use crate::git::tests::{bare_repo, commit_file};
+
+    /// What `git credential fill` answers for `input` with `token`'s environment.
+    fn fill(token: &GitToken, input: &str) -> String {
+        use std::io::Write;
+        let mut child = Command::new("git")
+            .args(["credential", "fill"])
+            .envs(token.git_env())
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn git_asks_the_token_for_the_password_and_the_url_names_the_user() {
+        let token = GitToken::new("glpat-s3cr3t;$(echo no)\n");
+        let https = "protocol=https\nhost=git.example\npath=infra.git\n\n";
+        assert_eq!(
+            fill(&token, https),
+            "protocol=https\nhost=git.example\nusername=x-access-token\npassword=glpat-s3cr3t;$(echo no)\n"
+        );
+        let named = "protocol=https\nhost=git.example\nusername=alice\n\n";
+        assert!(fill(&token, named).contains("username=alice\npassword=glpat-s3cr3t"));
+        let oauth = token.clone().with_username("oauth2");
+        assert!(fill(&oauth, https).contains("username=oauth2\n"));
+        assert!(!format!("{token:?}").contains("s3cr3t"));
+    }
 
     #[test]
     fn only_a_fetch_that_lost_its_ref_is_asked_again() {

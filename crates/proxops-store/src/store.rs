@@ -49,10 +49,20 @@ impl Store {
 
     /// The same repository with a remote whose git calls may each take at most `timeout`.
     pub fn with_remote_timeout(mut self, name: &str, timeout: std::time::Duration) -> Store {
-        self.remote = Some(Remote {
-            name: name.to_owned(),
-            timeout,
-        });
+        let token = self.remote.take().and_then(|r| r.token);
+        let mut remote = Remote::new(name);
+        remote.timeout = timeout;
+        remote.token = token;
+        self.remote = Some(remote);
+        self
+    }
+
+    /// The same repository presenting `token` to its remote (set one first with
+    /// [`Store::with_remote`]) when it asks for HTTPS authentication.
+    pub fn with_remote_token(mut self, token: Option<crate::remote::GitToken>) -> Store {
+        if let Some(remote) = &mut self.remote {
+            remote.token = token;
+        }
         self
     }
 

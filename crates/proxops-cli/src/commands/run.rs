@@ -9,10 +9,14 @@ use proxops_engine::agent::notify::ConfiguredSinks;
 use proxops_engine::agent::{Agent, AgentBackend, AgentOptions, PassHook, SourceLocation};
 use proxops_model::config::{ConfigFile, parse_duration};
 use proxops_model::{FsSource, read_config_file};
+use proxops_store::GitToken;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// The variable holding the HTTPS token of a remote repository.
+const GIT_TOKEN_ENV: &str = "PROXOPS_GIT_TOKEN";
 
 /// Run the agent: reconcile every cluster each interval, until SIGTERM or Ctrl-C.
 ///
@@ -26,7 +30,10 @@ use std::time::Duration;
 ///
 /// Settings come from, lowest first: built-in defaults, the repository's `proxops.yaml` (local
 /// repositories), the agent configuration file (`--config`: `git.url`, `git.branch`,
-/// `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
+/// `git.token`, `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
+/// An HTTPS remote that asks for authentication gets the token of $PROXOPS_GIT_TOKEN, else
+/// `git.token`, as the password (through git's credential mechanism; never written to the
+/// clone's `.git/config`); a URL carrying a credential is shown redacted, with a warning.
 ///
 /// Signed webhook receivers (`agent.webhooks`: GitHub, GitLab, Gitea/Forgejo, generic) serve
 /// `POST /v1/hooks/<forge>`: a push to the followed branch (with a local repository, any push
@@ -146,6 +153,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
                     .clone()
                     .or(git.branch.clone())
                     .unwrap_or_else(|| "main".to_owned()),
+                // The environment wins over the configuration file, which better not hold it.
+                token: std::env::var(GIT_TOKEN_ENV)
+                    .ok()
+                    .or(git.token.clone())
+                    .filter(|t| !t.trim().is_empty())
+                    .map(|t| GitToken::new(&t)),
             },
             None,
             PathBuf::from("proxops-agent"),
@@ -278,10 +291,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
             Ok::<_, CommandError>(agent.run(stop_rx).await)
         })
         .map(|status| {
-            let clean = status
-                .clusters
-                .iter()
-                .all(|c| c.last_cycle.as_ref().is_some_and(|r| r.result.is_success()));
+            // A repository that could not be read reconciled nothing: not a success.
+            let clean = status.source.error.is_none()
+                && status
+                    .clusters
+                    .iter()
+                    .all(|c| c.last_cycle.as_ref().is_some_and(|r| r.result.is_success()));
             if args.once && !clean {
                 ExitCode::from(1)
             } else {

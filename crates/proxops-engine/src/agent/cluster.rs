@@ -237,6 +237,7 @@ async fn read_view(
                     vmid: identity("vmid").and_then(serde_json::Value::as_u64),
                     outcome: result.map(|res| word(res.outcome)),
                     reconciled: result.map(|res| res.finished_at.clone()),
+                    document: Some(hex(r.blob)),
                 }
             })
             .collect();

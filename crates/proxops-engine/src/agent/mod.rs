@@ -569,6 +569,9 @@ impl Agent {
         if let Some(own) = &options.notifications {
             notifier.configure_own(own);
         }
+        if let Some(warning) = options.source.credential_warning() {
+            tracing::warn!("{warning}");
+        }
         let hooks = hooks::HookState::following(&options.source);
         let metrics = Metrics::default();
         let mut exposition = MetricRegistry::default();

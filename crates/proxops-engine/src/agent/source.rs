@@ -9,7 +9,8 @@
 //! configuration, and no second HTTP stack in the binary.
 
 use super::AgentError;
-use proxops_store::{ObjectId, Store};
+use proxops_model::config::{mask_url_credentials, redact_url};
+use proxops_store::{GitToken, ObjectId, Store};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,6 +26,9 @@ pub enum SourceLocation {
         url: String,
         /// The branch to follow.
         branch: String,
+        /// The HTTPS token git presents to it (`git.token`, `PROXOPS_GIT_TOKEN`), never
+        /// written to the clone's `.git/config`.
+        token: Option<GitToken>,
     },
 }
 
@@ -32,8 +36,27 @@ impl std::fmt::Display for SourceLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SourceLocation::Local(p) => write!(f, "{}", p.display()),
-            SourceLocation::Remote { url, branch } => write!(f, "{url} ({branch})"),
+            SourceLocation::Remote { url, branch, .. } => {
+                write!(f, "{} ({branch})", redact_url(url))
+            }
         }
+    }
+}
+
+impl SourceLocation {
+    /// The warning an operator should see when the remote URL carries a credential: git
+    /// writes such a URL into the clone's `.git/config`, and every tool that shows the URL
+    /// risks showing it. ProxOps itself shows it redacted.
+    pub fn credential_warning(&self) -> Option<String> {
+        let SourceLocation::Remote { url, .. } = self else {
+            return None;
+        };
+        let shown = redact_url(url);
+        (shown != *url).then(|| {
+            format!(
+                "the repository URL {shown} carries a credential, which git keeps in the clone's .git/config: give the token as `git.token` or PROXOPS_GIT_TOKEN instead"
+            )
+        })
     }
 }
 
@@ -56,21 +79,26 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 pub async fn refresh(location: &SourceLocation, data_dir: &Path) -> Result<Fetched, AgentError> {
     let dir = match location {
         SourceLocation::Local(dir) => dir.clone(),
-        SourceLocation::Remote { url, branch } => {
+        SourceLocation::Remote { url, branch, token } => {
             let checkout = data_dir.join("source");
+            let git = |dir: PathBuf, args: Vec<String>| git(dir, args, token.as_ref());
             if checkout.join(".git").is_dir() {
-                git(&checkout, &["fetch", "--quiet", "origin", branch]).await?;
                 git(
-                    &checkout,
-                    &["checkout", "--quiet", "--force", "--detach", "FETCH_HEAD"],
+                    checkout.clone(),
+                    strings(&["fetch", "--quiet", "origin", branch]),
+                )
+                .await?;
+                git(
+                    checkout.clone(),
+                    strings(&["checkout", "--quiet", "--force", "--detach", "FETCH_HEAD"]),
                 )
                 .await?;
             } else {
                 std::fs::create_dir_all(data_dir).map_err(|e| AgentError::Source(e.to_string()))?;
                 let target = checkout.to_string_lossy().into_owned();
                 git(
-                    data_dir,
-                    &[
+                    data_dir.to_path_buf(),
+                    strings(&[
                         "clone",
                         "--quiet",
                         "--branch",
@@ -78,7 +106,7 @@ pub async fn refresh(location: &SourceLocation, data_dir: &Path) -> Result<Fetch
                         "--single-branch",
                         url,
                         &target,
-                    ],
+                    ]),
                 )
                 .await?;
             }
@@ -90,7 +118,9 @@ pub async fn refresh(location: &SourceLocation, data_dir: &Path) -> Result<Fetch
     // them.
     let store = match location {
         SourceLocation::Local(_) => store,
-        SourceLocation::Remote { .. } => store.with_remote("origin"),
+        SourceLocation::Remote { token, .. } => {
+            store.with_remote("origin").with_remote_token(token.clone())
+        }
     };
     let commit = store
         .resolve("HEAD")
@@ -98,16 +128,25 @@ pub async fn refresh(location: &SourceLocation, data_dir: &Path) -> Result<Fetch
     Ok(Fetched { store, dir, commit })
 }
 
-/// Runs `git ARGS` in `dir`, bounded in time, never asking on a terminal.
-async fn git(dir: &Path, args: &[&str]) -> Result<(), AgentError> {
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// Runs `git ARGS` in `dir`, bounded in time, never asking on a terminal, presenting `token`
+/// when the remote asks. Its messages never show a password a URL carries.
+async fn git(dir: PathBuf, args: Vec<String>, token: Option<&GitToken>) -> Result<(), AgentError> {
     let child = tokio::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
+        .args(&args)
+        .current_dir(&dir)
+        .envs(token.iter().flat_map(|t| t.git_env()))
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
-    let what = format!("git {}", args.first().copied().unwrap_or_default());
+    let what = format!(
+        "git {}",
+        args.first().map(String::as_str).unwrap_or_default()
+    );
     match tokio::time::timeout(GIT_TIMEOUT, child).await {
         Err(_) => Err(AgentError::Source(format!(
             "{what} took longer than {}s",
@@ -116,7 +155,7 @@ async fn git(dir: &Path, args: &[&str]) -> Result<(), AgentError> {
         Ok(Err(e)) => Err(AgentError::Source(format!("cannot run {what}: {e}"))),
         Ok(Ok(out)) if !out.status.success() => Err(AgentError::Source(format!(
             "{what} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            mask_url_credentials(String::from_utf8_lossy(&out.stderr).trim())
         ))),
         Ok(Ok(_)) => Ok(()),
     }

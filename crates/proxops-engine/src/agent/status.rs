@@ -191,6 +191,10 @@ pub struct ResourceRow {
     /// When that finished (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciled: Option<String>,
+    /// The blob id of its desired document (or deletion intent): what tells the notifier that
+    /// an action on it is drift (the document did not change since it was last CLEAN).
+    #[serde(skip)]
+    pub document: Option<String>,
 }
 
 impl ResourceRow {
@@ -210,6 +214,7 @@ impl ResourceRow {
             vmid: None,
             outcome: None,
             reconciled: None,
+            document: None,
         }
     }
 }

@@ -260,7 +260,13 @@ fn first_apply_order_of_the_example_cluster() {
         return;
     };
     let (repo, graphs) = check_dir(&dir);
-    assert!(repo.is_valid(), "{:#?}", repo.diagnostics);
+    // The example's one error, its placeholder SSH key, refuses only that VM: the cluster
+    // keeps its graph.
+    assert!(
+        repo.diagnostics.iter().all(|d| !d.invalidates()),
+        "{:#?}",
+        repo.diagnostics
+    );
     let example = graphs
         .iter()
         .find(|c| c.name == "example")

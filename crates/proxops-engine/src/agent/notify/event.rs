@@ -50,9 +50,10 @@ impl Condition {
 pub(crate) struct ClusterTrack {
     /// Cycles in a row each resource has been WAITing.
     waits: BTreeMap<String, u32>,
-    /// The desired head of the last cycle that left the cluster clean: actions planned again
-    /// on the same head are drift.
-    clean_head: Option<String>,
+    /// `Kind/name` -> the blob id of the desired document it was last CLEAN at: an action
+    /// planned on it while its document is still that one is drift (PVE moved, not git),
+    /// whatever else the cluster holds.
+    clean_at: BTreeMap<String, String>,
 }
 
 /// The longest message sent.
@@ -121,49 +122,62 @@ pub(crate) fn conditions(
         }),
         _ => {}
     }
-    let actions: Vec<String> = outcome
+    let actions: Vec<(String, String)> = outcome
         .plan
         .as_ref()
         .map(|p| {
             p.actions
                 .iter()
-                .map(|a| format!("{}/{} {}", a.kind, a.name, verb(a.verb)))
+                .map(|a| {
+                    let subject = format!("{}/{}", a.kind, a.name);
+                    (format!("{subject} {}", verb(a.verb)), subject)
+                })
                 .collect()
         })
         .unwrap_or_default();
-    let subjects: Vec<String> = outcome
-        .plan
-        .as_ref()
-        .map(|p| {
-            p.actions
-                .iter()
-                .map(|a| format!("{}/{}", a.kind, a.name))
-                .collect()
-        })
-        .unwrap_or_default();
-    let head = record.desired_head.clone();
     if record.result == CycleResult::Drifted && drift == DriftMode::Report {
+        let (lines, subjects): (Vec<String>, Vec<String>) = actions.iter().cloned().unzip();
         out.push(drift_condition(
             "DriftReported",
             format!(
                 "drift reported (drift: report): {} change(s) left alone: {}",
-                actions.len(),
-                actions.join(", ")
+                lines.len(),
+                lines.join(", ")
             ),
-            &actions,
+            &lines,
             &subjects,
         ));
-    } else if !actions.is_empty() && head.is_some() && head == track.clean_head {
-        // The desired plane did not move since the cluster was clean: PVE moved.
-        out.push(drift_condition(
-            "DriftCorrected",
-            format!("drift corrected: {}", actions.join(", ")),
-            &actions,
-            &subjects,
-        ));
+    } else if let Some(rows) = &outcome.resources {
+        // Per resource: its document is the one it was last CLEAN at, yet it needed actions.
+        let mut drifted: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (line, subject) in &actions {
+            let document = rows
+                .iter()
+                .find(|r| format!("{}/{}", r.kind, r.name) == *subject)
+                .and_then(|r| r.document.as_ref());
+            if document.is_some() && document == track.clean_at.get(subject) {
+                drifted.entry(subject).or_default().push(line.clone());
+            }
+        }
+        for (subject, lines) in drifted {
+            out.push(drift_condition(
+                "DriftCorrected",
+                format!("drift corrected: {}", lines.join(", ")),
+                &lines,
+                &[subject.to_owned()],
+            ));
+        }
     }
-    if matches!(record.result, CycleResult::Converged | CycleResult::Applied) {
-        track.clean_head = head;
+    if let Some(rows) = &outcome.resources {
+        track.clean_at = rows
+            .iter()
+            .filter_map(|r| {
+                let subject = format!("{}/{}", r.kind, r.name);
+                let kept = track.clean_at.get(&subject).cloned();
+                let now = (r.state == "CLEAN").then(|| r.document.clone()).flatten();
+                Some((subject, now.or(kept)?))
+            })
+            .collect();
     }
     for a in &record.anomalies {
         out.push(Condition {

@@ -1,0 +1,205 @@
+//! Safety, round three: ProxOps never reports success falsely, never breaks the repository it
+//! writes and never shows a credential. Each story drives the `proxops` binary on a real git
+//! repository and the persistent simulator, as an operator would.
+
+// Test code may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::git_http::{GitHttp, bare_copy};
+use crate::safety::{Site, guest, text};
+use crate::support::{ChildGuard, http_get, proxops_bin, wait_for_port};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const WEB: &str = "vm/lab/web.yaml";
+
+/// Strips ProxOps's tags from every guest, leaving `tags`: guests ProxOps did not create,
+/// long enough ago for the guest list to show them.
+fn disown(site: &Site, tags: &str) {
+    site.stage(|s| {
+        for g in s["guests"].as_object_mut().unwrap().values_mut() {
+            g["config"]["tags"] = tags.into();
+        }
+        s["stats"]["taken_ms"] = 0.into();
+    });
+}
+
+#[test]
+fn adopt_takes_over_a_guest_only_when_its_tags_match_but_for_our_own() {
+    let site = Site::new(&[(WEB, guest("VM", "web", 120, "  tags: [frontend]\n"))]);
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    // The guest as an operator made it by hand: only their tag.
+    disown(&site, "frontend");
+
+    // The manifest, edited before the first apply, declares a tag the guest lacks.
+    site.compose(&[(
+        WEB,
+        guest("VM", "web", 120, "  tags: [frontend, payments]\n"),
+    )]);
+    site.commit("declare a tag the guest lacks");
+    let (code, out) = site.apply();
+    assert_ne!(code, Some(0), "a differing tag was adopted: {out}");
+    assert!(out.contains("these differ: tags"), "{out}");
+    assert_eq!(
+        site.guests()[&120].0,
+        "frontend",
+        "the guest was written: {out}"
+    );
+
+    // The same tags but for ProxOps's own: adopted, tagged, in sync.
+    site.compose(&[(WEB, guest("VM", "web", 120, "  tags: [frontend]\n"))]);
+    site.commit("say what the guest has");
+    let (code, out) = site.apply();
+    assert_eq!(code, Some(0), "{out}");
+    let tags = site.guests()[&120].0.clone();
+    assert!(
+        tags.split(';').any(|t| t.starts_with("proxops.lab.")),
+        "{tags}"
+    );
+    let diff = site.run(&["diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+}
+
+const GIT_TOKEN: &str = "glpat-0123456789abcdef";
+
+/// `proxops run --once` following `url` with the simulator, data under `data`; with `token`
+/// in PROXOPS_GIT_TOKEN.
+fn agent_once_from(url: &str, data: &Path, work: &Path, token: Option<&str>) -> Output {
+    let mut command = Command::new(proxops_bin());
+    command
+        .args([
+            "run",
+            "--once",
+            "--cluster",
+            "lab",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--url", url, "--backend", "sim", "--sim-state"])
+        .arg(data.join("sim.json"))
+        .arg("--data-dir")
+        .arg(data)
+        .env("SOPS_AGE_KEY_FILE", work.join("example-age-key.txt"))
+        .env_remove("PROXOPS_GIT_TOKEN")
+        .env("NO_COLOR", "1");
+    if let Some(t) = token {
+        command.env("PROXOPS_GIT_TOKEN", t);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_remote_asking_for_a_token_gets_it_from_the_environment_and_no_credential_is_shown() {
+    let work = proxops_test_support::TestRepo::homelab();
+    let root = tempfile::tempdir().unwrap();
+    let bare = bare_copy(work.path(), root.path(), "infra.git");
+    let server = GitHttp::start(root.path(), GIT_TOKEN);
+
+    // The token from the environment: cloned, reconciled, planes pushed to the remote.
+    let data = tempfile::tempdir().unwrap();
+    let out = agent_once_from(
+        &server.url(None, "infra.git"),
+        data.path(),
+        work.path(),
+        Some(GIT_TOKEN),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains(GIT_TOKEN), "{}", text(&out));
+    let refs = proxops_test_support::git(&bare, &["show-ref"]);
+    assert!(refs.contains("refs/heads/proxops/desired/lab"), "{refs}");
+    assert!(refs.contains("refs/heads/proxops/observed/lab"), "{refs}");
+    let config = std::fs::read_to_string(data.path().join("source/.git/config")).unwrap();
+    assert!(!config.contains(GIT_TOKEN), "{config}");
+    // Every answered git request was authenticated, none was refused after the challenge.
+    let requests = server.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|(path, _, _)| path.ends_with("/git-receive-pack")),
+        "{requests:?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|(_, auth, code)| auth.is_none() || *code != 401),
+        "{requests:?}"
+    );
+
+    // No token: refused, and the message says where.
+    let data = tempfile::tempdir().unwrap();
+    let out = agent_once_from(
+        &server.url(None, "infra.git"),
+        data.path(),
+        work.path(),
+        None,
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("127.0.0.1"), "{}", text(&out));
+
+    // A wrong token in the URL: refused, the URL shown without it.
+    let wrong = "glpat-wrong-one";
+    let data = tempfile::tempdir().unwrap();
+    let out = agent_once_from(
+        &server.url(Some(&format!("ci:{wrong}")), "infra.git"),
+        data.path(),
+        work.path(),
+        None,
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains(wrong), "{}", text(&out));
+
+    // The token in the URL works, with a warning; neither the log, /status nor the dashboard
+    // shows it.
+    let data = tempfile::tempdir().unwrap();
+    let url = server.url(Some(&format!("ci:{GIT_TOKEN}")), "infra.git");
+    let out = agent_once_from(&url, data.path(), work.path(), None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains(GIT_TOKEN), "{}", text(&out));
+    assert!(
+        text(&out).contains("carries a credential"),
+        "{}",
+        text(&out)
+    );
+    let port = proxops_test_support::free_port();
+    let log = data.path().join("agent.log");
+    let _agent = ChildGuard(
+        Command::new(proxops_bin())
+            .args(["run", "--cluster", "lab", "--interval", "1h"])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--url", &url, "--backend", "sim", "--sim-state"])
+            .arg(data.path().join("sim.json"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .env("SOPS_AGE_KEY_FILE", work.path().join("example-age-key.txt"))
+            .env_remove("PROXOPS_GIT_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_for_port(port, Duration::from_secs(30)));
+    let status = wait(Duration::from_secs(60), || {
+        let (code, body) = http_get(port, "/status")?;
+        (code == 200 && body.contains("\"passes\":1")).then_some(body)
+    });
+    assert!(!status.contains(GIT_TOKEN), "{status}");
+    assert!(status.contains("***@127.0.0.1"), "{status}");
+    let (_, page) = http_get(port, "/").unwrap();
+    assert!(!page.contains(GIT_TOKEN), "{page}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.contains(GIT_TOKEN), "{logged}");
+}
+
+/// `probe` until it answers, at most `limit`.
+fn wait<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
