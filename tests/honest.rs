@@ -7,8 +7,8 @@
 
 use crate::git_http::{GitHttp, bare_copy};
 use crate::safety::{Site, guest, text};
-use crate::support::{ChildGuard, http_get, proxops_bin, wait_for_port};
-use std::path::Path;
+use crate::support::{ChildGuard, copy_tree, example, http_get, proxops_bin, wait_for_port};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -202,4 +202,130 @@ fn wait<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
         assert!(std::time::Instant::now() < deadline, "timed out");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+#[test]
+fn a_webhook_receiver_written_with_no_value_is_an_error_not_a_receiver_missing() {
+    let work = proxops_test_support::TestRepo::homelab();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("agent.yaml");
+    std::fs::write(&config, "agent:\n  webhooks:\n    gitlab:\n").unwrap();
+    let out = Command::new(proxops_bin())
+        .args([
+            "run",
+            "--once",
+            "--cluster",
+            "lab",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .arg("--repo")
+        .arg(work.path())
+        .args(["--backend", "sim", "--sim-state"])
+        .arg(dir.path().join("sim.json"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the `gitlab` receiver has no secret"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dir.path().join("data").exists(), "it ran: {}", text(&out));
+}
+
+/// examples/adopt with its guests seeded from `etc-pve` and lab's composition written as
+/// `composition`, listing a manifest of its own (`vm/lab/extra.yaml`).
+fn adopt_site(composition: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_tree(&example("adopt/repo"), &repo);
+    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve"));
+    let config = repo.join("clusters/lab/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}      simulation:\n        guest-configs: ../../../etc-pve\n"),
+    )
+    .unwrap();
+    proxops_test_support::write(&repo, "vm/lab/extra.yaml", &guest("VM", "extra", 150, ""));
+    proxops_test_support::write(&repo, "clusters/lab/resources.yaml", composition);
+    (tmp, repo)
+}
+
+fn adopt_all(tmp: &Path, repo: &Path) -> Output {
+    Command::new(proxops_bin())
+        .args(["adopt", "--cluster", "lab", "--all", "--repo"])
+        .arg(repo)
+        .args(["--backend", "sim", "--sim-state"])
+        .arg(tmp.join("sim.json"))
+        .env_remove("PROXOPS_PVE_TOKEN")
+        .output()
+        .unwrap()
+}
+
+fn validates(repo: &Path) -> Output {
+    Command::new(proxops_bin())
+        .args(["validate", "--repo"])
+        .arg(repo)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn adopt_writes_a_repository_that_validates_or_nothing() {
+    let block = "# lab's guests\nresources:\n- ../../vm/lab/extra.yaml # by hand\n";
+    let (tmp, repo) = adopt_site(block);
+    // One target already holds something else: refused before anything is written.
+    proxops_test_support::write(&repo, "lxc/lab/dns.yaml", "# someone's notes\n");
+    let out = adopt_all(tmp.path(), &repo);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("the file exists"), "{}", text(&out));
+    assert!(!repo.join("vm/lab/proxy.yaml").exists(), "{}", text(&out));
+    assert!(!repo.join("vm/lab/db.yaml").exists(), "{}", text(&out));
+    let composition = || std::fs::read_to_string(repo.join("clusters/lab/resources.yaml")).unwrap();
+    assert_eq!(composition(), block);
+    let leftovers: Vec<_> = walk(&repo)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("proxops-adopt"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // Once the conflict is gone the rerun succeeds, and the repository validates with the
+    // composition's comments kept.
+    std::fs::remove_file(repo.join("lxc/lab/dns.yaml")).unwrap();
+    let out = adopt_all(tmp.path(), &repo);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = validates(&repo);
+    assert!(v.status.success(), "{}", text(&v));
+    let listed = composition();
+    assert!(listed.starts_with(block), "{listed}");
+    assert!(listed.contains("- ../../lxc/lab/dns.yaml\n"), "{listed}");
+    assert!(!listed.contains("rewritten"), "{listed}");
+
+    // A flow list gains the entries inside its brackets.
+    let (tmp, repo) = adopt_site("resources: [../../vm/lab/extra.yaml]\n");
+    let out = adopt_all(tmp.path(), &repo);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = validates(&repo);
+    assert!(v.status.success(), "{}", text(&v));
+    assert_eq!(
+        std::fs::read_to_string(repo.join("clusters/lab/resources.yaml")).unwrap(),
+        "resources: [../../vm/lab/extra.yaml, ../../vm/lab/proxy.yaml, ../../vm/lab/db.yaml, ../../lxc/lab/dns.yaml]\n"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .flat_map(|e| match e.path().is_dir() {
+            true => walk(&e.path()),
+            false => vec![e.path()],
+        })
+        .collect()
 }

@@ -113,7 +113,13 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         }
     }
     if !args.dry_run && !adopted.is_empty() {
-        write(&dir, &args.cluster, &adopted)?;
+        let written = write(&dir, &args.cluster, &adopted)?;
+        if written.composition_rewritten {
+            text.push_str(&format!(
+                "note: clusters/{}/resources.yaml was rewritten in canonical form (its comments and layout are gone): its list could not be edited in place\n",
+                args.cluster
+            ));
+        }
     }
     std::io::stdout()
         .lock()

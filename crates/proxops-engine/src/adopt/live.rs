@@ -158,47 +158,88 @@ pub fn manifest_path(cluster: &str, adopted: &Adopted) -> PathBuf {
         .join(format!("{}.yaml", adopted.report.name))
 }
 
-/// Writes each manifest into `repo` and appends its composition entry to
-/// `clusters/<cluster>/resources.yaml`; refuses to overwrite an existing manifest file.
-pub fn write(repo: &Path, cluster: &str, adopted: &[&Adopted]) -> Result<Vec<PathBuf>, AdoptError> {
+/// What [`write`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Written {
+    /// The manifests, relative to the repository (one already there, identical, counts).
+    pub manifests: Vec<PathBuf>,
+    /// Whether the composition had to be rewritten canonically (its comments lost).
+    pub composition_rewritten: bool,
+}
+
+/// Writes each manifest into `repo` and adds its entry to `clusters/<cluster>/resources.yaml`
+/// (edited as YAML: see [`super::composition`]), all or nothing: every target is checked
+/// first (a manifest file that exists is refused unless it holds exactly this manifest, so a
+/// rerun after a failure goes on), every file is written to a temporary beside it, and the
+/// temporaries are renamed only once all of them are written.
+pub fn write(repo: &Path, cluster: &str, adopted: &[&Adopted]) -> Result<Written, AdoptError> {
     let fail =
         |p: &Path, e: &dyn std::fmt::Display| AdoptError::Write(p.to_path_buf(), e.to_string());
-    let mut written = Vec::new();
-    let mut entries = String::new();
+    let comp = repo.join("clusters").join(cluster).join("resources.yaml");
+    let composition = match std::fs::read_to_string(&comp) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(fail(&comp, &e)),
+    };
+    let listed = super::composition::entries(&composition).map_err(|e| fail(&comp, &e))?;
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let mut manifests = Vec::new();
+    let mut added = Vec::new();
     for a in adopted {
         let rel = manifest_path(cluster, a);
         let path = repo.join(&rel);
-        if path.exists() {
-            return Err(fail(
-                &path,
-                &"the file exists; adopt never overwrites a manifest",
-            ));
+        let text = a.to_yaml();
+        match std::fs::read_to_string(&path) {
+            Ok(existing) if existing == text => {}
+            Ok(_) => {
+                return Err(fail(
+                    &path,
+                    &"the file exists; adopt never overwrites a manifest",
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                files.push((path.clone(), text));
+            }
+            Err(e) => return Err(fail(&path, &e)),
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| fail(parent, &e))?;
+        let entry = format!("../../{}", rel.display());
+        if !listed.contains(&entry) && !added.contains(&entry) {
+            added.push(entry);
         }
-        std::fs::write(&path, a.to_yaml()).map_err(|e| fail(&path, &e))?;
-        entries.push_str(&format!("  - ../../{}\n", rel.display()));
-        written.push(rel);
+        manifests.push(rel);
     }
-    let comp = repo.join("clusters").join(cluster).join("resources.yaml");
-    let mut text = match std::fs::read_to_string(&comp) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "resources:\n".to_owned(),
-        Err(e) => return Err(fail(&comp, &e)),
-    };
-    if !text.ends_with('\n') {
-        text.push('\n');
+    let edited =
+        super::composition::add_entries(&composition, &added).map_err(|e| fail(&comp, &e))?;
+    if edited.text != composition {
+        files.push((comp.clone(), edited.text));
     }
-    // An empty list written flow-style cannot take block entries.
-    if text.contains("resources: []") {
-        text = text.replace("resources: []", "resources:");
-    }
-    text.push_str("  # adopted by `proxops adopt`\n");
-    text.push_str(&entries);
-    if let Some(parent) = comp.parent() {
+    // Temporaries first; nothing is renamed unless all of them were written.
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let staging = files.iter().try_for_each(|(path, text)| {
+        let parent = path.parent().unwrap_or(repo);
         std::fs::create_dir_all(parent).map_err(|e| fail(parent, &e))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let temp = parent.join(format!(".{}.proxops-adopt", name.unwrap_or_default()));
+        staged.push((temp.clone(), path.clone()));
+        std::fs::write(&temp, text).map_err(|e| fail(&temp, &e))
+    });
+    if let Err(e) = staging {
+        for (temp, _) in &staged {
+            let _ = std::fs::remove_file(temp);
+        }
+        return Err(e);
     }
-    std::fs::write(&comp, text).map_err(|e| fail(&comp, &e))?;
-    Ok(written)
+    for (done, (temp, path)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(temp, path) {
+            for (left, _) in &staged[done..] {
+                let _ = std::fs::remove_file(left);
+            }
+            return Err(fail(path, &e));
+        }
+    }
+    Ok(Written {
+        manifests,
+        composition_rewritten: edited.rewritten,
+    })
 }

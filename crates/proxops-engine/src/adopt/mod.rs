@@ -7,6 +7,7 @@
 //! Nothing is dropped silently: the report lists every key, and the manifest's header comment
 //! lists the reported ones.
 
+mod composition;
 mod devices;
 mod live;
 mod lxc;
@@ -18,7 +19,7 @@ mod relations;
 mod report;
 mod typed;
 
-pub use live::{AdoptError, Outcome, Selection, adopt_live, manifest_path, write};
+pub use live::{AdoptError, Outcome, Selection, Written, adopt_live, manifest_path, write};
 pub use report::{AdoptRefusal, AdoptReport, KeyPlacement, Placement};
 
 use crate::desired::{IDENTITY_PREFIX, OWNER_TAG};

@@ -18,20 +18,47 @@ use serde::{Deserialize, Serialize};
 #[non_exhaustive]
 pub struct WebhooksConfig {
     /// GitHub (`X-Hub-Signature-256`, HMAC-SHA256 of the body).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_even_if_empty"
+    )]
     pub github: Option<ReceiverConfig>,
     /// GitLab (`X-Gitlab-Token`, the secret token itself).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_even_if_empty"
+    )]
     pub gitlab: Option<ReceiverConfig>,
     /// Gitea and Forgejo (`X-Gitea-Signature`, hex HMAC-SHA256 of the body).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_even_if_empty"
+    )]
     pub gitea: Option<ReceiverConfig>,
     /// Anything else (`X-ProxOps-Signature: sha256=<hex HMAC-SHA256 of the body>`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_even_if_empty"
+    )]
     pub generic: Option<ReceiverConfig>,
     /// The largest body accepted, in bytes (default 1048576); larger ones get 413.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_body_bytes: Option<u64>,
+}
+
+/// A receiver written with no value (`gitlab:`) is there, with nothing set: its check then says
+/// what it lacks, rather than the receiver silently missing.
+fn present_even_if_empty<'de, D>(deserializer: D) -> Result<Option<ReceiverConfig>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(Some(
+        Option::<ReceiverConfig>::deserialize(deserializer)?.unwrap_or_default(),
+    ))
 }
 
 /// Where a receiver's shared secret is: exactly one of a file or an environment variable.
