@@ -296,6 +296,22 @@ fn promote_carries_a_disk_image_url_and_checksum_from_the_pinned_source() {
     .unwrap();
     lab.commit("home promotes its cloud image from lab");
 
+    // `validate` says so first, at each expression, with the code publishing uses; the rest of
+    // home stays valid.
+    let v = lab.proxops(&["validate"]);
+    let said = String::from_utf8_lossy(&v.stderr).into_owned();
+    assert_eq!(v.status.code(), Some(1), "{said}");
+    assert_eq!(
+        said.matches("proxops::reference::unresolvable").count(),
+        2,
+        "{said}"
+    );
+    assert!(said.contains("debian-13-genericcloud.yaml"), "{said}");
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains("cluster home: valid"),
+        "{v:?}"
+    );
+
     // Outside a promotion, `fromPromotion` is an error, not a wait.
     let state = lab.state.path().join("home.json");
     let out = lab.proxops(&[
@@ -325,6 +341,9 @@ fn promote_carries_a_disk_image_url_and_checksum_from_the_pinned_source() {
     lab.run("apply");
     let out = lab.proxops(&["promote", "--from", "lab", "--to", "home"]);
     assert!(out.status.success(), "{out:?}");
+    // Promoted: the expressions resolve against the pinned source from now on.
+    let v = lab.proxops(&["validate"]);
+    assert!(v.status.success(), "{v:?}");
     let doc = lab.git(&[
         "show",
         "proxops/desired/home:resources/DiskImage/debian-13-genericcloud.yaml",

@@ -28,7 +28,7 @@ macro_rules! codes {
             /// for planning, and the plan refuses that resource with the same code instead of
             /// sending it. (The compatibility examples carry such a placeholder SSH key.)
             pub fn refuses_only_its_resource(self) -> bool {
-                matches!(self, Code::SshKey)
+                matches!(self, Code::SshKey | Code::ReferenceUnresolvable)
             }
 
             /// The code as printed: `proxops::<name>`.
@@ -158,6 +158,9 @@ codes! {
     ReferenceContext => "proxops::reference_context",
     /// A reference expression stands for a PVE identity field or a field naming a resource.
     ReferenceField => "proxops::reference_field",
+    /// A reference expression that can never resolve here: `fromPromotion` in a cluster with
+    /// no promotion record. An error that refuses only its resource.
+    ReferenceUnresolvable => "proxops::reference::unresolvable",
 }
 
 impl fmt::Display for Code {

@@ -24,7 +24,11 @@ pub struct Args {
 /// Runs `proxops validate`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let dir = args.repo.resolve()?;
-    let repo = crate::session::open(&dir, &args.repo.clusters)?.repo;
+    let mut repo = crate::session::open(&dir, &args.repo.clusters)?.repo;
+    // What only the planes can tell: a `fromPromotion` in a cluster never promoted.
+    let store = proxops_store::Store::open(&dir).ok();
+    let unresolvable = proxops_engine::planes::unresolvable_promotions(store.as_ref(), &repo);
+    repo.diagnostics.extend(unresolvable);
     let mut out = std::io::stdout().lock();
     let written = match args.output {
         Output::Json => {

@@ -37,10 +37,12 @@ use crate::plan::{ClusterPlan, Verb};
 pub mod addresses;
 mod facts;
 mod list;
+mod promotion_check;
 mod refs;
 pub use addresses::agent_enabled;
 pub use facts::enrich;
 pub use list::*;
+pub use promotion_check::unresolvable_promotions;
 pub use refs::{PlannedRefs, has_references, plan_references};
 
 use proxops_model::{Repository, ResourceKey};

@@ -84,6 +84,9 @@ const COVERED: &[Code] = &[
     Code::ReferencePointer,
     Code::ReferenceTarget,
     Code::ReferenceContext,
+    // Found from the planes by `validate` (proxops-engine `unresolvable_promotions`); tested
+    // end to end in tests/references.rs (`promote_carries_...`).
+    Code::ReferenceUnresolvable,
     Code::ReferenceField,
 ];
 
