@@ -327,3 +327,63 @@ fn a_merged_candidate_of_a_gated_cluster_runs_its_cycle() {
     assert_eq!(lab["cycles"].as_u64().unwrap(), cycles + 1, "{lab}");
     assert_eq!(lab["lastCycle"]["result"], "applied", "{lab}");
 }
+
+#[test]
+fn a_delivery_handled_before_a_restart_is_still_a_replay_after_it() {
+    let repo = Repo::new();
+    let remote = tempfile::tempdir().unwrap();
+    git(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
+    let url = remote.path().to_string_lossy().into_owned();
+    git(repo.path(), &["push", "-q", &url, "main"]);
+    let data = tempfile::tempdir().unwrap();
+    let config = write_config(data.path(), RECEIVERS);
+    let sim_state = data.path().join("sim.json").to_string_lossy().into_owned();
+    let start = || {
+        Agent::start_env(
+            &data.path().join("agent"),
+            "agent-a",
+            "1h",
+            &[
+                "--url",
+                &url,
+                "--config",
+                &config,
+                "--backend",
+                "sim",
+                "--sim-state",
+                &sim_state,
+            ],
+            &[
+                ("TEST_GITLAB_TOKEN", GITLAB_TOKEN),
+                ("TEST_GENERIC_SECRET", GENERIC_SECRET),
+            ],
+        )
+    };
+    let body = r#"{"ref":"refs/heads/main","after":"5555555555555555555555555555555555555555"}"#;
+    let signed = generic_signature(GITHUB_SECRET.as_bytes(), body.as_bytes());
+    let deliver = |agent: &Agent, id: &str| {
+        post(
+            agent,
+            "github",
+            &[
+                ("X-GitHub-Event", "push"),
+                ("X-GitHub-Delivery", id),
+                ("X-Hub-Signature-256", &signed),
+            ],
+            body.as_bytes(),
+        )
+    };
+    let agent = start();
+    exactly(&agent, 1);
+    assert_eq!(deliver(&agent, "r-1").0, 202);
+    exactly(&agent, 2);
+    agent.kill();
+
+    // A new process: the capture replayed, under its id or a fresh one, runs nothing.
+    let agent = start();
+    exactly(&agent, 1);
+    let (code, said) = deliver(&agent, "r-1");
+    assert_eq!((code, said.trim()), (200, "already handled: nothing done"));
+    assert_eq!(deliver(&agent, "r-2").0, 200);
+    exactly(&agent, 1);
+}

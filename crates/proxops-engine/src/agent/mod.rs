@@ -572,7 +572,7 @@ impl Agent {
         if let Some(warning) = options.source.credential_warning() {
             tracing::warn!("{warning}");
         }
-        let hooks = hooks::HookState::following(&options.source);
+        let hooks = hooks::HookState::following(&options.source, &options.data_dir);
         let metrics = Metrics::default();
         let mut exposition = MetricRegistry::default();
         register_all(&metrics, &notifier, &mut exposition);

@@ -120,8 +120,12 @@ pub(crate) struct HookState {
 
 impl HookState {
     /// The state of an agent following `source`, before a pass read which clusters are gated.
-    pub(crate) fn following(source: &super::SourceLocation) -> HookState {
+    pub(crate) fn following(
+        source: &super::SourceLocation,
+        data_dir: &std::path::Path,
+    ) -> HookState {
         HookState {
+            seen: replay::Seen::kept_in(data_dir),
             followed: Followed {
                 branch: match source {
                     super::SourceLocation::Local(_) => None,
@@ -233,7 +237,7 @@ async fn handle(
     }
     let notice = payload::read(forge, &|h| one(&headers, h), &body);
     let mut state = lock(&shared.hooks);
-    if !state.seen.first_time(keys, Instant::now()) {
+    if !state.seen.first_time(keys, std::time::SystemTime::now()) {
         return (
             StatusCode::OK,
             "replayed",
