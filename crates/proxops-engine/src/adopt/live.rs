@@ -158,7 +158,7 @@ pub fn manifest_path(cluster: &str, adopted: &Adopted) -> PathBuf {
         .join(format!("{}.yaml", adopted.report.name))
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Written {
@@ -169,10 +169,10 @@ pub struct Written {
 }
 
 /// Writes each manifest into `repo` and adds its entry to `clusters/<cluster>/resources.yaml`
-/// (edited as YAML: see [`super::composition`]), all or nothing: every target is checked
-/// first (a manifest file that exists is refused unless it holds exactly this manifest, so a
-/// rerun after a failure goes on), every file is written to a temporary beside it, and the
-/// temporaries are renamed only once all of them are written.
+/// (edited as YAML, in the list's own style, comments kept), all or nothing: every target is
+/// checked first (a manifest file that exists is refused unless it holds exactly this
+/// manifest, so a rerun after a failure goes on), every file is written to a temporary beside
+/// it, and the temporaries are renamed only once all of them are written.
 pub fn write(repo: &Path, cluster: &str, adopted: &[&Adopted]) -> Result<Written, AdoptError> {
     let fail =
         |p: &Path, e: &dyn std::fmt::Display| AdoptError::Write(p.to_path_buf(), e.to_string());
