@@ -168,17 +168,7 @@ fn the_adopt_walk_through_works_as_written() {
 /// them, not re-seeded untagged).
 #[test]
 fn a_cluster_config_seeds_the_sim_backend_from_guest_configs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    copy_tree(&example("adopt/repo"), &repo);
-    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve"));
-    let config = repo.join("clusters/lab/config.yaml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!("{text}      simulation:\n        guest-configs: ../../../etc-pve\n"),
-    )
-    .unwrap();
+    let (tmp, repo) = seeded_from_guest_configs();
     let confs = walk_confs(&tmp.path().join("etc-pve"));
     let state = tmp.path().join("sim.json");
     let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
@@ -207,6 +197,23 @@ fn a_cluster_config_seeds_the_sim_backend_from_guest_configs() {
     assert!(apply.status.success(), "{apply:?}");
     let after = with(&["diff", "--detailed-exitcode"]);
     assert_eq!(after.status.code(), Some(0), "{after:?}");
+}
+
+/// examples/adopt in a temporary directory, its lab cluster seeding the simulator from the
+/// example's `etc-pve` copy (`simulation.guest-configs`): (the directory, the repository).
+pub(crate) fn seeded_from_guest_configs() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_tree(&example("adopt/repo"), &repo);
+    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve"));
+    let config = repo.join("clusters/lab/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}      simulation:\n        guest-configs: ../../../etc-pve\n"),
+    )
+    .unwrap();
+    (tmp, repo)
 }
 
 fn walk_confs(dir: &Path) -> usize {

@@ -5,9 +5,10 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::agent::support::wait_for;
 use crate::git_http::{GitHttp, bare_copy};
 use crate::safety::{Site, guest, text};
-use crate::support::{ChildGuard, copy_tree, example, http_get, proxops_bin, wait_for_port};
+use crate::support::{ChildGuard, http_get, proxops_bin, wait_for_port};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -64,19 +65,13 @@ fn adopt_takes_over_a_guest_only_when_its_tags_match_but_for_our_own() {
 
 const GIT_TOKEN: &str = "glpat-0123456789abcdef";
 
-/// `proxops run --once` following `url` with the simulator, data under `data`; with `token`
-/// in PROXOPS_GIT_TOKEN.
-fn agent_once_from(url: &str, data: &Path, work: &Path, token: Option<&str>) -> Output {
+/// `proxops run ARGS` on lab following `url` with the simulator, data under `data`; with
+/// `token` in PROXOPS_GIT_TOKEN.
+fn agent_from(url: &str, data: &Path, work: &Path, token: Option<&str>, args: &[&str]) -> Command {
     let mut command = Command::new(proxops_bin());
     command
-        .args([
-            "run",
-            "--once",
-            "--cluster",
-            "lab",
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .args(["run", "--cluster", "lab"])
+        .args(args)
         .args(["--url", url, "--backend", "sim", "--sim-state"])
         .arg(data.join("sim.json"))
         .arg("--data-dir")
@@ -87,7 +82,20 @@ fn agent_once_from(url: &str, data: &Path, work: &Path, token: Option<&str>) -> 
     if let Some(t) = token {
         command.env("PROXOPS_GIT_TOKEN", t);
     }
-    command.output().unwrap()
+    command
+}
+
+/// One pass of [`agent_from`].
+fn agent_once_from(url: &str, data: &Path, work: &Path, token: Option<&str>) -> Output {
+    agent_from(
+        url,
+        data,
+        work,
+        token,
+        &["--once", "--listen", "127.0.0.1:0"],
+    )
+    .output()
+    .unwrap()
 }
 
 #[test]
@@ -165,22 +173,20 @@ fn a_remote_asking_for_a_token_gets_it_from_the_environment_and_no_credential_is
     let port = proxops_test_support::free_port();
     let log = data.path().join("agent.log");
     let _agent = ChildGuard(
-        Command::new(proxops_bin())
-            .args(["run", "--cluster", "lab", "--interval", "1h"])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--url", &url, "--backend", "sim", "--sim-state"])
-            .arg(data.path().join("sim.json"))
-            .arg("--data-dir")
-            .arg(data.path())
-            .env("SOPS_AGE_KEY_FILE", work.path().join("example-age-key.txt"))
-            .env_remove("PROXOPS_GIT_TOKEN")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
+        agent_from(
+            &url,
+            data.path(),
+            work.path(),
+            None,
+            &["--interval", "1h", "--listen", &format!("127.0.0.1:{port}")],
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap(),
     );
     assert!(wait_for_port(port, Duration::from_secs(30)));
-    let status = wait(Duration::from_secs(60), || {
+    let status = wait_for(Duration::from_secs(60), "the first pass", || {
         let (code, body) = http_get(port, "/status")?;
         (code == 200 && body.contains("\"passes\":1")).then_some(body)
     });
@@ -190,18 +196,6 @@ fn a_remote_asking_for_a_token_gets_it_from_the_environment_and_no_credential_is
     assert!(!page.contains(GIT_TOKEN), "{page}");
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(!logged.contains(GIT_TOKEN), "{logged}");
-}
-
-/// `probe` until it answers, at most `limit`.
-fn wait<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(std::time::Instant::now() < deadline, "timed out");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -242,17 +236,7 @@ fn a_webhook_receiver_written_with_no_value_is_an_error_not_a_receiver_missing()
 /// examples/adopt with its guests seeded from `etc-pve` and lab's composition written as
 /// `composition`, listing a manifest of its own (`vm/lab/extra.yaml`).
 fn adopt_site(composition: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    copy_tree(&example("adopt/repo"), &repo);
-    copy_tree(&example("adopt/etc-pve"), &tmp.path().join("etc-pve"));
-    let config = repo.join("clusters/lab/config.yaml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        format!("{text}      simulation:\n        guest-configs: ../../../etc-pve\n"),
-    )
-    .unwrap();
+    let (tmp, repo) = crate::adopt::seeded_from_guest_configs();
     proxops_test_support::write(&repo, "vm/lab/extra.yaml", &guest("VM", "extra", 150, ""));
     proxops_test_support::write(&repo, "clusters/lab/resources.yaml", composition);
     (tmp, repo)

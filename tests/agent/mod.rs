@@ -5,7 +5,7 @@
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+pub(crate) mod support;
 
 mod browser;
 
