@@ -19,3 +19,4 @@ mod references;
 mod safety;
 mod stacks;
 mod support;
+mod waits;

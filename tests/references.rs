@@ -15,6 +15,20 @@ const DESIRED: &str = "proxops/desired/lab";
 impl Lab {
     /// `proxops <command> --planes` on cluster lab's simulator; its standard output.
     fn run(&self, command: &str) -> String {
+        self.run_to(command, true)
+    }
+
+    /// [`Lab::run`] while a consumer waits: the command exits 1, saying so.
+    fn run_waiting(&self, command: &str) -> String {
+        let stdout = self.run_to(command, false);
+        assert!(
+            stdout.contains("NOT converged") && stdout.contains("waiting"),
+            "{stdout}"
+        );
+        stdout
+    }
+
+    fn run_to(&self, command: &str, converged: bool) -> String {
         let state = self.state.path().join("lab.json");
         let mut args = vec![command, "--planes", "--cluster", "lab", "--backend", "sim"];
         if command == "apply" {
@@ -23,9 +37,10 @@ impl Lab {
         args.extend(["--sim-state", state.to_str().unwrap()]);
         let out = self.proxops(&args);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{command} failed: {stdout}\n{}",
+        assert_eq!(
+            out.status.code(),
+            Some(if converged { 0 } else { 1 }),
+            "{command}: {stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         stdout
@@ -87,7 +102,7 @@ fn a_waiting_consumer_is_never_deleted_duplicated_or_created_with_a_placeholder(
     lab.commit("two consumers of a missing artifact");
 
     for _ in 0..2 {
-        let stdout = lab.run("apply");
+        let stdout = lab.run_waiting("apply");
         assert!(!stdout.contains("delete"), "{stdout}");
         assert!(!stdout.contains("VM/sandbox-02 (101)"), "{stdout}");
         assert!(!stdout.contains("update    VM/sandbox-01"), "{stdout}");
@@ -162,7 +177,7 @@ fn get_shows_wait_before_the_producer_receipt_and_converge_takes_it_to_clean() {
     lab.describe_sandbox(MAC_OF_RUNNER);
     lab.commit("the sandbox describes itself with the runner's MAC");
     // One cycle: the producer is created; the consumer read nothing yet and waits.
-    lab.run("apply");
+    lab.run_waiting("apply");
     let row = lab.row("VM/sandbox-01");
     assert_eq!(row["state"], "WAIT", "{row}");
     assert!(
@@ -226,7 +241,7 @@ fn get_shows_wait_before_the_producer_receipt_and_converge_takes_it_to_clean() {
     std::fs::write(&path, text.replace("memory: 4GiB", "memory: 6GiB")).unwrap();
     lab.commit("more memory for the runner");
     // `apply` runs one cycle: the runner is updated, its new receipt comes after.
-    lab.run("apply");
+    lab.run_waiting("apply");
     let waiting = lab.row("VM/sandbox-01");
     assert_eq!(waiting["state"], "WAIT", "{waiting}");
     assert!(

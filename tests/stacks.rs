@@ -128,9 +128,13 @@ fn converged(site: &Site) -> BTreeMap<u64, (String, Value)> {
 fn the_example_converges_from_empty_to_clean_with_owned_projected_resources() {
     let site = Site::new();
     // One cycle: everything but the jumpbox, whose nameserver is the Pi-hole's address, which
-    // no receipt holds yet.
+    // no receipt holds yet: not converged while it waits.
     let (code, log) = site.run(&["apply", "--planes", "--yes"]);
-    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("waiting  VM/jumpbox") && log.contains("NOT converged: 1 resource waiting"),
+        "{log}"
+    );
     assert_eq!(
         actions(&log),
         [

@@ -56,7 +56,7 @@ pub fn plan(p: &ClusterPlan) -> String {
             p.cluster,
             plural(p.errors.len(), "error")
         );
-    } else if p.state() == PlanState::Stuck {
+    } else if matches!(p.state(), PlanState::Stuck | PlanState::Waiting) {
         let _ = writeln!(
             out,
             "cluster {}: no actions, but not in sync: {}",
@@ -127,6 +127,9 @@ pub fn plan(p: &ClusterPlan) -> String {
     }
     for s in &p.skipped {
         let _ = writeln!(out, "  skipped  {}: {}", s.subject, s.reason);
+    }
+    for s in &p.waiting {
+        let _ = writeln!(out, "  waiting  {}: {}", s.subject, s.reason);
     }
     for s in &p.deferred_prunes {
         let _ = writeln!(out, "  kept     {}: {}", s.subject, s.reason);

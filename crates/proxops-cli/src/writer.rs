@@ -225,6 +225,9 @@ fn verdict(
         RunResult::Stuck => Some(format!(
             "cluster {cluster}: NOT converged: {stuck} (see above; nothing was done about them)"
         )),
+        RunResult::Waiting => Some(format!(
+            "cluster {cluster}: NOT converged: {stuck} (see above; a consumer is planned once what it reads is there)"
+        )),
         RunResult::NotConverged => Some(format!(
             "cluster {cluster}: did not converge in {max_cycles} cycles"
         )),

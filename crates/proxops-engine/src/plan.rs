@@ -245,6 +245,11 @@ pub struct ClusterPlan {
     pub anomalies: Vec<Anomaly>,
     /// Resources not planned this cycle.
     pub skipped: Vec<Skipped>,
+    /// Consumers not planned because they wait for what a reference expression reads (a
+    /// producer's receipt or artifact not there yet, or that will never be): neither created,
+    /// changed nor pruned, and the cluster is not in sync while any waits.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<Skipped>,
     /// Resources that cannot be planned until the repository or its secrets are fixed (a
     /// cloud-init secret reference that does not resolve, an SSH key PVE would refuse); a
     /// command exits non-zero.
@@ -290,24 +295,33 @@ impl ClusterPlan {
         if !self.actions.is_empty() {
             return PlanState::Changes;
         }
-        if self.anomalies.is_empty()
-            && self.errors.is_empty()
-            && self.deferred_prunes.is_empty()
-            && self.skipped.iter().all(Skipped::is_suspension)
-        {
-            PlanState::InSync
-        } else {
+        if self.has_blockers() {
             PlanState::Stuck
+        } else if !self.waiting.is_empty() {
+            PlanState::Waiting
+        } else {
+            PlanState::InSync
         }
     }
 
-    /// What keeps a stuck cluster from matching, counted (`2 anomalies, 1 kept prune`).
+    /// Whether something only an operator can clear keeps the cluster from matching: an
+    /// anomaly, an error, a resource not planned (suspensions aside) or a prune held back.
+    pub fn has_blockers(&self) -> bool {
+        !self.anomalies.is_empty()
+            || !self.errors.is_empty()
+            || !self.deferred_prunes.is_empty()
+            || !self.skipped.iter().all(Skipped::is_suspension)
+    }
+
+    /// What keeps a stuck or waiting cluster from matching, counted (`2 anomalies, 1 resource
+    /// waiting`).
     pub fn stuck_summary(&self) -> String {
         let blocked = self.skipped.iter().filter(|s| !s.is_suspension()).count();
         let parts = [
             (self.anomalies.len(), "anomaly", "anomalies"),
             (self.errors.len(), "error", "errors"),
             (blocked, "resource not planned", "resources not planned"),
+            (self.waiting.len(), "resource waiting", "resources waiting"),
             (
                 self.deferred_prunes.len(),
                 "prune held back",
@@ -336,6 +350,9 @@ pub enum PlanState {
     /// Nothing can be planned, yet the cluster does not match: anomalies, locked or blocked
     /// resources, unresolved secrets or prunes held back need an operator.
     Stuck,
+    /// Nothing else stands in the way, but consumers wait for what their reference expressions
+    /// read ([`ClusterPlan::waiting`]): not in sync until they are planned.
+    Waiting,
 }
 
 impl Skipped {

@@ -56,6 +56,10 @@ pub struct PlanOptions {
     /// Resources annotated `proxops/reconcile: disabled` are suspended too. A suspended resource
     /// is neither changed nor pruned; its dependants are planned as usual.
     pub suspended: BTreeMap<ResourceKey, String>,
+    /// Consumers that wait for what their reference expressions read, with why
+    /// ([`crate::planes::plan_references`]): planned into [`ClusterPlan::waiting`], never
+    /// changed nor pruned.
+    pub waiting: BTreeMap<ResourceKey, String>,
     /// The cluster's SOPS secrets, for cloud-init references (`None`: not loaded; a resource
     /// with a reference is then skipped with an error naming it).
     pub secrets: Option<ClusterSecrets>,
@@ -81,6 +85,7 @@ impl Default for PlanOptions {
             config_concurrency: 8,
             drivers: Arc::new(Drivers::builtin()),
             suspended: BTreeMap::new(),
+            waiting: BTreeMap::new(),
             secrets: None,
             previous: None,
             restarts: true,
@@ -114,6 +119,12 @@ impl PlanOptions {
         self.drivers = drivers;
         self
     }
+    /// Sets the consumers that wait, with why.
+    pub fn with_waiting(mut self, waiting: BTreeMap<ResourceKey, String>) -> Self {
+        self.waiting = waiting;
+        self
+    }
+
     /// Sets the resources suspended from outside the repository, with why.
     pub fn with_suspended(mut self, suspended: BTreeMap<ResourceKey, String>) -> Self {
         self.suspended = suspended;
@@ -193,6 +204,7 @@ pub async fn plan_cluster(
             actions: Vec::new(),
             anomalies: Vec::new(),
             skipped: Vec::new(),
+            waiting: Vec::new(),
             errors: Vec::new(),
             deferred_prunes: Vec::new(),
             warnings: Vec::new(),
@@ -303,6 +315,15 @@ pub async fn plan_cluster(
                 planner.plan.skipped.push(Skipped {
                     subject: resource.key().to_string(),
                     reason: why,
+                });
+            }
+            continue;
+        }
+        if let Some(why) = options.waiting.get(&resource.key()) {
+            if suspended_seen.insert(step.resource) {
+                planner.plan.waiting.push(Skipped {
+                    subject: resource.key().to_string(),
+                    reason: why.clone(),
                 });
             }
             continue;

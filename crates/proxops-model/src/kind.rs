@@ -316,6 +316,28 @@ pub trait KindDef: Send + Sync + 'static {
     }
     /// The JSON Schema of the spec (use `generator.subschema_for::<YourSpec>()`).
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
+    /// Why artifact `name` of a resource with `spec` can never hold what `pointer` reads, when
+    /// the kind knows its receipts' artifacts; `None` when it may, or when the kind does not
+    /// say (the default). `validate` then refuses a consumer that would wait forever.
+    fn artifact_unreachable(
+        &self,
+        _spec: &Spec,
+        _name: &str,
+        _pointer: &crate::expr::Pointer,
+    ) -> Option<Unreachable> {
+        None
+    }
+}
+
+/// Why an artifact a reference expression reads can never be there
+/// ([`KindDef::artifact_unreachable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Unreachable {
+    /// Why, in words (`it has no NIC `net5`: it has net0`).
+    pub why: String,
+    /// What the expression may read instead (artifact names, NIC slots, fields).
+    pub accepted: Vec<String>,
 }
 
 /// Why a kind could not be registered.

@@ -209,7 +209,92 @@ pub fn validate_cluster(
             }
         }
     }
+    // Reference expressions that would wait forever.
+    for r in index.values() {
+        for site in &r.exprs {
+            if let Some(d) = never_resolves(registry, r, site, &index) {
+                out.push(in_cluster(d));
+            }
+        }
+    }
     out
+}
+
+/// The error of an expression of `r` whose wait could never end: an artifact the producer's
+/// receipts never carry or never hold at that pointer, a receipt field that does not exist.
+/// It refuses only `r` ([`Code::refuses_only_its_resource`]): `r` waits, and is kept.
+fn never_resolves(
+    registry: &Registry,
+    r: &Resource,
+    site: &crate::expr::ExprSite,
+    index: &BTreeMap<ResourceKey, &Arc<Resource>>,
+) -> Option<Diagnostic> {
+    use crate::expr::Expr;
+    let (producer, what, unreachable) = match &site.expr {
+        Expr::Artifact {
+            producer,
+            name,
+            pointer,
+        } => {
+            let found = index.get(producer)?;
+            let why = registry
+                .get(found.kind)?
+                .artifact_unreachable(&found.spec, name, pointer)?;
+            (producer, format!("artifact `{name}` at `{pointer}`"), why)
+        }
+        Expr::Receipt { producer, pointer } => {
+            index.get(producer)?;
+            let first = pointer.tokens().next()?;
+            let fields = crate::kinds::reach::RECEIPT_RESULT_FIELDS;
+            if fields.contains(&first.as_str()) {
+                return None;
+            }
+            let why = crate::kind::Unreachable {
+                why: format!("a receipt's result has no field `{first}`"),
+                accepted: fields.iter().map(|f| (*f).to_owned()).collect(),
+            };
+            (producer, format!("receipt at `{pointer}`"), why)
+        }
+        Expr::Promotion { .. } => return None,
+    };
+    let word = match &site.expr {
+        Expr::Artifact { name, .. } => name.as_str(),
+        _ => pointer_head(&site.expr),
+    };
+    let near = crate::de::did_you_mean(word, unreachable.accepted.iter().map(String::as_str));
+    let accepted = unreachable
+        .accepted
+        .iter()
+        .map(|a| format!("`{a}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let help = match (near, accepted.is_empty()) {
+        (Some(n), _) => format!("did you mean `{n}`? {producer} offers {accepted}"),
+        (None, false) => format!("{producer} offers {accepted}"),
+        (None, true) => format!("{producer} offers nothing this expression could read"),
+    };
+    Some(
+        Diagnostic::error(
+            Code::ReferenceUnresolvable,
+            format!(
+                "{} would wait forever on the {what} of {producer}: {}",
+                r.key(),
+                unreachable.why
+            ),
+        )
+        .with_label(&r.file, site.span, "can never resolve")
+        .with_help(help),
+    )
+}
+
+/// The first token of a `fromReceipt` pointer, for the near-spelling hint.
+fn pointer_head(expr: &crate::expr::Expr) -> &str {
+    match expr {
+        crate::expr::Expr::Receipt { pointer, .. } => {
+            pointer.as_str().split('/').nth(1).unwrap_or_default()
+        }
+        _ => "",
+    }
 }
 
 fn unknown_reference(

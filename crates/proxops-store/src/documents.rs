@@ -561,6 +561,37 @@ mod tests {
     }
 
     #[test]
+    fn validate_knows_every_field_of_a_receipt_result() {
+        // `validate` refuses a `fromReceipt` pointer into a field not in its list: the list
+        // must be exactly what a receipt's result holds when every field is filled.
+        let result = ReceiptResult {
+            outcome: Outcome::Created,
+            pve_identity: BTreeMap::from([("vmid".to_owned(), Value::from(100))]),
+            upids: vec!["UPID:pve1:1:2:3:qmcreate:100:root@pam:".to_owned()],
+            started_at: "2026-01-01T00:00:00Z".to_owned(),
+            finished_at: "2026-01-01T00:00:01Z".to_owned(),
+            controller_version: "0.1.0".to_owned(),
+            artifacts: BTreeMap::from([(
+                "mac-addresses".to_owned(),
+                ArtifactDescriptor {
+                    kind: "MacAddresses".to_owned(),
+                    path: "artifacts/VM/a/mac-addresses.yaml".to_owned(),
+                    blob: "0".repeat(40),
+                },
+            )]),
+        };
+        let value = serde_json::to_value(&result).unwrap_or_default();
+        let mut fields: Vec<&str> = value
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        fields.sort_unstable();
+        let mut known = proxops_model::kinds::reach::RECEIPT_RESULT_FIELDS.to_vec();
+        known.sort_unstable();
+        assert_eq!(fields, known);
+    }
+
+    #[test]
     fn paths_round_trip() {
         let key = ResourceKey {
             kind: "VM".into(),

@@ -17,7 +17,7 @@ use std::sync::Arc;
 ///
 /// Exit status: 0 (with `--detailed-exitcode`: 0 every cluster in sync, 2 changes planned, 3
 /// nothing can be planned but a cluster does not match: anomalies, blocked or locked
-/// resources, prunes held back), 1 when a cluster is invalid or cannot be planned, 2 for usage
+/// resources, prunes held back, consumers waiting for what their references read), 1 when a cluster is invalid or cannot be planned, 2 for usage
 /// or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,8 +30,8 @@ pub struct Args {
     /// document.
     #[arg(long, value_enum, default_value_t = Output::Human)]
     pub output: Output,
-    /// Exit 2 when changes are planned, 3 when a cluster is stuck, 0 when every cluster is in
-    /// sync.
+    /// Exit 2 when changes are planned, 3 when a cluster is stuck or a consumer waits, 0 when
+    /// every cluster is in sync.
     #[arg(long)]
     pub detailed_exitcode: bool,
 }
@@ -93,7 +93,10 @@ fn plan(args: &Args) -> Result<ExitCode, CommandError> {
         plans
     });
     let changes = plans.iter().any(|p| p.state() == PlanState::Changes);
-    let stuck = plans.iter().any(|p| p.state() == PlanState::Stuck);
+    // Waiting consumers are not in sync either: exit 3 like a stuck cluster.
+    let stuck = plans
+        .iter()
+        .any(|p| matches!(p.state(), PlanState::Stuck | PlanState::Waiting));
     let mut out = std::io::stdout().lock();
     let text = match args.output {
         Output::Json => {

@@ -316,6 +316,7 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
         out.record.actions = action_lines(plan, last.report.as_ref());
         out.record.anomalies = plan.anomalies.clone();
         out.record.skipped = plan.skipped.clone();
+        out.record.waiting = plan.waiting.clone();
         out.record.deferred_prunes = plan.deferred_prunes.clone();
         if let Some(report) = &last.report {
             let r = &mut out.record;
@@ -344,10 +345,11 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
         RunResult::Applied => CycleResult::Applied,
         RunResult::Changes => CycleResult::Drifted,
         RunResult::Stuck => CycleResult::Stuck,
+        RunResult::Waiting => CycleResult::Waiting,
         RunResult::Stopped => CycleResult::Stopped,
         RunResult::Leased => CycleResult::Leased,
         RunResult::Invalid => CycleResult::Invalid,
-        _ => CycleResult::Failed,
+        RunResult::NotConverged | RunResult::Failed | RunResult::Declined => CycleResult::Failed,
     }
 }
 

@@ -31,6 +31,9 @@ pub enum CycleResult {
     /// Nothing could be planned, yet the cluster does not match (anomalies, locked or blocked
     /// resources, prunes held back): an operator must act.
     Stuck,
+    /// Nothing else stands in the way, but consumers wait for what their reference
+    /// expressions read: not converged (the cycle's `waiting` names them and why).
+    Waiting,
 }
 
 impl CycleResult {
@@ -46,6 +49,7 @@ impl CycleResult {
             CycleResult::Suspended => "suspended",
             CycleResult::Stopped => "stopped",
             CycleResult::Stuck => "stuck",
+            CycleResult::Waiting => "waiting",
         }
     }
 
@@ -90,6 +94,9 @@ pub struct CycleRecord {
     pub anomalies: Vec<Anomaly>,
     /// Resources not planned, with why (suspended, waiting for a prerequisite).
     pub skipped: Vec<Skipped>,
+    /// Consumers that wait for what their reference expressions read, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<Skipped>,
     /// Prunes held back by the budget or the empty-composition guard.
     pub deferred_prunes: Vec<Skipped>,
     /// What went wrong, in words.
@@ -158,6 +165,7 @@ impl CycleRecord {
             not_started: 0,
             anomalies: Vec::new(),
             skipped: Vec::new(),
+            waiting: Vec::new(),
             deferred_prunes: Vec::new(),
             errors: Vec::new(),
             desired_head: None,

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use std::net::Ipv6Addr;
 
 /// The artifact's name in a receipt.
-pub const NAME: &str = "ip-addresses";
+pub const NAME: &str = proxops_model::kinds::reach::IP_ADDRESSES;
 /// The artifact's kind.
 pub const KIND: &str = "IpAddresses";
 

@@ -7,6 +7,7 @@
 //! left out and the receipt is written all the same.
 
 use super::{BuiltBatch, addresses};
+use proxops_model::kinds::reach::{FILE_ARTIFACT, MAC_ADDRESSES, PLACEMENT};
 use proxops_pve::{GuestRef, GuestType, PveClient, StorageVolume};
 use proxops_store::observed::Observation;
 use serde_json::{Map, Value, json};
@@ -22,7 +23,11 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
         let identity = Value::Object(obs.pve_identity.clone().into_iter().collect());
         let fact = match kind {
             "ISO" | "CTTemplate" | "DiskImage" => {
-                let file = obs.artifacts.iter().find(|(n, _, _)| n == "file").cloned();
+                let file = obs
+                    .artifacts
+                    .iter()
+                    .find(|(n, _, _)| n == FILE_ARTIFACT)
+                    .cloned();
                 match file {
                     Some(file) => file_fact(client, file, &identity, &mut listings).await,
                     None => None,
@@ -37,7 +42,7 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
                 // A placed guest has no `node` in its identity: its placement names it.
                 let mut identity = identity;
                 if identity.get("node").is_none()
-                    && let Some((_, _, p)) = obs.artifacts.iter().find(|(n, _, _)| n == "placement")
+                    && let Some((_, _, p)) = obs.artifacts.iter().find(|(n, _, _)| n == PLACEMENT)
                 {
                     identity["node"] = p["node"].clone();
                 }
@@ -69,7 +74,7 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
         };
         let mut identity = Value::Object(obs.pve_identity.clone().into_iter().collect());
         if identity.get("node").is_none()
-            && let Some((_, _, p)) = obs.artifacts.iter().find(|(n, _, _)| n == "placement")
+            && let Some((_, _, p)) = obs.artifacts.iter().find(|(n, _, _)| n == PLACEMENT)
         {
             identity["node"] = p["node"].clone();
         }
@@ -90,7 +95,7 @@ pub async fn enrich(client: &PveClient, built: &mut BuiltBatch) {
         let macs = obs
             .artifacts
             .iter()
-            .find(|(n, _, _)| n == "mac-addresses")
+            .find(|(n, _, _)| n == MAC_ADDRESSES)
             .and_then(|(_, _, m)| m.as_object())
             .unwrap_or(&empty);
         let Some(fact) = addresses::artifact(&guest, answer, macs) else {
@@ -169,7 +174,7 @@ async fn guest_fact(
     let macs = mac_addresses(&config.values);
     (!macs.is_empty()).then(|| {
         (
-            "mac-addresses".to_owned(),
+            MAC_ADDRESSES.to_owned(),
             "MacAddresses".to_owned(),
             Value::Object(macs),
         )

@@ -422,7 +422,7 @@ pub fn observation_batch(
             .find(|p| p.subject == key.to_string())
         {
             observation.artifacts.push((
-                "placement".to_owned(),
+                proxops_model::kinds::reach::PLACEMENT.to_owned(),
                 "Placement".to_owned(),
                 serde_json::json!({ "node": p.node, "reason": p.reason }),
             ));
@@ -499,7 +499,11 @@ pub fn downloaded_file(kind: &str, spec: &Value) -> Option<(String, String, Valu
     if let Some(sum) = spec.get("checksum").filter(|c| c.is_object()) {
         payload["checksum"] = sum.clone();
     }
-    Some(("file".to_owned(), "DownloadedFile".to_owned(), payload))
+    Some((
+        proxops_model::kinds::reach::FILE_ARTIFACT.to_owned(),
+        "DownloadedFile".to_owned(),
+        payload,
+    ))
 }
 
 /// A current receipt rebuilt as it is (result and artifacts), when its `ip-addresses` artifact

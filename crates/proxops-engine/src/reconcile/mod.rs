@@ -377,6 +377,9 @@ pub enum RunResult {
     /// The cluster does not match and ProxOps cannot make it: anomalies, blocked or locked
     /// resources, prunes held back (by the budget, a lock, protection, ...).
     Stuck,
+    /// Nothing else stands in the way, but consumers wait for what their reference
+    /// expressions read ([`crate::plan::ClusterPlan::waiting`]): not converged.
+    Waiting,
     /// Cycles ran out while changes were still planned.
     NotConverged,
     /// An action failed, or the cluster could not be reached, planned or recorded.

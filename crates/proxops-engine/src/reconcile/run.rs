@@ -293,11 +293,7 @@ impl Reconciler {
                 let planned =
                     plan_references(&self.registry, cluster, desired, self.options.dry_run)
                         .map_err(RunError::Invalid)?;
-                for (key, why) in &planned.waits {
-                    options
-                        .suspended
-                        .insert(key.clone(), format!("WAIT: {why}"));
-                }
+                options.waiting = planned.waits.clone();
                 Some(planned)
             } else {
                 None
@@ -361,16 +357,18 @@ impl Reconciler {
             let failed =
                 report.count(|o| matches!(o, Outcome::Failed { .. } | Outcome::Deferred { .. }));
             let not_started = report.count(|o| *o == Outcome::NotStarted);
-            let blockers = !plan.stuck_summary().is_empty();
+            let blockers = plan.has_blockers();
+            let waits = !plan.waiting.is_empty();
             run.cycles.push(cycle_run(plan, Some(report), receipts));
             if not_started > 0 {
                 return Ok(RunResult::Stopped);
             }
             if max == 1 {
-                return Ok(match (failed > 0, blockers) {
-                    (true, _) => RunResult::Failed,
-                    (false, true) => RunResult::Stuck,
-                    (false, false) => RunResult::Applied,
+                return Ok(match (failed > 0, blockers, waits) {
+                    (true, _, _) => RunResult::Failed,
+                    (false, true, _) => RunResult::Stuck,
+                    (false, false, true) => RunResult::Waiting,
+                    (false, false, false) => RunResult::Applied,
                 });
             }
             if *stop.borrow() {
@@ -476,6 +474,7 @@ fn settled(state: PlanState) -> RunResult {
         PlanState::InSync => RunResult::InSync,
         PlanState::Changes => RunResult::Changes,
         PlanState::Stuck => RunResult::Stuck,
+        PlanState::Waiting => RunResult::Waiting,
     }
 }
 

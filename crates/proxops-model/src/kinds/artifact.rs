@@ -327,4 +327,16 @@ impl KindDef for ArtifactKind {
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<ArtifactSpec>()
     }
+
+    fn artifact_unreachable(
+        &self,
+        spec: &Spec,
+        name: &str,
+        pointer: &crate::expr::Pointer,
+    ) -> Option<crate::kind::Unreachable> {
+        let Spec::Artifact(file) = spec else {
+            return None;
+        };
+        super::reach::file(file, name, pointer)
+    }
 }

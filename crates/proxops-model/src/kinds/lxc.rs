@@ -941,6 +941,20 @@ impl KindDef for LxcKind {
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<LxcSpec>()
     }
+
+    fn artifact_unreachable(
+        &self,
+        spec: &Spec,
+        name: &str,
+        pointer: &crate::expr::Pointer,
+    ) -> Option<crate::kind::Unreachable> {
+        let Spec::Lxc(ct) = spec else { return None };
+        super::reach::guest(
+            &super::reach::GuestFacts::of_lxc(ct, self.template),
+            name,
+            pointer,
+        )
+    }
 }
 
 #[cfg(test)]

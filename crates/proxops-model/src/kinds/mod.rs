@@ -5,6 +5,7 @@ pub mod common;
 pub mod lxc;
 pub mod passthrough;
 pub mod placement;
+pub mod reach;
 pub mod vm;
 mod vm_checks;
 pub mod vm_devices;

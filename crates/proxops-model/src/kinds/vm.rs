@@ -859,6 +859,20 @@ impl KindDef for VmKind {
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<VmSpec>()
     }
+
+    fn artifact_unreachable(
+        &self,
+        spec: &Spec,
+        name: &str,
+        pointer: &crate::expr::Pointer,
+    ) -> Option<crate::kind::Unreachable> {
+        let Spec::Vm(vm) = spec else { return None };
+        super::reach::guest(
+            &super::reach::GuestFacts::of_vm(vm, self.template),
+            name,
+            pointer,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! property string (`key=value,...`) each sub-key with its own rules, the required ones and the
 //! default key.
 
-mod check;
+pub(crate) mod check;
 mod classify;
 mod formats;
 mod schema;

@@ -19,7 +19,7 @@ fn covered(d: &proxops_model::Diagnostic) -> &str {
 }
 
 /// A VM `web` whose cloud-init nameservers hold `expr` (one flow-style line) and the LXC
-/// `pihole` it may read.
+/// `pihole` (one NIC, `net0`) it may read.
 fn consumer(expr: &str) -> TempRepo {
     let web = with_spec(
         &vm("web", "pve01", 142),
@@ -27,7 +27,18 @@ fn consumer(expr: &str) -> TempRepo {
     );
     cluster_of(&[
         ("vm/dev/web.yaml", web),
-        ("lxc/dev/pihole.yaml", lxc("pihole", "pve01", 150, "debian")),
+        (
+            "lxc/dev/pihole.yaml",
+            with_spec(
+                &lxc("pihole", "pve01", 150, "debian"),
+                &[
+                    "networks:",
+                    "  - bridge: vmbr0",
+                    "    iface: eth0",
+                    "    ip: dhcp",
+                ],
+            ),
+        ),
         (
             "ctt/dev/debian.yaml",
             artifact("CTTemplate", "debian", &["pve01"]),
@@ -84,7 +95,7 @@ fn a_resolved_value_is_checked_like_a_written_one() {
 #[test]
 fn dry_fallback_masks_the_site() {
     let repo =
-        consumer("{fromReceipt: {resource: LXC/pihole, pointer: /x, dryFallback: 10.9.9.9}}")
+        consumer("{fromReceipt: {resource: LXC/pihole, pointer: /outcome, dryFallback: 10.9.9.9}}")
             .load();
     assert_valid(&repo);
     let web = resource(repo.cluster(CLUSTER).expect("dev"), "VM", "web");
@@ -94,6 +105,34 @@ fn dry_fallback_masks_the_site() {
     );
     let spec = serde_json::to_value(&web.spec).expect("json");
     assert_eq!(spec["cloud-init-data"]["nameservers"][0], "10.9.9.9");
+}
+
+#[test]
+fn an_expression_that_would_wait_forever_refuses_only_its_resource() {
+    for (expr, words) in [
+        (
+            "{fromArtifact: {resource: LXC/pihole, name: ip-adress, pointer: /net0/ipv4/0}}",
+            &["no artifact `ip-adress`", "did you mean `ip-addresses`?"][..],
+        ),
+        (
+            "{fromArtifact: {resource: LXC/pihole, name: ip-addresses, pointer: /net2/ipv4/0}}",
+            &["no NIC `net2`: it has net0"][..],
+        ),
+        (
+            "{fromReceipt: {resource: LXC/pihole, pointer: /outcom}}",
+            &["no field `outcom`", "did you mean `outcome`?"][..],
+        ),
+    ] {
+        let repo = consumer(expr).load();
+        let d = only_error(&repo, Code::ReferenceUnresolvable, &words[..1]);
+        let said = format!("{} {}", d.message, d.help.as_deref().unwrap_or_default());
+        for w in words {
+            assert!(said.contains(w), "{expr}: {said}");
+        }
+        assert_eq!(covered(d), expr, "labelled on the expression");
+        // The cluster stays valid: only VM/web waits.
+        assert!(repo.cluster(CLUSTER).expect("dev").valid, "{expr}");
+    }
 }
 
 #[test]

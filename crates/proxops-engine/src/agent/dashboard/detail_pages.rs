@@ -85,6 +85,7 @@ pub(crate) fn resource(c: &ClusterState, kind: &str, name: &str, detail: &Detail
                 ul.notes {
                     @for a in l.anomalies.iter().filter(|a| a.subject == subject) { li { span.badge.st-wait { "anomaly" } " " (a.message) } }
                     @for s in l.skipped.iter().filter(|s| s.subject == subject) { li { span.badge.st-suspended { "skipped" } " " (s.reason) } }
+                    @for s in l.waiting.iter().filter(|s| s.subject == subject) { li { span.badge.st-wait { "waiting" } " " (s.reason) } }
                 }
             }
         }

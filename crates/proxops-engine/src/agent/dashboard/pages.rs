@@ -90,6 +90,7 @@ pub(crate) fn cluster_word(c: &ClusterState) -> (&'static str, &'static str) {
         Some(CycleResult::Invalid) => ("invalid", "st-failed"),
         Some(CycleResult::Leased) => ("leased elsewhere", "st-wait"),
         Some(CycleResult::Suspended) => ("suspended", "st-suspended"),
+        Some(CycleResult::Waiting) => ("waiting", "st-wait"),
         Some(_) => ("failing", "st-failed"),
     }
 }
@@ -361,10 +362,11 @@ pub(crate) fn cluster(c: &ClusterState) -> Markup {
                 p { (l.planned) " planned, " (l.succeeded) " succeeded, " (l.failed) " failed, "
                     (l.deferred) " deferred, " (l.not_started) " not started" }
                 @if !actions.is_empty() { (actions_table(&actions, true)) }
-                @if !l.anomalies.is_empty() || !l.skipped.is_empty() || !l.deferred_prunes.is_empty() {
+                @if !l.anomalies.is_empty() || !l.skipped.is_empty() || !l.waiting.is_empty() || !l.deferred_prunes.is_empty() {
                     ul.notes {
                         @for a in &l.anomalies { li { span.badge.st-wait { "anomaly" } " " (a.subject) ": " (a.message) } }
                         @for s in &l.skipped { li { span.badge.st-suspended { "skipped" } " " (s.subject) ": " (s.reason) } }
+                        @for s in &l.waiting { li { span.badge.st-wait { "waiting" } " " (s.subject) ": " (s.reason) } }
                         @for s in &l.deferred_prunes { li { span.badge.st-deleting { "kept" } " " (s.subject) ": " (s.reason) } }
                     }
                 }

@@ -352,6 +352,7 @@ impl Notifier {
             CycleResult::Converged | CycleResult::Applied => Some(StatusState::Success),
             CycleResult::Failed
             | CycleResult::Stuck
+            | CycleResult::Waiting
             | CycleResult::Drifted
             | CycleResult::Invalid => Some(StatusState::Failure),
             CycleResult::Leased | CycleResult::Suspended | CycleResult::Stopped => None,
@@ -628,6 +629,15 @@ fn status_description(outcome: &CycleOutcome, drift: DriftMode) -> String {
             outcome.cluster,
             r.anomalies.len(),
             r.deferred_prunes.len()
+        ),
+        CycleResult::Waiting => format!(
+            "{}: not converged: {} waiting{}",
+            outcome.cluster,
+            r.waiting.len(),
+            r.waiting
+                .first()
+                .map(|w| format!(" ({}: {})", w.subject, w.reason))
+                .unwrap_or_default()
         ),
         CycleResult::Drifted if drift == DriftMode::Report => format!(
             "{}: {} change(s) not applied (drift: report)",
