@@ -20,3 +20,4 @@ mod notifications;
 mod notifier;
 mod reload;
 mod standin;
+mod waits;

@@ -40,6 +40,9 @@ pub const EXPRESSION_KEYS: &[&str] = &[
     "fromItem",
 ];
 
+/// How long a consumer waits before the agent reports it (`waitTimeout`'s default).
+pub const DEFAULT_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 /// Spec fields (top level) that identify what a resource is in PVE: never an expression.
 const IDENTITY_FIELDS: &[&str] = &["vmid", "node", "nodes", "storage", "filename"];
 
@@ -185,6 +188,9 @@ pub struct ExprSite {
     pub expr: Expr,
     /// The value dry runs use while the reference is unavailable.
     pub dry_fallback: Option<Value>,
+    /// How long the consumer may wait for it before the agent reports the wait as an anomaly
+    /// (`waitTimeout: 30m`; `None`: [`DEFAULT_WAIT_TIMEOUT`]).
+    pub wait_timeout: Option<std::time::Duration>,
     /// The expression's node.
     pub span: Span,
 }
@@ -414,10 +420,13 @@ impl Walk<'_> {
     ) -> Option<ExprSite> {
         let (fields, required): (&[&str], &[&str]) = match word {
             "fromArtifact" => (
-                &["resource", "name", "pointer", "dryFallback"],
+                &["resource", "name", "pointer", "dryFallback", "waitTimeout"],
                 &["resource", "name"],
             ),
-            "fromReceipt" => (&["resource", "pointer", "dryFallback"], &["resource"]),
+            "fromReceipt" => (
+                &["resource", "pointer", "dryFallback", "waitTimeout"],
+                &["resource"],
+            ),
             _ => (&["resource", "pointer", "dryFallback"], &[]),
         };
         let entries = match &body.value {
@@ -565,6 +574,30 @@ impl Walk<'_> {
             }
             None => None,
         };
+        let wait_timeout = match text("waitTimeout") {
+            Some((t, at)) => match crate::config::parse_duration(t) {
+                Some(d) if !d.is_zero() => Some(d),
+                _ => {
+                    ok = false;
+                    push(
+                        self.sink,
+                        Code::ReferenceShape,
+                        at,
+                        format!("`{t}` is not a duration"),
+                        "not a duration",
+                        Some(
+                            "e.g. `waitTimeout: 30m` (units ms, s, m, h; more than zero)"
+                                .to_owned(),
+                        ),
+                    );
+                    None
+                }
+            },
+            None => {
+                ok &= body.get("waitTimeout").is_none();
+                None
+            }
+        };
         if !ok {
             return None;
         }
@@ -584,6 +617,7 @@ impl Walk<'_> {
             path: path.to_vec(),
             expr,
             dry_fallback,
+            wait_timeout,
             span,
         })
     }

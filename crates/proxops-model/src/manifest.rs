@@ -139,6 +139,17 @@ impl Resource {
         !self.exprs.is_empty() && !self.resolved
     }
 
+    /// How long the resource may wait for what its expressions read before the agent reports
+    /// it: the shortest `waitTimeout` among them ([`crate::expr::DEFAULT_WAIT_TIMEOUT`] where
+    /// one has none).
+    pub fn wait_timeout(&self) -> std::time::Duration {
+        self.exprs
+            .iter()
+            .map(|s| s.wait_timeout.unwrap_or(crate::expr::DEFAULT_WAIT_TIMEOUT))
+            .min()
+            .unwrap_or(crate::expr::DEFAULT_WAIT_TIMEOUT)
+    }
+
     /// The name.
     pub fn name(&self) -> &str {
         &self.metadata.name

@@ -110,15 +110,20 @@ fn expression_schema() -> Value {
             }},
         })
     };
+    let wait_timeout = json!({
+        "type": "string",
+        "pattern": "^([0-9]+(ms|s|m|h))+$",
+        "description": "How long the consumer may wait for this value before the agent reports the wait as an anomaly (default 15m).",
+    });
     json!({
         "description": "A reference expression: a value read when the desired plane is published.",
         "oneOf": [
             form("fromArtifact", "A value of an artifact the producer's current receipt lists.",
                 json!({"resource": resource, "name": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
-                    "pointer": pointer, "dryFallback": fallback}),
+                    "pointer": pointer, "dryFallback": fallback, "waitTimeout": wait_timeout}),
                 json!(["resource", "name"])),
             form("fromReceipt", "A value of the producer's current receipt (`spec.result`).",
-                json!({"resource": resource, "pointer": pointer, "dryFallback": fallback}),
+                json!({"resource": resource, "pointer": pointer, "dryFallback": fallback, "waitTimeout": wait_timeout}),
                 json!(["resource"])),
             form("fromPromotion", "The same field of the promotion source's pinned desired document.",
                 json!({"resource": resource, "pointer": pointer, "dryFallback": fallback}),

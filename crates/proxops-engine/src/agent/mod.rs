@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod notify;
 pub mod source;
 pub mod status;
+mod waits;
 
 pub use auth::ControlToken;
 pub use notify::{ConfiguredSinks, NotifyOptions};
@@ -325,6 +326,8 @@ pub(crate) struct Shared {
     changes: watch::Sender<u64>,
     /// Open live-update streams, bounded.
     streams: Arc<Semaphore>,
+    /// Since when each consumer has waited.
+    waits: Mutex<waits::WaitClock>,
 }
 
 /// Passes asked for by webhooks and not yet run.
@@ -422,6 +425,9 @@ impl Shared {
             outcome.plan.as_ref(),
             outcome.report.as_ref(),
         );
+        if outcome.plan.is_some() {
+            metrics.waits(&outcome.cluster, &outcome.record);
+        }
         metrics.pve(&outcome.cluster, &outcome.requests, &outcome.latencies);
     }
 
@@ -608,6 +614,7 @@ impl Agent {
                 options,
                 guard,
                 known: Mutex::new(None),
+                waits: Mutex::new(waits::WaitClock::default()),
                 hooks: Mutex::new(hooks),
                 wanted: Mutex::new(Wanted::default()),
                 wake: tokio::sync::Notify::new(),
@@ -847,7 +854,8 @@ async fn run_pass(
     }
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok((outcome, drift)) => {
+            Ok((mut outcome, drift)) => {
+                lock(&shared.waits).observe(&pass.repo, &mut outcome, SystemTime::now());
                 shared.record(&outcome, drift);
                 shared.notifier.cycle_ended(&outcome, drift);
             }

@@ -97,6 +97,10 @@ pub struct CycleRecord {
     /// Consumers that wait for what their reference expressions read, with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<Skipped>,
+    /// The waiting consumers that waited longer than their `waitTimeout` (each also in
+    /// `anomalies`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits_timed_out: Vec<String>,
     /// Prunes held back by the budget or the empty-composition guard.
     pub deferred_prunes: Vec<Skipped>,
     /// What went wrong, in words.
@@ -166,6 +170,7 @@ impl CycleRecord {
             anomalies: Vec::new(),
             skipped: Vec::new(),
             waiting: Vec::new(),
+            waits_timed_out: Vec::new(),
             deferred_prunes: Vec::new(),
             errors: Vec::new(),
             desired_head: None,

@@ -136,6 +136,28 @@ fn an_expression_that_would_wait_forever_refuses_only_its_resource() {
 }
 
 #[test]
+fn wait_timeout_is_a_duration_and_the_shortest_one_counts() {
+    let repo =
+        consumer("{fromReceipt: {resource: LXC/pihole, pointer: /outcome, waitTimeout: soon}}")
+            .load();
+    let d = only_error(&repo, Code::ReferenceShape, &["`soon` is not a duration"]);
+    assert_eq!(covered(d), "soon");
+    let repo = consumer(
+        "{fromReceipt: {resource: LXC/pihole, pointer: /outcome, waitTimeout: 1h30m}}, {fromReceipt: {resource: LXC/pihole, pointer: /outcome, waitTimeout: 90s}}",
+    )
+    .load();
+    assert_valid(&repo);
+    let web = resource(repo.cluster(CLUSTER).expect("dev"), "VM", "web");
+    assert_eq!(web.wait_timeout(), std::time::Duration::from_secs(90));
+    let repo = consumer("{fromReceipt: {resource: LXC/pihole, pointer: /outcome}}").load();
+    let web = resource(repo.cluster(CLUSTER).expect("dev"), "VM", "web");
+    assert_eq!(
+        web.wait_timeout(),
+        proxops_model::expr::DEFAULT_WAIT_TIMEOUT
+    );
+}
+
+#[test]
 fn expression_keys_another_key_beside_a_reference_expression() {
     let repo = consumer("{fromArtifact: {resource: LXC/pihole, name: a}, extra: 1}").load();
     let d = only_error(&repo, Code::ExpressionKeys, &["only key", "`extra`"]);

@@ -8,7 +8,7 @@
 //! `_total` suffix: the agent registers them in a sub-registry prefixed `proxops`, and the
 //! encoder adds `_total` to counters itself.
 
-use super::status::CycleResult;
+use super::status::{CycleRecord, CycleResult};
 use crate::execute::{CycleReport, Outcome};
 use crate::plan::ClusterPlan;
 pub use prometheus_client;
@@ -94,6 +94,8 @@ pub struct Metrics {
     durations: OrderedFamily<ClusterLabels, Histogram>,
     deferred_prunes: OrderedFamily<ClusterLabels, Counter>,
     anomalies: OrderedFamily<ClusterLabels, Gauge>,
+    waiting: OrderedFamily<ClusterLabels, Gauge>,
+    waits_timed_out: OrderedFamily<ClusterLabels, Gauge>,
     drift: OrderedFamily<ClusterLabels, Gauge>,
     suspended: OrderedFamily<ClusterLabels, Gauge>,
     last_success: OrderedFamily<ClusterLabels, SecondsGauge>,
@@ -113,6 +115,8 @@ impl Default for Metrics {
             durations: OrderedFamily::with(|| Histogram::new(BUCKETS)),
             deferred_prunes: OrderedFamily::default(),
             anomalies: OrderedFamily::default(),
+            waiting: OrderedFamily::default(),
+            waits_timed_out: OrderedFamily::default(),
             drift: OrderedFamily::default(),
             suspended: OrderedFamily::default(),
             last_success: OrderedFamily::default(),
@@ -177,6 +181,16 @@ impl Metrics {
             self.anomalies.clone(),
         );
         r.register(
+            "resources_waiting",
+            "Consumers the last cycle found waiting for what their reference expressions read",
+            self.waiting.clone(),
+        );
+        r.register(
+            "waits_timed_out",
+            "Consumers waiting longer than their waitTimeout (each also an anomaly)",
+            self.waits_timed_out.clone(),
+        );
+        r.register(
             "drift_actions",
             "Actions the last cycle planned but left alone (drift mode report)",
             self.drift.clone(),
@@ -222,6 +236,19 @@ impl Metrics {
     /// The repository was loaded and checked at a commit the agent had not loaded last.
     pub fn source_loaded(&self) {
         self.source_loads.inc();
+    }
+
+    /// The waits of a cycle that planned: consumers waiting, those waiting past their
+    /// timeout, and the anomalies those count in.
+    pub fn waits(&self, name: &str, record: &CycleRecord) {
+        let c = cluster(name);
+        self.waiting.get(&c).set(gauge_value(record.waiting.len()));
+        self.waits_timed_out
+            .get(&c)
+            .set(gauge_value(record.waits_timed_out.len()));
+        self.anomalies
+            .get(&c)
+            .set(gauge_value(record.anomalies.len()));
     }
 
     /// A cluster's cycle ended.
