@@ -114,6 +114,7 @@ pub mod planes;
 pub mod planner;
 pub mod privileges;
 pub mod reconcile;
+pub mod refusals;
 pub mod secrets;
 
 pub use adopt::{

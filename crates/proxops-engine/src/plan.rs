@@ -268,6 +268,11 @@ pub struct ClusterPlan {
     /// read their `ip-addresses` from them ([`crate::planes::enrich`]); no other guest is asked.
     #[serde(skip)]
     pub addressable: std::collections::BTreeSet<u32>,
+    /// What each planned migration (`Kind/name`) was decided from
+    /// ([`crate::refusals`]): remembered with a permanent failure, so that the same migration
+    /// is not sent again.
+    #[serde(skip)]
+    pub migration_fingerprints: std::collections::BTreeMap<String, String>,
 }
 
 /// The node of a placed guest, and why it is there.

@@ -32,6 +32,7 @@ use std::sync::Arc;
 mod ha;
 mod ha_rules;
 mod placement;
+mod snapshots;
 pub(crate) use ha::HaWrite;
 
 /// The code of a resource with reference expressions planned without the planes.
@@ -60,6 +61,9 @@ pub struct PlanOptions {
     /// ([`crate::planes::plan_references`]): planned into [`ClusterPlan::waiting`], never
     /// changed nor pruned.
     pub waiting: BTreeMap<ResourceKey, String>,
+    /// Migrations PVE refused for a reason that will not change by itself
+    /// ([`crate::refusals`]): not planned again while their fingerprint is the same.
+    pub refused: BTreeMap<ResourceKey, crate::refusals::Refusal>,
     /// The cluster's SOPS secrets, for cloud-init references (`None`: not loaded; a resource
     /// with a reference is then skipped with an error naming it).
     pub secrets: Option<ClusterSecrets>,
@@ -86,6 +90,7 @@ impl Default for PlanOptions {
             drivers: Arc::new(Drivers::builtin()),
             suspended: BTreeMap::new(),
             waiting: BTreeMap::new(),
+            refused: BTreeMap::new(),
             secrets: None,
             previous: None,
             restarts: true,
@@ -210,6 +215,7 @@ pub async fn plan_cluster(
             warnings: Vec::new(),
             placements: Vec::new(),
             addressable: BTreeSet::new(),
+            migration_fingerprints: BTreeMap::new(),
         },
         step_actions: BTreeMap::new(),
         blocked: BTreeSet::new(),
@@ -219,6 +225,8 @@ pub async fn plan_cluster(
         planned_memory: BTreeMap::new(),
         ha: None,
         ha_rules: None,
+        snapshots: BTreeMap::new(),
+        refused: &options.refused,
     };
     // HA resources, read once when a guest declares `ha:` or a guest of ours has one.
     let declares_ha = graph.resources().any(|r| {
@@ -306,6 +314,28 @@ pub async fn plan_cluster(
             planner.plan.addressable.insert(vmid);
         }
     }
+    // The guests of ours found off their nodes may be migrated: what their snapshots hold
+    // decides whether PVE would take it.
+    let movers: Vec<GuestRef> = graph
+        .steps()
+        .iter()
+        .filter_map(|step| {
+            let live = inventory.guest(step.vmid?)?;
+            let Ok(Desired::Guest(d)) = options
+                .drivers
+                .desired(&planner.cx, graph.resource(step.resource))
+            else {
+                return None;
+            };
+            let off = if d.placed {
+                !d.nodes.contains(&live.node)
+            } else {
+                d.node != live.node
+            };
+            (off && configs.contains_key(&live.vmid)).then(|| live.guest_ref())
+        })
+        .collect();
+    planner.snapshots = snapshots::read(client, movers).await;
     let mut suspended_seen = BTreeSet::new();
     for step in graph.steps() {
         let resource = graph.resource(step.resource);
@@ -454,6 +484,10 @@ struct Planner<'a> {
     ha: Option<Result<Vec<proxops_pve::api::ha::HaResource>, PveError>>,
     /// `GET /cluster/ha/rules`, read with `ha` on PVE 9.
     ha_rules: Option<Result<Vec<proxops_pve::api::ha::HaRule>, PveError>>,
+    /// The volumes the snapshots of each VM the plan may migrate reference.
+    snapshots: BTreeMap<u32, Result<snapshots::SnapshotVolumes, String>>,
+    /// Migrations PVE refused ([`PlanOptions::refused`]).
+    refused: &'a BTreeMap<ResourceKey, crate::refusals::Refusal>,
 }
 
 impl Planner<'_> {

@@ -147,6 +147,7 @@ async fn cycle(
         .with_lease_ttl(pass.options.lease_ttl)
         .with_default_log_level(LogLevel::Info)
         .with_suspended(suspended)
+        .with_refusals(pass.refusals.clone())
         .with_progress(log_progress(name))
         .with_events(watch_events(pass, name, Arc::clone(&lease_events)));
     let reconciler = Reconciler::builder(Arc::clone(&pass.registry), backend)

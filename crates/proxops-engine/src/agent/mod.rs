@@ -328,6 +328,8 @@ pub(crate) struct Shared {
     streams: Arc<Semaphore>,
     /// Since when each consumer has waited.
     waits: Mutex<waits::WaitClock>,
+    /// Migrations PVE refused, remembered across passes.
+    refusals: crate::refusals::Refusals,
 }
 
 /// Passes asked for by webhooks and not yet run.
@@ -516,6 +518,7 @@ pub struct Pass {
     stop: watch::Receiver<bool>,
     suspensions: Suspensions,
     notifier: Arc<notify::Notifier>,
+    refusals: crate::refusals::Refusals,
 }
 
 impl Pass {
@@ -615,6 +618,7 @@ impl Agent {
                 guard,
                 known: Mutex::new(None),
                 waits: Mutex::new(waits::WaitClock::default()),
+                refusals: crate::refusals::Refusals::default(),
                 hooks: Mutex::new(hooks),
                 wanted: Mutex::new(Wanted::default()),
                 wake: tokio::sync::Notify::new(),
@@ -805,6 +809,7 @@ async fn run_pass(
                 stop,
                 suspensions: lock(&shared.suspensions).clone(),
                 notifier: Arc::clone(&shared.notifier),
+                refusals: shared.refusals.clone(),
             })
         }
         Err(e) => {

@@ -156,6 +156,9 @@ impl Planner<'_> {
         let mut blocking = Vec::new();
         let mut mapped = Vec::new();
         let mut local = Vec::new();
+        // Local volumes PVE makes itself (a cloud-init drive): moved offline, even for a
+        // running VM, without `with-local-disks` (`scan_local_volumes`: `generated`).
+        let mut generated = Vec::new();
         for (key, value) in &config.values {
             let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
             let indexed = family.len() < key.len();
@@ -193,7 +196,8 @@ impl Planner<'_> {
             {
                 continue;
             }
-            if value.split(',').any(|p| p == "media=cdrom") {
+            let cloud_init = live.kind == GuestType::Qemu && is_cloud_init_volume(volume);
+            if value.split(',').any(|p| p == "media=cdrom") && !cloud_init {
                 blocking.push(format!("{key} (a cdrom on local storage `{sid}`)"));
                 continue;
             }
@@ -202,8 +206,13 @@ impl Planner<'_> {
                     "{key} is on local storage `{sid}`, which node `{target}` does not have: PVE cannot move it there"
                 ));
             }
-            local.push(format!("{key} on `{sid}`"));
+            if cloud_init {
+                generated.push(format!("{key} on `{sid}`"));
+            } else {
+                local.push(format!("{key} on `{sid}`"));
+            }
         }
+        self.snapshot_refusals(live, running)?;
         if !blocking.is_empty() {
             return Err(format!(
                 "it uses local resources PVE cannot migrate ({}): detach them, or declare the node it is on",
@@ -217,6 +226,14 @@ impl Planner<'_> {
             ));
         }
         let mut request = MigrateRequest::new(target);
+        let with_generated = if generated.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its cloud-init drive moves with it ({})",
+                generated.join(", ")
+            )
+        };
         let how = match (live.kind, running) {
             (GuestType::Qemu, true) => {
                 request.online = true;
@@ -234,7 +251,57 @@ impl Planner<'_> {
             (_, false) if local.is_empty() => "offline (stopped)".to_owned(),
             (_, false) => format!("offline with its local volumes ({})", local.join(", ")),
         };
-        Ok((request, how))
+        Ok((request, how + &with_generated))
+    }
+
+    /// What migrating `live` to `target` is decided from ([`crate::refusals`]).
+    fn migration_fingerprint(
+        &self,
+        step: StepId,
+        live: &GuestInfo,
+        config: &GuestConfig,
+        target: &str,
+    ) -> String {
+        let values: BTreeMap<&String, &String> =
+            config.values.iter().filter(|(k, _)| *k != "lock").collect();
+        let snapshots = match self.snapshots.get(&live.vmid) {
+            Some(Ok(v)) => serde_json::to_string(v).unwrap_or_default(),
+            _ => String::new(),
+        };
+        let spec =
+            serde_json::to_string(&self.graph().resource(self.graph().step(step).resource).spec)
+                .unwrap_or_default();
+        format!(
+            "{target}\n{}\n{snapshots}\n{spec}",
+            serde_json::to_string(&values).unwrap_or_default()
+        )
+    }
+
+    /// Why PVE would refuse to migrate `live` for what its snapshots hold on local storage.
+    fn snapshot_refusals(&self, live: &GuestInfo, running: bool) -> Result<(), String> {
+        let volumes = match self.snapshots.get(&live.vmid) {
+            None => return Ok(()),
+            Some(Err(e)) => return Err(format!("its snapshots cannot be read: {e}")),
+            Some(Ok(v)) => v,
+        };
+        let refusals: Vec<String> = volumes
+            .iter()
+            .filter_map(|(volume, names)| {
+                let sid = volume.split_once(':')?.0;
+                let storage = self.inventory.storage(&live.node, sid);
+                if storage.is_some_and(|s| s.shared) || is_cloud_init_volume(volume) {
+                    return None;
+                }
+                super::snapshots::refusal(live.kind, volume, names, storage, running)
+            })
+            .collect();
+        if refusals.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: delete the snapshots, or declare the node it is on",
+            refusals.join("; ")
+        ))
     }
 
     /// Plans the migration of `live` to `target`, or the anomaly of one PVE would refuse.
@@ -246,8 +313,25 @@ impl Planner<'_> {
         target: &str,
         why: &str,
     ) {
+        let key = self.graph().key(self.graph().step(step).resource);
+        let fingerprint = self.migration_fingerprint(step, live, config, target);
+        if let Some(refused) = self
+            .refused
+            .get(&key)
+            .filter(|r| r.fingerprint == fingerprint)
+        {
+            let reason = format!(
+                "{why}, but it is not migrated again: PVE refused migrating it to `{target}` at {}: {}; it is tried again once the manifest or the guest changes",
+                refused.at, refused.message
+            );
+            self.block(step, reason, true);
+            return;
+        }
         match self.migration(live, config, target) {
             Ok((request, how)) => {
+                self.plan
+                    .migration_fingerprints
+                    .insert(key.to_string(), fingerprint);
                 let reason = format!("{why}: migrating to `{target}` {how}");
                 self.push(
                     step,
@@ -267,4 +351,15 @@ impl Planner<'_> {
             }
         }
     }
+}
+
+/// Whether a volume id names a VM's cloud-init drive (`local-lvm:vm-100-cloudinit`), which
+/// PVE generates (qemu-server `PVE/QemuMigrate.pm` `scan_local_volumes`: `vm-\d+-cloudinit`).
+fn is_cloud_init_volume(volume: &str) -> bool {
+    volume
+        .split_once(':')
+        .map(|(_, name)| name.rsplit('/').next().unwrap_or(name))
+        .and_then(|name| name.strip_prefix("vm-"))
+        .and_then(|rest| rest.split_once("-cloudinit"))
+        .is_some_and(|(id, _)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -135,6 +135,9 @@ pub struct ReconcileOptions {
     pub confirm: Option<ConfirmFn>,
     /// Told of each step.
     pub events: Option<EventFn>,
+    /// Migrations PVE refused, shared by every cycle that uses these options (the agent
+    /// passes one memory to all its passes).
+    pub refusals: crate::refusals::Refusals,
 }
 
 impl Default for ReconcileOptions {
@@ -152,6 +155,7 @@ impl Default for ReconcileOptions {
             progress: None,
             confirm: None,
             events: None,
+            refusals: crate::refusals::Refusals::default(),
         }
     }
 }
@@ -190,6 +194,11 @@ impl ReconcileOptions {
     /// Sets the default log level.
     pub fn with_default_log_level(mut self, level: LogLevel) -> Self {
         self.default_log_level = level;
+        self
+    }
+    /// Shares a memory of refused migrations ([`crate::refusals`]).
+    pub fn with_refusals(mut self, refusals: crate::refusals::Refusals) -> Self {
+        self.refusals = refusals;
         self
     }
     /// Sets the externally suspended resources.

@@ -271,6 +271,7 @@ impl Reconciler {
             let mut options = conn.plan_options(cluster);
             options.drivers = Arc::clone(&self.drivers);
             options.suspended = self.options.suspended.clone();
+            options.refused = self.options.refusals.of(name);
             // Reference expressions: plan what the live desired plane resolved (`crate::planes`).
             let planned = if references {
                 if n > 1
@@ -339,6 +340,7 @@ impl Reconciler {
                 ..conn.exec_options()
             };
             let report = execute(&conn.client, &plan, &exec).await;
+            self.options.refusals.record(name, &plan, &report);
             self.emit(&Event::Executed {
                 cycle: n,
                 report: &report,

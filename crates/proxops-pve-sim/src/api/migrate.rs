@@ -136,10 +136,13 @@ fn move_guest(
         if storage.shared {
             continue;
         }
-        if value.contains("media=cdrom") {
+        // `scan_local_volumes`: a cloud-init drive is `generated`, moved offline even for a
+        // running VM; any other local cdrom image stops the migration.
+        let cloud_init = is_cloud_init(volid);
+        if value.contains("media=cdrom") && !cloud_init {
             return Err(format!("can't migrate local cdrom image '{volid}'"));
         }
-        if !allow_local && !ha {
+        if !allow_local && !ha && !cloud_init {
             return Err(format!(
                 "can't migrate local disk '{volid}': can't live migrate attached local disks without with-local-disks option"
             ));
@@ -151,6 +154,9 @@ fn move_guest(
         }
         moved.push(volid.to_owned());
     }
+    if !ha {
+        snapshot_check(st, &g, &source)?;
+    }
     for v in st.volumes.iter_mut() {
         if v.node == source && moved.contains(&v.volid) {
             v.node = target.to_owned();
@@ -161,6 +167,61 @@ fn move_guest(
         if g.kind == GuestKind::Lxc && g.running() {
             // Restart mode: stopped on the source, started on the target.
             g.mark_started();
+        }
+    }
+    Ok(())
+}
+
+/// `vm-<id>-cloudinit`, the drive qemu-server generates.
+fn is_cloud_init(volid: &str) -> bool {
+    volid
+        .split_once(':')
+        .and_then(|(_, name)| name.rsplit('/').next())
+        .and_then(|name| name.strip_prefix("vm-"))
+        .and_then(|rest| rest.split_once("-cloudinit"))
+        .is_some_and(|(id, _)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// qemu-server `PVE/QemuMigrate.pm` `scan_local_volumes`: a local volume a snapshot references
+/// stops a running VM's migration, and a stopped one's unless the storage carries snapshots
+/// over (zfspool, raw on btrfs, qcow2); pve-container `PVE/LXC/Migrate.pm` `prepare` allows a
+/// container's on zfspool and btrfs only. The worker logs the volume, then fails.
+fn snapshot_check(st: &State, g: &crate::state::Guest, source: &str) -> Result<(), String> {
+    for snapshot in g.snapshot_data.values() {
+        for (key, value) in &snapshot.config {
+            if key == "vmstate" || !super::disks::is_disk_key(g.kind, key) {
+                continue;
+            }
+            let Some(volid) = super::disks::volid_of(value) else {
+                continue;
+            };
+            let Some(storage) = volid
+                .split_once(':')
+                .and_then(|(sid, _)| st.storage(source, sid))
+            else {
+                continue;
+            };
+            if storage.shared || is_cloud_init(volid) {
+                continue;
+            }
+            let why = if g.kind == GuestKind::Lxc {
+                // pve-container `PVE/LXC/Migrate.pm` `prepare`: zfspool and btrfs only.
+                (storage.kind != "zfspool" && storage.kind != "btrfs")
+                    .then_some("non-migratable snapshot exists")
+            } else if g.running() {
+                Some("online storage migration not possible if non-replicated snapshot exists")
+            } else {
+                let qcow2 = volid.ends_with(".qcow2");
+                let raw = !qcow2 && !volid.ends_with(".vmdk");
+                let carried =
+                    storage.kind == "zfspool" || (storage.kind == "btrfs" && raw) || qcow2;
+                (!carried).then_some("non-migratable snapshot exists")
+            };
+            if let Some(why) = why {
+                return Err(format!(
+                    "can't migrate local disk '{volid}': {why}\ncan't migrate VM - check log"
+                ));
+            }
         }
     }
     Ok(())

@@ -170,6 +170,32 @@ impl PveClient {
             .collect())
     }
 
+    /// `GET .../snapshot/{snapname}/config`: the config the guest had when snapshot `name`
+    /// was taken (qemu-server `PVE/API2/Qemu.pm` `get_snapshot_config`, pve-container
+    /// `PVE/API2/LXC/Snapshot.pm` `get_snapshot_config`).
+    pub async fn guest_snapshot_config(
+        &self,
+        g: &GuestRef,
+        name: &str,
+    ) -> Result<GuestConfig, PveError> {
+        let path = format!("{}/snapshot/{}/config", base(g), seg(name));
+        let template = match g.kind {
+            GuestType::Qemu => "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config",
+            GuestType::Lxc => "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config",
+        };
+        let data = self
+            .call_json(Method::GET, template, &path, &Params::new())
+            .await?;
+        if !data.is_object() {
+            return Err(PveError::Decode {
+                method: "GET".into(),
+                path,
+                detail: format!("expected an object, got {data}"),
+            });
+        }
+        Ok(GuestConfig::from_json(&data))
+    }
+
     /// `GET .../pending`: every config key with its current value and what waits for the
     /// guest's next start, sorted by key.
     pub async fn guest_pending(&self, g: &GuestRef) -> Result<Vec<PendingEntry>, PveError> {

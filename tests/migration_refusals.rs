@@ -1,0 +1,168 @@
+//! Migrations PVE refuses are not planned (issue 29, point 5): snapshots of local volumes
+//! (qemu-server `PVE/QemuMigrate.pm` `scan_local_volumes`), while a cloud-init drive on local
+//! storage is migrated as PVE does (a generated volume). Engine + simulator.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::placement::{apply, node_of, plan, sim, verbs, vm};
+use proxops_engine::plan::Verb;
+use proxops_pve::{GuestRef, Method, Params, PveClient, WaitOptions};
+
+async fn snapshot(client: &PveClient, vmid: u32, name: &str) {
+    let path = format!("/nodes/pve1/qemu/{vmid}/snapshot");
+    let upid = client
+        .call_json(
+            Method::POST,
+            "/nodes/{node}/qemu/{vmid}/snapshot",
+            &path,
+            &Params::new().set("snapname", name),
+        )
+        .await
+        .unwrap();
+    let upid = upid.as_str().unwrap().to_owned();
+    client
+        .wait_task(&upid.parse().unwrap(), &WaitOptions::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_pve_refuses_for_snapshots_of_local_volumes_is_not_planned() {
+    let (sim, client) = sim().await;
+    let running = vm("db", 101, "node: pve1", "local-lvm", "");
+    let stopped = vm("cold", 102, "node: pve1", "local-lvm", "  state: stopped\n");
+    let shared = vm("web", 103, "node: pve1", "ceph", "");
+    apply(&client, &[running.clone(), stopped.clone(), shared.clone()]).await;
+    for vmid in [101, 102, 103] {
+        snapshot(&client, vmid, "before-upgrade").await;
+    }
+    let moved: Vec<String> = [&running, &stopped, &shared]
+        .iter()
+        .map(|t| t.replace("node: pve1", "node: pve2"))
+        .collect();
+    let p = plan(&client, &moved).await;
+    // Only the VM whose snapshot sits on shared storage moves.
+    assert_eq!(verbs(&p), [Verb::Migrate], "{p:#?}");
+    assert_eq!(p.actions[0].name, "web");
+    let of = |name: &str| {
+        p.anomalies
+            .iter()
+            .find(|a| a.subject == format!("VM/{name}"))
+            .unwrap_or_else(|| panic!("no anomaly for {name}: {p:#?}"))
+            .message
+            .clone()
+    };
+    assert!(
+        of("db")
+            .contains("online storage migration not possible if non-replicated snapshot exists"),
+        "{}",
+        of("db")
+    );
+    assert!(of("db").contains("before-upgrade"), "{}", of("db"));
+    assert!(
+        of("cold").contains("non-migratable snapshot exists"),
+        "{}",
+        of("cold")
+    );
+
+    // The simulator refuses both as PVE does.
+    for (vmid, online) in [(101, true), (102, false)] {
+        let upid = client
+            .migrate(
+                &GuestRef::qemu("pve1", vmid),
+                &proxops_pve::api::ha::MigrateRequest::new("pve2")
+                    .with_online(online)
+                    .with_local_disks(true),
+            )
+            .await
+            .unwrap();
+        let err = client
+            .wait_task(&upid, &WaitOptions::default())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("snapshot exists"), "{vmid}: {err}");
+        assert_eq!(node_of(&client, vmid).await.as_deref(), Some("pve1"));
+    }
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cloud_init_drive_on_local_storage_migrates_with_its_vm() {
+    let (sim, client) = sim().await;
+    let web = vm(
+        "web",
+        100,
+        "node: pve1",
+        "ceph",
+        "  hardware:\n    cloud-init:\n      enabled: true\n      storage: local-lvm\n",
+    );
+    apply(&client, std::slice::from_ref(&web)).await;
+    let moved = web.replace("node: pve1", "node: pve2");
+    let p = apply(&client, std::slice::from_ref(&moved)).await;
+    assert_eq!(verbs(&p), [Verb::Migrate], "{p:#?}");
+    assert!(
+        p.actions[0].reason.contains("online"),
+        "{}",
+        p.actions[0].reason
+    );
+    assert_eq!(node_of(&client, 100).await.as_deref(), Some("pve2"));
+    let p = plan(&client, std::slice::from_ref(&moved)).await;
+    assert!(p.actions.is_empty() && p.anomalies.is_empty(), "{p:#?}");
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_pve_refused_is_not_sent_again_until_the_manifest_or_the_guest_changes() {
+    use proxops_engine::execute::{ExecOptions, execute};
+    use proxops_engine::planner::PlanOptions;
+    use proxops_engine::refusals::Refusals;
+
+    let (sim, client) = sim().await;
+    let db = vm("db", 101, "node: pve1", "ceph", "");
+    apply(&client, std::slice::from_ref(&db)).await;
+    // PVE refuses this VM's migration for a reason the planner cannot see.
+    sim.set_faults(
+        proxops_pve_sim::FaultConfig::default().with_failing_tasks(vec!["qmigrate:101".into()]),
+    );
+    let moved = db.replace("node: pve1", "node: pve2");
+    let refusals = Refusals::default();
+    let options = || {
+        let mut o = PlanOptions::default();
+        o.refused = refusals.of("t");
+        o
+    };
+    let p = crate::placement::plan_with(&client, std::slice::from_ref(&moved), &options()).await;
+    assert_eq!(verbs(&p), [Verb::Migrate], "{p:#?}");
+    let report = execute(&client, &p, &ExecOptions::default()).await;
+    assert!(!report.all_succeeded(), "{report:#?}");
+    refusals.record("t", &p, &report);
+    // Not sent again, cycle after cycle: an anomaly naming PVE's refusal.
+    for _ in 0..3 {
+        let p =
+            crate::placement::plan_with(&client, std::slice::from_ref(&moved), &options()).await;
+        assert!(p.actions.is_empty(), "{p:#?}");
+        assert!(
+            p.anomalies[0].message.contains("not migrated again")
+                && p.anomalies[0].message.contains("injected task failure"),
+            "{p:#?}"
+        );
+    }
+    // The guest changes (a tag by hand): tried again, and it goes through now.
+    sim.set_faults(proxops_pve_sim::FaultConfig::default());
+    client
+        .set_config(
+            &GuestRef::qemu("pve1", 101),
+            &proxops_pve::ConfigChange::default().set("onboot", "1"),
+        )
+        .await
+        .unwrap();
+    let p = crate::placement::plan_with(&client, std::slice::from_ref(&moved), &options()).await;
+    assert_eq!(verbs(&p), [Verb::Migrate], "{p:#?}");
+    let report = execute(&client, &p, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    refusals.record("t", &p, &report);
+    assert!(refusals.of("t").is_empty(), "forgotten once it migrated");
+    assert_eq!(node_of(&client, 101).await.as_deref(), Some("pve2"));
+    sim.shutdown().await.unwrap();
+}
