@@ -17,6 +17,7 @@ mod placement_prop;
 mod placement_rules;
 mod planes;
 mod references;
+mod references_prop;
 mod safety;
 mod stacks;
 mod support;
