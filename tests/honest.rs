@@ -313,3 +313,67 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+#[test]
+fn the_git_token_of_a_clusters_sops_file_fetches_the_repository_once_it_is_cloned() {
+    let Some(sops) = proxops_test_support::sops() else {
+        return; // `tool` said why (and fails under PROXOPS_REQUIRE_SHARED).
+    };
+    let work = proxops_test_support::TestRepo::homelab();
+    // Lab's SOPS file gains the git token, and its config maps `secrets.git.token` to it.
+    let key = work.path().join("example-age-key.txt");
+    let secrets = work.path().join("clusters/lab/secrets.sops.yaml");
+    let plain = Command::new(&sops)
+        .args(["decrypt"])
+        .arg(&secrets)
+        .env("SOPS_AGE_KEY_FILE", &key)
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{}", text(&plain));
+    let plain = String::from_utf8(plain.stdout).unwrap();
+    let plain = plain.replacen(
+        "secrets:\n",
+        &format!("secrets:\n    proxops-git-token: {GIT_TOKEN}\n"),
+        1,
+    );
+    let plain_file = work.path().join("plain.yaml");
+    std::fs::write(&plain_file, &plain).unwrap();
+    let encrypted = Command::new(&sops)
+        .args([
+            "encrypt",
+            "--age",
+            "age17d46x7n7v7dj4vtes2hjskx7fqjjpp6v8dy59e5tlnu78mt5nqyqzqg08f",
+        ])
+        .args(["--input-type", "yaml", "--output-type", "yaml"])
+        .arg(&plain_file)
+        .output()
+        .unwrap();
+    assert!(encrypted.status.success(), "{}", text(&encrypted));
+    std::fs::remove_file(&plain_file).unwrap();
+    std::fs::write(&secrets, &encrypted.stdout).unwrap();
+    let config = work.path().join("clusters/lab/config.yaml");
+    let text_of = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text_of.replace(
+            "          token: proxops-token\n",
+            "          token: proxops-token\n        git:\n          token: proxops-git-token\n",
+        ),
+    )
+    .unwrap();
+    work.commit_all("lab: the git token in SOPS");
+    let root = tempfile::tempdir().unwrap();
+    bare_copy(work.path(), root.path(), "infra.git");
+    let server = GitHttp::start(root.path(), GIT_TOKEN);
+    let url = server.url(None, "infra.git");
+    // The first clone needs the token from the environment: the SOPS file is in the clone.
+    let data = tempfile::tempdir().unwrap();
+    let out = agent_once_from(&url, data.path(), work.path(), Some(GIT_TOKEN));
+    assert!(out.status.success(), "{}", text(&out));
+    // From then on the SOPS token fetches and pushes, with nothing in the environment.
+    let out = agent_once_from(&url, data.path(), work.path(), None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains(GIT_TOKEN), "{}", text(&out));
+    let config = std::fs::read_to_string(data.path().join("source/.git/config")).unwrap();
+    assert!(!config.contains(GIT_TOKEN), "{config}");
+}

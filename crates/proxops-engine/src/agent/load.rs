@@ -35,6 +35,8 @@ pub(crate) struct Loaded {
 #[derive(Debug, Default)]
 pub(crate) struct LoadCache {
     last: Option<Loaded>,
+    /// The git token the last loaded repository's SOPS files give ([`source::sops_git_token`]).
+    sops_token: Option<proxops_store::GitToken>,
 }
 
 impl LoadCache {
@@ -62,7 +64,21 @@ pub(crate) async fn load(
     registry: &Arc<Registry>,
     cache: &mut LoadCache,
 ) -> Result<Source, AgentError> {
-    let fetched = source::refresh(&options.source, &options.data_dir).await?;
+    // The repository's own SOPS token wins once a clone holds it: read from the clone a
+    // restarted agent finds, then from each commit loaded.
+    if cache.sops_token.is_none()
+        && let source::SourceLocation::Remote { .. } = &options.source
+    {
+        let checkout = options.data_dir.join("source");
+        if checkout.join(".git").is_dir() {
+            let registry = Arc::clone(registry);
+            cache.sops_token = tokio::task::spawn_blocking(move || token_in(&checkout, &registry))
+                .await
+                .map_err(|e| AgentError::Source(format!("reading the clone failed: {e}")))??;
+        }
+    }
+    let location = options.source.with_token(cache.sops_token.as_ref());
+    let fetched = source::refresh(&location, &options.data_dir).await?;
     if let Some((repo, graphs)) = cache.at(fetched.commit) {
         return Ok(Source {
             fetched,
@@ -82,7 +98,14 @@ pub(crate) async fn load(
     let (repo, graphs) = tokio::task::spawn_blocking(move || load_at(&f, &registry, clusters))
         .await
         .map_err(|e| AgentError::Source(format!("loading failed: {e}")))??;
-    let (repo, graphs) = (Arc::new(repo), Arc::new(graphs));
+    let repo = Arc::new(repo);
+    if let source::SourceLocation::Remote { .. } = &options.source {
+        let (dir, r) = (fetched.dir.clone(), Arc::clone(&repo));
+        cache.sops_token = tokio::task::spawn_blocking(move || source::sops_git_token(&r, &dir))
+            .await
+            .map_err(|e| AgentError::Source(format!("reading secrets failed: {e}")))??;
+    }
+    let graphs = Arc::new(graphs);
     cache.last = Some(Loaded {
         commit: fetched.commit,
         repo: Arc::clone(&repo),
@@ -94,6 +117,21 @@ pub(crate) async fn load(
         graphs,
         loaded: true,
     })
+}
+
+/// The SOPS git token of the clone at `checkout`, at its checked-out commit.
+fn token_in(
+    checkout: &std::path::Path,
+    registry: &Registry,
+) -> Result<Option<proxops_store::GitToken>, AgentError> {
+    let store =
+        proxops_store::Store::open(checkout).map_err(|e| AgentError::Source(e.to_string()))?;
+    let source = store
+        .source(Some("HEAD"))
+        .map_err(|e| AgentError::Source(e.to_string()))?;
+    let repo = load_repository(&source, registry, &LoadOptions::default())
+        .map_err(|e| AgentError::Source(e.to_string()))?;
+    source::sops_git_token(&repo, checkout)
 }
 
 /// Loads and checks the repository at the fetched commit.

@@ -9,6 +9,7 @@
 //! configuration, and no second HTTP stack in the binary.
 
 use super::AgentError;
+use proxops_model::Repository;
 use proxops_model::config::{mask_url_credentials, redact_url};
 use proxops_store::{GitToken, ObjectId, Store};
 use std::path::{Path, PathBuf};
@@ -58,6 +59,71 @@ impl SourceLocation {
             )
         })
     }
+}
+
+impl SourceLocation {
+    /// The same location with `token` in place of the one it was given (a remote only).
+    pub(crate) fn with_token(&self, token: Option<&GitToken>) -> SourceLocation {
+        match (self, token) {
+            (SourceLocation::Remote { url, branch, .. }, Some(t)) => SourceLocation::Remote {
+                url: url.clone(),
+                branch: branch.clone(),
+                token: Some(t.clone()),
+            },
+            _ => self.clone(),
+        }
+    }
+}
+
+/// The HTTPS token the repository's own SOPS files give (`secrets.git.token` of its clusters,
+/// decrypted from the work tree `dir`), which wins over `git.token` and PROXOPS_GIT_TOKEN for
+/// every fetch and push after the clone that brought the files. A mapped key that does not
+/// resolve, and two clusters giving different tokens (one repository, one source), are errors.
+pub(crate) fn sops_git_token(
+    repo: &Repository,
+    dir: &Path,
+) -> Result<Option<GitToken>, AgentError> {
+    let mut found: Option<(String, proxops_secrets::Secret)> = None;
+    for cluster in &repo.clusters {
+        let Some(key) = cluster
+            .entry
+            .as_ref()
+            .and_then(|e| e.secrets.as_ref())
+            .and_then(|s| s.git.as_ref())
+            .and_then(|g| g.token.clone())
+        else {
+            continue;
+        };
+        let fail = |why: String| {
+            AgentError::Source(format!(
+                "cluster {}: `secrets.git.token` (key `{key}`): {why}",
+                cluster.name
+            ))
+        };
+        let secrets = crate::secrets::ClusterSecrets::load(Some(dir), cluster);
+        let keys = proxops_secrets::SecretKeys {
+            git_token: Some(key.clone()),
+            ..proxops_secrets::SecretKeys::default()
+        };
+        let token = secrets
+            .document()
+            .map_err(fail)?
+            .credentials(&keys)
+            .map_err(|e| fail(e.to_string()))?
+            .git_token;
+        let Some(token) = token else { continue };
+        match &found {
+            Some((first, t)) if t.expose() != token.expose() => {
+                return Err(AgentError::Source(format!(
+                    "git token conflict: the SOPS files of clusters {first} and {} give different git tokens, and the repository is one source",
+                    cluster.name
+                )));
+            }
+            Some(_) => {}
+            None => found = Some((cluster.name.clone(), token)),
+        }
+    }
+    Ok(found.map(|(_, t)| GitToken::new(t.expose())))
 }
 
 /// The repository as one pass reads it.
