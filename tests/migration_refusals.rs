@@ -166,3 +166,73 @@ async fn a_migration_pve_refused_is_not_sent_again_until_the_manifest_or_the_gue
     assert_eq!(node_of(&client, 101).await.as_deref(), Some("pve2"));
     sim.shutdown().await.unwrap();
 }
+
+/// pve-ha-manager: `hamigrate` only queues `ha-manager migrate` (`HA/Config.pm`
+/// `queue_crm_commands`); the CRM moves the guest rounds later. The migration waits for the
+/// cluster to show it on the target, and the next plan finds it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ha_migration_waits_for_the_ha_manager_to_move_the_guest() {
+    let (sim, client) = sim().await;
+    let web = vm(
+        "web",
+        100,
+        "node: pve1",
+        "ceph",
+        "  ha:\n    max-restart: 1\n",
+    );
+    apply(&client, std::slice::from_ref(&web)).await;
+    let moved = web.replace("node: pve1", "node: pve2");
+    let p = plan(&client, std::slice::from_ref(&moved)).await;
+    assert_eq!(verbs(&p), [Verb::Migrate], "{p:#?}");
+    // Right after the request the guest is still on pve1, migrating: the CRM moves it a
+    // migration's time later.
+    let mut slow = proxops_pve_sim::TaskDurations::uniform(std::time::Duration::from_millis(10));
+    slow.per_type
+        .insert("qmigrate".into(), std::time::Duration::from_millis(1500));
+    sim.set_task_durations(slow);
+    let upid = client
+        .migrate(
+            &GuestRef::qemu("pve1", 100),
+            &proxops_pve::api::ha::MigrateRequest::new("pve2").with_online(true),
+        )
+        .await
+        .unwrap();
+    assert_eq!(upid.kind, "hamigrate");
+    client
+        .wait_task(&upid, &WaitOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(node_of(&client, 100).await.as_deref(), Some("pve1"));
+    let status = client
+        .call_json(
+            Method::GET,
+            "/cluster/ha/status/current",
+            "/cluster/ha/status/current",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+    let service = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sid"] == "vm:100")
+        .cloned()
+        .unwrap();
+    assert_eq!(service["crm_state"], "migrate", "{service}");
+    // The engine's migration: it waits for the move, and the guest runs on pve2.
+    let p = apply(&client, std::slice::from_ref(&moved)).await;
+    assert!(
+        verbs(&p).is_empty() || verbs(&p) == [Verb::Migrate],
+        "{p:#?}"
+    );
+    assert_eq!(node_of(&client, 100).await.as_deref(), Some("pve2"));
+    let back = apply(&client, std::slice::from_ref(&web)).await;
+    assert_eq!(verbs(&back), [Verb::Migrate], "{back:#?}");
+    assert_eq!(node_of(&client, 100).await.as_deref(), Some("pve1"));
+    let guest = GuestRef::qemu("pve1", 100);
+    assert_eq!(client.guest_status(&guest).await.unwrap().status, "running");
+    let p = plan(&client, std::slice::from_ref(&web)).await;
+    assert!(p.actions.is_empty() && p.anomalies.is_empty(), "{p:#?}");
+    sim.shutdown().await.unwrap();
+}

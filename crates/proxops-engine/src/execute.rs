@@ -508,16 +508,14 @@ async fn migrate(
         .unwrap_or_else(|| WaitOptions::for_task(&upid.kind));
     wait(client, options, upid, upids).await?;
     if ha {
-        let there = GuestRef {
-            node: request.target.clone(),
-            ..guest.clone()
-        };
         let want = if before.is_empty() {
             "running"
         } else {
             before.as_str()
         };
-        client.wait_guest_status(&there, want, &opts).await?;
+        client
+            .wait_guest_moved(guest.vmid, &request.target, want, &opts)
+            .await?;
     }
     Ok(())
 }

@@ -50,6 +50,8 @@ pub struct State {
     pub pools: BTreeMap<String, Pool>,
     /// vzdump jobs by id (`jobs.cfg`): their options as given.
     pub backup_jobs: BTreeMap<String, BTreeMap<String, String>>,
+    /// HA guests the CRM was asked to migrate and has not moved yet: vmid -> target node.
+    pub ha_migrations: BTreeMap<u32, String>,
 }
 
 /// One resource pool (pve-access-control `user.cfg` `pool:` lines).

@@ -45,8 +45,10 @@ pub(crate) fn current(ctx: &mut Ctx) -> Result<Value, ApiError> {
             "request_state": r.state,
         });
         // (crm_state, verbose state) of `get_verbose_service_state`.
+        let migrating = vmid.is_some_and(|v| st.ha_migrations.contains_key(&v));
         let (crm, state) = match (r.state.as_str(), running) {
             ("ignored", _) => (None, "ignored"),
+            _ if migrating => (Some("migrate"), "migrate"),
             ("started", true) => (Some("started"), "started"),
             ("started", false) => (Some("started"), "starting"),
             (_, true) => (Some("started"), "stopping"),

@@ -54,13 +54,17 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     }
     let user = ctx.who().task_user();
     if st.ha_of(vmid).is_some_and(|r| r.state != "ignored") {
-        // `ha-manager migrate`: the CRM moves it later; here the request is all the task does.
+        // pve-ha-manager `src/PVE/API2/HA/Resources.pm` `migrate` through `HA/Config.pm`
+        // `queue_crm_commands`: the task only queues `migrate <sid> <node>`; the CRM moves the
+        // guest rounds later (`crm_state` `migrate` until then).
         let word = kind.word();
+        let later = shared.clone();
         let job: tasks::Job = Box::new(move |st: &mut State, fail| {
             if fail {
                 return Err(INJECTED.into());
             }
-            move_guest(st, vmid, &target, true, true)?;
+            st.ha_migrations.insert(vmid, target.clone());
+            crm_migrates_later(&later, vmid);
             Ok(vec![format!(
                 "Requesting HA migration for {word} {vmid} to node {target}"
             )])
@@ -105,6 +109,25 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         job,
     )
     .into())
+}
+
+/// The CRM and the LRMs carrying out a queued HA migration a migration's time later: the guest
+/// moves as `qmigrate`/`vzmigrate` would move it (online for a running VM, restart mode for a
+/// container), unless the resource left HA or was asked elsewhere meanwhile. A refused move
+/// leaves it where it is, as the CRM does (the service goes back to `started` on its node).
+fn crm_migrates_later(shared: &std::sync::Arc<crate::server::Shared>, vmid: u32) {
+    let delay = crate::server::lock(&shared.durations).of("qmigrate");
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let mut st = crate::server::lock(&shared.state);
+        if let Some(target) = st.ha_migrations.remove(&vmid) {
+            if st.ha_of(vmid).is_some() {
+                let _ = move_guest(&mut st, vmid, &target, true, false);
+            }
+            shared.persist(&st);
+        }
+    });
 }
 
 /// Moves the guest and its local volumes to `target` (each to the storage of the same id there).

@@ -308,6 +308,46 @@ impl PveClient {
         }
     }
 
+    /// Waits until the cluster (`GET /cluster/resources?type=vm`) shows guest `vmid` on `node`
+    /// with status `want`: how an HA migration ends, the CRM moving the guest rounds after the
+    /// `hamigrate` task (pve-ha-manager `HA/Config.pm` `queue_crm_commands`). Asking the target
+    /// node directly fails until the move (its config file does not exist there yet).
+    pub async fn wait_guest_moved(
+        &self,
+        vmid: u32,
+        node: &str,
+        want: &str,
+        opts: &WaitOptions,
+    ) -> Result<(), PveError> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + opts.timeout;
+        let mut interval = opts.first_poll;
+        loop {
+            let rows = self.cluster_resources(Some("vm")).await?;
+            let found = rows.iter().find(|r| r.vmid == Some(vmid));
+            let (at, status) =
+                found.map_or((None, None), |r| (r.node.as_deref(), r.status.as_deref()));
+            if at == Some(node) && status == Some(want) {
+                return Ok(());
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(PveError::HaStateTimeout {
+                    vmid,
+                    want: format!("{want} on {node}"),
+                    status: format!(
+                        "{} on {}",
+                        status.unwrap_or("absent"),
+                        at.unwrap_or("no node")
+                    ),
+                    waited: started.elapsed(),
+                });
+            }
+            tokio::time::sleep(interval.min(deadline - now)).await;
+            interval = interval.mul_f64(opts.growth.max(1.0)).min(opts.max_poll);
+        }
+    }
+
     /// `POST .../status/start`.
     pub async fn start(&self, g: &GuestRef) -> Result<Upid, PveError> {
         self.guest_upid(Method::POST, g, "/status/start", &Params::new())
