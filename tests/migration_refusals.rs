@@ -236,3 +236,69 @@ async fn an_ha_migration_waits_for_the_ha_manager_to_move_the_guest() {
     assert!(p.actions.is_empty() && p.anomalies.is_empty(), "{p:#?}");
     sim.shutdown().await.unwrap();
 }
+
+/// pve-container `PVE/LXC/Migrate.pm` `prepare`: a bind or device mount point stops the
+/// migration unless it is marked `shared=1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_bind_mount_blocks_its_migration_unless_it_is_shared() {
+    let (sim, client) = sim().await;
+    let guest = |vmid: u32, mp: &str| -> proxops_pve_sim::Guest {
+        serde_json::from_value(serde_json::json!({
+            "vmid": vmid, "type": "lxc", "node": "pve1", "status": "stopped",
+            "config": {
+                "hostname": format!("ct{vmid}"), "memory": "512", "cores": "1",
+                "rootfs": format!("ceph:vm-{vmid}-disk-0,size=1G"), "mp0": mp,
+                "tags": format!("proxops;proxops.t.lxc.ct{vmid}"),
+            },
+        }))
+        .unwrap()
+    };
+    sim.with_state(|st| {
+        st.guests.insert(300, guest(300, "/srv/data,mp=/data"));
+        st.guests
+            .insert(301, guest(301, "/srv/data,mp=/data,shared=1"));
+    });
+    let ct = |vmid: u32| {
+        format!(
+            "apiVersion: proxops/v1alpha1\nkind: LXC\nmetadata:\n  name: ct{vmid}\nspec:\n  node: pve2\n  vmid: {vmid}\n  state: stopped\n  template: debian\n  memory: 512MiB\n  cpu:\n    cores: 1\n  root:\n    storage: ceph\n    size: 1GiB\n"
+        )
+    };
+    let template = "apiVersion: proxops/v1alpha1\nkind: CTTemplate\nmetadata:\n  name: debian\nspec:\n  nodes: [pve1, pve2]\n  storage: local\n  filename: debian.tar.zst\n  url: https://example.invalid/debian.tar.zst\n".to_owned();
+    let p = plan(&client, &[template, ct(300), ct(301)]).await;
+    let migrations: Vec<&str> = p
+        .actions
+        .iter()
+        .filter(|a| a.verb == Verb::Migrate)
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(migrations, ["ct301"], "{p:#?}");
+    let anomaly = p
+        .anomalies
+        .iter()
+        .find(|a| a.subject == "LXC/ct300")
+        .unwrap_or_else(|| panic!("{p:#?}"));
+    assert!(
+        anomaly
+            .message
+            .contains("mp0 (a bind mount not marked shared=1)"),
+        "{anomaly:?}"
+    );
+    // The simulator refuses it as pve-container does.
+    let upid = client
+        .migrate(
+            &GuestRef::lxc("pve1", 300),
+            &proxops_pve::api::ha::MigrateRequest::new("pve2"),
+        )
+        .await
+        .unwrap();
+    let err = client
+        .wait_task(&upid, &WaitOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot migrate local bind mount point 'mp0'"),
+        "{err}"
+    );
+    sim.shutdown().await.unwrap();
+}

@@ -143,6 +143,26 @@ fn move_guest(
     };
     let source = g.node.clone();
     let mut moved = Vec::new();
+    // pve-container `PVE/LXC/Migrate.pm` `prepare`: bind and device mount points only with
+    // `shared=1`.
+    if g.kind == GuestKind::Lxc {
+        for (key, value) in &g.config {
+            let mp = key
+                .strip_prefix("mp")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            let shared = value
+                .split(',')
+                .any(|p| matches!(p, "shared=1" | "shared=yes" | "shared=on" | "shared=true"));
+            if mp && value.starts_with('/') && !shared {
+                let kind = if value.starts_with("/dev/") {
+                    "device"
+                } else {
+                    "bind"
+                };
+                return Err(format!("cannot migrate local {kind} mount point '{key}'"));
+            }
+        }
+    }
     for (key, value) in &g.config {
         if !super::disks::is_disk_key(g.kind, key) {
             continue;
