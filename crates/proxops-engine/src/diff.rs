@@ -581,6 +581,17 @@ fn sub_keys(
     current: &str,
     out: &mut GuestDiff,
 ) {
+    let respelled;
+    let owned = match live_mac_spelling(&owned.key, &owned.value, current) {
+        Some(value) => {
+            respelled = Owned {
+                value,
+                ..owned.clone()
+            };
+            &respelled
+        }
+        None => owned,
+    };
     match overlay(guest, &owned.key, current, &owned.value, before, &[]) {
         Some((live, merged, removed)) if live != merged => {
             change_removing(owned, current, merged, removed, out);
@@ -594,6 +605,32 @@ fn sub_keys(
             }
         }
     }
+}
+
+/// The desired NIC value with the live MAC's spelling when both name the same address in
+/// another case: PVE takes and keeps either (`pve-mac-addr` is case-insensitive), so case
+/// alone is never a change.
+fn live_mac_spelling(key: &str, want: &str, live: &str) -> Option<String> {
+    if !key.starts_with("net") {
+        return None;
+    }
+    let mac = |v: &str| {
+        v.split(',')
+            .filter_map(|p| p.split_once('='))
+            .map(|(_, x)| x)
+            .find(|x| is_mac(x))
+            .map(str::to_owned)
+    };
+    let (w, l) = (mac(want)?, mac(live)?);
+    (w != l && w.eq_ignore_ascii_case(&l)).then(|| want.replacen(&w, &l, 1))
+}
+
+fn is_mac(text: &str) -> bool {
+    let parts: Vec<&str> = text.split(':').collect();
+    parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The storage of a volume value (`local-lvm:vm-100-disk-0` → `local-lvm`), or the whole value
@@ -954,6 +991,29 @@ mod tests {
         let found = diff(&now, &state);
         assert!(found.is_converged() && found.removals.is_empty());
         assert_eq!(found.unproven, ["ipconfig3", "net3"]);
+    }
+
+    /// PVE takes and keeps a MAC in either case (`PVE::JSONSchema` `pve-mac-addr`); adopt writes
+    /// the live spelling and the desired value writes it upper case: the same address is
+    /// never a change (a NIC rewrite a running VM would hot-plug), another one still is.
+    #[test]
+    fn a_mac_in_another_case_is_the_same_address() {
+        let d = guest(vec![owned(
+            "net0",
+            "virtio=BC:24:11:0A:0B:0C,bridge=vmbr0",
+            Compare::SubKeys,
+            false,
+        )]);
+        let same = live(&[("net0", "virtio=bc:24:11:0a:0b:0c,bridge=vmbr0")]);
+        let found = diff(&d, &same);
+        assert!(found.is_converged(), "{found:?}");
+        let other = live(&[("net0", "virtio=bc:24:11:0a:0b:0d,bridge=vmbr0")]);
+        let found = diff(&d, &other);
+        assert_eq!(found.changes.len(), 1, "{found:?}");
+        assert_eq!(
+            found.changes[0].value,
+            "virtio=BC:24:11:0A:0B:0C,bridge=vmbr0"
+        );
     }
 
     #[test]
