@@ -246,7 +246,13 @@ async fn a_raw_pci_device_is_refused_to_a_token_once_and_named_before_apply() {
         .await
         .unwrap();
     let net = privileges::Network::read(&conn.client).await.unwrap();
-    let needs = privileges::plan_needs(&planned, graph, &plan.drivers, &net);
+    let major = conn
+        .client
+        .version()
+        .await
+        .ok()
+        .and_then(|v| v.version.split('.').next()?.parse::<u32>().ok());
+    let needs = privileges::plan_needs(&planned, graph, &plan.drivers, &net, major);
     let held = privileges::held(&conn.client, privileges::paths(&needs))
         .await
         .unwrap();

@@ -267,7 +267,14 @@ async fn check_cluster(args: &Args, loaded: &Loaded, cluster: &Cluster, report: 
             privileges::Network::default()
         }
     };
-    let needs = privileges::plan_needs(&plan, graph, &options.drivers, &net);
+    // What some privileges are depends on the release (`VM.Monitor` became `VM.GuestAgent.*`).
+    let major = conn
+        .client
+        .version()
+        .await
+        .ok()
+        .and_then(|v| v.version.split('.').next()?.parse::<u32>().ok());
+    let needs = privileges::plan_needs(&plan, graph, &options.drivers, &net, major);
     let paths = privileges::paths(&needs);
     let held = match privileges::held(&conn.client, paths.iter().cloned()).await {
         Ok(h) => h,

@@ -267,7 +267,13 @@ fn writes<'a>(purpose: &'a str, d: &DesiredGuest, create: bool, net: &'a Network
     }
 }
 
-pub(super) fn create_needs(purpose: &str, d: &DesiredGuest, net: &Network, out: &mut Vec<Need>) {
+pub(super) fn create_needs(
+    purpose: &str,
+    d: &DesiredGuest,
+    net: &Network,
+    major: Option<u32>,
+    out: &mut Vec<Need>,
+) {
     if let Some(source) = &d.clone {
         out.push(Need::one(purpose, vms(source.vmid), "VM.Clone"));
         out.push(Need::one(purpose, vms(d.vmid), "VM.Allocate"));
@@ -290,8 +296,9 @@ pub(super) fn create_needs(purpose: &str, d: &DesiredGuest, net: &Network, out: 
         }
     } else {
         // pve-container `src/PVE/API2/LXC.pm` `create_vm`: a privileged container needs
-        // `Sys.Modify` on `/`.
-        if d.guest == GuestType::Lxc && !unprivileged(d) {
+        // `Sys.Modify` on `/`, from pve-container 6.0.6 (PVE 9; 8's `stable-bookworm` has no
+        // such check). An unknown release is taken as 9.
+        if d.guest == GuestType::Lxc && !unprivileged(d) && major.is_none_or(|m| m >= 9) {
             out.push(Need::one(purpose, "/", "Sys.Modify").at("privileged container"));
         }
         out.push(Need::one(purpose, vms(d.vmid), "VM.Allocate"));
@@ -311,8 +318,9 @@ pub(super) fn create_needs(purpose: &str, d: &DesiredGuest, net: &Network, out: 
     }
 }
 
-/// What one planned action needs (`net`: where its bridges' ACL paths are).
-pub fn action_needs(action: &Action, net: &Network) -> Vec<Need> {
+/// What one planned action needs (`net`: where its bridges' ACL paths are; `major`: the
+/// cluster's PVE major release, when known).
+pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<Need> {
     let mut out = Vec::new();
     match &action.op {
         Op::Download { artifact } | Op::Replace { artifact } => {
@@ -349,7 +357,7 @@ pub fn action_needs(action: &Action, net: &Network) -> Vec<Need> {
             } else {
                 "create"
             };
-            create_needs(&guest_purpose(verb, action), desired, net, &mut out);
+            create_needs(&guest_purpose(verb, action), desired, net, major, &mut out);
         }
         Op::Update {
             desired,
@@ -422,8 +430,17 @@ pub fn action_needs(action: &Action, net: &Network) -> Vec<Need> {
 /// What the planner reads: each declared guest (`VM.Audit`), each artifact's storage
 /// (`Datastore.Audit`: pve-manager `PVE/API2/Cluster.pm` `resources` lists a storage only with
 /// it, and the planner learns from that row that the storage exists and what content it takes),
-/// and every guest for prunes (`VM.Audit` on `/vms`, optional).
-pub fn planning_needs(cluster: &str, graph: &Graph, drivers: &Drivers) -> Vec<Need> {
+/// every guest for prunes (`VM.Audit` on `/vms`, optional), and, for a VM whose manifest
+/// enables the QEMU guest agent, the agent read its receipt's `ip-addresses` needs (optional:
+/// the receipt is written without them): `VM.Monitor` on PVE 8, `VM.GuestAgent.Audit` (or
+/// `VM.GuestAgent.Unrestricted`) on 9 (qemu-server `agent/network-get-interfaces`; both when
+/// the release is unknown).
+pub fn planning_needs(
+    cluster: &str,
+    graph: &Graph,
+    drivers: &Drivers,
+    major: Option<u32>,
+) -> Vec<Need> {
     let cx = Context::new(cluster, graph);
     let mut out = Vec::new();
     let mut storages = BTreeSet::new();
@@ -435,7 +452,28 @@ pub fn planning_needs(cluster: &str, graph: &Graph, drivers: &Drivers) -> Vec<Ne
                     "read {} (vmid {})",
                     resource.key(),
                     d.vmid
-                )))
+                )));
+                let agent = d
+                    .owned("agent")
+                    .is_some_and(|o| crate::planes::agent_enabled(&o.value));
+                if d.guest == GuestType::Qemu && agent {
+                    let privileges: &[&'static str] = match major {
+                        Some(m) if m < 9 => &["VM.Monitor"],
+                        Some(_) => &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],
+                        None => &[
+                            "VM.Monitor",
+                            "VM.GuestAgent.Audit",
+                            "VM.GuestAgent.Unrestricted",
+                        ],
+                    };
+                    let mut need =
+                        Need::any("record receipts", &vms(d.vmid), privileges).at(format!(
+                            "read the ip-addresses of {} through its guest agent",
+                            resource.key()
+                        ));
+                    need.optional = true;
+                    out.push(need);
+                }
             }
             Ok(Desired::Artifact(a)) => {
                 if storages.insert(a.storage.clone()) {
@@ -461,10 +499,11 @@ pub fn plan_needs(
     graph: &Graph,
     drivers: &Drivers,
     net: &Network,
+    major: Option<u32>,
 ) -> Vec<Need> {
-    let mut out = planning_needs(&plan.cluster, graph, drivers);
+    let mut out = planning_needs(&plan.cluster, graph, drivers, major);
     for action in &plan.actions {
-        out.extend(action_needs(action, net));
+        out.extend(action_needs(action, net, major));
     }
     out
 }

@@ -431,17 +431,57 @@ fn a_privileged_container_needs_sys_modify() {
         create_only: Vec::new(),
         warnings: Vec::new(),
     };
-    let needs = |d: &DesiredGuest| {
+    let needs_on = |d: &DesiredGuest, major: Option<u32>| {
         let mut out = Vec::new();
-        create_needs("create", d, &Network::default(), &mut out);
+        create_needs("create", d, &Network::default(), major, &mut out);
         out.iter().map(Need::requirement).collect::<Vec<_>>()
     };
+    let needs = |d: &DesiredGuest| needs_on(d, Some(9));
     // `unprivileged` itself is taken out before the per-key check.
     assert_eq!(
         needs(&ct("0")),
         ["Sys.Modify on /", "VM.Allocate on /vms/200"]
     );
     assert_eq!(needs(&ct("1")), ["VM.Allocate on /vms/200"]);
+    // pve-container added the check in 6.0.6 (PVE 9); 8's has none.
+    assert_eq!(needs_on(&ct("0"), Some(8)), ["VM.Allocate on /vms/200"]);
+    assert_eq!(needs_on(&ct("0"), None)[0], "Sys.Modify on /");
+}
+
+/// A VM with the guest agent on: its receipt's `ip-addresses` need the agent read, whose
+/// privilege PVE 9 renamed (qemu-server `agent/network-get-interfaces`), and only optionally.
+#[test]
+fn the_agent_read_of_ip_addresses_is_named_per_release() {
+    let dir = homelab();
+    let registry = proxops_model::Registry::builtin();
+    let repo = proxops_model::load_repository(
+        &proxops_model::FsSource::new(&dir).unwrap(),
+        &registry,
+        &proxops_model::LoadOptions::default(),
+    )
+    .unwrap();
+    let c = repo.cluster("lab").unwrap();
+    let graph = Graph::build(&registry, &c.resources).unwrap();
+    let drivers = crate::planner::PlanOptions::default().drivers;
+    let agent_read = |major: Option<u32>| {
+        planning_needs("lab", &graph, &drivers, major)
+            .into_iter()
+            .filter(|n| n.purpose == "record receipts")
+            .map(|n| (n.requirement(), n.optional))
+            .collect::<Vec<_>>()
+    };
+    // sandbox-01 enables the agent; the container needs no agent.
+    assert_eq!(
+        agent_read(Some(8)),
+        [("VM.Monitor on /vms/100".to_owned(), true)]
+    );
+    assert_eq!(
+        agent_read(Some(9)),
+        [(
+            "VM.GuestAgent.Audit on /vms/100, or VM.GuestAgent.Unrestricted on /vms/100".to_owned(),
+            true
+        )]
+    );
 }
 
 /// A cluster of the homelab example (or a copy) planned on an empty simulator.
@@ -469,7 +509,13 @@ fn plan_of(dir: &std::path::Path, cluster: &str) -> Vec<Need> {
             .await
             .unwrap()
     });
-    plan_needs(&plan, &graph, &options.drivers, &Network::default())
+    plan_needs(
+        &plan,
+        &graph,
+        &options.drivers,
+        &Network::default(),
+        Some(9),
+    )
 }
 
 fn homelab() -> std::path::PathBuf {
