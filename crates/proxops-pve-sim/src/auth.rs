@@ -201,7 +201,8 @@ pub(crate) fn allowed(shared: &Shared, who: &Principal, path: &str, privilege: &
     })
 }
 
-/// Every privilege of PVE 8.4 (`pveum role list`'s Administrator role).
+/// Every privilege of PVE 8.4 (`pveum role list`'s Administrator role); 9.1 differs by
+/// [`privileges`].
 pub(crate) const PRIVILEGES: &[&str] = &[
     "Datastore.Allocate",
     "Datastore.AllocateSpace",
@@ -247,10 +248,33 @@ pub(crate) const PRIVILEGES: &[&str] = &[
     "VM.Snapshot.Rollback",
 ];
 
+/// Every privilege of `version`: pve-access-control `src/PVE/AccessControl.pm` `$privgroups`.
+/// PVE 9 replaced `VM.Monitor` by the `VM.GuestAgent.*` privileges and added `VM.Replicate`.
+pub(crate) fn privileges(version: crate::version::PveVersion) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = PRIVILEGES.to_vec();
+    if version >= crate::version::PveVersion::V9_1 {
+        out.retain(|p| *p != "VM.Monitor");
+        out.extend([
+            "VM.GuestAgent.Audit",
+            "VM.GuestAgent.FileRead",
+            "VM.GuestAgent.FileSystemMgmt",
+            "VM.GuestAgent.FileWrite",
+            "VM.GuestAgent.Unrestricted",
+            "VM.Replicate",
+        ]);
+        out.sort_unstable();
+    }
+    out
+}
+
 /// The privileges a principal holds on a path (what `GET /access/permissions` reports), in name
-/// order: PVE's list, plus any other name an ACL entry grants there.
+/// order: the release's list, plus any other name an ACL entry grants there.
 pub(crate) fn privileges_at(shared: &Shared, who: &Principal, path: &str) -> Vec<String> {
-    let mut names: Vec<String> = PRIVILEGES.iter().map(|p| (*p).to_owned()).collect();
+    let version = crate::server::lock(&shared.state).pve_version;
+    let mut names: Vec<String> = privileges(version)
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
     names.extend(
         shared
             .config
@@ -298,5 +322,23 @@ pub(crate) fn require(
             403,
             format!("Permission check failed ({path}, {privilege})"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::privileges;
+    use crate::version::PveVersion;
+
+    #[test]
+    fn each_release_has_its_own_privileges() {
+        let v8 = privileges(PveVersion::V8_4);
+        let v9 = privileges(PveVersion::V9_1);
+        assert!(v8.contains(&"VM.Monitor") && !v8.contains(&"VM.GuestAgent.Audit"));
+        assert!(!v9.contains(&"VM.Monitor"));
+        for p in ["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted", "VM.Replicate"] {
+            assert!(v9.contains(&p), "{p}");
+        }
+        assert!(v9.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
     }
 }

@@ -456,7 +456,8 @@ pub fn planning_needs(
                 let agent = d
                     .owned("agent")
                     .is_some_and(|o| crate::planes::agent_enabled(&o.value));
-                if d.guest == GuestType::Qemu && agent {
+                // A template never runs: nothing is read from it.
+                if d.guest == GuestType::Qemu && agent && !d.template {
                     let privileges: &[&'static str] = match major {
                         Some(m) if m < 9 => &["VM.Monitor"],
                         Some(_) => &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],

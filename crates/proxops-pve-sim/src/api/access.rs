@@ -133,9 +133,12 @@ pub(crate) fn domains(_ctx: &mut Ctx) -> Result<Value, ApiError> {
 /// The role of a grant: `Administrator` for every privilege, else the custom role holding
 /// exactly its privileges (the simulator grants privilege lists; PVE grants roles, so each
 /// distinct list is served as a role of its own, named after its content).
-fn role_of(privs: &[String]) -> (String, Vec<String>) {
+fn role_of(privs: &[String], version: crate::version::PveVersion) -> (String, Vec<String>) {
     if privs.iter().any(|p| p == "*") {
-        let all = auth::PRIVILEGES.iter().map(|p| (*p).to_owned()).collect();
+        let all = auth::privileges(version)
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
         return ("Administrator".to_owned(), all);
     }
     let mut sorted = privs.to_vec();
@@ -153,6 +156,7 @@ fn role_of(privs: &[String]) -> (String, Vec<String>) {
 /// holds `Sys.Audit` on `/access`. The simulator's grants always propagate.
 pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let audit = ctx.allowed("/access", "Sys.Audit");
+    let version = ctx.state().pve_version;
     let rows = ctx
         .shared
         .config
@@ -169,7 +173,7 @@ pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 "path": e.path,
                 "type": kind,
                 "ugid": e.principal,
-                "roleid": role_of(&e.privs).0,
+                "roleid": role_of(&e.privs, version).0,
                 "propagate": 1,
             })
         })
@@ -182,11 +186,12 @@ pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
 /// comma-separated as PVE lists them.
 pub(crate) fn roles(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let mut roles: std::collections::BTreeMap<String, (Vec<String>, bool)> = Default::default();
-    let (admin, all) = role_of(&["*".to_owned()]);
+    let version = ctx.state().pve_version;
+    let (admin, all) = role_of(&["*".to_owned()], version);
     roles.insert(admin, (all, true));
     roles.insert("NoAccess".into(), (Vec::new(), true));
     for e in &ctx.shared.config.acl {
-        let (id, privs) = role_of(&e.privs);
+        let (id, privs) = role_of(&e.privs, version);
         roles.entry(id).or_insert((privs, false));
     }
     Ok(Value::Array(
