@@ -302,3 +302,67 @@ async fn a_container_bind_mount_blocks_its_migration_unless_it_is_shared() {
     );
     sim.shutdown().await.unwrap();
 }
+
+/// End to end (git repository + simulator, through the CLI): a VM whose local disk is in a
+/// snapshot, moved to another node in its manifest, is reported and never migrated, cycle
+/// after cycle; the cluster is not reported in sync meanwhile.
+#[test]
+fn apply_never_sends_a_migration_pve_refuses_for_a_snapshot() {
+    let lab = crate::support::Lab::new();
+    let state = lab.state.path().join("sim.json");
+    let run = |command: &str| {
+        let mut args = vec![command, "--planes", "--cluster", "home", "--backend", "sim"];
+        if command == "apply" {
+            args.push("--yes");
+        }
+        args.extend(["--sim-state", state.to_str().unwrap()]);
+        let out = lab.proxops(&args);
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, said) = run("converge");
+    assert_eq!(code, Some(0), "{said}");
+    // A snapshot taken by hand of docker-host (vmid 120, disks on local-lvm, running).
+    let file = lab.state.path().join("sim.home.json");
+    let mut sim: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let config = sim["guests"]["120"]["config"].clone();
+    sim["guests"]["120"]["snapshots"] = serde_json::json!(["before-upgrade"]);
+    sim["guests"]["120"]["snapshot_data"] = serde_json::json!({
+        "before-upgrade": {"config": config, "description": "", "snaptime": 1, "vmstate": false, "parent": null}
+    });
+    std::fs::write(&file, serde_json::to_vec(&sim).unwrap()).unwrap();
+    let path = lab.path().join("vm/home/docker-host.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("node: pve1", "node: pve2", 1)).unwrap();
+    // Its image must be on pve2 too (the same-node rule of `disks[].image`).
+    let image = lab.path().join("diskimage/base/debian-13-genericcloud.yaml");
+    let text = std::fs::read_to_string(&image).unwrap();
+    std::fs::write(&image, text.replacen("  nodes:\n", "  nodes:\n    - pve2\n", 1)).unwrap();
+    lab.commit("docker-host moves to pve2");
+    for _ in 0..2 {
+        let (code, said) = run("apply");
+        assert_eq!(code, Some(1), "{said}");
+        assert!(
+            said.contains(
+                "online storage migration not possible if non-replicated snapshot exists"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("migrate  "), "{said}");
+        let sim: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(sim["guests"]["120"]["node"], "pve1", "never moved");
+        let migrations = sim["tasks"]
+            .as_array()
+            .map(|t| t.iter().filter(|t| t["type"] == "qmigrate").count())
+            .unwrap_or(0);
+        assert_eq!(migrations, 0, "no migration was sent");
+    }
+}

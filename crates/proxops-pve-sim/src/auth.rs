@@ -336,7 +336,11 @@ mod tests {
         let v9 = privileges(PveVersion::V9_1);
         assert!(v8.contains(&"VM.Monitor") && !v8.contains(&"VM.GuestAgent.Audit"));
         assert!(!v9.contains(&"VM.Monitor"));
-        for p in ["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted", "VM.Replicate"] {
+        for p in [
+            "VM.GuestAgent.Audit",
+            "VM.GuestAgent.Unrestricted",
+            "VM.Replicate",
+        ] {
             assert!(v9.contains(&p), "{p}");
         }
         assert!(v9.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
