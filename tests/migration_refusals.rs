@@ -342,9 +342,15 @@ fn apply_never_sends_a_migration_pve_refuses_for_a_snapshot() {
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replacen("node: pve1", "node: pve2", 1)).unwrap();
     // Its image must be on pve2 too (the same-node rule of `disks[].image`).
-    let image = lab.path().join("diskimage/base/debian-13-genericcloud.yaml");
+    let image = lab
+        .path()
+        .join("diskimage/base/debian-13-genericcloud.yaml");
     let text = std::fs::read_to_string(&image).unwrap();
-    std::fs::write(&image, text.replacen("  nodes:\n", "  nodes:\n    - pve2\n", 1)).unwrap();
+    std::fs::write(
+        &image,
+        text.replacen("  nodes:\n", "  nodes:\n    - pve2\n", 1),
+    )
+    .unwrap();
     lab.commit("docker-host moves to pve2");
     for _ in 0..2 {
         let (code, said) = run("apply");
