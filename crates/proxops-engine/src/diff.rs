@@ -618,19 +618,11 @@ fn live_mac_spelling(key: &str, want: &str, live: &str) -> Option<String> {
         v.split(',')
             .filter_map(|p| p.split_once('='))
             .map(|(_, x)| x)
-            .find(|x| is_mac(x))
+            .find(|x| crate::planes::facts::is_mac(x))
             .map(str::to_owned)
     };
     let (w, l) = (mac(want)?, mac(live)?);
     (w != l && w.eq_ignore_ascii_case(&l)).then(|| want.replacen(&w, &l, 1))
-}
-
-fn is_mac(text: &str) -> bool {
-    let parts: Vec<&str> = text.split(':').collect();
-    parts.len() == 6
-        && parts
-            .iter()
-            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The storage of a volume value (`local-lvm:vm-100-disk-0` → `local-lvm`), or the whole value

@@ -199,7 +199,8 @@ fn mac_addresses(config: &BTreeMap<String, String>) -> Map<String, Value> {
         .collect()
 }
 
-fn is_mac(text: &str) -> bool {
+/// Whether `text` is a MAC address (`BC:24:11:0A:0B:0C`, either case).
+pub(crate) fn is_mac(text: &str) -> bool {
     let parts: Vec<&str> = text.split(':').collect();
     parts.len() == 6
         && parts

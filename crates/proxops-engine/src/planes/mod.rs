@@ -35,7 +35,7 @@ use crate::execute::{CycleReport, Outcome as ActionOutcome};
 use crate::plan::{ClusterPlan, Verb};
 
 pub mod addresses;
-mod facts;
+pub(crate) mod facts;
 mod list;
 mod promotion_check;
 mod refs;

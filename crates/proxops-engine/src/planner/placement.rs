@@ -180,9 +180,10 @@ impl Planner<'_> {
             // pve-container `PVE/LXC/Migrate.pm` `prepare`: a bind or device mount point
             // stops the migration unless it is marked `shared=1` (the same path on every node).
             if live.kind == GuestType::Lxc && family == "mp" && value.starts_with('/') {
-                let shared = value
-                    .split(',')
-                    .any(|p| p.strip_prefix("shared=").is_some_and(is_true));
+                let shared = value.split(',').any(|p| {
+                    p.strip_prefix("shared=")
+                        .is_some_and(|v| proxops_pve::lenient::parse_bool(v) == Some(true))
+                });
                 if !shared {
                     blocking.push(format!("{key} (a bind mount not marked shared=1)"));
                 }
@@ -369,9 +370,4 @@ fn is_cloud_init_volume(volume: &str) -> bool {
         .and_then(|name| name.strip_prefix("vm-"))
         .and_then(|rest| rest.split_once("-cloudinit"))
         .is_some_and(|(id, _)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// A PVE boolean that is true (`1`, `yes`, `on`, `true`).
-fn is_true(v: &str) -> bool {
-    matches!(v.to_ascii_lowercase().as_str(), "1" | "yes" | "on" | "true")
 }
