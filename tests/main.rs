@@ -11,6 +11,7 @@ mod examples;
 mod git_http;
 mod honest;
 mod interop;
+mod locks;
 mod migration_refusals;
 mod placement;
 mod placement_prop;

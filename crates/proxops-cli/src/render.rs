@@ -150,7 +150,11 @@ pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
             Some(status) => format!("FAILED ({} {status}): {error}", error.kind()),
             None => format!("FAILED ({}): {error}", error.kind()),
         },
-        Outcome::Deferred { blocked_by } => format!(
+        Outcome::Deferred {
+            reason: Some(reason),
+            ..
+        } => format!("deferred: {reason}; retried next cycle"),
+        Outcome::Deferred { blocked_by, .. } => format!(
             "deferred (waits for action{} {})",
             if blocked_by.len() == 1 { "" } else { "s" },
             blocked_by

@@ -38,10 +38,16 @@ pub enum Outcome {
         #[serde(flatten)]
         error: ActionError,
     },
-    /// A prerequisite failed; retried next cycle.
+    /// Not done this cycle; retried next cycle. Either a prerequisite failed (`blocked_by`), or
+    /// the guest was locked by other PVE work when the action reached it (`reason`: `locked
+    /// (backup)` for a nightly vzdump, a snapshot, a migration), which PVE refused before
+    /// writing anything.
     Deferred {
         /// The failed actions it waits for.
         blocked_by: Vec<usize>,
+        /// Why, when it is not a failed prerequisite.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Not started because a stop was requested.
     NotStarted,
@@ -205,7 +211,11 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 match &states[*p] {
                     State::Done(Outcome::Succeeded) => {}
                     State::Done(Outcome::Failed { .. }) => failed_roots.push(*p),
-                    State::Done(Outcome::Deferred { blocked_by }) => {
+                    State::Done(Outcome::Deferred { blocked_by, reason }) => {
+                        if blocked_by.is_empty() && reason.is_some() {
+                            // A locked action is its dependants' root.
+                            failed_roots.push(*p);
+                        }
                         failed_roots.extend(blocked_by)
                     }
                     State::Done(Outcome::NotStarted) => failed_roots.push(*p),
@@ -217,6 +227,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 failed_roots.dedup();
                 let outcome = Outcome::Deferred {
                     blocked_by: failed_roots,
+                    reason: None,
                 };
                 results[i] = Some(result(action, outcome.clone(), Vec::new(), Duration::ZERO));
                 states[i] = State::Done(outcome);
@@ -270,6 +281,10 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 let mut upids = Vec::new();
                 let outcome = match run(&client, &action, &options, &mut upids).await {
                     Ok(()) => Outcome::Succeeded,
+                    Err(e) if FailureKind::of(&e) == FailureKind::Locked => Outcome::Deferred {
+                        blocked_by: Vec::new(),
+                        reason: Some(lock_reason(&e)),
+                    },
                     Err(e) => Outcome::Failed {
                         error: ActionError::from(e),
                     },
@@ -325,6 +340,20 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 r.unwrap_or_else(|| result(a, Outcome::NotStarted, Vec::new(), Duration::ZERO))
             })
             .collect(),
+    }
+}
+
+/// `locked (backup)` from PVE's `VM is locked (backup)`; the config file lock PVE could not
+/// take in its 10 s otherwise.
+fn lock_reason(error: &PveError) -> String {
+    let text = error.to_string();
+    let lock = text
+        .split_once(" is locked (")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(lock, _)| lock);
+    match lock {
+        Some(lock) => format!("locked ({lock})"),
+        None => format!("config file locked by other PVE work ({})", error.message()),
     }
 }
 

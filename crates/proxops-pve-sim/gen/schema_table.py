@@ -41,6 +41,7 @@ ENDPOINTS = [
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
     ("GET", "/cluster/backup"), ("POST", "/cluster/backup"), ("GET", "/cluster/backup/{id}"),
     ("PUT", "/cluster/backup/{id}"), ("DELETE", "/cluster/backup/{id}"),
+    ("GET", "/cluster/backup/{id}/included_volumes"), ("GET", "/nodes/{node}/qemu/{vmid}/migrate"),
     ("POST", "/nodes/{node}/vzdump"),
     ("GET", "/nodes/{node}/replication"), ("GET", "/nodes/{node}/subscription"),
     ("GET", "/nodes/{node}/dns"), ("GET", "/nodes/{node}/network"),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::auth::now;
 use crate::faults;
 use crate::server::{Shared, lock};
-use crate::state::{State, Task};
+use crate::state::{GuestKind, State, Task};
 
 /// The work of a task, run when its time is up: it changes the state and returns log lines, or
 /// the error text. `failed` says that an injected fault makes it fail: the job undoes what it
@@ -66,6 +66,12 @@ impl Upid {
     }
 }
 
+/// A job whose worker failed in its first step (PVE's checks inside the worker, under the
+/// config lock): the task ends with `message`.
+pub(crate) fn failed(message: String) -> Job {
+    Box::new(move |_, _| Err(message))
+}
+
 /// Registers a running task and schedules its completion; returns the UPID.
 // The UPID's fields are the arguments; a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
@@ -77,6 +83,39 @@ pub(crate) fn spawn(
     id: &str,
     user: &str,
     work: Option<Work>,
+    job: Job,
+) -> String {
+    spawn_inner(shared, st, node, kind, id, user, work, None, job)
+}
+
+/// [`spawn`] for a worker that holds the guest's config lock (the file lock, not the `lock`
+/// property) from its start to its end, as `qmmove` and `qmigrate` run under
+/// pve-guest-common `PVE/AbstractConfig.pm` `lock_config`: a config write meanwhile waits
+/// PVE's 10 s for it, then fails `can't lock file ... - got timeout`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spawn_holding(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    node: &str,
+    kind: &str,
+    id: &str,
+    user: &str,
+    guest: (GuestKind, u32),
+    job: Job,
+) -> String {
+    spawn_inner(shared, st, node, kind, id, user, None, Some(guest), job)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_inner(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    node: &str,
+    kind: &str,
+    id: &str,
+    user: &str,
+    work: Option<Work>,
+    hold: Option<(GuestKind, u32)>,
     job: Job,
 ) -> String {
     // PIDs grow by small steps, as other processes take numbers in between.
@@ -112,6 +151,22 @@ pub(crate) fn spawn(
     let upid2 = text.clone();
     let handle = tokio::spawn(async move {
         let started = tokio::time::Instant::now();
+        let _held = match hold {
+            Some((kind, vmid)) => match crate::sync_work::lock_guest(&shared2, kind, vmid).await {
+                Ok(guard) => Some(guard),
+                Err(e) => {
+                    let mut st = lock(&shared2.state);
+                    // The job undoes what the handler staged (a `lock` property).
+                    let _ = job(&mut st, true);
+                    finish(&mut st, &upid2, Err(e.text()));
+                    shared2.persist(&st);
+                    drop(st);
+                    lock(&shared2.running).remove(&upid2);
+                    return;
+                }
+            },
+            None => None,
+        };
         let pre = match work {
             Some(w) if !fail => w.await,
             _ => Ok(Vec::new()),
@@ -151,10 +206,15 @@ pub(crate) fn finish(st: &mut State, upid: &str, result: Result<Vec<String>, Str
             task.log.push("TASK OK".into());
             task.exitstatus = Some("OK".into());
         }
+        // A worker logs its errors and dies with a short text, which PVE reads back from the
+        // log's last line (pve-common `PVE/Tools.pm` `upid_read_status`): the lines of a
+        // multi-line error before its last are log lines.
         Err(e) => {
-            let e = e.trim_end().to_string();
-            task.log.push(format!("TASK ERROR: {e}"));
-            task.exitstatus = Some(e);
+            let mut lines: Vec<&str> = e.trim_end().lines().collect();
+            let last = lines.pop().unwrap_or_default().to_string();
+            task.log.extend(lines.into_iter().map(str::to_string));
+            task.log.push(format!("TASK ERROR: {last}"));
+            task.exitstatus = Some(last);
         }
     }
 }

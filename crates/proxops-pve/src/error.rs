@@ -137,7 +137,7 @@ pub enum PveError {
         detail: String,
     },
     /// A task ended with an error exit status.
-    #[error("task {upid} failed: {exitstatus}")]
+    #[error("task {upid} failed: {exitstatus}{}", task_detail(.exitstatus, .log_tail))]
     TaskFailed {
         /// The task's UPID.
         upid: String,
@@ -189,9 +189,16 @@ impl PveError {
             PveError::Decode { .. } => ErrorKind::Decode,
             PveError::Config(_) => ErrorKind::Invalid,
             PveError::Unsettled { .. } => ErrorKind::Unsettled,
-            PveError::TaskFailed { exitstatus, .. } => {
-                // A worker that could not take the guest's lock failed for a transient reason.
-                if is_lock_message(exitstatus) {
+            PveError::TaskFailed {
+                exitstatus,
+                log_tail,
+                ..
+            } => {
+                // A worker that could not take the guest's lock failed for a transient reason,
+                // whether it said so in its status or (a migration) only in its log.
+                if is_lock_message(exitstatus)
+                    || is_lock_message(&task_detail(exitstatus, log_tail))
+                {
                     ErrorKind::Locked
                 } else {
                     ErrorKind::TaskFailed
@@ -277,6 +284,49 @@ impl PveError {
             other => other.to_string(),
         }
     }
+}
+
+/// Exit statuses that only sum up errors a worker logged: `migration aborted` and `migration
+/// problems` (pve-guest-common `PVE/AbstractMigrate.pm` `migrate`), `job errors` (pve-manager
+/// `PVE/VZDump.pm` `exec_backup`), and `unexpected status` (a multi-line error, pve-common
+/// `upid_read_status`).
+const SUMMARY_STATUSES: &[&str] = &[
+    "migration aborted",
+    "migration problems",
+    "job errors",
+    "unexpected status",
+];
+
+/// What a summary exit status stands for: the log tail's `ERROR:` lines and the refusals a
+/// migration logs as warnings (`can't migrate local disk ...`, qemu-server
+/// `PVE/QemuMigrate.pm` `scan_local_volumes`), without timestamps, at most the last three, as
+/// ` (...)`; empty for any other status.
+fn task_detail(exitstatus: &str, log_tail: &[String]) -> String {
+    if !SUMMARY_STATUSES.contains(&exitstatus.trim()) {
+        return String::new();
+    }
+    let errors: Vec<&str> = log_tail
+        .iter()
+        .filter(|l| !l.starts_with("TASK ERROR:"))
+        .filter_map(|l| {
+            // `2026-12-04 05:00:00 ` as AbstractMigrate stamps its lines.
+            let stamped = l.len() > 20
+                && l.as_bytes()[4] == b'-'
+                && l.as_bytes()[13] == b':'
+                && l.as_bytes()[19] == b' ';
+            let text = if stamped { &l[20..] } else { l.as_str() };
+            match text.split_once("ERROR: ") {
+                Some((_, e)) => Some(e.trim()),
+                None => text.starts_with("can't ").then_some(text.trim()),
+            }
+        })
+        .filter(|e| !e.is_empty())
+        .collect();
+    let skip = errors.len().saturating_sub(3);
+    if errors.is_empty() {
+        return String::new();
+    }
+    format!(" ({})", errors[skip..].join("; "))
 }
 
 /// Whether a message says a guest or its config file is locked.
@@ -438,5 +488,39 @@ mod tests {
             e.missing_privilege(),
             Some(("/vms/100".into(), "VM.Allocate".into()))
         );
+    }
+
+    #[test]
+    fn a_summary_exit_status_shows_what_the_log_says() {
+        let failed = |status: &str, log: &[&str]| PveError::TaskFailed {
+            upid: "UPID:pve1:1:1:1:qmigrate:101:root@pam:".into(),
+            exitstatus: status.into(),
+            log_tail: log.iter().map(|l| l.to_string()).collect(),
+        };
+        let migration = failed(
+            "migration aborted",
+            &[
+                "2026-12-04 05:00:00 starting migration of VM 101 to node 'pve2' (10.0.0.2)",
+                "2026-12-04 05:00:00 can't migrate local disk 'local-lvm:vm-101-disk-0': non-migratable snapshot exists",
+                "2026-12-04 05:00:00 ERROR: Problem found while scanning volumes - can't migrate VM - check log",
+                "TASK ERROR: migration aborted",
+            ],
+        );
+        assert_eq!(
+            migration.to_string(),
+            "task UPID:pve1:1:1:1:qmigrate:101:root@pam: failed: migration aborted (can't migrate local disk 'local-lvm:vm-101-disk-0': non-migratable snapshot exists; Problem found while scanning volumes - can't migrate VM - check log)"
+        );
+        assert_eq!(migration.kind(), ErrorKind::TaskFailed);
+        // The config lock a migration could not take is transient.
+        let locked = failed(
+            "migration aborted",
+            &[
+                "2026-12-04 05:00:10 ERROR: migration aborted (duration 00:00:10): can't lock file '/var/lock/qemu-server/lock-101.conf' - got timeout",
+            ],
+        );
+        assert_eq!(locked.kind(), ErrorKind::Locked);
+        // Any other status stands alone.
+        let plain = failed("unable to create VM", &["ERROR: something"]);
+        assert!(plain.to_string().ends_with("failed: unable to create VM"));
     }
 }

@@ -402,6 +402,7 @@ fn action_lines(plan: &ClusterPlan, report: Option<&CycleReport>) -> Vec<ActionL
                 }),
                 error: result.and_then(|r| match &r.outcome {
                     Outcome::Failed { error } => Some(error.to_string()),
+                    Outcome::Deferred { reason, .. } => reason.clone(),
                     _ => None,
                 }),
                 millis: result.map(|r| r.millis),

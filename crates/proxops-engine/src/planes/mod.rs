@@ -368,6 +368,10 @@ pub fn observation_batch(
         {
             let why = match failed.outcome {
                 ActionOutcome::Failed { error } => format!("failed: {error}"),
+                ActionOutcome::Deferred {
+                    reason: Some(reason),
+                    ..
+                } => format!("deferred: {reason}"),
                 ActionOutcome::Deferred { .. } => "deferred".to_owned(),
                 _ => "not run".to_owned(),
             };

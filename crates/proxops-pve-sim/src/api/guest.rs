@@ -712,6 +712,7 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         // `PVE::HA::Config::delete_service_from_config("vm:$vmid", $purge)` after the destroy.
         if purge {
             st.ha_resources.remove(&sid);
+            super::backup::remove_vmid_from_jobs(st, vmid);
         }
         Ok(log)
     });

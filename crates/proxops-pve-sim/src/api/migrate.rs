@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::guest::check_lock;
-use super::{Ctx, guest};
+use super::{Ctx, guest, locks};
 use crate::error::ApiError;
 use crate::state::{GuestKind, State};
 use crate::tasks::{self, INJECTED};
@@ -29,7 +29,7 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     if target == node {
         return Err(ApiError::param("target", "target is local node."));
     }
-    let online = ctx.flag("online").unwrap_or(false);
+    let mut online = ctx.flag("online").unwrap_or(false);
     let restart = ctx.flag("restart").unwrap_or(false);
     let local_disks = ctx.flag("with-local-disks").unwrap_or(false);
     let shared = ctx.shared.clone();
@@ -45,12 +45,18 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         GuestKind::Qemu if running && !online => {
             return Err(ApiError::fail("can't migrate running VM without --online"));
         }
+        // qemu-server `migrate_vm`: "VM isn't running. Doing offline migration instead."
+        GuestKind::Qemu if !running => online = false,
         GuestKind::Lxc if running && !online && !restart => {
             return Err(ApiError::fail(
                 "can't migrate running container without --online or --restart",
             ));
         }
         _ => {}
+    }
+    if kind == GuestKind::Qemu {
+        // qemu-server `PVE/QemuServer.pm` `check_storage_availability`, before the worker.
+        storage_availability(&st, g, &target).map_err(ApiError::fail)?;
     }
     let user = ctx.who().task_user();
     if st.ha_of(vmid).is_some_and(|r| r.state != "ignored") {
@@ -87,28 +93,166 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     } else {
         "vzmigrate"
     };
+    // `phase1` sets `lock: migrate`; the whole migration runs under the config lock
+    // (`PVE/AbstractMigrate.pm` `migrate` → `lock_vm`).
+    locks::take(&mut st, vmid, "migrate").map_err(ApiError::fail)?;
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
-        if kind == GuestKind::Lxc && online {
-            return Err("lxc live migration is currently not implemented".into());
+        locks::release(st, vmid, "migrate");
+        let started = format!(
+            "starting migration of {} {vmid} to node '{target}'",
+            kind.word()
+        );
+        let result = if fail {
+            Err(INJECTED.to_string())
+        } else if kind == GuestKind::Lxc && online && running {
+            // pve-container `PVE/LXC/Migrate.pm` `prepare`: only for a running container.
+            Err("lxc live migration is currently not implemented".to_string())
+        } else {
+            let allow_local = kind == GuestKind::Lxc || !running || local_disks;
+            move_guest(st, vmid, &target, allow_local, false)
+        };
+        match result {
+            Ok(()) => Ok(vec![
+                started,
+                "migration finished successfully (duration 00:00:01)".into(),
+            ]),
+            // `AbstractMigrate::migrate`: the error goes to the log, the task dies with
+            // `migration aborted`.
+            Err(e) => {
+                let mut lines = vec![started];
+                let mut detail: Vec<&str> = e.lines().collect();
+                let last = detail.pop().unwrap_or_default();
+                lines.extend(detail.iter().map(|l| l.to_string()));
+                lines.push(format!(
+                    "ERROR: migration aborted (duration 00:00:01): {last}"
+                ));
+                lines.push("migration aborted".into());
+                Err(lines.join("\n"))
+            }
         }
-        if fail {
-            return Err(INJECTED.into());
-        }
-        let allow_local = kind == GuestKind::Lxc || !running || local_disks;
-        move_guest(st, vmid, &target, allow_local, false)?;
-        Ok(Vec::new())
     });
-    Ok(tasks::spawn(
+    Ok(tasks::spawn_holding(
         &shared,
         &mut st,
         &node,
         task,
         &vmid.to_string(),
         &user,
-        None,
+        (kind, vmid),
         job,
     )
     .into())
+}
+
+/// qemu-server `check_storage_availability`: each volume's storage enabled on the target
+/// (`storage_check_enabled`: `storage 'X' is not available on node 'Y'`).
+fn storage_availability(st: &State, g: &crate::state::Guest, target: &str) -> Result<(), String> {
+    for (key, value) in &g.config {
+        if !super::disks::is_disk_key(g.kind, key) {
+            continue;
+        }
+        let Some((sid, _)) = super::disks::volid_of(value).and_then(|v| v.split_once(':')) else {
+            continue;
+        };
+        if st.storage(target, sid).is_none() {
+            return Err(format!(
+                "storage '{sid}' is not available on node '{target}'"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `GET /nodes/{node}/qemu/{vmid}/migrate`: qemu-server `migrate_vm_precondition` (what the
+/// GUI asks before it offers a migration): `running`, the nodes the VM's storages reach
+/// (`allowed_nodes`) and those they do not (`not_allowed_nodes` with `unavailable_storages`),
+/// its local disks and its local resources (passthrough without a mapping).
+pub(crate) fn qemu_precondition(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let (node, vmid) = (ctx.node(), ctx.vmid());
+    ctx.require(&format!("/vms/{vmid}"), "VM.Migrate")?;
+    let st = ctx.state();
+    let g = guest(&st, GuestKind::Qemu, &node, vmid)?;
+    if let Some(l) = g.lock() {
+        return Err(ApiError::fail(format!("VM is locked ({l})")));
+    }
+    let mut local_disks = Vec::new();
+    let mut sids = std::collections::BTreeSet::new();
+    for (key, value) in &g.config {
+        if !super::disks::is_disk_key(GuestKind::Qemu, key) {
+            continue;
+        }
+        let Some(volid) = super::disks::volid_of(value) else {
+            continue;
+        };
+        let Some((sid, _)) = volid.split_once(':') else {
+            continue;
+        };
+        sids.insert(sid.to_owned());
+        let Some(storage) = st.storage(&node, sid) else {
+            continue;
+        };
+        if storage.shared {
+            continue;
+        }
+        let size = st.volume(&node, volid).map(|v| v.size).unwrap_or(0);
+        local_disks.push(serde_json::json!({
+            "volid": volid,
+            "size": size,
+            "cdrom": u8::from(value.contains("media=cdrom")),
+            "is_unused": u8::from(key.starts_with("unused")),
+        }));
+    }
+    let local_resources: Vec<&String> = g
+        .config
+        .iter()
+        .filter(|(k, v)| {
+            let numbered = |p: &str| {
+                k.strip_prefix(p)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            };
+            (numbered("hostpci") || numbered("usb"))
+                && !v.split(',').any(|p| p.starts_with("mapping="))
+                && !v.starts_with("spice")
+        })
+        .map(|(k, _)| k)
+        .collect();
+    let mut allowed = Vec::new();
+    let mut not_allowed = serde_json::Map::new();
+    for other in st
+        .nodes
+        .iter()
+        .map(|n| n.node.as_str())
+        .filter(|n| *n != node)
+    {
+        let missing: Vec<&String> = sids
+            .iter()
+            .filter(|sid| st.storage(other, sid).is_none())
+            .collect();
+        if missing.is_empty() {
+            allowed.push(other);
+        } else {
+            not_allowed.insert(
+                other.to_owned(),
+                serde_json::json!({ "unavailable_storages": missing }),
+            );
+        }
+    }
+    let mut out = serde_json::json!({
+        "running": u8::from(g.running()),
+        "allowed_nodes": allowed,
+        "not_allowed_nodes": not_allowed,
+        "local_disks": local_disks,
+        "local_resources": local_resources,
+        "mapped-resources": [],
+        "mapped-resource-info": {},
+    });
+    if st.pve_version.number().0 >= 9 {
+        out["has-dbus-vmstate"] = serde_json::json!(1);
+        if st.ha_of(vmid).is_some() {
+            out["dependent-ha-resources"] = serde_json::json!([]);
+        }
+    }
+    Ok(out)
 }
 
 /// The CRM and the LRMs carrying out a queued HA migration a migration's time later: the guest

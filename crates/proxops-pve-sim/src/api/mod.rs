@@ -22,6 +22,7 @@ pub(crate) mod ha_status;
 pub(crate) mod hotplug;
 pub(crate) mod interfaces;
 pub(crate) mod join;
+pub(crate) mod locks;
 pub(crate) mod lxc;
 pub(crate) mod mapping;
 pub(crate) mod migrate;
@@ -244,6 +245,7 @@ routes! {
     "GET" "/cluster/backup/{id}" => backup::read,
     "PUT" "/cluster/backup/{id}" => backup::update,
     "DELETE" "/cluster/backup/{id}" => backup::delete,
+    "GET" "/cluster/backup/{id}/included_volumes" => backup::included_volumes,
     "POST" "/nodes/{node}/vzdump" => backup::vzdump,
     "GET" "/nodes/{node}/replication" => reads::replication,
     "GET" "/nodes/{node}/subscription" => reads::subscription,
@@ -273,6 +275,7 @@ routes! {
     "POST" "/nodes/{node}/qemu/{vmid}/status/suspend" => guest::qemu_suspend,
     "POST" "/nodes/{node}/qemu/{vmid}/status/resume" => guest::qemu_resume,
     "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
+    "GET" "/nodes/{node}/qemu/{vmid}/migrate" => migrate::qemu_precondition,
     "POST" "/nodes/{node}/qemu/{vmid}/migrate" => migrate::qemu,
     "POST" "/nodes/{node}/qemu/{vmid}/move_disk" => move_disk::move_disk,
     "PUT" "/nodes/{node}/qemu/{vmid}/unlink" => move_disk::unlink,

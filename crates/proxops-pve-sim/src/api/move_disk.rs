@@ -111,14 +111,15 @@ pub(crate) fn move_disk(ctx: &mut Ctx) -> Result<Value, ApiError> {
         }
         Ok(log)
     });
-    Ok(tasks::spawn(
+    // The worker copies under the config lock (`lock_config($vmid, $move_updatefn)`).
+    Ok(tasks::spawn_holding(
         &shared,
         &mut st,
         &ctx.node(),
         "qmmove",
         &vmid.to_string(),
         &ctx.who().task_user(),
-        None,
+        (GuestKind::Qemu, vmid),
         job,
     )
     .into())

@@ -6,8 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::guest::check_lock;
-use super::{Ctx, guest};
+use super::{Ctx, disks, guest, locks};
 use crate::auth::now;
 use crate::error::ApiError;
 use crate::state::{GuestKind, Snapshot, State};
@@ -88,66 +87,67 @@ fn snapshot_feature(
         })
 }
 
-/// `POST .../snapshot`.
+/// `POST .../snapshot`: the reserved names refused at once; the rest in the worker, whose first
+/// step (`__snapshot_prepare` under the config lock) refuses a template, a locked guest, a used
+/// name and storage without snapshots, then sets `lock: snapshot` until `__snapshot_commit`.
 pub(crate) fn create(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Snapshot")?;
     let name = ctx.req("snapname")?;
-    if name == "current" {
-        return Err(ApiError::fail(
-            "unable to use snapshot name 'current' (reserved name)",
-        ));
-    }
-    if name.eq_ignore_ascii_case("pending") {
-        return Err(ApiError::fail(
-            "unable to use snapshot name 'pending' (reserved name)",
-        ));
+    // qemu-server `snapshot`: `current` and `pending`; pve-container `snapshot`: `current`
+    // and `vzdump` (the name vzdump's snapshot mode uses).
+    let reserved = match kind {
+        GuestKind::Qemu => name == "current" || name.eq_ignore_ascii_case("pending"),
+        GuestKind::Lxc => name == "current" || name == "vzdump",
+    };
+    if reserved {
+        return Err(ApiError::fail(format!(
+            "unable to use snapshot name '{name}' (reserved name)"
+        )));
     }
     let vmstate = kind == GuestKind::Qemu && ctx.flag("vmstate").unwrap_or(false);
     let description = ctx.p("description").unwrap_or_default().to_string();
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
     guest(&st, kind, &node, vmid)?;
-    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
-        let Some(g) = st.guests.get(&vmid) else {
-            return Err("guest vanished".into());
-        };
-        if g.is_template() {
-            return Err("you can't take a snapshot if it's a template".into());
+    let job = match prepare_snapshot(&mut st, vmid, kind, &name, vmstate) {
+        Err(e) => tasks::failed(e),
+        Ok((config, state_volume)) => {
+            let snaptime = now();
+            Box::new(move |st: &mut State, fail| {
+                if fail {
+                    if let Some(volid) = &state_volume {
+                        let node = st.guests.get(&vmid).map(|g| g.node.clone());
+                        if let Some(node) = node {
+                            st.remove_volume(&node, volid);
+                        }
+                    }
+                    locks::release(st, vmid, "snapshot");
+                    return Err(INJECTED.into());
+                }
+                locks::release(st, vmid, "snapshot");
+                let Some(g) = st.guests.get_mut(&vmid) else {
+                    return Err("guest vanished".into());
+                };
+                let mut config = config;
+                let parent = config.remove("parent");
+                if let Some(volid) = &state_volume {
+                    config.insert("vmstate".into(), volid.clone());
+                }
+                let snap = Snapshot {
+                    config,
+                    description,
+                    snaptime,
+                    vmstate: state_volume.is_some(),
+                    parent,
+                };
+                g.snapshot_data.insert(name.clone(), snap);
+                g.snapshots.push(name.clone());
+                g.config.insert("parent".into(), name);
+                Ok(Vec::new())
+            }) as tasks::Job
         }
-        if let Some(lock) = g.lock() {
-            return Err(format!("{} {vmid} is locked ({lock})", kind.word()));
-        }
-        if g.snapshot_data.contains_key(&name) || g.snapshots.contains(&name) {
-            return Err(format!("snapshot name '{name}' already used"));
-        }
-        let node = g.node.clone();
-        if !snapshot_feature(st, &node, kind, &g.config) {
-            return Err("snapshot feature is not available".into());
-        }
-        if fail {
-            return Err(INJECTED.into());
-        }
-        let Some(g) = st.guests.get_mut(&vmid) else {
-            return Err("guest vanished".into());
-        };
-        // `__snapshot_copy_config`: the current config without the snapshot bookkeeping.
-        let mut config = g.config.clone();
-        for k in ["lock", "digest", "snapshots", "parent"] {
-            config.remove(k);
-        }
-        let snap = Snapshot {
-            config,
-            description,
-            snaptime: now(),
-            vmstate: vmstate && g.running(),
-            parent: g.config.get("parent").cloned(),
-        };
-        g.snapshot_data.insert(name.clone(), snap);
-        g.snapshots.push(name.clone());
-        g.config.insert("parent".into(), name);
-        Ok(Vec::new())
-    });
+    };
     let prefix = task_prefix(kind);
     Ok(tasks::spawn(
         &shared,
@@ -160,6 +160,118 @@ pub(crate) fn create(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
         job,
     )
     .into())
+}
+
+/// `__snapshot_prepare`: the checks, `lock: snapshot`, the vmstate volume of a running VM
+/// (`vm-N-state-NAME`, qemu-server `PVE/QemuConfig.pm` `__snapshot_save_vmstate`), and the
+/// config copy (`__snapshot_copy_config`: no `description`, no `unusedN`, no bookkeeping).
+fn prepare_snapshot(
+    st: &mut State,
+    vmid: u32,
+    kind: GuestKind,
+    name: &str,
+    vmstate: bool,
+) -> Result<(std::collections::BTreeMap<String, String>, Option<String>), String> {
+    let Some(g) = st.guests.get(&vmid) else {
+        return Err("guest vanished".into());
+    };
+    if g.is_template() {
+        return Err("you can't take a snapshot if it's a template".into());
+    }
+    if let Some(lock) = g.lock() {
+        return Err(format!("{} is locked ({lock})", kind.word()));
+    }
+    if g.snapshot_data.contains_key(name) || g.snapshots.iter().any(|s| s == name) {
+        return Err(format!("snapshot name '{name}' already used"));
+    }
+    let node = g.node.clone();
+    if !snapshot_feature(st, &node, kind, &g.config) {
+        return Err("snapshot feature is not available".into());
+    }
+    let running = g.running();
+    let config: std::collections::BTreeMap<String, String> = g
+        .config
+        .iter()
+        .filter(|(k, _)| !SNAPSHOT_SKIPS.contains(&k.as_str()) && !is_unused(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let state_storage = (vmstate && running).then(|| vmstate_storage(st, &node, &g.config));
+    locks::take(st, vmid, "snapshot")?;
+    let state_volume = match state_storage.flatten() {
+        Some(sid) => {
+            let memory_mib: u64 = config
+                .get("memory")
+                .and_then(|m| {
+                    m.split(',')
+                        .next()?
+                        .trim_start_matches("current=")
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(512);
+            let fixed = format!("vm-{vmid}-state-{name}");
+            match disks::allocate_named(
+                st,
+                &node,
+                &sid,
+                vmid,
+                (memory_mib * 2 + 500) << 20,
+                Some("raw"),
+                kind,
+                Some(&fixed),
+            ) {
+                Ok(volid) => Some(volid),
+                Err(e) => {
+                    locks::release(st, vmid, "snapshot");
+                    return Err(e.text());
+                }
+            }
+        }
+        None => None,
+    };
+    Ok((config, state_volume))
+}
+
+/// Keys `__snapshot_copy_config` leaves out (besides `unusedN`).
+const SNAPSHOT_SKIPS: &[&str] = &[
+    "snapshots",
+    "snapstate",
+    "snaptime",
+    "vmstate",
+    "lock",
+    "digest",
+    "description",
+];
+
+fn is_unused(key: &str) -> bool {
+    key.strip_prefix("unused")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// qemu-server `find_vmstate_storage`: `vmstatestorage`, else the storage of the first disk
+/// (PVE prefers a shared one among them), else `local`.
+fn vmstate_storage(
+    st: &State,
+    node: &str,
+    config: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    if let Some(s) = config.get("vmstatestorage") {
+        return Some(s.clone());
+    }
+    let sids: Vec<&str> = config
+        .iter()
+        .filter(|(k, v)| {
+            disks::is_disk_key(GuestKind::Qemu, k) && !is_unused(k) && !v.contains("media=cdrom")
+        })
+        .filter_map(|(_, v)| disks::volid_of(v)?.split_once(':').map(|(sid, _)| sid))
+        .collect();
+    let shared = sids
+        .iter()
+        .find(|sid| st.storage(node, sid).is_some_and(|s| s.shared));
+    shared
+        .or(sids.first())
+        .map(|s| s.to_string())
+        .or_else(|| Some("local".into()))
 }
 
 fn snapshot_of<'a>(g: &'a crate::state::Guest, name: &str) -> Result<&'a Snapshot, ApiError> {
@@ -195,9 +307,6 @@ pub(crate) fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
     if let Some(p) = &s.parent {
         out.insert("parent".into(), json!(p));
     }
-    if s.vmstate {
-        out.insert("vmstate".into(), json!(1));
-    }
     Ok(Value::Object(out))
 }
 
@@ -218,48 +327,53 @@ pub(crate) fn update(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
     Ok(Value::Null)
 }
 
-/// `DELETE .../snapshot/{snapname}`: its children and the current state take its parent.
+/// `DELETE .../snapshot/{snapname}`: its children and the current state take its parent. In
+/// the worker (`snapshot_delete`): a missing snapshot, a template, a locked guest (unless
+/// `force`), then `lock: snapshot-delete` until the end; its vmstate volume goes with it.
 pub(crate) fn delete(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Snapshot")?;
     let name = ctx.req("snapname")?;
+    let force = ctx.flag("force").unwrap_or(false);
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
-    let g = guest(&st, kind, &node, vmid)?;
-    if g.is_template() {
-        return Err(ApiError::fail(
-            "you can't delete a snapshot if vm is a template",
-        ));
-    }
-    snapshot_of(g, &name)?;
-    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
-        if fail {
-            return Err(INJECTED.into());
-        }
-        let Some(g) = st.guests.get_mut(&vmid) else {
-            return Err("guest vanished".into());
-        };
-        let Some(gone) = g.snapshot_data.remove(&name) else {
-            return Err(format!("snapshot '{name}' does not exist"));
-        };
-        g.snapshots.retain(|s| *s != name);
-        for s in g.snapshot_data.values_mut() {
-            if s.parent.as_deref() == Some(name.as_str()) {
-                s.parent = gone.parent.clone();
+    guest(&st, kind, &node, vmid)?;
+    let job = match prepare_delete(&mut st, vmid, &name, force) {
+        Err(e) => tasks::failed(e),
+        Ok(()) => Box::new(move |st: &mut State, fail| {
+            locks::release(st, vmid, "snapshot-delete");
+            if fail {
+                return Err(INJECTED.into());
             }
-        }
-        if g.config.get("parent") == Some(&name) {
-            match &gone.parent {
-                Some(p) => {
-                    g.config.insert("parent".into(), p.clone());
-                }
-                None => {
-                    g.config.remove("parent");
+            let Some(g) = st.guests.get_mut(&vmid) else {
+                return Err("guest vanished".into());
+            };
+            let Some(gone) = g.snapshot_data.remove(&name) else {
+                return Err(format!("snapshot '{name}' does not exist"));
+            };
+            g.snapshots.retain(|s| *s != name);
+            for s in g.snapshot_data.values_mut() {
+                if s.parent.as_deref() == Some(name.as_str()) {
+                    s.parent = gone.parent.clone();
                 }
             }
-        }
-        Ok(Vec::new())
-    });
+            if g.config.get("parent") == Some(&name) {
+                match &gone.parent {
+                    Some(p) => {
+                        g.config.insert("parent".into(), p.clone());
+                    }
+                    None => {
+                        g.config.remove("parent");
+                    }
+                }
+            }
+            let node = g.node.clone();
+            if let Some(volid) = gone.config.get("vmstate") {
+                st.remove_volume(&node, volid);
+            }
+            Ok(Vec::new())
+        }) as tasks::Job,
+    };
     let prefix = task_prefix(kind);
     Ok(tasks::spawn(
         &shared,
@@ -274,44 +388,109 @@ pub(crate) fn delete(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
     .into())
 }
 
-/// `POST .../snapshot/{snapname}/rollback`: the guest stopped, the snapshot's config made
-/// current (`parent` naming it), started again when the snapshot holds RAM or `start` says so.
+/// `snapshot_delete`'s first step under the config lock.
+fn prepare_delete(st: &mut State, vmid: u32, name: &str, force: bool) -> Result<(), String> {
+    let Some(g) = st.guests.get(&vmid) else {
+        return Err("guest vanished".into());
+    };
+    if !g.snapshot_data.contains_key(name) {
+        return Err(format!("snapshot '{name}' does not exist"));
+    }
+    if g.is_template() {
+        return Err("you can't delete a snapshot if vm is a template".into());
+    }
+    if force {
+        // `force` skips `check_lock`; the lock is set over whatever was there.
+        if let Some(g) = st.guests.get_mut(&vmid) {
+            g.config.insert("lock".into(), "snapshot-delete".into());
+        }
+        return Ok(());
+    }
+    locks::take(st, vmid, "snapshot-delete")
+}
+
+/// `POST .../snapshot/{snapname}/rollback` (`VM.Snapshot` or `VM.Snapshot.Rollback`; qemu's
+/// `start=1` also needs `VM.PowerMgmt`, checked up front as qemu-server does). In the worker
+/// (`snapshot_rollback`): a template, a missing snapshot, a locked guest; the guest is stopped
+/// and `lock: rollback` set; then the snapshot's config becomes current, keeping the current
+/// `description` and `unusedN` and turning disks the snapshot does not have into `unusedN`
+/// (qemu-server `__snapshot_rollback_get_unused`), `parent` naming the snapshot; started again
+/// when it holds RAM or `start` says so.
 pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
-    ctx.require(&format!("/vms/{vmid}"), "VM.Snapshot.Rollback")?;
+    ctx.require_any(
+        &format!("/vms/{vmid}"),
+        &["VM.Snapshot", "VM.Snapshot.Rollback"],
+    )?;
     let name = ctx.req("snapname")?;
     let start = ctx.flag("start").unwrap_or(false);
+    if start && kind == GuestKind::Qemu {
+        ctx.require(&format!("/vms/{vmid}"), "VM.PowerMgmt")?;
+    }
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
-    let g = guest(&st, kind, &node, vmid)?;
-    if g.is_template() {
-        return Err(ApiError::fail("you can't rollback if vm is a template"));
-    }
-    snapshot_of(g, &name)?;
-    check_lock(ctx, g)?;
-    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
-        if fail {
-            return Err(INJECTED.into());
-        }
-        let Some(g) = st.guests.get_mut(&vmid) else {
-            return Err("guest vanished".into());
-        };
-        let Some(snap) = g.snapshot_data.get(&name).cloned() else {
-            return Err(format!("snapshot '{name}' does not exist"));
-        };
-        // `__snapshot_rollback_vm_stop`, then the snapshot's config as the current one.
-        g.status = "stopped".into();
-        g.mark_stopped();
-        g.pending.clear();
-        g.pending_delete.clear();
-        g.config = snap.config.clone();
-        g.config.insert("parent".into(), name);
-        if snap.vmstate || start {
-            g.status = "running".into();
-            g.mark_started();
-        }
-        Ok(Vec::new())
-    });
+    guest(&st, kind, &node, vmid)?;
+    let job = match prepare_rollback(&mut st, vmid, kind, &name) {
+        Err(e) => tasks::failed(e),
+        Ok(()) => Box::new(move |st: &mut State, fail| {
+            locks::release(st, vmid, "rollback");
+            if fail {
+                return Err(INJECTED.into());
+            }
+            let Some(g) = st.guests.get_mut(&vmid) else {
+                return Err("guest vanished".into());
+            };
+            let Some(snap) = g.snapshot_data.get(&name).cloned() else {
+                return Err(format!("snapshot '{name}' does not exist"));
+            };
+            let in_snapshot: Vec<&str> = snap
+                .config
+                .iter()
+                .filter(|(k, v)| super::disks::is_disk_key(kind, k) && !v.contains("media=cdrom"))
+                .filter_map(|(_, v)| super::disks::volid_of(v))
+                .collect();
+            let mut unused: Vec<String> = g
+                .config
+                .iter()
+                .filter(|(k, _)| is_unused(k))
+                .map(|(_, v)| v.clone())
+                .collect();
+            for (k, v) in &g.config {
+                if !super::disks::is_disk_key(kind, k) || is_unused(k) || v.contains("media=cdrom")
+                {
+                    continue;
+                }
+                if let Some(volid) = super::disks::volid_of(v)
+                    && !in_snapshot.contains(&volid)
+                    && !volid.starts_with('/')
+                    && !unused.iter().any(|u| u == volid)
+                {
+                    unused.push(volid.to_owned());
+                }
+            }
+            let mut config: std::collections::BTreeMap<String, String> = snap
+                .config
+                .iter()
+                .filter(|(k, _)| k.as_str() != "vmstate")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if let Some(d) = g.config.get("description") {
+                config.insert("description".into(), d.clone());
+            }
+            for (i, volid) in unused.into_iter().enumerate() {
+                config.insert(format!("unused{i}"), volid);
+            }
+            config.insert("parent".into(), name);
+            g.pending.clear();
+            g.pending_delete.clear();
+            g.config = config;
+            if snap.vmstate || start {
+                g.status = "running".into();
+                g.mark_started();
+            }
+            Ok(Vec::new())
+        }) as tasks::Job,
+    };
     let prefix = task_prefix(kind);
     Ok(tasks::spawn(
         &shared,
@@ -324,6 +503,28 @@ pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError
         job,
     )
     .into())
+}
+
+/// `snapshot_rollback`'s prepare pass: the checks, the guest stopped
+/// (`__snapshot_rollback_vm_stop`), `lock: rollback`.
+fn prepare_rollback(st: &mut State, vmid: u32, kind: GuestKind, name: &str) -> Result<(), String> {
+    let Some(g) = st.guests.get(&vmid) else {
+        return Err("guest vanished".into());
+    };
+    if g.is_template() {
+        return Err("you can't rollback if vm is a template".into());
+    }
+    if !g.snapshot_data.contains_key(name) {
+        return Err(format!("snapshot '{name}' does not exist"));
+    }
+    if let Some(lock) = g.lock() {
+        return Err(format!("{} is locked ({lock})", kind.word()));
+    }
+    if let Some(g) = st.guests.get_mut(&vmid) {
+        g.status = "stopped".into();
+        g.mark_stopped();
+    }
+    locks::take(st, vmid, "rollback")
 }
 
 macro_rules! per_kind {

@@ -301,6 +301,14 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "DELETE", path: "/cluster/backup/{id}", params: &[
         Param { name: "id", max_len: Some(50), pattern: Some("\\S+"), ..P },
     ], ..E },
+    Endpoint { method: "GET", path: "/cluster/backup/{id}/included_volumes", params: &[
+        Param { name: "id", max_len: Some(50), pattern: Some("\\S+"), ..P },
+    ], ..E },
+    Endpoint { method: "GET", path: "/nodes/{node}/qemu/{vmid}/migrate", params: &[
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "target", optional: true, format: Fmt::Named("pve-node"), ..P },
+        Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
+    ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/vzdump", params: &[
         Param { name: "all", ty: Ty::Bool, optional: true, ..P },
         Param { name: "bwlimit", ty: Ty::Int, optional: true, min: Some(0.0), ..P },

@@ -45,19 +45,20 @@ async fn a_vm_migrates_offline_with_its_local_disks_and_online_only_when_asked()
     let back = "/nodes/pve2/qemu/100/migrate";
     let offline = sim.post(back, &[("target", "pve1")]).await.fail(500);
     assert_eq!(offline, "can't migrate running VM without --online");
-    let t = sim
-        .wait(
-            &sim.post(back, &[("target", "pve1"), ("online", "1")])
-                .await
-                .ok(),
-        )
-        .await;
+    let upid = sim
+        .post(back, &[("target", "pve1"), ("online", "1")])
+        .await
+        .ok();
+    let t = sim.wait(&upid).await;
+    // `AbstractMigrate::migrate`: the reason in the log, `migration aborted` as the status.
+    assert_eq!(t["exitstatus"], "migration aborted", "{t}");
+    let log = sim.log(&upid).await;
     assert!(
-        t["exitstatus"]
-            .as_str()
-            .unwrap()
-            .contains("can't live migrate attached local disks without with-local-disks option"),
-        "{t}"
+        log.iter().any(|l| l.starts_with("ERROR: migration aborted")
+            && l.contains(
+                "can't live migrate attached local disks without with-local-disks option"
+            )),
+        "{log:?}"
     );
     sim.wait_ok(
         &sim.post(

@@ -99,14 +99,18 @@ async fn backup_jobs_cover_guests_and_vzdump_writes_an_archive() {
     let gone = sim.get("/cluster/backup/nightly").await.errors();
     assert_eq!(gone["id"], "No such job 'nightly'");
     // A run: local-lvm holds no backups; local does.
-    let refused = sim
+    // `PVE::VZDump->new` in the worker: `storage_info` refuses it.
+    let upid = sim
         .post(
             "/nodes/pve1/vzdump",
             &[("vmid", "100"), ("storage", "local-lvm")],
         )
         .await
-        .fail(500);
-    assert_eq!(refused, "storage 'local-lvm' does not support backups");
+        .ok();
+    assert_eq!(
+        sim.wait(&upid).await["exitstatus"],
+        "could not get storage information for 'local-lvm': can't use storage 'local-lvm' for backups - wrong content type"
+    );
     let upid = sim
         .post(
             "/nodes/pve1/vzdump",

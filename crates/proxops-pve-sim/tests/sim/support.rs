@@ -183,6 +183,20 @@ impl Sim {
         panic!("task {upid} did not stop in time");
     }
 
+    /// A task's log, one string per line.
+    pub async fn log(&self, upid: &Value) -> Vec<String> {
+        let upid = upid.as_str().expect("a UPID string");
+        let node = upid.split(':').nth(1).unwrap();
+        let path = format!("/nodes/{node}/tasks/{}/log", enc(upid));
+        let lines = self.req("GET", &path, &[("limit", "1000")]).await.ok();
+        lines
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["t"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// Waits for a task and asserts it ended OK.
     pub async fn wait_ok(&self, upid: &Value) {
         let st = self.wait(upid).await;
