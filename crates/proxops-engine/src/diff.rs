@@ -764,6 +764,26 @@ mod tests {
     }
 
     #[test]
+    fn a_description_read_back_with_pves_line_ends_is_converged() {
+        // pve-container reads `#notes` back as `notes\n`, qemu-server trims: neither is a change.
+        for kind in [GuestType::Lxc, GuestType::Qemu] {
+            let desired = DesiredGuest {
+                guest: kind,
+                ..guest(vec![owned(
+                    "description",
+                    "notes",
+                    Compare::Canonical,
+                    false,
+                )])
+            };
+            let found = diff(&desired, &live(&[("description", "notes\n")]));
+            assert!(found.is_converged(), "{kind:?}: {found:?}");
+            let found = diff(&desired, &live(&[("description", "other\n")]));
+            assert_eq!(found.changes.len(), 1, "{kind:?}");
+        }
+    }
+
+    #[test]
     fn sub_keys_written_before_are_taken_out_but_never_a_mac_or_the_operators() {
         let before = guest(vec![
             owned(

@@ -211,7 +211,7 @@ pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
             }
             continue;
         }
-        let Some((key, value)) = key_value(line) else {
+        let Some((key, value)) = key_value(kind, line) else {
             out.skipped.push(line.to_owned());
             continue;
         };
@@ -238,10 +238,19 @@ pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
             }
         }
     }
+    // qemu-server's `$finish_description` strips trailing whitespace (`s/\s+$//`) and keeps an
+    // empty description; pve-container keeps the text as read, the newline after each `#`
+    // line included, when it is not empty (`$conf->{description} = $descr if $descr`).
     if let Some(d) = description {
-        let d = d.trim_end();
-        if !d.is_empty() {
-            out.config.insert("description".into(), d.to_owned());
+        match kind {
+            GuestKind::Qemu => {
+                out.config
+                    .insert("description".into(), d.trim_end().to_owned());
+            }
+            GuestKind::Lxc if !d.is_empty() => {
+                out.config.insert("description".into(), d);
+            }
+            GuestKind::Lxc => {}
         }
     }
     out
@@ -253,20 +262,25 @@ fn is_snapshot_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// `key: value` as `^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$`.
-fn key_value(line: &str) -> Option<(String, String)> {
-    let (key, value) = line.split_once(':')?;
+/// `key: value` as qemu-server reads it (`^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$`) and
+/// pve-container (`^([a-z][a-z_]*\d*):\s*(.+?)\s*$`, no `-` in a key).
+fn key_value(kind: GuestKind, line: &str) -> Option<(String, String)> {
+    let (key, rest) = line.split_once(':')?;
     let mut chars = key.chars();
     let starts = chars.next().is_some_and(|c| c.is_ascii_lowercase());
     let name_end = key.find(|c: char| c.is_ascii_digit()).unwrap_or(key.len());
+    let name_char =
+        |c: char| c.is_ascii_lowercase() || c == '_' || (c == '-' && kind == GuestKind::Qemu);
     let well_formed = starts
-        && key[..name_end]
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c == '_' || c == '-')
+        && key[..name_end].chars().all(name_char)
         && key[name_end..].chars().all(|c| c.is_ascii_digit());
-    // PVE's `:\s*(.+?)\s*$` needs one character after the colon, a blank one included (kept
-    // here as an empty value).
-    (well_formed && !value.is_empty()).then(|| (key.to_owned(), value.trim().to_owned()))
+    // `(.+?)` needs one character after the colon: a bare `boot:` is a line PVE cannot parse
+    // (it warns and skips it), while `boot: ` keeps the one blank the pattern must take.
+    let value = match rest.trim() {
+        "" => rest.get(..1)?,
+        v => v,
+    };
+    well_formed.then(|| (key.to_owned(), value.to_owned()))
 }
 
 /// `lxc.key: value` or `lxc.key = value` (pve-container keeps them as raw keys).
@@ -464,6 +478,31 @@ mod tests {
         let vols = volumes(GuestKind::Lxc, 200, &p.config);
         assert_eq!(vols.len(), 1, "the bind mount is no volume");
         assert_eq!(vols[0].1.content, "rootdir");
+    }
+
+    #[test]
+    fn descriptions_and_blank_values_read_as_each_parser_reads_them() {
+        let text = "# GATEWAY 192.168.6.1/24\n#WAN%3A ETH1 -> vmbr0 \nboot:\nmemory: 512\n";
+        let ct = parse_guest_config(GuestKind::Lxc, text);
+        assert_eq!(
+            ct.config["description"],
+            " GATEWAY 192.168.6.1/24\nWAN: ETH1 -> vmbr0 \n"
+        );
+        let vm = parse_guest_config(GuestKind::Qemu, text);
+        assert_eq!(
+            vm.config["description"],
+            " GATEWAY 192.168.6.1/24\nWAN: ETH1 -> vmbr0"
+        );
+        // A bare `boot:` does not match PVE's pattern: skipped, with the warning.
+        for p in [&ct, &vm] {
+            assert!(!p.config.contains_key("boot"));
+            assert_eq!(p.skipped, ["boot:"]);
+        }
+        let blank = parse_guest_config(GuestKind::Qemu, "boot: \n");
+        assert_eq!(blank.config["boot"], " ");
+        // A `-` in a key is qemu-server's only.
+        let ct = parse_guest_config(GuestKind::Lxc, "cpu-units: 2\n");
+        assert_eq!(ct.skipped, ["cpu-units: 2"]);
     }
 
     #[test]

@@ -368,8 +368,9 @@ pub struct Guest {
     /// kept falls back to `started_at`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at_ms: Option<u64>,
-    /// A running guest paused (`qm suspend`, `pct suspend`): still `running`, `qmpstatus`
-    /// `paused`.
+    /// A VM paused (`qm suspend` without `--todisk`): still `running`, `qmpstatus` `paused`. A
+    /// container suspended (`pct suspend`, `lxc-checkpoint -s`): `stopped` with a checkpoint
+    /// that `pct resume` restores.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
     /// Resource pool it belongs to (PVE keeps pools outside the guest config).

@@ -599,7 +599,7 @@ fn archive(st: &mut State, node: &str, storage: &str, vmid: u32) -> Option<Strin
 }
 
 /// `YYYY_MM_DD-HH_MM_SS` in UTC, as vzdump names its archives (`strftime("%Y_%m_%d-%H_%M_%S")`).
-fn archive_time(secs: u64) -> String {
+pub(crate) fn archive_time(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).

@@ -257,8 +257,11 @@ pub(crate) fn resources(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 .map(|g| {
                     let mut r = row(st.pve_version, g, st.stats.guests.get(&g.vmid));
                     // pve-manager `PVE/API2/Cluster.pm` `resources`: `hastate` from the manager
-                    // status, else the resource config's state; the simulator keeps the config.
-                    if let Some(h) = st.ha_of(g.vmid) {
+                    // status, else the resource config's state (an ignored resource's).
+                    let sid = crate::state::ha_sid(g.kind, g.vmid);
+                    if let Some(crm) = super::ha_status::crm_state(&st, &sid) {
+                        r["hastate"] = crm.into();
+                    } else if let Some(h) = st.ha_resources.get(&sid) {
                         r["hastate"] = h.state.clone().into();
                     }
                     r

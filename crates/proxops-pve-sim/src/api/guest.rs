@@ -1,4 +1,4 @@
-//! What qemu and lxc guests share: config read and pending, status, power tasks, clone,
+//! What qemu and lxc guests share: config read and pending, status, clone,
 //! template, resize and destroy, with PVE's lock, running and template rules and wording.
 
 use serde_json::{Value, json};
@@ -11,11 +11,13 @@ use crate::auth::now;
 use crate::error::ApiError;
 use crate::faults;
 use crate::schema::{self, Ty};
-use crate::server::{Shared, lock};
+
 use crate::state::{Guest, GuestKind, State, ha_sid};
 use crate::tasks::{self, INJECTED};
 use crate::version::PveVersion;
-use std::sync::Arc;
+
+/// The machine a running VM reports (`running-machine`) and a suspend to disk records.
+pub(crate) const RUNNING_MACHINE: &str = "pc-i440fx-9.0+pve0";
 
 fn kind_path(kind: GuestKind) -> &'static str {
     match kind {
@@ -71,15 +73,7 @@ pub(crate) fn typed(version: PveVersion, kind: GuestKind, key: &str, value: &str
 
 /// Refuses a locked guest unless `skiplock` (PVE: `VM is locked (clone)`), and draws lock contention.
 pub(crate) fn check_lock(ctx: &Ctx, g: &Guest) -> Result<(), ApiError> {
-    let skiplock = ctx.flag("skiplock") == Some(true);
-    let who = ctx.who();
-    // qemu-server and pve-container: only the user root@pam (not even its tokens) may skip locks.
-    if skiplock && (who.userid != "root@pam" || who.tokenid.is_some()) {
-        return Err(ApiError::param(
-            "skiplock",
-            "Only root may use this option.",
-        ));
-    }
+    let skiplock = super::power::skiplock(ctx)?;
     if let Some(l) = g.lock()
         && !skiplock
     {
@@ -204,9 +198,11 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             "cpus".into(),
             super::cluster::guest_row(st.pve_version, g, 0)["maxcpu"].clone(),
         );
-        // `PVE::HA::Config::get_service_status`: managed unless absent or ignored.
-        let ha = match st.ha_of(vmid).filter(|r| r.state != "ignored") {
-            Some(r) => json!({ "managed": 1, "state": r.state }),
+        // pve-ha-manager `PVE::HA::Config::get_service_status`: managed unless absent or
+        // ignored, with the manager status's state.
+        let sid = crate::state::ha_sid(kind, vmid);
+        let ha = match super::ha_status::crm_state(&st, &sid) {
+            Some(state) => json!({ "managed": 1, "state": state }),
             None => json!({ "managed": 0 }),
         };
         obj.insert("ha".into(), ha);
@@ -225,7 +221,7 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             }
             if g.running() {
                 obj.insert("pid".into(), (10_000 + vmid).into());
-                obj.insert("running-machine".into(), "pc-i440fx-9.0+pve0".into());
+                obj.insert("running-machine".into(), RUNNING_MACHINE.into());
                 obj.insert("running-qemu".into(), "9.0.2".into());
             }
         }
@@ -235,233 +231,6 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     }
     let _ = (guest_maxmem(g), guest_maxdisk(g));
     Ok(row)
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Power {
-    Start,
-    Stop,
-    Shutdown,
-    /// Shutdown and start in one worker (pending changes apply).
-    Reboot,
-    /// A hard reset of the running machine (its config, pending included, unchanged).
-    Reset,
-    /// Pause a running guest.
-    Suspend,
-    /// Continue a paused one.
-    Resume,
-}
-
-impl Power {
-    fn word(self) -> &'static str {
-        match self {
-            Power::Start => "start",
-            Power::Stop => "stop",
-            Power::Shutdown => "shutdown",
-            Power::Reboot => "reboot",
-            Power::Reset => "reset",
-            Power::Suspend => "suspend",
-            Power::Resume => "resume",
-        }
-    }
-}
-
-fn power(ctx: &mut Ctx, kind: GuestKind, action: Power) -> Result<Value, ApiError> {
-    let (node, vmid) = (ctx.node(), ctx.vmid());
-    ctx.require(&format!("/vms/{vmid}"), "VM.PowerMgmt")?;
-    let shared = ctx.shared.clone();
-    let mut st = ctx.state();
-    let g = guest(&st, kind, &node, vmid)?;
-    if action == Power::Start && g.is_template() {
-        return Err(ApiError::fail(match kind {
-            GuestKind::Qemu => "you can't start a vm if it's a template",
-            GuestKind::Lxc => "you can't start a CT if it's a template",
-        }));
-    }
-    // pve-container `src/PVE/API2/LXC/Status.pm` `vm_start` refuses before forking a worker;
-    // qemu-server's `PVE::QemuServer::vm_start` refuses inside the worker (the task fails).
-    if action == Power::Start && kind == GuestKind::Lxc && g.running() {
-        return Err(ApiError::fail(format!("CT {vmid} already running")));
-    }
-    // qemu-server `vm_reboot`, `vm_reset`, `vm_suspend` check the VM runs before they fork (as
-    // pve-container's `vm_reboot`/`vm_suspend` do).
-    if matches!(
-        action,
-        Power::Reboot | Power::Reset | Power::Suspend | Power::Resume
-    ) && !g.running()
-    {
-        return Err(ApiError::fail(format!(
-            "{} {vmid} not running",
-            kind.word()
-        )));
-    }
-    check_lock(ctx, g)?;
-    let word = kind.word();
-    let user = ctx.who().task_user();
-    // qemu-server `src/PVE/API2/Qemu.pm` `vm_start`/`vm_stop`/`vm_shutdown` and pve-container
-    // `src/PVE/API2/LXC/Status.pm`: for an HA-managed guest (`PVE::HA::Config::vm_is_ha_managed`)
-    // the worker only asks the HA manager (`ha-manager set <sid> --state started` or
-    // `ha-manager crm-command stop <sid> <timeout>`); the CRM/LRM act on it later.
-    if st.ha_of(vmid).is_some_and(|r| r.state != "ignored") {
-        let (task, wanted, verb) = match action {
-            Power::Start | Power::Resume => ("hastart", "started", "start"),
-            _ => ("hastop", "stopped", "stop"),
-        };
-        let sid = ha_sid(kind, vmid);
-        let later = shared.clone();
-        let job: tasks::Job = Box::new(move |st: &mut State, fail| {
-            if fail {
-                return Err(INJECTED.into());
-            }
-            let Some(res) = st.ha_resources.get_mut(&sid) else {
-                return Err(format!("resource '{sid}' is not HA managed"));
-            };
-            res.state = wanted.into();
-            ha_act_later(&later, sid, vmid, action);
-            Ok(vec![format!("Requesting HA {verb} for {word} {vmid}")])
-        });
-        let upid = tasks::spawn(
-            &shared,
-            &mut st,
-            &node,
-            task,
-            &vmid.to_string(),
-            &user,
-            None,
-            job,
-        );
-        return Ok(upid.into());
-    }
-    let prefix = if kind == GuestKind::Qemu { "qm" } else { "vz" };
-    let task = action.word();
-    let (prefix2, task2) = (prefix, task);
-    let job: tasks::Job = Box::new(move |st: &mut State, fail| {
-        if fail {
-            return Err(INJECTED.into());
-        }
-        if action == Power::Start
-            && kind == GuestKind::Qemu
-            && let Some(g) = st.guests.get(&vmid)
-            && !g.running()
-            && let Some(msg) = super::mapping::missing_on_start(st, g)
-        {
-            return Err(msg);
-        }
-        // A (re)start plugs every NIC into its bridge.
-        if matches!(action, Power::Start | Power::Reboot)
-            && let Some(g) = st.guests.get(&vmid).cloned()
-            && (action == Power::Reboot || !g.running())
-            && let Some(msg) = super::network::start_refusal(st, &g, &format!("{prefix2}{task2}"))
-        {
-            if action == Power::Reboot {
-                // The guest stopped before its restart failed.
-                if let Some(g) = st.guests.get_mut(&vmid) {
-                    g.status = "stopped".into();
-                    g.mark_stopped();
-                }
-            }
-            return Err(msg);
-        }
-        let Some(g) = st.guests.get_mut(&vmid) else {
-            return Err(format!("{word} {vmid} does not exist"));
-        };
-        apply_power(g, action)
-    });
-    let upid = tasks::spawn(
-        &shared,
-        &mut st,
-        &node,
-        &format!("{prefix}{task}"),
-        &vmid.to_string(),
-        &user,
-        None,
-        job,
-    );
-    Ok(upid.into())
-}
-
-/// Starts or stops a guest as the power workers do.
-fn apply_power(g: &mut Guest, action: Power) -> Result<Vec<String>, String> {
-    let (word, vmid) = (g.kind.word(), g.vmid);
-    match action {
-        Power::Start if g.running() => Err(format!("{word} {vmid} already running")),
-        Power::Start => {
-            let pending = std::mem::take(&mut g.pending);
-            g.config.extend(pending);
-            for k in std::mem::take(&mut g.pending_delete) {
-                g.config.remove(&k);
-            }
-            g.status = "running".into();
-            g.mark_started();
-            Ok(Vec::new())
-        }
-        Power::Shutdown if !g.running() => Err(format!("{word} {vmid} not running")),
-        Power::Stop | Power::Shutdown => {
-            g.status = "stopped".into();
-            g.mark_stopped();
-            g.paused = false;
-            Ok(Vec::new())
-        }
-        _ if !g.running() => Err(format!("{word} {vmid} not running")),
-        Power::Reboot => {
-            apply_power(g, Power::Stop)?;
-            apply_power(g, Power::Start)
-        }
-        Power::Reset => {
-            g.paused = false;
-            Ok(Vec::new())
-        }
-        Power::Suspend => {
-            g.paused = true;
-            Ok(Vec::new())
-        }
-        Power::Resume => {
-            g.paused = false;
-            Ok(Vec::new())
-        }
-    }
-}
-
-/// The HA stack acting on a resource now asking to be started (or stopped).
-pub(crate) fn ha_request(shared: &Arc<Shared>, sid: String, vmid: u32, start: bool) {
-    let action = if start { Power::Start } else { Power::Stop };
-    ha_act_later(shared, sid, vmid, action);
-}
-
-/// The HA stack acting on a request: the CRM sees the new state and the LRM starts or stops the
-/// guest a while after the `hastart`/`hastop` worker ended (one more `hastart`/`hastop` task
-/// time here), so a caller that only waits for the task still finds the old status.
-fn ha_act_later(shared: &Arc<Shared>, sid: String, vmid: u32, action: Power) {
-    let kind = match action {
-        Power::Start | Power::Resume => "hastart",
-        _ => "hastop",
-    };
-    let delay = lock(&shared.durations).of(kind);
-    let shared2 = shared.clone();
-    let key = format!("ha:{sid}");
-    let key2 = key.clone();
-    let handle = tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
-        let mut st = lock(&shared2.state);
-        // The LRM only acts while the resource still asks for this state (`disabled` is a
-        // stop too: pve-ha-manager `src/PVE/HA/Manager.pm` `next_state_started` sends a
-        // `request_stop` for both).
-        let start = matches!(action, Power::Start | Power::Resume);
-        let asks = |state: &str| match state {
-            "started" => start,
-            "stopped" | "disabled" => !start,
-            _ => false,
-        };
-        if st.ha_resources.get(&sid).is_some_and(|r| asks(&r.state)) {
-            if let Some(g) = st.guests.get_mut(&vmid) {
-                let _ = apply_power(g, action);
-            }
-            shared2.persist(&st);
-        }
-        drop(st);
-        lock(&shared2.running).remove(&key2);
-    });
-    lock(&shared.running).insert(key, handle.abort_handle());
 }
 
 /// `POST .../template` as qemu-server `PVE/API2/Qemu.pm` `template` and pve-container
@@ -750,13 +519,6 @@ both! {
     qemu_config => config; lxc_config => config;
     qemu_pending => pending; lxc_pending => pending;
     qemu_current => current; lxc_current => current;
-    qemu_start => power(Power::Start); lxc_start => power(Power::Start);
-    qemu_stop => power(Power::Stop); lxc_stop => power(Power::Stop);
-    qemu_shutdown => power(Power::Shutdown); lxc_shutdown => power(Power::Shutdown);
-    qemu_reboot => power(Power::Reboot); lxc_reboot => power(Power::Reboot);
-    qemu_suspend => power(Power::Suspend); lxc_suspend => power(Power::Suspend);
-    qemu_resume => power(Power::Resume); lxc_resume => power(Power::Resume);
-    qemu_reset => power(Power::Reset);
     qemu_template => template; lxc_template => template;
     qemu_resize => resize; lxc_resize => resize;
     qemu_destroy => destroy; lxc_destroy => destroy;

@@ -1,7 +1,7 @@
 //! HA resources: `GET`/`POST /cluster/ha/resources` and `GET`/`PUT`/`DELETE
 //! /cluster/ha/resources/{sid}` as pve-ha-manager `src/PVE/API2/HA/Resources.pm` answers them.
 //! The resource config is kept; the HA stack acting on it (the CRM and LRM) is simulated by
-//! delayed power changes ([`super::guest::ha_request`]): a requested state reaches the guest
+//! delayed power changes ([`super::power::ha_request`]): a requested state reaches the guest
 //! one `hastart`/`hastop` task time after the write, as the manager's next rounds would.
 
 use serde_json::{Value, json};
@@ -68,9 +68,9 @@ fn act_on(shared: &std::sync::Arc<crate::server::Shared>, st: &State, sid: &str,
     };
     let running = st.guests.get(&vmid).is_some_and(|g| g.running());
     match state {
-        "started" if !running => super::guest::ha_request(shared, sid.to_owned(), vmid, true),
+        "started" if !running => super::power::ha_request(shared, sid.to_owned(), vmid, true),
         "stopped" | "disabled" if running => {
-            super::guest::ha_request(shared, sid.to_owned(), vmid, false)
+            super::power::ha_request(shared, sid.to_owned(), vmid, false)
         }
         _ => {}
     }

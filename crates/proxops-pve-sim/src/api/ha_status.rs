@@ -9,6 +9,31 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use crate::error::ApiError;
+use crate::state::State;
+
+/// The state the CRM keeps for a resource in its manager status (`service_status.<sid>.state`),
+/// which `/cluster/resources` (`hastate`) and a guest's `status/current` (`ha.state`) report:
+/// none for an ignored resource (pve-ha-manager `src/PVE/HA/Manager.pm` removes it from the
+/// manager state), `migrate` while the CRM moves it, `started` while the guest runs or is
+/// asked to (a stop request the LRM has not carried out yet included), else `stopped`.
+pub(crate) fn crm_state(st: &State, sid: &str) -> Option<&'static str> {
+    let r = st.ha_resources.get(sid)?;
+    if r.state == "ignored" {
+        return None;
+    }
+    let vmid = sid.split_once(':').and_then(|(_, v)| v.parse::<u32>().ok());
+    if vmid.is_some_and(|v| st.ha_migrations.contains_key(&v)) {
+        return Some("migrate");
+    }
+    let running = vmid
+        .and_then(|v| st.guests.get(&v))
+        .is_some_and(|g| g.running());
+    Some(if r.state == "started" || running {
+        "started"
+    } else {
+        "stopped"
+    })
+}
 
 pub(crate) fn current(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require("/", "Sys.Audit")?;
@@ -44,16 +69,15 @@ pub(crate) fn current(ctx: &mut Ctx) -> Result<Value, ApiError> {
             "id": format!("service:{sid}"), "type": "service", "sid": sid, "node": node,
             "request_state": r.state,
         });
-        // (crm_state, verbose state) of `get_verbose_service_state`.
-        let migrating = vmid.is_some_and(|v| st.ha_migrations.contains_key(&v));
-        let (crm, state) = match (r.state.as_str(), running) {
-            ("ignored", _) => (None, "ignored"),
-            _ if migrating => (Some("migrate"), "migrate"),
-            ("started", true) => (Some("started"), "started"),
-            ("started", false) => (Some("started"), "starting"),
-            (_, true) => (Some("started"), "stopping"),
-            ("disabled", false) => (Some("stopped"), "disabled"),
-            (_, false) => (Some("stopped"), "stopped"),
+        // The verbose state of `get_verbose_service_state`.
+        let crm = crm_state(&st, sid);
+        let state = match (crm, r.state.as_str(), running) {
+            (None, ..) => "ignored",
+            (Some("started"), "started", false) => "starting",
+            (Some("started"), "started", true) => "started",
+            (Some("started"), _, _) => "stopping",
+            (Some("stopped"), "disabled", _) => "disabled",
+            (Some(crm), ..) => crm,
         };
         if let Some(crm) = crm {
             row["crm_state"] = crm.into();

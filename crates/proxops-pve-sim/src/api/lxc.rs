@@ -45,10 +45,12 @@ fn ostype(template: &str) -> &'static str {
 pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     let mut requested = setconfig::requested(ctx);
-    let unprivileged = setconfig::lxc_create_unprivileged(&requested);
-    // pve-container `src/PVE/API2/LXC.pm` `create_vm`: a privileged container needs
-    // `Sys.Modify` on `/`, checked before `VM.Allocate`.
-    if !unprivileged {
+    let version = ctx.state().pve_version;
+    let unprivileged = setconfig::lxc_create_unprivileged(version, &requested);
+    // pve-container `src/PVE/API2/LXC.pm` `create_vm`: from PVE 9.0 ("create/restore: require
+    // Sys.Modify for privileged containers") a privileged container needs `Sys.Modify` on `/`,
+    // checked before `VM.Allocate`.
+    if !unprivileged && version.number() >= (9, 0) {
         ctx.require("/", "Sys.Modify")?;
     }
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
@@ -129,7 +131,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
             }
         }
     }
-    // `$conf->{unprivileged} = 1 if $unprivileged`: written when unprivileged (the default),
+    // `$conf->{unprivileged} = 1 if $unprivileged`: written when unprivileged (the default on 9),
     // left out (PVE's `0`) when not.
     if unprivileged {
         conf.insert("unprivileged".into(), "1".into());

@@ -31,6 +31,7 @@ pub(crate) mod move_volume;
 pub(crate) mod network;
 pub(crate) mod perms;
 pub(crate) mod pool;
+pub(crate) mod power;
 pub(crate) mod qemu;
 pub(crate) mod reads;
 pub(crate) mod sdn;
@@ -267,13 +268,13 @@ routes! {
     "PUT" "/nodes/{node}/qemu/{vmid}/config" => qemu::config_sync,
     "GET" "/nodes/{node}/qemu/{vmid}/pending" => guest::qemu_pending,
     "GET" "/nodes/{node}/qemu/{vmid}/status/current" => guest::qemu_current,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/start" => guest::qemu_start,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/stop" => guest::qemu_stop,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/shutdown" => guest::qemu_shutdown,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/reboot" => guest::qemu_reboot,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/reset" => guest::qemu_reset,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/suspend" => guest::qemu_suspend,
-    "POST" "/nodes/{node}/qemu/{vmid}/status/resume" => guest::qemu_resume,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/start" => power::qemu_start,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/stop" => power::qemu_stop,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/shutdown" => power::qemu_shutdown,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/reboot" => power::qemu_reboot,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/reset" => power::qemu_reset,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/suspend" => power::qemu_suspend,
+    "POST" "/nodes/{node}/qemu/{vmid}/status/resume" => power::qemu_resume,
     "POST" "/nodes/{node}/qemu/{vmid}/clone" => guest::qemu_clone,
     "GET" "/nodes/{node}/qemu/{vmid}/migrate" => migrate::qemu_precondition,
     "POST" "/nodes/{node}/qemu/{vmid}/migrate" => migrate::qemu,
@@ -308,12 +309,12 @@ routes! {
     "GET" "/nodes/{node}/lxc/{vmid}/pending" => guest::lxc_pending,
     "GET" "/nodes/{node}/lxc/{vmid}/status/current" => guest::lxc_current,
     "GET" "/nodes/{node}/lxc/{vmid}/interfaces" => interfaces::lxc,
-    "POST" "/nodes/{node}/lxc/{vmid}/status/start" => guest::lxc_start,
-    "POST" "/nodes/{node}/lxc/{vmid}/status/stop" => guest::lxc_stop,
-    "POST" "/nodes/{node}/lxc/{vmid}/status/shutdown" => guest::lxc_shutdown,
-    "POST" "/nodes/{node}/lxc/{vmid}/status/reboot" => guest::lxc_reboot,
-    "POST" "/nodes/{node}/lxc/{vmid}/status/suspend" => guest::lxc_suspend,
-    "POST" "/nodes/{node}/lxc/{vmid}/status/resume" => guest::lxc_resume,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/start" => power::lxc_start,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/stop" => power::lxc_stop,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/shutdown" => power::lxc_shutdown,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/reboot" => power::lxc_reboot,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/suspend" => power::lxc_suspend,
+    "POST" "/nodes/{node}/lxc/{vmid}/status/resume" => power::lxc_resume,
     "POST" "/nodes/{node}/lxc/{vmid}/clone" => guest::lxc_clone,
     "POST" "/nodes/{node}/lxc/{vmid}/migrate" => migrate::lxc,
     "POST" "/nodes/{node}/lxc/{vmid}/move_volume" => move_volume::move_volume,

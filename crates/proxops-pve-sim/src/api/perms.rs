@@ -525,7 +525,7 @@ fn lxc_key(
 }
 
 /// pve-container `check_ct_modify_config_perm` over a request: every set key, then every
-/// deleted one (`API2/LXC.pm` `create_vm` passes `unprivileged` as requested, default 1;
+/// deleted one (`API2/LXC.pm` `create_vm` passes `unprivileged` as requested or defaulted;
 /// `API2/LXC/Config.pm` `update_vm` the container's `unprivileged` and checks deletions first).
 pub(crate) fn lxc(
     ctx: &Ctx,

@@ -43,11 +43,17 @@ fn family(key: &str) -> &str {
 }
 
 /// Whether an LXC create asks for an unprivileged container: pve-container
-/// `src/PVE/API2/LXC.pm` `create_vm` takes `unprivileged` out of the config keys, 1 when absent.
-pub(crate) fn lxc_create_unprivileged(requested: &BTreeMap<String, String>) -> bool {
-    requested
-        .get("unprivileged")
-        .is_none_or(|v| schema::parse_bool(v) != Some(false))
+/// `src/PVE/API2/LXC.pm` `create_vm` takes `unprivileged` out of the config keys; absent, it is
+/// 1 from PVE 9.0 ("api: create: default to unprivileged containers", pve-container 6.0.6) and
+/// the schema's default 0 on 8.4.
+pub(crate) fn lxc_create_unprivileged(
+    version: PveVersion,
+    requested: &BTreeMap<String, String>,
+) -> bool {
+    match requested.get("unprivileged") {
+        Some(v) => schema::parse_bool(v) == Some(true),
+        None => version.number() >= (9, 0),
+    }
 }
 
 /// Normalises tags as PVE stores them: lowercased, unique, sorted, `;`-separated.
@@ -71,6 +77,21 @@ fn param_type(version: PveVersion, kind: GuestKind, key: &str) -> Option<Ty> {
         .map(|p| p.ty)
 }
 
+/// A description as PVE reads it back after writing it as `#` lines: qemu-server
+/// `write_vm_config` and pve-container `write_pct_config` write `split(/\n/)` (trailing empty
+/// lines dropped), qemu-server's `parse_vm_config` strips trailing whitespace, pve-container's
+/// `parse_pct_config` ends every line with a newline.
+pub(crate) fn description_read_back(kind: GuestKind, value: &str) -> String {
+    let mut lines: Vec<&str> = value.split('\n').collect();
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    match kind {
+        GuestKind::Qemu => lines.join("\n").trim_end().to_owned(),
+        GuestKind::Lxc => lines.iter().map(|l| format!("{l}\n")).collect(),
+    }
+}
+
 /// The stored form of one requested value.
 pub(crate) fn stored_value(
     st: &mut State,
@@ -88,6 +109,9 @@ pub(crate) fn stored_value(
     }
     if key == "tags" {
         return Ok(normalise_tags(value));
+    }
+    if key == "description" {
+        return Ok(description_read_back(kind, value));
     }
     if param_type(st.pve_version, kind, key) == Some(Ty::Bool) {
         return Ok(if schema::parse_bool(value) == Some(true) {

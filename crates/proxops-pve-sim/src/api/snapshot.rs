@@ -199,23 +199,13 @@ fn prepare_snapshot(
     locks::take(st, vmid, "snapshot")?;
     let state_volume = match state_storage.flatten() {
         Some(sid) => {
-            let memory_mib: u64 = config
-                .get("memory")
-                .and_then(|m| {
-                    m.split(',')
-                        .next()?
-                        .trim_start_matches("current=")
-                        .parse()
-                        .ok()
-                })
-                .unwrap_or(512);
             let fixed = format!("vm-{vmid}-state-{name}");
             match disks::allocate_named(
                 st,
                 &node,
                 &sid,
                 vmid,
-                (memory_mib * 2 + 500) << 20,
+                vmstate_size(&config),
                 Some("raw"),
                 kind,
                 Some(&fixed),
@@ -230,6 +220,22 @@ fn prepare_snapshot(
         None => None,
     };
     Ok((config, state_volume))
+}
+
+/// The size of a vmstate volume: qemu-server `PVE/QemuConfig.pm` `__snapshot_save_vmstate`
+/// allocates twice the memory plus 500 MiB.
+pub(crate) fn vmstate_size(config: &std::collections::BTreeMap<String, String>) -> u64 {
+    let memory_mib: u64 = config
+        .get("memory")
+        .and_then(|m| {
+            m.split(',')
+                .next()?
+                .trim_start_matches("current=")
+                .parse()
+                .ok()
+        })
+        .unwrap_or(512);
+    (memory_mib * 2 + 500) << 20
 }
 
 /// Keys `__snapshot_copy_config` leaves out (besides `unusedN`).
@@ -250,7 +256,7 @@ fn is_unused(key: &str) -> bool {
 
 /// qemu-server `find_vmstate_storage`: `vmstatestorage`, else the storage of the first disk
 /// (PVE prefers a shared one among them), else `local`.
-fn vmstate_storage(
+pub(crate) fn vmstate_storage(
     st: &State,
     node: &str,
     config: &std::collections::BTreeMap<String, String>,

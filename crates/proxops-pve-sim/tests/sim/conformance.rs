@@ -610,6 +610,13 @@ async fn scripted_session(version: PveVersion, idx: &BTreeMap<String, Value>) ->
             "/nodes/pve1/lxc/201/status/shutdown".into(),
             vec![],
         ),
+        // A stopped CT's stop is refused ("CT N not running"): start it again first.
+        (
+            "POST",
+            "/nodes/{node}/lxc/{vmid}/status/start",
+            "/nodes/pve1/lxc/201/status/start".into(),
+            vec![],
+        ),
         (
             "POST",
             "/nodes/{node}/lxc/{vmid}/status/stop",

@@ -20,6 +20,7 @@ mod lxc;
 mod migrate;
 mod params;
 mod pool;
+mod power;
 mod privileges;
 mod proxy;
 mod qemu;

@@ -3,8 +3,8 @@
 //! (pve-manager `PVE/HTTPServer.pm` `auth_handler` makes the token id the request's user), so
 //! every root-only option is refused to it with PVE's wording; `root@pam` by ticket may set them.
 
-use crate::support::{Auth, PASSWORD, Sim, config};
-use proxops_pve_sim::{AclEntry, ApiToken, Mapping, Vnet, Volume};
+use crate::support::{Auth, PASSWORD, Sim, config, config_of};
+use proxops_pve_sim::{AclEntry, ApiToken, Mapping, PveVersion, Vnet, Volume};
 
 const TEMPLATE: &str = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst";
 
@@ -251,7 +251,12 @@ async fn a_real_serial_device_is_root_only() {
 
 /// A token `ops@pve!ci` holding `privs` on `/vms` (and Datastore.AllocateSpace on storages).
 async fn limited(privs: &[&str]) -> (Sim, Auth) {
-    let mut cfg = config();
+    limited_on(PveVersion::default(), privs).await
+}
+
+/// [`limited`] on a given PVE release.
+async fn limited_on(version: PveVersion, privs: &[&str]) -> (Sim, Auth) {
+    let mut cfg = config_of(version);
     let ops = ApiToken {
         id: "ops@pve!ci".into(),
         secret: "s".into(),
@@ -491,6 +496,31 @@ async fn any_feature_change_on_a_privileged_container_is_root_only() {
     let (limited, ops) = limited(&["*"]).await;
     let denied = create_ct(&limited, "201", &[("unprivileged", "0")], &ops).await;
     assert_eq!(denied.fail(403), "Permission check failed (/, Sys.Modify)");
+}
+
+// pve-container 6.0.6 (PVE 9.0) made `unprivileged` default to 1 and a privileged container
+// need Sys.Modify on `/` ("api: create: default to unprivileged containers", "create/restore:
+// require Sys.Modify for privileged containers"); on 8.4 the default is the schema's 0 and
+// VM.Allocate is enough.
+#[tokio::test]
+async fn the_unprivileged_default_and_its_sys_modify_follow_the_release() {
+    for (version, unprivileged) in [(PveVersion::V8_4, false), (PveVersion::V9_1, true)] {
+        let (sim, ops) = limited_on(version, &["*"]).await;
+        let created = create_ct(&sim, "200", &[], &ops).await.ok();
+        sim.wait_ok(&created).await;
+        let c = sim.get("/nodes/pve1/lxc/200/config").await.ok();
+        let got = c.get("unprivileged").is_some_and(|v| v == 1);
+        assert_eq!(got, unprivileged, "{version}: {c}");
+        let privileged = create_ct(&sim, "201", &[("unprivileged", "0")], &ops).await;
+        if unprivileged {
+            assert_eq!(
+                privileged.fail(403),
+                "Permission check failed (/, Sys.Modify)"
+            );
+        } else {
+            sim.wait_ok(&privileged.ok()).await;
+        }
+    }
 }
 
 // pve-container `src/PVE/API2/LXC/Config.pm` `update_vm` (and `API2/LXC.pm` `create_vm`): the

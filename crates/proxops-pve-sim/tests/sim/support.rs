@@ -197,6 +197,17 @@ impl Sim {
             .collect()
     }
 
+    /// Posts a call PVE answers with a worker, waits for the task, and returns how it ended
+    /// (`OK` or the worker's error).
+    pub async fn task_exit(&self, path: &str, params: &[(&str, &str)]) -> String {
+        let upid = self.post(path, params).await.ok();
+        let st = self.wait(&upid).await;
+        st["exitstatus"]
+            .as_str()
+            .expect("an exit status")
+            .to_owned()
+    }
+
     /// Waits for a task and asserts it ended OK.
     pub async fn wait_ok(&self, upid: &Value) {
         let st = self.wait(upid).await;

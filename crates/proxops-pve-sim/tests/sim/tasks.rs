@@ -58,30 +58,31 @@ async fn list_filters_and_errors() {
     let sim = Sim::start().await;
     sim.create_vm("100", &[]).await;
     sim.create_vm("101", &[]).await;
-    let failed = sim
-        .wait(
-            &sim.post("/nodes/pve1/qemu/100/status/shutdown", &[])
-                .await
-                .ok(),
-        )
+    // A running VM's second start fails in qemu-server's worker.
+    let started = sim
+        .task_exit("/nodes/pve1/qemu/100/status/start", &[])
         .await;
-    assert_eq!(failed["exitstatus"], "VM 100 not running");
+    assert_eq!(started, "OK");
+    let failed = sim
+        .task_exit("/nodes/pve1/qemu/100/status/start", &[])
+        .await;
+    assert_eq!(failed, "VM 100 already running");
     let by_vm = sim
         .req("GET", "/nodes/pve1/tasks", &[("vmid", "101")])
         .await
         .ok();
     assert_eq!(by_vm.as_array().unwrap().len(), 1);
     let by_type = sim
-        .req("GET", "/nodes/pve1/tasks", &[("typefilter", "qmshutdown")])
+        .req("GET", "/nodes/pve1/tasks", &[("typefilter", "qmstart")])
         .await
         .ok();
-    assert_eq!(by_type.as_array().unwrap().len(), 1);
+    assert_eq!(by_type.as_array().unwrap().len(), 2);
     let errors = sim
         .req("GET", "/nodes/pve1/tasks", &[("errors", "1")])
         .await
         .ok();
     assert_eq!(errors.as_array().unwrap().len(), 1);
-    assert_eq!(errors[0]["status"], "VM 100 not running");
+    assert_eq!(errors[0]["status"], "VM 100 already running");
     let limited = sim
         .req(
             "GET",
@@ -89,7 +90,7 @@ async fn list_filters_and_errors() {
             &[("limit", "2"), ("start", "1")],
         )
         .await;
-    assert_eq!(limited.body["total"], 3);
+    assert_eq!(limited.body["total"], 4);
     assert_eq!(limited.ok().as_array().unwrap().len(), 2);
     let bad = sim.get("/nodes/pve1/tasks/nonsense/status").await.fail(500);
     assert_eq!(bad, "unable to parse worker upid 'nonsense'");

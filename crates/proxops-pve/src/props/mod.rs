@@ -512,8 +512,13 @@ impl fmt::Display for PropertyString {
 }
 
 /// PVE's canonical form of a config value: parsed and rendered when the key is a known property
-/// string, unchanged otherwise (or when it does not parse).
+/// string, unchanged otherwise (or when it does not parse). A description's trailing whitespace
+/// does not survive a write: PVE stores it as `#` lines, which qemu-server's `parse_vm_config`
+/// reads back trimmed and pve-container's `parse_pct_config` with a newline after each.
 pub fn canonical_value(guest: GuestType, key: &str, value: &str) -> String {
+    if key == "description" {
+        return value.trim_end().to_string();
+    }
     match PropertyString::parse_key(guest, key, value) {
         Ok(p) => p.render(),
         Err(_) => value.to_string(),
