@@ -226,3 +226,43 @@ fn walk_confs(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// PVE allows a VM without disks (network or ISO boot) and a template without any: adopt writes
+/// `disks: []` for them, which validates, and the apply after it only tags them.
+#[test]
+fn disk_less_guests_adopt_into_manifests_that_validate_and_converge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    copy_tree(&example("adopt/repo"), &repo);
+    let etc = tmp.path().join("etc-pve");
+    copy_tree(&example("adopt/etc-pve"), &etc);
+    let qemu = etc.join("nodes/pve1/qemu-server");
+    std::fs::write(
+        qemu.join("104.conf"),
+        "boot: order=net0\nmemory: 1024\nname: pxe\nnet0: virtio=bc:24:11:0a:01:04,bridge=vmbr0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        qemu.join("105.conf"),
+        "memory: 512\nname: shell\ntemplate: 1\n",
+    )
+    .unwrap();
+    seed(&repo, &etc, &tmp.path().join("sim.lab.json"));
+    let state = tmp.path().join("sim.json");
+    let (repo_s, state_s) = (repo.to_str().unwrap(), state.to_str().unwrap());
+    let with = |head: &[&str]| -> Output {
+        let mut a: Vec<&str> = head.to_vec();
+        a.extend(["--repo", repo_s, "--backend", "sim", "--sim-state", state_s]);
+        proxops(&a)
+    };
+    let out = with(&["adopt", "--cluster", "lab", "104", "105"]);
+    assert!(out.status.success(), "{out:?}");
+    let pxe = std::fs::read_to_string(repo.join("vm/lab/pxe.yaml")).unwrap();
+    assert!(pxe.contains("disks: []"), "{pxe}");
+    let v = proxops(&["validate", "--repo", repo_s]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    let apply = with(&["apply", "--yes"]);
+    assert!(apply.status.success(), "{apply:?}");
+    let after = with(&["diff", "--detailed-exitcode"]);
+    assert_eq!(after.status.code(), Some(0), "{}", stdout(&after));
+}

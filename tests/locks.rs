@@ -51,10 +51,11 @@ async fn a_guest_locked_by_a_backup_is_deferred_not_failed_and_not_written() {
     let web = vm("web", 101, "node: pve1", "local-lvm", "");
     apply(&client, std::slice::from_ref(&web)).await;
     let bigger = web.replace("memory: 4GiB", "memory: 6GiB");
-    // Planned while the guest is free; the nightly backup starts before the change is sent.
+    // Planned while the guest is free; the nightly backup starts before the change is sent, and
+    // outlasts the execution even on a loaded machine.
     let p = plan(&client, std::slice::from_ref(&bigger)).await;
     assert_eq!(p.actions.len(), 1, "{p:#?}");
-    let backup = start_backup(&sim, &client, 101, 3).await;
+    let backup = start_backup(&sim, &client, 101, 8).await;
     assert_eq!(
         config_of(&sim, 101).get("lock").map(String::as_str),
         Some("backup")

@@ -250,10 +250,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let token = ApiToken {
-        id: "root@pam!soak".into(),
-        secret: "00000000-0000-4000-8000-000000000001".into(),
-    };
+    let token = ApiToken::new("root@pam!soak", "00000000-0000-4000-8000-000000000001");
     let sims: Vec<(String, SimHandle)> = runtime.block_on(async {
         let mut sims = Vec::new();
         for i in 0..s.clusters {

@@ -167,14 +167,21 @@ pub fn default_cpu_type(live: &BTreeMap<String, String>) -> &'static str {
     }
 }
 
-/// The value PVE means by an absent key, where the planner needs it: only a VM's `cpu`, which
-/// a manifest must declare while many configs leave it to PVE.
+/// The value PVE means by an absent key, where the planner needs it: the keys a manifest must
+/// declare while many configs leave them to PVE (and `proxops adopt` fills with these defaults):
+/// a VM's `cpu` (qemu-server `CPUConfig.pm` `get_default_cpu_type`), `cores` 1 and `memory` 512
+/// (`QemuServer.pm` `$confdesc`), a container's `memory` 512 (pve-container `LXC/Config.pm`).
 fn absent_default(
     guest: GuestType,
     key: &str,
     live: &BTreeMap<String, String>,
 ) -> Option<&'static str> {
-    (guest == GuestType::Qemu && key == "cpu").then(|| default_cpu_type(live))
+    match (guest, key) {
+        (GuestType::Qemu, "cpu") => Some(default_cpu_type(live)),
+        (GuestType::Qemu, "cores") => Some("1"),
+        (_, "memory") => Some("512"),
+        _ => None,
+    }
 }
 
 /// What a guest cloned from a template must have written at once: [`diff`], except that the

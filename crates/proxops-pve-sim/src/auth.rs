@@ -1,16 +1,20 @@
 //! Authentication and authorization as PVE does them: API tokens in the `Authorization` header,
 //! tickets from `POST /access/ticket` in the `PVEAuthCookie` cookie with the
-//! `CSRFPreventionToken` header on writes, and a simple ACL (principal -> privileges on path
-//! prefixes) answering 403 `Permission check failed (PATH, PRIV)`.
+//! `CSRFPreventionToken` header on writes, and an ACL (principal -> privileges on a path and
+//! below, and through pools on their members; privilege-separated tokens intersected with their
+//! user) answering 403 `Permission check failed (PATH, PRIV)`.
 
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::config::AclEntry;
 use crate::dispatch::percent_decode;
 use crate::error::ApiError;
 use crate::rng::base64;
 use crate::server::Shared;
+use crate::state::State;
+use std::collections::BTreeMap;
 
 /// Ticket lifetime (PVE: two hours).
 const TICKET_LIFETIME: u64 = 7200;
@@ -180,25 +184,101 @@ fn covers(acl_path: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// Whether a principal holds a privilege on a path.
-pub(crate) fn allowed(shared: &Shared, who: &Principal, path: &str, privilege: &str) -> bool {
+/// What a request's permission checks read, taken when the request starts, as
+/// pve-access-control's `PVE::RPCEnvironment` reads `user.cfg` in `init_request`: the ACL and
+/// the pool each guest and storage belongs to.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Access {
+    acl: Vec<AclEntry>,
+    /// `/vms/N` and `/storage/S` -> the pools holding them.
+    pools: BTreeMap<String, Vec<String>>,
+}
+
+impl Access {
+    /// The snapshot of `st`.
+    pub(crate) fn of(st: &State) -> Access {
+        let mut pools: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for g in st.guests.values() {
+            if let Some(p) = &g.pool {
+                pools
+                    .entry(format!("/vms/{}", g.vmid))
+                    .or_default()
+                    .push(p.clone());
+            }
+        }
+        for (poolid, pool) in &st.pools {
+            for sid in &pool.storage {
+                pools
+                    .entry(format!("/storage/{sid}"))
+                    .or_default()
+                    .push(poolid.clone());
+            }
+        }
+        Access {
+            acl: st.acl.clone(),
+            pools,
+        }
+    }
+
+    /// The ACL paths with a grant.
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
+        self.acl.iter().map(|e| e.path.as_str())
+    }
+
+    /// Privilege names any grant lists.
+    fn granted_names(&self) -> impl Iterator<Item = &String> {
+        self.acl.iter().flat_map(|e| e.privs.iter())
+    }
+
+    /// Whether ACL entries of `principal` grant `privilege` on `path`: on it or a path above
+    /// (the simulator's grants always propagate), or on a pool holding it (pve-access-control
+    /// `RPCEnvironment.pm` `$compile_acl_path`: pool roles apply to the pool's guests and
+    /// storages).
+    fn grants(&self, principal: &str, path: &str, privilege: &str) -> bool {
+        let on = |p: &str| {
+            self.acl.iter().any(|e| {
+                e.principal == principal
+                    && covers(&e.path, p)
+                    && e.privs.iter().any(|x| x == "*" || x == privilege)
+            })
+        };
+        on(path)
+            || self
+                .pools
+                .get(path)
+                .is_some_and(|pools| pools.iter().any(|pool| on(&format!("/pool/{pool}"))))
+    }
+}
+
+/// Whether a principal holds a privilege on a path (pve-access-control
+/// `PVE::RPCEnvironment::permissions`).
+pub(crate) fn allowed(
+    shared: &Shared,
+    access: &Access,
+    who: &Principal,
+    path: &str,
+    privilege: &str,
+) -> bool {
     let cfg = &shared.config;
     // The principal token is a token of root@pam without privilege separation: it holds every
-    // privilege (pve-access-control `PVE::RPCEnvironment::permissions` gives such a token its
-    // user's), yet it is not root@pam for the root-only checks ([`Principal::is_root`]).
+    // privilege, yet it is not root@pam for the root-only checks ([`Principal::is_root`]).
     if who.tokenid.as_deref() == Some(cfg.token.id.as_str()) || who.is_root() {
         return true;
     }
-    // A token named in the ACL has its own privileges; otherwise it has its user's.
-    let name = match &who.tokenid {
-        Some(t) if cfg.acl.iter().any(|e| e.principal == *t) => t.as_str(),
-        _ => who.userid.as_str(),
+    let Some(tokenid) = &who.tokenid else {
+        return access.grants(&who.userid, path, privilege);
     };
-    cfg.acl.iter().any(|e| {
-        e.principal == name
-            && covers(&e.path, path)
-            && e.privs.iter().any(|p| p == "*" || p == privilege)
-    })
+    let Some(token) = cfg.extra_tokens.iter().find(|t| t.id == *tokenid) else {
+        return false;
+    };
+    let user_holds = who.userid == "root@pam" || access.grants(&who.userid, path, privilege);
+    // A privilege-separated token holds what is granted to it and its user alike (root@pam's
+    // tokens: what is granted to them); one without separation holds its user's.
+    if token.privsep {
+        user_holds && access.grants(tokenid, path, privilege)
+    } else {
+        user_holds
+    }
 }
 
 /// Every privilege of PVE 8.4 (`pveum role list`'s Administrator role); 9.1 differs by
@@ -269,36 +349,110 @@ pub(crate) fn privileges(version: crate::version::PveVersion) -> Vec<&'static st
 
 /// The privileges a principal holds on a path (what `GET /access/permissions` reports), in name
 /// order: the release's list, plus any other name an ACL entry grants there.
-pub(crate) fn privileges_at(shared: &Shared, who: &Principal, path: &str) -> Vec<String> {
-    let version = crate::server::lock(&shared.state).pve_version;
+pub(crate) fn privileges_at(
+    shared: &Shared,
+    access: &Access,
+    version: crate::version::PveVersion,
+    who: &Principal,
+    path: &str,
+) -> Vec<String> {
     let mut names: Vec<String> = privileges(version)
         .iter()
         .map(|p| (*p).to_owned())
         .collect();
-    names.extend(
-        shared
-            .config
-            .acl
-            .iter()
-            .flat_map(|e| e.privs.iter())
-            .filter(|p| *p != "*")
-            .cloned(),
-    );
+    names.extend(access.granted_names().filter(|p| *p != "*").cloned());
     names.sort();
     names.dedup();
-    names.retain(|p| allowed(shared, who, path, p));
+    names.retain(|p| allowed(shared, access, who, path, p));
     names
+}
+
+/// The capabilities a ticket carries (pve-access-control `RPCEnvironment.pm`
+/// `compute_api_permission`): for each top-level area, the privileges of that area the user
+/// holds on its root paths or any ACL path below; a pool's `VM.*` and `Datastore.*` count for
+/// `vms` and `storage`.
+pub(crate) fn capabilities(
+    shared: &Shared,
+    access: &Access,
+    version: crate::version::PveVersion,
+    who: &Principal,
+) -> serde_json::Value {
+    let areas: [(&str, &[&str]); 7] = [
+        ("vms", &["VM.", "Permissions.Modify"]),
+        ("access", &["User.", "Group.", "Permissions.Modify"]),
+        ("storage", &["Datastore.", "Permissions.Modify"]),
+        ("nodes", &["Sys.", "Permissions.Modify"]),
+        ("sdn", &["SDN.", "Permissions.Modify"]),
+        ("dc", &["Sys.Audit", "Sys.Modify", "SDN."]),
+        ("mapping", &["Mapping.", "Permissions.Modify"]),
+    ];
+    let mut cap: BTreeMap<&str, BTreeMap<String, u8>> =
+        areas.iter().map(|(a, _)| (*a, BTreeMap::new())).collect();
+    let mut paths: Vec<String> = [
+        "/",
+        "/nodes",
+        "/access/groups",
+        "/vms",
+        "/storage",
+        "/sdn",
+        "/mapping",
+    ]
+    .iter()
+    .map(|p| (*p).to_owned())
+    .collect();
+    paths.extend(access.paths().map(str::to_owned));
+    paths.sort();
+    paths.dedup();
+    for path in &paths {
+        let held = privileges_at(shared, access, version, who, path);
+        let top = path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .filter(|t| !t.is_empty())
+            .unwrap_or("dc");
+        for p in held {
+            let into: &[&str] = if top == "pool" {
+                if p.starts_with("VM.") {
+                    &["vms"]
+                } else if p.starts_with("Datastore.") {
+                    &["storage"]
+                } else if p == "Permissions.Modify" {
+                    &["storage", "vms"]
+                } else {
+                    &[]
+                }
+            } else {
+                match areas.iter().find(|(a, _)| *a == top) {
+                    Some((a, prefixes)) if prefixes.iter().any(|x| p.starts_with(x)) => {
+                        std::slice::from_ref(a)
+                    }
+                    _ => &[],
+                }
+            };
+            for area in into {
+                if let Some(m) = cap.get_mut(area) {
+                    m.insert(p.clone(), 1);
+                }
+            }
+        }
+    }
+    serde_json::json!(cap)
 }
 
 /// 403 unless the principal holds one of the privileges: pve-access-control
 /// `PVE::RPCEnvironment::check_any`, "Permission check failed (PATH, A|B)".
 pub(crate) fn require_any(
     shared: &Shared,
+    access: &Access,
     who: &Principal,
     path: &str,
     privileges: &[&str],
 ) -> Result<(), ApiError> {
-    if privileges.iter().any(|p| allowed(shared, who, path, p)) {
+    if privileges
+        .iter()
+        .any(|p| allowed(shared, access, who, path, p))
+    {
         Ok(())
     } else {
         Err(ApiError::Status(
@@ -311,11 +465,12 @@ pub(crate) fn require_any(
 /// 403 unless the principal holds the privilege.
 pub(crate) fn require(
     shared: &Shared,
+    access: &Access,
     who: &Principal,
     path: &str,
     privilege: &str,
 ) -> Result<(), ApiError> {
-    if allowed(shared, who, path, privilege) {
+    if allowed(shared, access, who, path, privilege) {
         Ok(())
     } else {
         Err(ApiError::Status(

@@ -20,6 +20,27 @@ pub struct ApiToken {
     pub id: String,
     /// The secret (PVE makes it a UUID).
     pub secret: String,
+    /// Privilege separation (`pveum user token add --privsep`, PVE's default 1): the token holds
+    /// what ACL entries grant the token itself, and of that only what its user holds too; without
+    /// it the token holds exactly its user's privileges. The principal token ([`SimConfig::token`])
+    /// ignores this: it holds every privilege.
+    #[serde(default = "privsep_default")]
+    pub privsep: bool,
+}
+
+fn privsep_default() -> bool {
+    true
+}
+
+impl ApiToken {
+    /// A privilege-separated token (PVE's default).
+    pub fn new(id: impl Into<String>, secret: impl Into<String>) -> ApiToken {
+        ApiToken {
+            id: id.into(),
+            secret: secret.into(),
+            privsep: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for ApiToken {
@@ -37,6 +58,7 @@ impl ApiToken {
         ApiToken {
             id: "root@pam!proxops".into(),
             secret: rng::uuid(),
+            privsep: false,
         }
     }
 
@@ -69,10 +91,7 @@ impl FromStr for ApiToken {
         if u.is_empty() || realm.is_empty() || name.is_empty() || secret.is_empty() {
             return Err(bad());
         }
-        Ok(ApiToken {
-            id: id.into(),
-            secret: secret.into(),
-        })
+        Ok(ApiToken::new(id, secret))
     }
 }
 
@@ -102,6 +121,25 @@ pub struct AclEntry {
     pub path: String,
     /// Privilege names (`VM.Allocate`, ...); `*` grants all.
     pub privs: Vec<String>,
+}
+
+/// `entries` with each grant to a token repeated for the token's user: what a
+/// privilege-separated token needs to hold it, since PVE intersects a token's privileges with
+/// its user's.
+pub fn acl_with_token_users(entries: Vec<AclEntry>) -> Vec<AclEntry> {
+    let mut out = entries.clone();
+    for e in &entries {
+        if let Some((user, _)) = e.principal.split_once('!') {
+            let mirrored = AclEntry {
+                principal: user.to_owned(),
+                ..e.clone()
+            };
+            if !out.contains(&mirrored) {
+                out.push(mirrored);
+            }
+        }
+    }
+    out
 }
 
 impl AclEntry {

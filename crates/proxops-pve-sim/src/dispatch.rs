@@ -275,7 +275,17 @@ pub(crate) async fn handle(
         }
         None => None,
     };
+    // The principal token and root@pam hold everything: no snapshot to take for them.
+    let privileged = principal.as_ref().is_none_or(|p| {
+        p.is_root() || p.tokenid.as_deref() == Some(shared.config.token.id.as_str())
+    });
+    let access = if privileged {
+        Default::default()
+    } else {
+        Arc::new(crate::auth::Access::of(&crate::server::lock(&shared.state)))
+    };
     let mut ctx = Ctx {
+        access,
         shared: shared.clone(),
         principal,
         params,

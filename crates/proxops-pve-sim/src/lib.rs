@@ -35,6 +35,7 @@ mod hashes;
 mod multipart;
 mod reset;
 mod rng;
+mod roles;
 pub mod schema;
 mod seed;
 mod server;
@@ -49,6 +50,7 @@ pub use api::implemented;
 pub use config::{
     AclEntry, ApiToken, DEFAULT_STATS_INTERVAL, EndpointClass, FaultConfig, PVE_AGENT_START,
     PVE_LOCK_TIMEOUT, PVE_PROXY_TIMEOUT, PVE_TASK_TIME, SimConfig, TaskDurations, User,
+    acl_with_token_users,
 };
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;

@@ -104,6 +104,12 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         state.cluster_name = "sim".into();
     }
     state.pve_version = config.pve_version;
+    // The configured grants join those a saved state already holds.
+    for entry in &config.acl {
+        if !state.acl.contains(entry) {
+            state.acl.push(entry.clone());
+        }
+    }
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         config: config.clone(),

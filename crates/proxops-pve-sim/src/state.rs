@@ -52,6 +52,10 @@ pub struct State {
     pub backup_jobs: BTreeMap<String, BTreeMap<String, String>>,
     /// HA guests the CRM was asked to migrate and has not moved yet: vmid -> target node.
     pub ha_migrations: BTreeMap<u32, String>,
+    /// The ACL (`user.cfg` `acl:` lines): [`crate::SimConfig::acl`] when the simulator starts,
+    /// then what `PUT /access/acl` grants and revokes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acl: Vec<crate::config::AclEntry>,
 }
 
 /// One resource pool (pve-access-control `user.cfg` `pool:` lines).
@@ -217,6 +221,17 @@ pub struct Node {
     /// Its Linux bridges (`/etc/network/interfaces`): a fresh install has `vmbr0`. A guest NIC
     /// on a bridge that is neither one of these nor an SDN VNet fails to start.
     pub bridges: Vec<String>,
+    /// Its resolver (`/etc/resolv.conf` as `GET/PUT /nodes/{node}/dns` serve it): `search`,
+    /// `dns1`..`dns3`.
+    #[serde(default = "default_dns")]
+    pub dns: BTreeMap<String, String>,
+}
+
+fn default_dns() -> BTreeMap<String, String> {
+    [("search", "lan"), ("dns1", "192.0.2.53")]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }
 
 impl Default for Node {
@@ -228,6 +243,7 @@ impl Default for Node {
             maxmem: 32 << 30,
             storages: Vec::new(),
             bridges: vec!["vmbr0".into()],
+            dns: default_dns(),
         }
     }
 }

@@ -64,8 +64,9 @@ pub struct Args {
     /// The cluster to seed from (needed when the repository has several).
     #[arg(long, value_name = "C", requires = "seed_repo")]
     pub cluster: Option<String>,
-    /// Also accept this API token (repeatable), `USER@REALM!ID=SECRET`; it holds only what
-    /// `--acl` grants it (or its user).
+    /// Also accept this API token (repeatable), `USER@REALM!ID=SECRET`. It is
+    /// privilege-separated, PVE's default: it holds what `--acl` grants both it and its user (a
+    /// token of root@pam: what is granted to the token).
     #[arg(long = "extra-token", value_name = "TOKEN")]
     pub extra_tokens: Vec<String>,
     /// Grant privileges (repeatable): `PRINCIPAL:PATH:PRIV[,PRIV...]`, e.g.

@@ -985,6 +985,8 @@ fn doctor_passes_with_a_privileged_token_and_names_what_a_limited_one_lacks() {
     let admin = "root@pam!ci=doctor-admin";
     let limited = "ops@pve!doctor=doctor-limited";
     let acl = format!("ops@pve!doctor:/:{ALL_BUT_VM_ALLOCATE}");
+    // A privilege-separated token holds only what its user holds too.
+    let user_acl = format!("ops@pve:/:{ALL_BUT_VM_ALLOCATE}");
     let (_server, url, fingerprint) = lab_sim(&[
         "--token",
         admin,
@@ -992,6 +994,8 @@ fn doctor_passes_with_a_privileged_token_and_names_what_a_limited_one_lacks() {
         limited,
         "--acl",
         &acl,
+        "--acl",
+        &user_acl,
         "--offline-downloads",
     ]);
     let repo = lab_repo_at(&url, &fingerprint);
@@ -1080,6 +1084,8 @@ fn apply_prints_a_failed_actions_kind_and_status() {
     let admin = "root@pam!ci=failed-admin";
     let limited = "ops@pve!apply=failed-limited";
     let acl = format!("ops@pve!apply:/:{ALL_BUT_VM_ALLOCATE}");
+    // A privilege-separated token holds only what its user holds too.
+    let user_acl = format!("ops@pve:/:{ALL_BUT_VM_ALLOCATE}");
     let (_server, url, fingerprint) = lab_sim(&[
         "--token",
         admin,
@@ -1087,6 +1093,8 @@ fn apply_prints_a_failed_actions_kind_and_status() {
         limited,
         "--acl",
         &acl,
+        "--acl",
+        &user_acl,
         "--offline-downloads",
     ]);
     let repo = lab_repo_at(&url, &fingerprint);

@@ -353,7 +353,9 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
             reported("it is a snapshot: snapshots are not declared in manifests; ProxOps never removes them".into()),
         );
     }
-    if !disks.is_empty() {
+    // A VM without disks (PVE allows one, a template too) says so with `disks: []`, which
+    // `validate` accepts; a container's volumes are its `rootfs` and mount points.
+    if !disks.is_empty() || live.guest == GuestType::Qemu {
         spec.insert("disks".into(), Value::Array(disks));
     }
     if !networks.is_empty() {

@@ -58,10 +58,7 @@ pub(super) async fn connect(
     };
     match &configured {
         Some(Credentials::Token { id, secret }) => {
-            config.token = ApiToken {
-                id: id.clone(),
-                secret: secret.expose().to_owned(),
-            };
+            config.token = ApiToken::new(id.clone(), secret.expose().to_owned());
         }
         Some(Credentials::Password { username, password }) => {
             config.users.push(User {

@@ -55,8 +55,9 @@ pub struct VmSpec {
     pub ostype: Option<QemuOsType>,
     /// CPU model and cores.
     pub cpu: VmCpu,
-    /// Disks by slot; at least one unless the VM is cloned from a template (then none) or
-    /// passes a PCI device through (a controller it boots from).
+    /// Disks by slot; at least one unless the VM is cloned from a template (then none), passes
+    /// a PCI device through (a controller it boots from), or the manifest writes `disks: []`
+    /// (a VM without disks, as PVE allows).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disks: Vec<VmDisk>,
     /// Network interfaces.

@@ -97,15 +97,20 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
             );
         }
     } else if spec.disks.is_empty()
+        && cx.node().get("disks").is_none()
         && spec
             .hardware
             .as_ref()
             .is_none_or(|h| h.pci_devices.is_empty())
     {
-        // A VM with a passed-through controller (an NVMe drive, an HBA) boots from it.
+        // A forgotten `disks` is the likely mistake; a VM without disks is legitimate (PVE
+        // allows it: network or ISO boot, a template shell) when the manifest says so with
+        // `disks: []`. A VM with a passed-through controller (an NVMe drive, an HBA) boots
+        // from it.
         cx.report_missing(
             &path!["disks"],
-            "a VM needs at least one disk unless it sets `clone` or passes a PCI device through",
+            "a VM needs at least one disk unless it sets `clone`, passes a PCI device through, \
+             or declares `disks: []` (a VM without disks)",
         );
     }
     let (cloud_init_slot, cdrom_slot) = drive_slots(spec.hardware.as_ref());

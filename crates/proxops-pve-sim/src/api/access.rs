@@ -46,9 +46,14 @@ pub(crate) fn permissions(ctx: &mut Ctx) -> Result<Value, ApiError> {
         }
     };
     let shared = ctx.shared.clone();
+    // The snapshot of the state, whoever asks (a root caller's request carries none).
+    let (access, version) = {
+        let st = ctx.state();
+        (auth::Access::of(&st), st.pve_version)
+    };
     let privileges = |path: &str| -> Map<String, Value> {
         // The simulator's ACL entries always propagate.
-        auth::privileges_at(&shared, &who, path)
+        auth::privileges_at(&shared, &access, version, &who, path)
             .into_iter()
             .map(|p| (p, Value::from(1)))
             .collect()
@@ -59,7 +64,7 @@ pub(crate) fn permissions(ctx: &mut Ctx) -> Result<Value, ApiError> {
         return Ok(Value::Object(out));
     }
     let mut paths: Vec<&str> = TREE.to_vec();
-    paths.extend(shared.config.acl.iter().map(|e| e.path.as_str()));
+    paths.extend(access.paths());
     paths.sort_unstable();
     paths.dedup();
     for path in paths {
@@ -71,23 +76,38 @@ pub(crate) fn permissions(ctx: &mut Ctx) -> Result<Value, ApiError> {
     Ok(Value::Object(out))
 }
 
-/// `GET /access/users` (pve-access-control `PVE/API2/User.pm` `index`): `root@pam`, the login
-/// users and the owners of the accepted tokens, each `enable: 1`; with `full=1` their tokens.
-pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    let cfg = &ctx.shared.config;
-    let mut tokens: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+/// The users PVE would list: `root@pam`, the login users and the owners of the accepted
+/// tokens; and each user's tokens.
+pub(crate) fn known_users(
+    cfg: &crate::SimConfig,
+) -> (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeMap<String, Vec<&crate::ApiToken>>,
+) {
+    let mut tokens: std::collections::BTreeMap<String, Vec<&crate::ApiToken>> = Default::default();
     for t in std::iter::once(&cfg.token).chain(&cfg.extra_tokens) {
-        if let Some((user, name)) = t.id.split_once('!') {
-            tokens
-                .entry(user.to_owned())
-                .or_default()
-                .push(name.to_owned());
+        if let Some((user, _)) = t.id.split_once('!') {
+            tokens.entry(user.to_owned()).or_default().push(t);
         }
     }
     let mut ids: std::collections::BTreeSet<String> =
         cfg.users.iter().map(|u| u.userid.clone()).collect();
     ids.insert("root@pam".into());
     ids.extend(tokens.keys().cloned());
+    (ids, tokens)
+}
+
+/// A token as `GET /access/users?full=1` lists it.
+pub(crate) fn token_row(t: &crate::ApiToken) -> Value {
+    let name = t.id.split_once('!').map_or(t.id.as_str(), |(_, n)| n);
+    serde_json::json!({ "tokenid": name, "privsep": u8::from(t.privsep), "expire": 0 })
+}
+
+/// `GET /access/users` (pve-access-control `PVE/API2/User.pm` `index`): `root@pam`, the login
+/// users and the owners of the accepted tokens, each `enable: 1`; with `full=1` their tokens.
+pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let cfg = &ctx.shared.config;
+    let (ids, tokens) = known_users(cfg);
     let full = ctx.flag("full").unwrap_or(false);
     let rows = ids
         .into_iter()
@@ -103,11 +123,7 @@ pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
                     .get(&id)
                     .into_iter()
                     .flatten()
-                    .map(|t| {
-                        // The principal token holds its user's privileges (privsep 0).
-                        let own = cfg.token.id == format!("{id}!{t}");
-                        serde_json::json!({ "tokenid": t, "privsep": u8::from(!own), "expire": 0 })
-                    })
+                    .map(|t| token_row(t))
                     .collect();
                 row["tokens"] = Value::Array(list);
             }
@@ -144,6 +160,9 @@ fn role_of(privs: &[String], version: crate::version::PveVersion) -> (String, Ve
     let mut sorted = privs.to_vec();
     sorted.sort();
     sorted.dedup();
+    if let Some(id) = crate::roles::named(version, &sorted) {
+        return (id.to_owned(), sorted);
+    }
     let id = format!(
         "SimRole-{:08x}",
         crate::rng::fnv1a(&sorted.join(",")) as u32
@@ -157,10 +176,8 @@ fn role_of(privs: &[String], version: crate::version::PveVersion) -> (String, Ve
 pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let audit = ctx.allowed("/access", "Sys.Audit");
     let version = ctx.state().pve_version;
-    let rows = ctx
-        .shared
-        .config
-        .acl
+    let acl = ctx.state().acl.clone();
+    let rows = acl
         .iter()
         .filter(|e| audit || ctx.allowed(&e.path, "Permissions.Modify"))
         .map(|e| {
@@ -181,16 +198,16 @@ pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
     Ok(Value::Array(rows))
 }
 
-/// `GET /access/roles` (`PVE/API2/Role.pm` `index`): the built-in `Administrator` and
-/// `NoAccess`, and the role of each distinct grant (see [`role_of`]), with their privileges
-/// comma-separated as PVE lists them.
+/// `GET /access/roles` (`PVE/API2/Role.pm` `index`): the release's built-in roles
+/// ([`crate::roles`]) and the role of each other distinct grant (see [`role_of`]), with their
+/// privileges comma-separated as PVE lists them.
 pub(crate) fn roles(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let mut roles: std::collections::BTreeMap<String, (Vec<String>, bool)> = Default::default();
     let version = ctx.state().pve_version;
-    let (admin, all) = role_of(&["*".to_owned()], version);
-    roles.insert(admin, (all, true));
-    roles.insert("NoAccess".into(), (Vec::new(), true));
-    for e in &ctx.shared.config.acl {
+    for (id, privs) in crate::roles::builtin(version) {
+        roles.insert(id.to_owned(), (privs, true));
+    }
+    for e in &ctx.state().acl.clone() {
         let (id, privs) = role_of(&e.privs, version);
         roles.entry(id).or_insert((privs, false));
     }

@@ -334,10 +334,19 @@ pub(crate) fn ticket(ctx: &mut Ctx) -> Result<Value, ApiError> {
         return Err(ApiError::Status(401, "authentication failure".into()));
     }
     let (ticket, csrf) = auth::issue_ticket(&ctx.shared, &username);
-    let cluster = ctx.state().cluster_name.clone();
+    let (cluster, cap) = {
+        let st = ctx.state();
+        let who = auth::Principal {
+            userid: username.clone(),
+            tokenid: None,
+        };
+        let access = auth::Access::of(&st);
+        let cap = auth::capabilities(&ctx.shared, &access, st.pve_version, &who);
+        (st.cluster_name.clone(), cap)
+    };
     Ok(json!({
         "username": username, "ticket": ticket, "CSRFPreventionToken": csrf, "clustername": cluster,
-        "cap": { "vms": {}, "storage": {}, "nodes": {}, "access": {}, "dc": {}, "sdn": {}, "mapping": {} },
+        "cap": cap,
     }))
 }
 

@@ -6,6 +6,7 @@
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
+pub(crate) mod access_write;
 pub(crate) mod agent;
 pub(crate) mod aplinfo;
 pub(crate) mod backup;
@@ -38,6 +39,7 @@ pub(crate) mod sdn;
 pub(crate) mod setconfig;
 pub(crate) mod snapshot;
 pub(crate) mod storage;
+pub(crate) mod storage_config;
 pub(crate) mod tasks;
 pub(crate) mod upload;
 
@@ -72,6 +74,8 @@ pub(crate) struct Ctx {
     pub background: Option<(String, std::time::Duration)>,
     /// The file of an upload (`POST .../storage/{storage}/upload`), named by `tmpfilename`.
     pub upload: Option<crate::multipart::Upload>,
+    /// The ACL and pool membership as the request found them.
+    pub access: Arc<auth::Access>,
 }
 
 impl Ctx {
@@ -88,6 +92,7 @@ impl Ctx {
             deferred: None,
             background: None,
             upload: self.upload.clone(),
+            access: self.access.clone(),
         }
     }
 
@@ -126,11 +131,11 @@ impl Ctx {
     }
 
     pub fn require(&self, path: &str, privilege: &str) -> Result<(), ApiError> {
-        auth::require(&self.shared, &self.who(), path, privilege)
+        auth::require(&self.shared, &self.access, &self.who(), path, privilege)
     }
 
     pub fn require_any(&self, path: &str, privileges: &[&str]) -> Result<(), ApiError> {
-        auth::require_any(&self.shared, &self.who(), path, privileges)
+        auth::require_any(&self.shared, &self.access, &self.who(), path, privileges)
     }
 
     /// Whether the request's user is `root@pam` itself (a token never is).
@@ -139,7 +144,7 @@ impl Ctx {
     }
 
     pub fn allowed(&self, path: &str, privilege: &str) -> bool {
-        auth::allowed(&self.shared, &self.who(), path, privilege)
+        auth::allowed(&self.shared, &self.access, &self.who(), path, privilege)
     }
 
     pub fn state(&self) -> MutexGuard<'_, State> {
@@ -237,6 +242,11 @@ routes! {
     "GET" "/access/domains" => access::domains,
     "GET" "/access/acl" => access::acl,
     "GET" "/access/roles" => access::roles,
+    "PUT" "/access/acl" => access_write::update,
+    "GET" "/access/users/{userid}" => access_write::read_user,
+    "POST" "/storage" => storage_config::create,
+    "PUT" "/nodes/{node}/dns" => reads::dns_update,
+    "GET" "/cluster/config/qdevice" => reads::qdevice,
     "POST" "/access/ticket" => cluster::ticket,
     "GET" "/storage" => storage::config_index,
     "GET" "/storage/{storage}" => reads::storage_config,

@@ -95,5 +95,34 @@ pub(crate) fn dns(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require(&format!("/nodes/{node}"), "Sys.Audit")?;
     let st = ctx.state();
     check_node(&st, &node)?;
-    Ok(json!({ "search": "lan", "dns1": "192.0.2.53" }))
+    let dns = st.node(&node).map(|n| n.dns.clone()).unwrap_or_default();
+    Ok(json!(dns))
+}
+
+/// `PUT /nodes/{node}/dns` (pve-manager `PVE/API2/Nodes.pm` -> `PVE::INotify` `resolvconf`):
+/// `search` is required; `dns1`..`dns3` replace the nameservers, an absent one is removed.
+pub(crate) fn dns_update(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let node = ctx.node();
+    ctx.require(&format!("/nodes/{node}"), "Sys.Modify")?;
+    let search = ctx.req("search")?;
+    let mut dns = std::collections::BTreeMap::new();
+    dns.insert("search".to_owned(), search);
+    for key in ["dns1", "dns2", "dns3"] {
+        if let Some(v) = ctx.p(key) {
+            dns.insert(key.to_owned(), v.to_owned());
+        }
+    }
+    let mut st = ctx.state();
+    check_node(&st, &node)?;
+    if let Some(n) = st.nodes.iter_mut().find(|n| n.node == node) {
+        n.dns = dns;
+    }
+    Ok(Value::Null)
+}
+
+/// `GET /cluster/config/qdevice` (pve-manager `PVE/API2/ClusterConfig.pm` `get_qdevice_status`):
+/// `{}` for a cluster without a QDevice, as the simulated one is.
+pub(crate) fn qdevice(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    ctx.require("/", "Sys.Audit")?;
+    Ok(json!({}))
 }

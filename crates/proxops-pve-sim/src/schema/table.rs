@@ -203,6 +203,94 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "GET", path: "/access/domains", params: &[], ..E },
     Endpoint { method: "GET", path: "/access/acl", params: &[], ..E },
     Endpoint { method: "GET", path: "/access/roles", params: &[], ..E },
+    Endpoint { method: "PUT", path: "/access/acl", params: &[
+        Param { name: "delete", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "groups", optional: true, format: Fmt::Named("pve-groupid-list"), ..P },
+        Param { name: "path", ..P },
+        Param { name: "propagate", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "roles", format: Fmt::Named("pve-roleid-list"), ..P },
+        Param { name: "tokens", optional: true, format: Fmt::Named("pve-tokenid-list"), ..P },
+        Param { name: "users", optional: true, format: Fmt::Named("pve-userid-list"), ..P },
+    ], ..E },
+    Endpoint { method: "GET", path: "/access/users/{userid}", params: &[
+        Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
+    ], ..E },
+    Endpoint { method: "POST", path: "/storage", params: &[
+        Param { name: "authsupported", optional: true, ..P },
+        Param { name: "base", optional: true, format: Fmt::Named("pve-volume-id"), ..P },
+        Param { name: "blocksize", optional: true, ..P },
+        Param { name: "bwlimit", optional: true, format: Fmt::Prop(PS0), ..P },
+        Param { name: "comstar_hg", optional: true, ..P },
+        Param { name: "comstar_tg", optional: true, ..P },
+        Param { name: "content", optional: true, format: Fmt::Named("pve-storage-content-list"), ..P },
+        Param { name: "content-dirs", optional: true, format: Fmt::Named("pve-dir-override-list"), ..P },
+        Param { name: "create-base-path", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "create-subdirs", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "data-pool", optional: true, ..P },
+        Param { name: "datastore", optional: true, ..P },
+        Param { name: "disable", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "domain", optional: true, max_len: Some(256), ..P },
+        Param { name: "encryption-key", optional: true, ..P },
+        Param { name: "export", optional: true, format: Fmt::Named("pve-storage-path"), ..P },
+        Param { name: "fingerprint", optional: true, pattern: Some("([A-Fa-f0-9]{2}:){31}[A-Fa-f0-9]{2}"), ..P },
+        Param { name: "format", optional: true, enums: &["raw", "qcow2", "subvol", "vmdk"], ..P },
+        Param { name: "fs-name", optional: true, format: Fmt::Named("pve-configid"), ..P },
+        Param { name: "fuse", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "is_mountpoint", optional: true, ..P },
+        Param { name: "iscsiprovider", optional: true, ..P },
+        Param { name: "keyring", optional: true, ..P },
+        Param { name: "krbd", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "lio_tpg", optional: true, ..P },
+        Param { name: "master-pubkey", optional: true, ..P },
+        Param { name: "max-protected-backups", ty: Ty::Int, optional: true, min: Some(-1.0), ..P },
+        Param { name: "maxfiles", ty: Ty::Int, optional: true, min: Some(0.0), versions: V84, ..P },
+        Param { name: "mkdir", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "monhost", optional: true, format: Fmt::Named("pve-storage-portal-dns-list"), ..P },
+        Param { name: "mountpoint", optional: true, format: Fmt::Named("pve-storage-path"), ..P },
+        Param { name: "namespace", optional: true, ..P },
+        Param { name: "nocow", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "nodes", optional: true, format: Fmt::Named("pve-node-list"), ..P },
+        Param { name: "nowritecache", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "options", optional: true, format: Fmt::Named("pve-storage-options"), ..P },
+        Param { name: "password", optional: true, max_len: Some(256), ..P },
+        Param { name: "path", optional: true, format: Fmt::Named("pve-storage-path"), ..P },
+        Param { name: "pool", optional: true, ..P },
+        Param { name: "port", ty: Ty::Int, optional: true, min: Some(1.0), max: Some(65535.0), ..P },
+        Param { name: "portal", optional: true, format: Fmt::Named("pve-storage-portal-dns"), ..P },
+        Param { name: "preallocation", optional: true, enums: &["off", "metadata", "falloc", "full"], ..P },
+        Param { name: "prune-backups", optional: true, format: Fmt::Named("prune-backups"), ..P },
+        Param { name: "saferemove", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "saferemove-stepsize", ty: Ty::Int, optional: true, enums: &["1", "2", "4", "8", "16", "32"], versions: V91, ..P },
+        Param { name: "saferemove_throughput", optional: true, ..P },
+        Param { name: "server", optional: true, format: Fmt::Named("pve-storage-server"), ..P },
+        Param { name: "server2", optional: true, format: Fmt::Named("pve-storage-server"), requires: Some("server"), versions: V84, ..P },
+        Param { name: "share", optional: true, ..P },
+        Param { name: "shared", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "skip-cert-verification", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "smbversion", optional: true, enums: &["default", "2.0", "2.1", "3", "3.0", "3.11"], ..P },
+        Param { name: "snapshot-as-volume-chain", ty: Ty::Bool, optional: true, versions: V91, ..P },
+        Param { name: "sparse", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
+        Param { name: "subdir", optional: true, format: Fmt::Named("pve-storage-path"), ..P },
+        Param { name: "tagged_only", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "target", optional: true, ..P },
+        Param { name: "thinpool", optional: true, format: Fmt::Named("pve-storage-vgname"), ..P },
+        Param { name: "transport", optional: true, enums: &["tcp", "rdma", "unix"], versions: V84, ..P },
+        Param { name: "type", enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "glusterfs", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V84, ..P },
+        Param { name: "type", enums: &["btrfs", "cephfs", "cifs", "dir", "esxi", "iscsi", "iscsidirect", "lvm", "lvmthin", "nfs", "pbs", "rbd", "zfs", "zfspool"], versions: V91, ..P },
+        Param { name: "username", optional: true, ..P },
+        Param { name: "vgname", optional: true, format: Fmt::Named("pve-storage-vgname"), ..P },
+        Param { name: "volume", optional: true, versions: V84, ..P },
+        Param { name: "zfs-base-path", optional: true, format: Fmt::Named("pve-storage-path"), ..P },
+    ], ..E },
+    Endpoint { method: "PUT", path: "/nodes/{node}/dns", params: &[
+        Param { name: "dns1", optional: true, format: Fmt::Named("ip"), ..P },
+        Param { name: "dns2", optional: true, format: Fmt::Named("ip"), ..P },
+        Param { name: "dns3", optional: true, format: Fmt::Named("ip"), ..P },
+        Param { name: "node", format: Fmt::Named("pve-node"), ..P },
+        Param { name: "search", ..P },
+    ], ..E },
+    Endpoint { method: "GET", path: "/cluster/config/qdevice", params: &[], ..E },
     Endpoint { method: "GET", path: "/storage/{storage}", params: &[
         Param { name: "storage", format: Fmt::Named("pve-storage-id"), ..P },
     ], ..E },
@@ -403,14 +491,14 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "POST", path: "/nodes/{node}/qemu", params: &[
         Param { name: "acpi", ty: Ty::Bool, optional: true, ..P },
         Param { name: "affinity", optional: true, format: Fmt::Named("pve-cpuset"), ..P },
-        Param { name: "agent", optional: true, format: Fmt::Prop(PS0), versions: V84, ..P },
-        Param { name: "agent", optional: true, format: Fmt::Prop(PS18), versions: V91, ..P },
+        Param { name: "agent", optional: true, format: Fmt::Prop(PS1), versions: V84, ..P },
+        Param { name: "agent", optional: true, format: Fmt::Prop(PS19), versions: V91, ..P },
         Param { name: "allow-ksm", ty: Ty::Bool, optional: true, versions: V91, ..P },
         Param { name: "amd-sev", optional: true, format: Fmt::Named("pve-qemu-sev-fmt"), ..P },
         Param { name: "arch", optional: true, enums: &["x86_64", "aarch64"], ..P },
         Param { name: "archive", optional: true, max_len: Some(255), ..P },
         Param { name: "args", optional: true, ..P },
-        Param { name: "audio0", optional: true, format: Fmt::Prop(PS1), ..P },
+        Param { name: "audio0", optional: true, format: Fmt::Prop(PS2), ..P },
         Param { name: "autostart", ty: Ty::Bool, optional: true, ..P },
         Param { name: "balloon", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "bios", optional: true, enums: &["seabios", "ovmf"], ..P },
@@ -428,7 +516,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "cpulimit", ty: Ty::Num, optional: true, min: Some(0.0), max: Some(128.0), ..P },
         Param { name: "cpuunits", ty: Ty::Int, optional: true, min: Some(1.0), max: Some(262144.0), ..P },
         Param { name: "description", optional: true, max_len: Some(8192), ..P },
-        Param { name: "efidisk0", optional: true, format: Fmt::Prop(PS2), ..P },
+        Param { name: "efidisk0", optional: true, format: Fmt::Prop(PS3), ..P },
         Param { name: "force", ty: Ty::Bool, optional: true, requires: Some("archive"), ..P },
         Param { name: "freeze", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ha-managed", ty: Ty::Bool, optional: true, versions: V91, ..P },
@@ -436,29 +524,29 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "hostpci[n]", optional: true, format: Fmt::Named("pve-qm-hostpci"), ..P },
         Param { name: "hotplug", optional: true, format: Fmt::Named("pve-hotplug-features"), ..P },
         Param { name: "hugepages", optional: true, enums: &["any", "2", "1024"], ..P },
-        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS3), versions: V84, ..P },
-        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS19), versions: V91, ..P },
+        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS4), versions: V84, ..P },
+        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
         Param { name: "import-working-storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "intel-tdx", optional: true, format: Fmt::Named("pve-qemu-tdx-fmt"), versions: V91, ..P },
         Param { name: "ipconfig[n]", optional: true, format: Fmt::Named("pve-qm-ipconfig"), ..P },
-        Param { name: "ivshmem", optional: true, format: Fmt::Prop(PS4), ..P },
+        Param { name: "ivshmem", optional: true, format: Fmt::Prop(PS5), ..P },
         Param { name: "keephugepages", ty: Ty::Bool, optional: true, ..P },
         Param { name: "keyboard", optional: true, enums: &["de", "de-ch", "da", "en-gb", "en-us", "es", "fi", "fr", "fr-be", "fr-ca", "fr-ch", "hu", "is", "it", "ja", "lt", "mk", "nl", "no", "pl", "pt", "pt-br", "sv", "sl", "tr"], ..P },
         Param { name: "kvm", ty: Ty::Bool, optional: true, ..P },
         Param { name: "live-restore", ty: Ty::Bool, optional: true, ..P },
         Param { name: "localtime", ty: Ty::Bool, optional: true, ..P },
         Param { name: "lock", optional: true, enums: &["backup", "clone", "create", "migrate", "rollback", "snapshot", "snapshot-delete", "suspending", "suspended"], ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS5), versions: V84, ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
-        Param { name: "memory", optional: true, format: Fmt::Prop(PS6), ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS6), versions: V84, ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
+        Param { name: "memory", optional: true, format: Fmt::Prop(PS7), ..P },
         Param { name: "migrate_downtime", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
         Param { name: "migrate_speed", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "name", optional: true, format: Fmt::Named("dns-name"), ..P },
         Param { name: "nameserver", optional: true, format: Fmt::Named("address-list"), ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS7), ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS8), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "numa", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "numa[n]", optional: true, format: Fmt::Prop(PS8), ..P },
+        Param { name: "numa[n]", optional: true, format: Fmt::Prop(PS9), ..P },
         Param { name: "onboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ostype", optional: true, enums: &["other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"], ..P },
         Param { name: "parallel[n]", optional: true, pattern: Some("/dev/parport\\d+|/dev/usb/lp\\d+"), ..P },
@@ -466,10 +554,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "protection", ty: Ty::Bool, optional: true, ..P },
         Param { name: "reboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "rng0", optional: true, format: Fmt::Named("pve-qm-rng"), ..P },
-        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS9), versions: V84, ..P },
-        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
-        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS10), versions: V84, ..P },
-        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS22), versions: V91, ..P },
+        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS10), versions: V84, ..P },
+        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS22), versions: V91, ..P },
+        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS11), versions: V84, ..P },
+        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS23), versions: V91, ..P },
         Param { name: "scsihw", optional: true, enums: &["lsi", "lsi53c810", "virtio-scsi-pci", "virtio-scsi-single", "megasas", "pvscsi"], ..P },
         Param { name: "searchdomain", optional: true, ..P },
         Param { name: "serial[n]", optional: true, pattern: Some("(/dev/.+|socket)"), ..P },
@@ -477,7 +565,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "smbios1", optional: true, format: Fmt::Named("pve-qm-smbios1"), max_len: Some(512), ..P },
         Param { name: "smp", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
         Param { name: "sockets", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
-        Param { name: "spice_enhancements", optional: true, format: Fmt::Prop(PS11), ..P },
+        Param { name: "spice_enhancements", optional: true, format: Fmt::Prop(PS12), ..P },
         Param { name: "sshkeys", optional: true, format: Fmt::Named("urlencoded"), ..P },
         Param { name: "start", ty: Ty::Bool, optional: true, ..P },
         Param { name: "startdate", optional: true, pattern: Some("(now|\\d{4}-\\d{1,2}-\\d{1,2}(T\\d{1,2}:\\d{1,2}:\\d{1,2})?)"), ..P },
@@ -487,16 +575,16 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tags", optional: true, format: Fmt::Named("pve-tag-list"), ..P },
         Param { name: "tdf", ty: Ty::Bool, optional: true, ..P },
         Param { name: "template", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS12), versions: V84, ..P },
-        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS23), versions: V91, ..P },
+        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS13), versions: V84, ..P },
+        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS24), versions: V91, ..P },
         Param { name: "unique", ty: Ty::Bool, optional: true, requires: Some("archive"), ..P },
-        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS13), ..P },
-        Param { name: "usb[n]", optional: true, format: Fmt::Prop(PS14), ..P },
+        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS14), ..P },
+        Param { name: "usb[n]", optional: true, format: Fmt::Prop(PS15), ..P },
         Param { name: "vcpus", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
-        Param { name: "vga", optional: true, format: Fmt::Prop(PS15), ..P },
-        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS16), versions: V84, ..P },
-        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS24), versions: V91, ..P },
-        Param { name: "virtiofs[n]", optional: true, format: Fmt::Prop(PS17), ..P },
+        Param { name: "vga", optional: true, format: Fmt::Prop(PS16), ..P },
+        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS17), versions: V84, ..P },
+        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS25), versions: V91, ..P },
+        Param { name: "virtiofs[n]", optional: true, format: Fmt::Prop(PS18), ..P },
         Param { name: "vmgenid", optional: true, pattern: Some("(?:[a-fA-F0-9]{8}(?:-[a-fA-F0-9]{4}){3}-[a-fA-F0-9]{12}|[01])"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstatestorage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
@@ -522,13 +610,13 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/config", params: &[
         Param { name: "acpi", ty: Ty::Bool, optional: true, ..P },
         Param { name: "affinity", optional: true, format: Fmt::Named("pve-cpuset"), ..P },
-        Param { name: "agent", optional: true, format: Fmt::Prop(PS0), versions: V84, ..P },
-        Param { name: "agent", optional: true, format: Fmt::Prop(PS18), versions: V91, ..P },
+        Param { name: "agent", optional: true, format: Fmt::Prop(PS1), versions: V84, ..P },
+        Param { name: "agent", optional: true, format: Fmt::Prop(PS19), versions: V91, ..P },
         Param { name: "allow-ksm", ty: Ty::Bool, optional: true, versions: V91, ..P },
         Param { name: "amd-sev", optional: true, format: Fmt::Named("pve-qemu-sev-fmt"), ..P },
         Param { name: "arch", optional: true, enums: &["x86_64", "aarch64"], ..P },
         Param { name: "args", optional: true, ..P },
-        Param { name: "audio0", optional: true, format: Fmt::Prop(PS1), ..P },
+        Param { name: "audio0", optional: true, format: Fmt::Prop(PS2), ..P },
         Param { name: "autostart", ty: Ty::Bool, optional: true, ..P },
         Param { name: "background_delay", ty: Ty::Int, optional: true, min: Some(1.0), max: Some(30.0), ..P },
         Param { name: "balloon", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
@@ -548,35 +636,35 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), ..P },
         Param { name: "description", optional: true, max_len: Some(8192), ..P },
         Param { name: "digest", optional: true, max_len: Some(40), ..P },
-        Param { name: "efidisk0", optional: true, format: Fmt::Prop(PS2), ..P },
+        Param { name: "efidisk0", optional: true, format: Fmt::Prop(PS3), ..P },
         Param { name: "force", ty: Ty::Bool, optional: true, requires: Some("delete"), ..P },
         Param { name: "freeze", ty: Ty::Bool, optional: true, ..P },
         Param { name: "hookscript", optional: true, format: Fmt::Named("pve-volume-id"), ..P },
         Param { name: "hostpci[n]", optional: true, format: Fmt::Named("pve-qm-hostpci"), ..P },
         Param { name: "hotplug", optional: true, format: Fmt::Named("pve-hotplug-features"), ..P },
         Param { name: "hugepages", optional: true, enums: &["any", "2", "1024"], ..P },
-        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS3), versions: V84, ..P },
-        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS19), versions: V91, ..P },
+        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS4), versions: V84, ..P },
+        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
         Param { name: "import-working-storage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
         Param { name: "intel-tdx", optional: true, format: Fmt::Named("pve-qemu-tdx-fmt"), versions: V91, ..P },
         Param { name: "ipconfig[n]", optional: true, format: Fmt::Named("pve-qm-ipconfig"), ..P },
-        Param { name: "ivshmem", optional: true, format: Fmt::Prop(PS4), ..P },
+        Param { name: "ivshmem", optional: true, format: Fmt::Prop(PS5), ..P },
         Param { name: "keephugepages", ty: Ty::Bool, optional: true, ..P },
         Param { name: "keyboard", optional: true, enums: &["de", "de-ch", "da", "en-gb", "en-us", "es", "fi", "fr", "fr-be", "fr-ca", "fr-ch", "hu", "is", "it", "ja", "lt", "mk", "nl", "no", "pl", "pt", "pt-br", "sv", "sl", "tr"], ..P },
         Param { name: "kvm", ty: Ty::Bool, optional: true, ..P },
         Param { name: "localtime", ty: Ty::Bool, optional: true, ..P },
         Param { name: "lock", optional: true, enums: &["backup", "clone", "create", "migrate", "rollback", "snapshot", "snapshot-delete", "suspending", "suspended"], ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS5), versions: V84, ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
-        Param { name: "memory", optional: true, format: Fmt::Prop(PS6), ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS6), versions: V84, ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
+        Param { name: "memory", optional: true, format: Fmt::Prop(PS7), ..P },
         Param { name: "migrate_downtime", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
         Param { name: "migrate_speed", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "name", optional: true, format: Fmt::Named("dns-name"), ..P },
         Param { name: "nameserver", optional: true, format: Fmt::Named("address-list"), ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS7), ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS8), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "numa", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "numa[n]", optional: true, format: Fmt::Prop(PS8), ..P },
+        Param { name: "numa[n]", optional: true, format: Fmt::Prop(PS9), ..P },
         Param { name: "onboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ostype", optional: true, enums: &["other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"], ..P },
         Param { name: "parallel[n]", optional: true, pattern: Some("/dev/parport\\d+|/dev/usb/lp\\d+"), ..P },
@@ -584,10 +672,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "reboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "revert", optional: true, format: Fmt::Named("pve-configid-list"), ..P },
         Param { name: "rng0", optional: true, format: Fmt::Named("pve-qm-rng"), ..P },
-        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS9), versions: V84, ..P },
-        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
-        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS10), versions: V84, ..P },
-        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS22), versions: V91, ..P },
+        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS10), versions: V84, ..P },
+        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS22), versions: V91, ..P },
+        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS11), versions: V84, ..P },
+        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS23), versions: V91, ..P },
         Param { name: "scsihw", optional: true, enums: &["lsi", "lsi53c810", "virtio-scsi-pci", "virtio-scsi-single", "megasas", "pvscsi"], ..P },
         Param { name: "searchdomain", optional: true, ..P },
         Param { name: "serial[n]", optional: true, pattern: Some("(/dev/.+|socket)"), ..P },
@@ -596,7 +684,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "smbios1", optional: true, format: Fmt::Named("pve-qm-smbios1"), max_len: Some(512), ..P },
         Param { name: "smp", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
         Param { name: "sockets", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
-        Param { name: "spice_enhancements", optional: true, format: Fmt::Prop(PS11), ..P },
+        Param { name: "spice_enhancements", optional: true, format: Fmt::Prop(PS12), ..P },
         Param { name: "sshkeys", optional: true, format: Fmt::Named("urlencoded"), ..P },
         Param { name: "startdate", optional: true, pattern: Some("(now|\\d{4}-\\d{1,2}-\\d{1,2}(T\\d{1,2}:\\d{1,2}:\\d{1,2})?)"), ..P },
         Param { name: "startup", optional: true, format: Fmt::Named("pve-startup-order"), ..P },
@@ -604,15 +692,15 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tags", optional: true, format: Fmt::Named("pve-tag-list"), ..P },
         Param { name: "tdf", ty: Ty::Bool, optional: true, ..P },
         Param { name: "template", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS12), versions: V84, ..P },
-        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS23), versions: V91, ..P },
-        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS13), ..P },
-        Param { name: "usb[n]", optional: true, format: Fmt::Prop(PS14), ..P },
+        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS13), versions: V84, ..P },
+        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS24), versions: V91, ..P },
+        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS14), ..P },
+        Param { name: "usb[n]", optional: true, format: Fmt::Prop(PS15), ..P },
         Param { name: "vcpus", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
-        Param { name: "vga", optional: true, format: Fmt::Prop(PS15), ..P },
-        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS16), versions: V84, ..P },
-        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS24), versions: V91, ..P },
-        Param { name: "virtiofs[n]", optional: true, format: Fmt::Prop(PS17), ..P },
+        Param { name: "vga", optional: true, format: Fmt::Prop(PS16), ..P },
+        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS17), versions: V84, ..P },
+        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS25), versions: V91, ..P },
+        Param { name: "virtiofs[n]", optional: true, format: Fmt::Prop(PS18), ..P },
         Param { name: "vmgenid", optional: true, pattern: Some("(?:[a-fA-F0-9]{8}(?:-[a-fA-F0-9]{4}){3}-[a-fA-F0-9]{12}|[01])"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstatestorage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
@@ -621,13 +709,13 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", params: &[
         Param { name: "acpi", ty: Ty::Bool, optional: true, ..P },
         Param { name: "affinity", optional: true, format: Fmt::Named("pve-cpuset"), ..P },
-        Param { name: "agent", optional: true, format: Fmt::Prop(PS0), versions: V84, ..P },
-        Param { name: "agent", optional: true, format: Fmt::Prop(PS18), versions: V91, ..P },
+        Param { name: "agent", optional: true, format: Fmt::Prop(PS1), versions: V84, ..P },
+        Param { name: "agent", optional: true, format: Fmt::Prop(PS19), versions: V91, ..P },
         Param { name: "allow-ksm", ty: Ty::Bool, optional: true, versions: V91, ..P },
         Param { name: "amd-sev", optional: true, format: Fmt::Named("pve-qemu-sev-fmt"), ..P },
         Param { name: "arch", optional: true, enums: &["x86_64", "aarch64"], ..P },
         Param { name: "args", optional: true, ..P },
-        Param { name: "audio0", optional: true, format: Fmt::Prop(PS1), ..P },
+        Param { name: "audio0", optional: true, format: Fmt::Prop(PS2), ..P },
         Param { name: "autostart", ty: Ty::Bool, optional: true, ..P },
         Param { name: "balloon", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "bios", optional: true, enums: &["seabios", "ovmf"], ..P },
@@ -646,34 +734,34 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), ..P },
         Param { name: "description", optional: true, max_len: Some(8192), ..P },
         Param { name: "digest", optional: true, max_len: Some(40), ..P },
-        Param { name: "efidisk0", optional: true, format: Fmt::Prop(PS2), ..P },
+        Param { name: "efidisk0", optional: true, format: Fmt::Prop(PS3), ..P },
         Param { name: "force", ty: Ty::Bool, optional: true, requires: Some("delete"), ..P },
         Param { name: "freeze", ty: Ty::Bool, optional: true, ..P },
         Param { name: "hookscript", optional: true, format: Fmt::Named("pve-volume-id"), ..P },
         Param { name: "hostpci[n]", optional: true, format: Fmt::Named("pve-qm-hostpci"), ..P },
         Param { name: "hotplug", optional: true, format: Fmt::Named("pve-hotplug-features"), ..P },
         Param { name: "hugepages", optional: true, enums: &["any", "2", "1024"], ..P },
-        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS3), versions: V84, ..P },
-        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS19), versions: V91, ..P },
+        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS4), versions: V84, ..P },
+        Param { name: "ide[n]", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
         Param { name: "intel-tdx", optional: true, format: Fmt::Named("pve-qemu-tdx-fmt"), versions: V91, ..P },
         Param { name: "ipconfig[n]", optional: true, format: Fmt::Named("pve-qm-ipconfig"), ..P },
-        Param { name: "ivshmem", optional: true, format: Fmt::Prop(PS4), ..P },
+        Param { name: "ivshmem", optional: true, format: Fmt::Prop(PS5), ..P },
         Param { name: "keephugepages", ty: Ty::Bool, optional: true, ..P },
         Param { name: "keyboard", optional: true, enums: &["de", "de-ch", "da", "en-gb", "en-us", "es", "fi", "fr", "fr-be", "fr-ca", "fr-ch", "hu", "is", "it", "ja", "lt", "mk", "nl", "no", "pl", "pt", "pt-br", "sv", "sl", "tr"], ..P },
         Param { name: "kvm", ty: Ty::Bool, optional: true, ..P },
         Param { name: "localtime", ty: Ty::Bool, optional: true, ..P },
         Param { name: "lock", optional: true, enums: &["backup", "clone", "create", "migrate", "rollback", "snapshot", "snapshot-delete", "suspending", "suspended"], ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS5), versions: V84, ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
-        Param { name: "memory", optional: true, format: Fmt::Prop(PS6), ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS6), versions: V84, ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
+        Param { name: "memory", optional: true, format: Fmt::Prop(PS7), ..P },
         Param { name: "migrate_downtime", ty: Ty::Num, optional: true, min: Some(0.0), ..P },
         Param { name: "migrate_speed", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
         Param { name: "name", optional: true, format: Fmt::Named("dns-name"), ..P },
         Param { name: "nameserver", optional: true, format: Fmt::Named("address-list"), ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS7), ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS8), ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "numa", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "numa[n]", optional: true, format: Fmt::Prop(PS8), ..P },
+        Param { name: "numa[n]", optional: true, format: Fmt::Prop(PS9), ..P },
         Param { name: "onboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ostype", optional: true, enums: &["other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"], ..P },
         Param { name: "parallel[n]", optional: true, pattern: Some("/dev/parport\\d+|/dev/usb/lp\\d+"), ..P },
@@ -681,10 +769,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "reboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "revert", optional: true, format: Fmt::Named("pve-configid-list"), ..P },
         Param { name: "rng0", optional: true, format: Fmt::Named("pve-qm-rng"), ..P },
-        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS9), versions: V84, ..P },
-        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
-        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS10), versions: V84, ..P },
-        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS22), versions: V91, ..P },
+        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS10), versions: V84, ..P },
+        Param { name: "sata[n]", optional: true, format: Fmt::Prop(PS22), versions: V91, ..P },
+        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS11), versions: V84, ..P },
+        Param { name: "scsi[n]", optional: true, format: Fmt::Prop(PS23), versions: V91, ..P },
         Param { name: "scsihw", optional: true, enums: &["lsi", "lsi53c810", "virtio-scsi-pci", "virtio-scsi-single", "megasas", "pvscsi"], ..P },
         Param { name: "searchdomain", optional: true, ..P },
         Param { name: "serial[n]", optional: true, pattern: Some("(/dev/.+|socket)"), ..P },
@@ -693,7 +781,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "smbios1", optional: true, format: Fmt::Named("pve-qm-smbios1"), max_len: Some(512), ..P },
         Param { name: "smp", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
         Param { name: "sockets", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
-        Param { name: "spice_enhancements", optional: true, format: Fmt::Prop(PS11), ..P },
+        Param { name: "spice_enhancements", optional: true, format: Fmt::Prop(PS12), ..P },
         Param { name: "sshkeys", optional: true, format: Fmt::Named("urlencoded"), ..P },
         Param { name: "startdate", optional: true, pattern: Some("(now|\\d{4}-\\d{1,2}-\\d{1,2}(T\\d{1,2}:\\d{1,2}:\\d{1,2})?)"), ..P },
         Param { name: "startup", optional: true, format: Fmt::Named("pve-startup-order"), ..P },
@@ -701,15 +789,15 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tags", optional: true, format: Fmt::Named("pve-tag-list"), ..P },
         Param { name: "tdf", ty: Ty::Bool, optional: true, ..P },
         Param { name: "template", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS12), versions: V84, ..P },
-        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS23), versions: V91, ..P },
-        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS13), ..P },
-        Param { name: "usb[n]", optional: true, format: Fmt::Prop(PS14), ..P },
+        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS13), versions: V84, ..P },
+        Param { name: "tpmstate0", optional: true, format: Fmt::Prop(PS24), versions: V91, ..P },
+        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS14), ..P },
+        Param { name: "usb[n]", optional: true, format: Fmt::Prop(PS15), ..P },
         Param { name: "vcpus", ty: Ty::Int, optional: true, min: Some(1.0), ..P },
-        Param { name: "vga", optional: true, format: Fmt::Prop(PS15), ..P },
-        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS16), versions: V84, ..P },
-        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS24), versions: V91, ..P },
-        Param { name: "virtiofs[n]", optional: true, format: Fmt::Prop(PS17), ..P },
+        Param { name: "vga", optional: true, format: Fmt::Prop(PS16), ..P },
+        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS17), versions: V84, ..P },
+        Param { name: "virtio[n]", optional: true, format: Fmt::Prop(PS25), versions: V91, ..P },
+        Param { name: "virtiofs[n]", optional: true, format: Fmt::Prop(PS18), ..P },
         Param { name: "vmgenid", optional: true, pattern: Some("(?:[a-fA-F0-9]{8}(?:-[a-fA-F0-9]{4}){3}-[a-fA-F0-9]{12}|[01])"), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
         Param { name: "vmstatestorage", optional: true, format: Fmt::Named("pve-storage-id"), ..P },
@@ -725,8 +813,8 @@ pub static ENDPOINTS: &[Endpoint] = &[
     ], ..E },
     Endpoint { method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/start", params: &[
         Param { name: "force-cpu", optional: true, ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS5), versions: V84, ..P },
-        Param { name: "machine", optional: true, format: Fmt::Prop(PS20), versions: V91, ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS6), versions: V84, ..P },
+        Param { name: "machine", optional: true, format: Fmt::Prop(PS21), versions: V91, ..P },
         Param { name: "migratedfrom", optional: true, format: Fmt::Named("pve-node"), ..P },
         Param { name: "migration_network", optional: true, format: Fmt::Named("CIDR"), ..P },
         Param { name: "migration_type", optional: true, enums: &["secure", "insecure"], ..P },
@@ -796,10 +884,10 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "cpuunits", ty: Ty::Int, optional: true, min: Some(0.0), max: Some(500000.0), ..P },
         Param { name: "debug", ty: Ty::Bool, optional: true, ..P },
         Param { name: "description", optional: true, max_len: Some(8192), ..P },
-        Param { name: "dev[n]", optional: true, format: Fmt::Prop(PS25), ..P },
+        Param { name: "dev[n]", optional: true, format: Fmt::Prop(PS26), ..P },
         Param { name: "entrypoint", optional: true, pattern: Some("(?^:[^\\x00-\\x08\\x10-\\x1F\\x7F]+)"), versions: V91, ..P },
         Param { name: "env", optional: true, pattern: Some("(?^:(?:\\w+=[^\\x00-\\x08\\x10-\\x1F\\x7F]*)(?:\\0\\w+=[^\\x00-\\x08\\x10-\\x1F\\x7F]*)*)"), versions: V91, ..P },
-        Param { name: "features", optional: true, format: Fmt::Prop(PS26), ..P },
+        Param { name: "features", optional: true, format: Fmt::Prop(PS27), ..P },
         Param { name: "force", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ha-managed", ty: Ty::Bool, optional: true, versions: V91, ..P },
         Param { name: "hookscript", optional: true, format: Fmt::Named("pve-volume-id"), ..P },
@@ -807,11 +895,11 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "ignore-unpack-errors", ty: Ty::Bool, optional: true, ..P },
         Param { name: "lock", optional: true, enums: &["backup", "create", "destroyed", "disk", "fstrim", "migrate", "mounted", "rollback", "snapshot", "snapshot-delete"], ..P },
         Param { name: "memory", ty: Ty::Int, optional: true, min: Some(16.0), ..P },
-        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS27), versions: V84, ..P },
-        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS31), versions: V91, ..P },
+        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS28), versions: V84, ..P },
+        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS32), versions: V91, ..P },
         Param { name: "nameserver", optional: true, format: Fmt::Named("lxc-ip-with-ll-iface-list"), ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS28), versions: V84, ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS32), versions: V91, ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS29), versions: V84, ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS33), versions: V91, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "onboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ostemplate", max_len: Some(255), ..P },
@@ -820,7 +908,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "pool", optional: true, format: Fmt::Named("pve-poolid"), ..P },
         Param { name: "protection", ty: Ty::Bool, optional: true, ..P },
         Param { name: "restore", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "rootfs", optional: true, format: Fmt::Prop(PS29), ..P },
+        Param { name: "rootfs", optional: true, format: Fmt::Prop(PS30), ..P },
         Param { name: "searchdomain", optional: true, format: Fmt::Named("dns-name-list"), ..P },
         Param { name: "ssh-public-keys", optional: true, ..P },
         Param { name: "start", ty: Ty::Bool, optional: true, ..P },
@@ -833,7 +921,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "tty", ty: Ty::Int, optional: true, min: Some(0.0), max: Some(6.0), ..P },
         Param { name: "unique", ty: Ty::Bool, optional: true, requires: Some("restore"), ..P },
         Param { name: "unprivileged", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS30), ..P },
+        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS31), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
     ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}", params: &[
@@ -863,26 +951,26 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "debug", ty: Ty::Bool, optional: true, ..P },
         Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), ..P },
         Param { name: "description", optional: true, max_len: Some(8192), ..P },
-        Param { name: "dev[n]", optional: true, format: Fmt::Prop(PS25), ..P },
+        Param { name: "dev[n]", optional: true, format: Fmt::Prop(PS26), ..P },
         Param { name: "digest", optional: true, max_len: Some(40), ..P },
         Param { name: "entrypoint", optional: true, pattern: Some("(?^:[^\\x00-\\x08\\x10-\\x1F\\x7F]+)"), versions: V91, ..P },
         Param { name: "env", optional: true, pattern: Some("(?^:(?:\\w+=[^\\x00-\\x08\\x10-\\x1F\\x7F]*)(?:\\0\\w+=[^\\x00-\\x08\\x10-\\x1F\\x7F]*)*)"), versions: V91, ..P },
-        Param { name: "features", optional: true, format: Fmt::Prop(PS26), ..P },
+        Param { name: "features", optional: true, format: Fmt::Prop(PS27), ..P },
         Param { name: "hookscript", optional: true, format: Fmt::Named("pve-volume-id"), ..P },
         Param { name: "hostname", optional: true, format: Fmt::Named("dns-name"), max_len: Some(255), ..P },
         Param { name: "lock", optional: true, enums: &["backup", "create", "destroyed", "disk", "fstrim", "migrate", "mounted", "rollback", "snapshot", "snapshot-delete"], ..P },
         Param { name: "memory", ty: Ty::Int, optional: true, min: Some(16.0), ..P },
-        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS27), versions: V84, ..P },
-        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS31), versions: V91, ..P },
+        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS28), versions: V84, ..P },
+        Param { name: "mp[n]", optional: true, format: Fmt::Prop(PS32), versions: V91, ..P },
         Param { name: "nameserver", optional: true, format: Fmt::Named("lxc-ip-with-ll-iface-list"), ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS28), versions: V84, ..P },
-        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS32), versions: V91, ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS29), versions: V84, ..P },
+        Param { name: "net[n]", optional: true, format: Fmt::Prop(PS33), versions: V91, ..P },
         Param { name: "node", format: Fmt::Named("pve-node"), ..P },
         Param { name: "onboot", ty: Ty::Bool, optional: true, ..P },
         Param { name: "ostype", optional: true, enums: &["debian", "devuan", "ubuntu", "centos", "fedora", "opensuse", "archlinux", "alpine", "gentoo", "nixos", "unmanaged"], ..P },
         Param { name: "protection", ty: Ty::Bool, optional: true, ..P },
         Param { name: "revert", optional: true, format: Fmt::Named("pve-configid-list"), ..P },
-        Param { name: "rootfs", optional: true, format: Fmt::Prop(PS29), ..P },
+        Param { name: "rootfs", optional: true, format: Fmt::Prop(PS30), ..P },
         Param { name: "searchdomain", optional: true, format: Fmt::Named("dns-name-list"), ..P },
         Param { name: "startup", optional: true, format: Fmt::Named("pve-startup-order"), ..P },
         Param { name: "swap", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
@@ -891,7 +979,7 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Param { name: "timezone", optional: true, format: Fmt::Named("pve-ct-timezone"), ..P },
         Param { name: "tty", ty: Ty::Int, optional: true, min: Some(0.0), max: Some(6.0), ..P },
         Param { name: "unprivileged", ty: Ty::Bool, optional: true, ..P },
-        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS30), ..P },
+        Param { name: "unused[n]", optional: true, format: Fmt::Prop(PS31), ..P },
         Param { name: "vmid", ty: Ty::Int, format: Fmt::Named("pve-vmid"), min: Some(100.0), max: Some(999999999.0), ..P },
     ], ..E },
     Endpoint { method: "GET", path: "/nodes/{node}/lxc/{vmid}/pending", params: &[
@@ -1227,18 +1315,26 @@ pub static ENDPOINTS: &[Endpoint] = &[
 ];
 
 const PS0: &[Sub] = &[
+    Sub { name: "clone", ty: Ty::Num, optional: true, min: Some(0.0), ..S },
+    Sub { name: "default", ty: Ty::Num, optional: true, min: Some(0.0), ..S },
+    Sub { name: "migration", ty: Ty::Num, optional: true, min: Some(0.0), ..S },
+    Sub { name: "move", ty: Ty::Num, optional: true, min: Some(0.0), ..S },
+    Sub { name: "restore", ty: Ty::Num, optional: true, min: Some(0.0), ..S },
+];
+
+const PS1: &[Sub] = &[
     Sub { name: "enabled", ty: Ty::Bool, default_key: true, ..S },
     Sub { name: "freeze-fs-on-backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "fstrim_cloned_disks", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "type", optional: true, enums: &["virtio", "isa"], ..S },
 ];
 
-const PS1: &[Sub] = &[
+const PS2: &[Sub] = &[
     Sub { name: "device", enums: &["ich9-intel-hda", "intel-hda", "AC97"], ..S },
     Sub { name: "driver", optional: true, enums: &["spice", "none"], ..S },
 ];
 
-const PS2: &[Sub] = &[
+const PS3: &[Sub] = &[
     Sub { name: "efitype", optional: true, enums: &["2m", "4m"], ..S },
     Sub { name: "file", default_key: true, format: Some("pve-volume-id-or-qm-path"), ..S },
     Sub { name: "format", optional: true, enums: &["raw", "qcow", "qed", "qcow2", "vmdk", "cloop"], ..S },
@@ -1249,7 +1345,7 @@ const PS2: &[Sub] = &[
     Sub::alias("volume", "file", None),
 ];
 
-const PS3: &[Sub] = &[
+const PS4: &[Sub] = &[
     Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
@@ -1301,23 +1397,23 @@ const PS3: &[Sub] = &[
     Sub { name: "wwn", optional: true, ..S },
 ];
 
-const PS4: &[Sub] = &[
+const PS5: &[Sub] = &[
     Sub { name: "name", optional: true, ..S },
     Sub { name: "size", ty: Ty::Int, min: Some(1.0), ..S },
 ];
 
-const PS5: &[Sub] = &[
+const PS6: &[Sub] = &[
     Sub { name: "enable-s3", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "enable-s4", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "type", optional: true, default_key: true, ..S },
     Sub { name: "viommu", optional: true, enums: &["intel", "virtio"], ..S },
 ];
 
-const PS6: &[Sub] = &[
+const PS7: &[Sub] = &[
     Sub { name: "current", ty: Ty::Int, default_key: true, min: Some(16.0), ..S },
 ];
 
-const PS7: &[Sub] = &[
+const PS8: &[Sub] = &[
     Sub { name: "bridge", optional: true, format: Some("pve-bridge-id"), ..S },
     Sub::alias("e1000", "macaddr", Some("model")),
     Sub::alias("e1000-82540em", "macaddr", Some("model")),
@@ -1344,62 +1440,11 @@ const PS7: &[Sub] = &[
     Sub::alias("vmxnet3", "macaddr", Some("model")),
 ];
 
-const PS8: &[Sub] = &[
+const PS9: &[Sub] = &[
     Sub { name: "cpus", ..S },
     Sub { name: "hostnodes", optional: true, ..S },
     Sub { name: "memory", ty: Ty::Num, optional: true, ..S },
     Sub { name: "policy", optional: true, enums: &["preferred", "bind", "interleave"], ..S },
-];
-
-const PS9: &[Sub] = &[
-    Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
-    Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
-    Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "bps_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
-    Sub { name: "bps_rd", ty: Ty::Int, optional: true, ..S },
-    Sub::alias("bps_rd_length", "bps_rd_max_length", None),
-    Sub { name: "bps_rd_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
-    Sub { name: "bps_wr", ty: Ty::Int, optional: true, ..S },
-    Sub::alias("bps_wr_length", "bps_wr_max_length", None),
-    Sub { name: "bps_wr_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
-    Sub { name: "cache", optional: true, enums: &["none", "writethrough", "writeback", "unsafe", "directsync"], ..S },
-    Sub { name: "cyls", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "detect_zeroes", ty: Ty::Bool, optional: true, ..S },
-    Sub { name: "discard", optional: true, enums: &["ignore", "on"], ..S },
-    Sub { name: "file", default_key: true, format: Some("pve-volume-id-or-qm-path"), ..S },
-    Sub { name: "format", optional: true, enums: &["raw", "qcow", "qed", "qcow2", "vmdk", "cloop"], ..S },
-    Sub { name: "heads", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "import-from", optional: true, format: Some("pve-volume-id-or-absolute-path"), ..S },
-    Sub { name: "iops", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "iops_max", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "iops_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
-    Sub { name: "iops_rd", ty: Ty::Int, optional: true, ..S },
-    Sub::alias("iops_rd_length", "iops_rd_max_length", None),
-    Sub { name: "iops_rd_max", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "iops_rd_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
-    Sub { name: "iops_wr", ty: Ty::Int, optional: true, ..S },
-    Sub::alias("iops_wr_length", "iops_wr_max_length", None),
-    Sub { name: "iops_wr_max", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "iops_wr_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
-    Sub { name: "mbps", ty: Ty::Num, optional: true, ..S },
-    Sub { name: "mbps_max", ty: Ty::Num, optional: true, ..S },
-    Sub { name: "mbps_rd", ty: Ty::Num, optional: true, ..S },
-    Sub { name: "mbps_rd_max", ty: Ty::Num, optional: true, ..S },
-    Sub { name: "mbps_wr", ty: Ty::Num, optional: true, ..S },
-    Sub { name: "mbps_wr_max", ty: Ty::Num, optional: true, ..S },
-    Sub { name: "media", optional: true, enums: &["cdrom", "disk"], ..S },
-    Sub { name: "replicate", ty: Ty::Bool, optional: true, ..S },
-    Sub { name: "rerror", optional: true, enums: &["ignore", "report", "stop"], ..S },
-    Sub { name: "secs", ty: Ty::Int, optional: true, ..S },
-    Sub { name: "serial", optional: true, format: Some("urlencoded"), ..S },
-    Sub { name: "shared", ty: Ty::Bool, optional: true, ..S },
-    Sub { name: "size", optional: true, format: Some("disk-size"), ..S },
-    Sub { name: "snapshot", ty: Ty::Bool, optional: true, ..S },
-    Sub { name: "ssd", ty: Ty::Bool, optional: true, ..S },
-    Sub { name: "trans", optional: true, enums: &["none", "lba", "auto"], ..S },
-    Sub::alias("volume", "file", None),
-    Sub { name: "werror", optional: true, enums: &["enospc", "ignore", "report", "stop"], ..S },
-    Sub { name: "wwn", optional: true, ..S },
 ];
 
 const PS10: &[Sub] = &[
@@ -1432,6 +1477,57 @@ const PS10: &[Sub] = &[
     Sub::alias("iops_wr_length", "iops_wr_max_length", None),
     Sub { name: "iops_wr_max", ty: Ty::Int, optional: true, ..S },
     Sub { name: "iops_wr_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
+    Sub { name: "mbps", ty: Ty::Num, optional: true, ..S },
+    Sub { name: "mbps_max", ty: Ty::Num, optional: true, ..S },
+    Sub { name: "mbps_rd", ty: Ty::Num, optional: true, ..S },
+    Sub { name: "mbps_rd_max", ty: Ty::Num, optional: true, ..S },
+    Sub { name: "mbps_wr", ty: Ty::Num, optional: true, ..S },
+    Sub { name: "mbps_wr_max", ty: Ty::Num, optional: true, ..S },
+    Sub { name: "media", optional: true, enums: &["cdrom", "disk"], ..S },
+    Sub { name: "replicate", ty: Ty::Bool, optional: true, ..S },
+    Sub { name: "rerror", optional: true, enums: &["ignore", "report", "stop"], ..S },
+    Sub { name: "secs", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "serial", optional: true, format: Some("urlencoded"), ..S },
+    Sub { name: "shared", ty: Ty::Bool, optional: true, ..S },
+    Sub { name: "size", optional: true, format: Some("disk-size"), ..S },
+    Sub { name: "snapshot", ty: Ty::Bool, optional: true, ..S },
+    Sub { name: "ssd", ty: Ty::Bool, optional: true, ..S },
+    Sub { name: "trans", optional: true, enums: &["none", "lba", "auto"], ..S },
+    Sub::alias("volume", "file", None),
+    Sub { name: "werror", optional: true, enums: &["enospc", "ignore", "report", "stop"], ..S },
+    Sub { name: "wwn", optional: true, ..S },
+];
+
+const PS11: &[Sub] = &[
+    Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
+    Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
+    Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "bps_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
+    Sub { name: "bps_rd", ty: Ty::Int, optional: true, ..S },
+    Sub::alias("bps_rd_length", "bps_rd_max_length", None),
+    Sub { name: "bps_rd_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
+    Sub { name: "bps_wr", ty: Ty::Int, optional: true, ..S },
+    Sub::alias("bps_wr_length", "bps_wr_max_length", None),
+    Sub { name: "bps_wr_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
+    Sub { name: "cache", optional: true, enums: &["none", "writethrough", "writeback", "unsafe", "directsync"], ..S },
+    Sub { name: "cyls", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "detect_zeroes", ty: Ty::Bool, optional: true, ..S },
+    Sub { name: "discard", optional: true, enums: &["ignore", "on"], ..S },
+    Sub { name: "file", default_key: true, format: Some("pve-volume-id-or-qm-path"), ..S },
+    Sub { name: "format", optional: true, enums: &["raw", "qcow", "qed", "qcow2", "vmdk", "cloop"], ..S },
+    Sub { name: "heads", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "import-from", optional: true, format: Some("pve-volume-id-or-absolute-path"), ..S },
+    Sub { name: "iops", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "iops_max", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "iops_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
+    Sub { name: "iops_rd", ty: Ty::Int, optional: true, ..S },
+    Sub::alias("iops_rd_length", "iops_rd_max_length", None),
+    Sub { name: "iops_rd_max", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "iops_rd_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
+    Sub { name: "iops_wr", ty: Ty::Int, optional: true, ..S },
+    Sub::alias("iops_wr_length", "iops_wr_max_length", None),
+    Sub { name: "iops_wr_max", ty: Ty::Int, optional: true, ..S },
+    Sub { name: "iops_wr_max_length", ty: Ty::Int, optional: true, min: Some(1.0), ..S },
     Sub { name: "iothread", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "mbps", ty: Ty::Num, optional: true, ..S },
     Sub { name: "mbps_max", ty: Ty::Num, optional: true, ..S },
@@ -1459,12 +1555,12 @@ const PS10: &[Sub] = &[
     Sub { name: "wwn", optional: true, ..S },
 ];
 
-const PS11: &[Sub] = &[
+const PS12: &[Sub] = &[
     Sub { name: "foldersharing", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "videostreaming", optional: true, enums: &["off", "all", "filter"], ..S },
 ];
 
-const PS12: &[Sub] = &[
+const PS13: &[Sub] = &[
     Sub { name: "file", default_key: true, format: Some("pve-volume-id-or-qm-path"), ..S },
     Sub { name: "import-from", optional: true, format: Some("pve-volume-id-or-absolute-path"), ..S },
     Sub { name: "size", optional: true, format: Some("disk-size"), ..S },
@@ -1472,24 +1568,24 @@ const PS12: &[Sub] = &[
     Sub::alias("volume", "file", None),
 ];
 
-const PS13: &[Sub] = &[
+const PS14: &[Sub] = &[
     Sub { name: "file", default_key: true, format: Some("pve-volume-id"), ..S },
     Sub::alias("volume", "file", None),
 ];
 
-const PS14: &[Sub] = &[
+const PS15: &[Sub] = &[
     Sub { name: "host", optional: true, default_key: true, ..S },
     Sub { name: "mapping", optional: true, format: Some("pve-configid"), ..S },
     Sub { name: "usb3", ty: Ty::Bool, optional: true, ..S },
 ];
 
-const PS15: &[Sub] = &[
+const PS16: &[Sub] = &[
     Sub { name: "clipboard", optional: true, enums: &["vnc"], ..S },
     Sub { name: "memory", ty: Ty::Int, optional: true, min: Some(4.0), max: Some(512.0), ..S },
     Sub { name: "type", optional: true, default_key: true, enums: &["cirrus", "qxl", "qxl2", "qxl3", "qxl4", "none", "serial0", "serial1", "serial2", "serial3", "std", "virtio", "virtio-gl", "vmware"], ..S },
 ];
 
-const PS16: &[Sub] = &[
+const PS17: &[Sub] = &[
     Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
@@ -1540,7 +1636,7 @@ const PS16: &[Sub] = &[
     Sub { name: "werror", optional: true, enums: &["enospc", "ignore", "report", "stop"], ..S },
 ];
 
-const PS17: &[Sub] = &[
+const PS18: &[Sub] = &[
     Sub { name: "cache", optional: true, enums: &["auto", "always", "metadata", "never"], ..S },
     Sub { name: "direct-io", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "dirid", default_key: true, format: Some("pve-configid"), ..S },
@@ -1548,7 +1644,7 @@ const PS17: &[Sub] = &[
     Sub { name: "expose-xattr", ty: Ty::Bool, optional: true, ..S },
 ];
 
-const PS18: &[Sub] = &[
+const PS19: &[Sub] = &[
     Sub { name: "enabled", ty: Ty::Bool, default_key: true, ..S },
     Sub { name: "freeze-fs", ty: Ty::Bool, optional: true, ..S },
     Sub::alias("freeze-fs-on-backup", "freeze-fs", None),
@@ -1557,7 +1653,7 @@ const PS18: &[Sub] = &[
     Sub { name: "type", optional: true, enums: &["virtio", "isa"], ..S },
 ];
 
-const PS19: &[Sub] = &[
+const PS20: &[Sub] = &[
     Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
@@ -1605,7 +1701,7 @@ const PS19: &[Sub] = &[
     Sub { name: "wwn", optional: true, ..S },
 ];
 
-const PS20: &[Sub] = &[
+const PS21: &[Sub] = &[
     Sub { name: "aw-bits", ty: Ty::Num, optional: true, min: Some(32.0), max: Some(64.0), ..S },
     Sub { name: "enable-s3", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "enable-s4", ty: Ty::Bool, optional: true, ..S },
@@ -1613,7 +1709,7 @@ const PS20: &[Sub] = &[
     Sub { name: "viommu", optional: true, enums: &["intel", "virtio"], ..S },
 ];
 
-const PS21: &[Sub] = &[
+const PS22: &[Sub] = &[
     Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
@@ -1660,7 +1756,7 @@ const PS21: &[Sub] = &[
     Sub { name: "wwn", optional: true, ..S },
 ];
 
-const PS22: &[Sub] = &[
+const PS23: &[Sub] = &[
     Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
@@ -1713,7 +1809,7 @@ const PS22: &[Sub] = &[
     Sub { name: "wwn", optional: true, ..S },
 ];
 
-const PS23: &[Sub] = &[
+const PS24: &[Sub] = &[
     Sub { name: "file", default_key: true, format: Some("pve-volume-id-or-qm-path"), ..S },
     Sub { name: "format", optional: true, enums: &["raw", "qcow2", "vmdk"], ..S },
     Sub { name: "import-from", optional: true, format: Some("pve-volume-id-or-absolute-path"), ..S },
@@ -1722,7 +1818,7 @@ const PS23: &[Sub] = &[
     Sub::alias("volume", "file", None),
 ];
 
-const PS24: &[Sub] = &[
+const PS25: &[Sub] = &[
     Sub { name: "aio", optional: true, enums: &["native", "threads", "io_uring"], ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "bps", ty: Ty::Int, optional: true, ..S },
@@ -1769,7 +1865,7 @@ const PS24: &[Sub] = &[
     Sub { name: "werror", optional: true, enums: &["enospc", "ignore", "report", "stop"], ..S },
 ];
 
-const PS25: &[Sub] = &[
+const PS26: &[Sub] = &[
     Sub { name: "deny-write", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "gid", ty: Ty::Int, optional: true, min: Some(0.0), ..S },
     Sub { name: "mode", optional: true, ..S },
@@ -1777,7 +1873,7 @@ const PS25: &[Sub] = &[
     Sub { name: "uid", ty: Ty::Int, optional: true, min: Some(0.0), ..S },
 ];
 
-const PS26: &[Sub] = &[
+const PS27: &[Sub] = &[
     Sub { name: "force_rw_sys", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "fuse", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "keyctl", ty: Ty::Bool, optional: true, ..S },
@@ -1786,7 +1882,7 @@ const PS26: &[Sub] = &[
     Sub { name: "nesting", ty: Ty::Bool, optional: true, ..S },
 ];
 
-const PS27: &[Sub] = &[
+const PS28: &[Sub] = &[
     Sub { name: "acl", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "mountoptions", optional: true, ..S },
@@ -1799,7 +1895,7 @@ const PS27: &[Sub] = &[
     Sub { name: "volume", default_key: true, format: Some("pve-lxc-mp-string"), ..S },
 ];
 
-const PS28: &[Sub] = &[
+const PS29: &[Sub] = &[
     Sub { name: "bridge", optional: true, ..S },
     Sub { name: "firewall", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "gw", optional: true, format: Some("ipv4"), ..S },
@@ -1816,7 +1912,7 @@ const PS28: &[Sub] = &[
     Sub { name: "type", optional: true, enums: &["veth"], ..S },
 ];
 
-const PS29: &[Sub] = &[
+const PS30: &[Sub] = &[
     Sub { name: "acl", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "mountoptions", optional: true, ..S },
     Sub { name: "quota", ty: Ty::Bool, optional: true, ..S },
@@ -1827,11 +1923,11 @@ const PS29: &[Sub] = &[
     Sub { name: "volume", default_key: true, format: Some("pve-lxc-mp-string"), ..S },
 ];
 
-const PS30: &[Sub] = &[
+const PS31: &[Sub] = &[
     Sub { name: "volume", default_key: true, format: Some("pve-volume-id"), ..S },
 ];
 
-const PS31: &[Sub] = &[
+const PS32: &[Sub] = &[
     Sub { name: "acl", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "backup", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "keepattrs", ty: Ty::Bool, optional: true, ..S },
@@ -1845,7 +1941,7 @@ const PS31: &[Sub] = &[
     Sub { name: "volume", default_key: true, format: Some("pve-lxc-mp-string"), ..S },
 ];
 
-const PS32: &[Sub] = &[
+const PS33: &[Sub] = &[
     Sub { name: "bridge", optional: true, ..S },
     Sub { name: "firewall", ty: Ty::Bool, optional: true, ..S },
     Sub { name: "gw", optional: true, format: Some("ipv4"), ..S },

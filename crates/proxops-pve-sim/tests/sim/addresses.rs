@@ -167,10 +167,7 @@ async fn a_stopped_or_paused_vm_gets_no_answer() {
 fn tokens(cfg: &mut SimConfig, denied: &[&str], allowed: &[&str]) -> (Auth, Auth) {
     let mut auth = Vec::new();
     for (name, privs) in [("denied", denied), ("allowed", allowed)] {
-        let t = ApiToken {
-            id: format!("ops@pve!{name}"),
-            secret: "s".into(),
-        };
+        let t = ApiToken::new(format!("ops@pve!{name}"), "s");
         cfg.extra_tokens.push(t.clone());
         cfg.acl.push(AclEntry {
             principal: t.id.clone(),
@@ -179,6 +176,8 @@ fn tokens(cfg: &mut SimConfig, denied: &[&str], allowed: &[&str]) -> (Auth, Auth
         });
         auth.push(Auth::Header(t.header()));
     }
+    // Both tokens are privilege-separated: their user holds the union.
+    cfg.acl = proxops_pve_sim::acl_with_token_users(std::mem::take(&mut cfg.acl));
     let allowed = auth.pop().unwrap();
     (auth.pop().unwrap(), allowed)
 }

@@ -93,16 +93,13 @@ async fn ticket_login_cookie_and_csrf() {
 #[tokio::test]
 async fn acl_privileges_and_403_wording() {
     let mut cfg = config();
-    let limited = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let limited = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(limited.clone());
     cfg.users.push(User {
-        userid: "ops@pve".into(),
+        userid: "idle@pve".into(),
         password: "pw".into(),
     });
-    cfg.acl = vec![
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/vms/100".into(),
@@ -113,7 +110,7 @@ async fn acl_privileges_and_403_wording() {
             path: "/storage".into(),
             privs: vec!["Datastore.Audit".into()],
         },
-    ];
+    ]);
     let sim = Sim::with(cfg).await;
     sim.create_vm("100", &[]).await;
     sim.create_vm("101", &[]).await;
@@ -155,7 +152,7 @@ async fn acl_privileges_and_403_wording() {
         .send(
             "POST",
             "/access/ticket",
-            &[("username", "ops@pve"), ("password", "pw")],
+            &[("username", "idle@pve"), ("password", "pw")],
             &Auth::None,
         )
         .await
@@ -185,16 +182,13 @@ async fn acl_privileges_and_403_wording() {
 #[tokio::test]
 async fn disk_allocation_needs_datastore_privilege() {
     let mut cfg = config();
-    let t = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let t = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(t.clone());
-    cfg.acl = vec![AclEntry {
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![AclEntry {
         principal: "ops@pve!ci".into(),
         path: "/vms".into(),
         privs: vec!["*".into()],
-    }];
+    }]);
     let sim = Sim::with(cfg).await;
     let ci = Auth::Header(t.header());
     let denied = sim
@@ -221,12 +215,9 @@ async fn disk_allocation_needs_datastore_privilege() {
 #[tokio::test]
 async fn access_permissions_reports_effective_privileges() {
     let mut cfg = config();
-    let limited = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let limited = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(limited.clone());
-    cfg.acl = vec![
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/vms/100".into(),
@@ -237,7 +228,7 @@ async fn access_permissions_reports_effective_privileges() {
             path: "/storage".into(),
             privs: vec!["*".into()],
         },
-    ];
+    ]);
     let sim = Sim::with(cfg).await;
     // The principal token holds everything everywhere.
     let all = sim
@@ -304,23 +295,23 @@ async fn access_permissions_reports_effective_privileges() {
 #[tokio::test]
 async fn the_acl_lists_each_grant_with_its_role() {
     let mut cfg = config();
-    let limited = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let limited = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(limited.clone());
-    cfg.acl = vec![
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/vms/100".into(),
             privs: vec!["VM.PowerMgmt".into(), "VM.Audit".into()],
         },
         AclEntry::admin("admin@pve"),
-    ];
+    ]);
     let sim = Sim::with(cfg).await;
     let acl = sim.get("/access/acl").await.ok();
     let rows = acl.as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{acl}");
+    // The token's grant, the admin's, and the token user's (a privilege-separated token needs
+    // it).
+    assert_eq!(rows.len(), 3, "{acl}");
+    assert_eq!(rows[2]["ugid"], "ops@pve");
     assert_eq!(rows[0]["path"], "/vms/100");
     assert_eq!(rows[0]["type"], "token");
     assert_eq!(rows[0]["ugid"], "ops@pve!ci");
@@ -341,4 +332,64 @@ async fn the_acl_lists_each_grant_with_its_role() {
     let ci = Auth::Header(limited.header());
     let seen = sim.send("GET", "/access/acl", &[], &ci).await.ok();
     assert_eq!(seen, serde_json::json!([]));
+}
+
+// pve-access-control `RPCEnvironment.pm` `permissions` and `$compile_acl_path`: a
+// privilege-separated token holds the intersection of its grants and its user's; one without
+// separation its user's; a token of root@pam what is granted to it.
+#[tokio::test]
+async fn tokens_hold_what_pve_computes_for_them() {
+    let mut cfg = config();
+    let bare = ApiToken::new("ops@pve!bare", "s");
+    let mut shared_privs = ApiToken::new("ops@pve!user", "s");
+    shared_privs.privsep = false;
+    let narrow = ApiToken::new("ops@pve!narrow", "s");
+    let rooted = ApiToken::new("root@pam!narrow", "s");
+    cfg.extra_tokens.extend([
+        bare.clone(),
+        shared_privs.clone(),
+        narrow.clone(),
+        rooted.clone(),
+    ]);
+    let grant = |principal: &str, privs: &[&str]| AclEntry {
+        principal: principal.into(),
+        path: "/vms".into(),
+        privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+    };
+    cfg.acl = vec![
+        grant("ops@pve", &["VM.Audit"]),
+        // More than the user holds: only VM.Audit survives the intersection.
+        grant("ops@pve!narrow", &["VM.Audit", "VM.PowerMgmt"]),
+        grant("root@pam!narrow", &["VM.Audit"]),
+    ];
+    let sim = Sim::with(cfg).await;
+    sim.create_vm("100", &[]).await;
+    let read = |t: &ApiToken| {
+        let (sim, auth) = (&sim, Auth::Header(t.header()));
+        async move {
+            sim.send("GET", "/nodes/pve1/qemu/100/config", &[], &auth)
+                .await
+                .status
+        }
+    };
+    let start = |t: &ApiToken| {
+        let (sim, auth) = (&sim, Auth::Header(t.header()));
+        async move {
+            sim.send("POST", "/nodes/pve1/qemu/100/status/start", &[], &auth)
+                .await
+                .status
+        }
+    };
+    // No grant of its own: nothing, whatever the user holds.
+    assert_eq!(read(&bare).await, 403);
+    assert_eq!(read(&shared_privs).await, 200);
+    assert_eq!(start(&shared_privs).await, 403);
+    assert_eq!(read(&narrow).await, 200);
+    assert_eq!(start(&narrow).await, 403, "the user lacks VM.PowerMgmt");
+    assert_eq!(read(&rooted).await, 200);
+    assert_eq!(
+        start(&rooted).await,
+        403,
+        "root@pam's token holds its own grants"
+    );
 }

@@ -248,10 +248,7 @@ async fn suspend_to_disk_saves_the_state_and_resume_starts_from_it() {
 async fn suspend_to_disk_checks_pci_devices_and_permissions() {
     let mut cfg = config();
     let token = |id: &str, privs: &[&str]| {
-        let t = ApiToken {
-            id: id.into(),
-            secret: "s".into(),
-        };
+        let t = ApiToken::new(id, "s");
         let acl = AclEntry {
             principal: id.into(),
             path: "/vms".into(),
@@ -262,7 +259,7 @@ async fn suspend_to_disk_checks_pci_devices_and_permissions() {
     let (power, power_acl) = token("ops@pve!power", &["VM.PowerMgmt"]);
     let (disk, disk_acl) = token("ops@pve!disk", &["VM.PowerMgmt", "VM.Config.Disk"]);
     cfg.extra_tokens.extend([power.clone(), disk.clone()]);
-    cfg.acl = vec![power_acl, disk_acl];
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![power_acl, disk_acl]);
     let sim = Sim::with(cfg).await;
     running_vm(&sim, &[("scsi0", "local-lvm:4")]).await;
     let suspend = |auth: Auth| {

@@ -125,16 +125,13 @@ async fn raw_hostpci_is_root_only_and_a_mapping_needs_mapping_use() {
     );
     // A token without Mapping.Use on the mapping.
     let mut cfg = config();
-    let ops = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let ops = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(ops.clone());
-    cfg.acl = vec![AclEntry {
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![AclEntry {
         principal: "ops@pve!ci".into(),
         path: "/vms".into(),
         privs: vec!["*".into()],
-    }];
+    }]);
     let limited = Sim::with(cfg).await;
     let denied = limited
         .send(
@@ -200,7 +197,7 @@ async fn args_is_root_only() {
         userid: "admin@pve".into(),
         password: "pw".into(),
     });
-    cfg.acl = vec![AclEntry::admin("admin@pve")];
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![AclEntry::admin("admin@pve")]);
     let other = Sim::with(cfg).await;
     other.create_vm("100", &[]).await;
     let login = other
@@ -257,12 +254,9 @@ async fn limited(privs: &[&str]) -> (Sim, Auth) {
 /// [`limited`] on a given PVE release.
 async fn limited_on(version: PveVersion, privs: &[&str]) -> (Sim, Auth) {
     let mut cfg = config_of(version);
-    let ops = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let ops = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(ops.clone());
-    cfg.acl = vec![
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/vms".into(),
@@ -273,7 +267,7 @@ async fn limited_on(version: PveVersion, privs: &[&str]) -> (Sim, Auth) {
             path: "/storage".into(),
             privs: vec!["*".into()],
         },
-    ];
+    ]);
     let sim = Sim::with(cfg).await;
     sim.h.with_state(|st| {
         st.volumes.push(Volume {
@@ -641,16 +635,13 @@ async fn mappings_are_listed_by_privilege_and_needed_on_the_node_at_start() {
 #[tokio::test]
 async fn storage_rows_of_cluster_resources_need_datastore_audit() {
     let mut cfg = config();
-    let ops = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let ops = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(ops.clone());
-    cfg.acl = vec![AclEntry {
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![AclEntry {
         principal: "ops@pve!ci".into(),
         path: "/storage/local".into(),
         privs: vec!["Datastore.AllocateSpace".into()],
-    }];
+    }]);
     let sim = Sim::with(cfg).await;
     let rows = |auth: Auth| {
         let sim = &sim;
@@ -678,12 +669,9 @@ async fn storage_rows_of_cluster_resources_need_datastore_audit() {
 #[tokio::test]
 async fn bridges_need_sdn_use_in_their_real_zone() {
     let mut cfg = config();
-    let ops = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "s".into(),
-    };
+    let ops = ApiToken::new("ops@pve!ci", "s");
     cfg.extra_tokens.push(ops.clone());
-    cfg.acl = vec![
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/vms".into(),
@@ -699,7 +687,7 @@ async fn bridges_need_sdn_use_in_their_real_zone() {
             path: "/sdn/zones/tenants".into(),
             privs: vec!["SDN.Audit".into()],
         },
-    ];
+    ]);
     let sim = Sim::with(cfg).await;
     sim.h.with_state(|st| {
         st.vnets.insert(

@@ -170,16 +170,13 @@ async fn timeouts_are_retryable() {
 #[tokio::test]
 async fn permanent_errors_are_not_retried() {
     let mut cfg = config();
-    let limited = ApiToken {
-        id: "ops@pve!ci".into(),
-        secret: "limited-secret".into(),
-    };
+    let limited = ApiToken::new("ops@pve!ci", "limited-secret");
     cfg.extra_tokens.push(limited.clone());
-    cfg.acl = vec![AclEntry {
+    cfg.acl = proxops_pve_sim::acl_with_token_users(vec![AclEntry {
         principal: "ops@pve!ci".into(),
         path: "/vms/100".into(),
         privs: vec!["VM.Audit".into()],
-    }];
+    }]);
     let sim = Sim::with(cfg).await;
     let g = sim.create_vm(100, &[]).await;
 
