@@ -1,7 +1,8 @@
 //! Ansible's `community.proxmox` collection (bundled in the `ansible` package that
 //! `scripts/pyenv` pins) against `proxops sim`: `tests/ansible/playbook.yml` runs ordinary tasks
 //! (VM and container create, update, power with restarts, full and linked clones, template,
-//! disks, NICs, snapshots, appliance download, ISO upload and fetch, pools, info modules) and
+//! disks, NICs, snapshots, appliance download, ISO upload and fetch, storages, pools and their
+//! members, users, ACLs, backups, info modules) and
 //! every one succeeds; the dynamic inventory plugin then lists every guest that is not a
 //! template. Ansible runs offline (no Galaxy, its own ANSIBLE_HOME), every run bounded.
 
@@ -147,6 +148,7 @@ fn community_proxmox_playbook_and_inventory_work_against_proxops_sim() {
     play.args(["-i", "localhost,", "-c", "local"])
         .arg(ansible_dir().join("playbook.yml"))
         .env("PROXMOX_PASSWORD", PASSWORD)
+        .env("PROXOPS_TEST_TOKEN", TOKEN)
         .env("UPLOAD_SRC", &iso);
     let out = run_bounded(play, Duration::from_secs(420));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -208,6 +210,39 @@ fn community_proxmox_playbook_and_inventory_work_against_proxops_sim() {
         .find(|v| v["volid"] == "local:iso/upload.iso")
         .unwrap();
     assert_eq!(uploaded["size"], data.len() as u64);
+
+    // Storages, users, ACLs and backups as the access, storage and backup modules left them.
+    let storages: Vec<&str> = st["nodes"][0]["storages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["storage"].as_str())
+        .collect();
+    assert!(storages.contains(&"nas"), "{storages:?}");
+    assert!(!storages.contains(&"scratch"), "removed: {storages:?}");
+    assert!(
+        st["users"].get("ops@pve").is_none(),
+        "the user was removed: {}",
+        st["users"]
+    );
+    let acl = st["acl"].as_array().cloned().unwrap_or_default();
+    assert!(
+        acl.iter().all(|e| e["principal"] != "ops@pve"
+            && !(e["principal"] == "root@pam!ansible" && e["path"] == "/storage/local")),
+        "grants of a deleted user and revoked grants are gone: {acl:?}"
+    );
+    assert!(st["pools"].get("staging").is_none(), "{}", st["pools"]);
+    assert_eq!(
+        st["backup_jobs"]["nightly"]["vmid"], "100",
+        "the clone was added to the job and taken out again: {}",
+        st["backup_jobs"]
+    );
+    assert!(
+        volids
+            .iter()
+            .any(|v| v.starts_with("local:backup/vzdump-qemu-100-")),
+        "no backup of VM 100 in {volids:?}"
+    );
 
     // The dynamic inventory lists every guest that is not a template, in its pool's group.
     let (id, secret) = TOKEN.split_once('=').unwrap();

@@ -169,11 +169,10 @@ pub(crate) fn authenticate(
 
 /// Checks a password login (`POST /access/ticket`).
 pub(crate) fn login(shared: &Shared, username: &str, password: &str) -> bool {
-    shared
-        .config
-        .users
-        .iter()
-        .any(|u| u.userid == username && u.password == password)
+    let st = crate::server::lock(&shared.state);
+    st.users.get(username).is_some_and(|u| {
+        u.enable && u.password_sha256.as_deref() == Some(&crate::state::UserAccount::hash(password))
+    })
 }
 
 fn covers(acl_path: &str, path: &str) -> bool {

@@ -27,6 +27,7 @@
 
 mod api;
 mod auth;
+mod calendar;
 mod config;
 mod dispatch;
 mod error;
@@ -58,7 +59,7 @@ pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs}
 pub use server::{SimHandle, start};
 pub use state::{
     DeclaredStorage, Guest, GuestKind, GuestStats, HaResource, Mapping, Mappings, Node, Pool,
-    Snapshot, State, Stats, Storage, Task, Vnet, Volume,
+    Snapshot, State, Stats, Storage, Task, UserAccount, Vnet, Volume,
 };
 pub use tls::fingerprint;
 pub use version::PveVersion;

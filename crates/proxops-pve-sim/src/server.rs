@@ -104,7 +104,17 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         state.cluster_name = "sim".into();
     }
     state.pve_version = config.pve_version;
-    // The configured grants join those a saved state already holds.
+    // The configured users and grants join those a saved state already holds.
+    for user in &config.users {
+        state
+            .users
+            .entry(user.userid.clone())
+            .or_insert_with(|| crate::state::UserAccount {
+                enable: true,
+                password_sha256: Some(crate::state::UserAccount::hash(&user.password)),
+                ..Default::default()
+            });
+    }
     for entry in &config.acl {
         if !state.acl.contains(entry) {
             state.acl.push(entry.clone());

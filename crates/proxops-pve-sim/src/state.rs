@@ -52,10 +52,48 @@ pub struct State {
     pub backup_jobs: BTreeMap<String, BTreeMap<String, String>>,
     /// HA guests the CRM was asked to migrate and has not moved yet: vmid -> target node.
     pub ha_migrations: BTreeMap<u32, String>,
+    /// The users (`user.cfg` `user:` lines, their passwords as `shadow.cfg` keeps them hashed):
+    /// [`crate::SimConfig::users`] when the simulator starts, then what `POST`, `PUT` and
+    /// `DELETE /access/users` change.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub users: BTreeMap<String, UserAccount>,
     /// The ACL (`user.cfg` `acl:` lines): [`crate::SimConfig::acl`] when the simulator starts,
     /// then what `PUT /access/acl` grants and revokes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub acl: Vec<crate::config::AclEntry>,
+}
+
+/// One user (pve-access-control `user.cfg`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct UserAccount {
+    /// Whether the user may log in (`enable`, PVE's default 1).
+    pub enable: bool,
+    /// Account expiry, seconds since the epoch (0: never).
+    pub expire: u64,
+    /// First name.
+    pub firstname: Option<String>,
+    /// Last name.
+    pub lastname: Option<String>,
+    /// E-mail.
+    pub email: Option<String>,
+    /// Comment.
+    pub comment: Option<String>,
+    /// Two-factor keys (`keys`), as given.
+    pub keys: Option<String>,
+    /// The password's SHA-256, hex (none: the user cannot log in with a password).
+    pub password_sha256: Option<String>,
+}
+
+impl UserAccount {
+    /// The hash a password is kept as.
+    pub fn hash(password: &str) -> String {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(password.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
 }
 
 /// One resource pool (pve-access-control `user.cfg` `pool:` lines).

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::Ctx;
 use crate::auth::{self, Principal};
 use crate::error::ApiError;
+use crate::state::UserAccount;
 
 /// Paths PVE always dumps when no `path` is given (its default ACL tree), besides the ACL's own.
 const TREE: &[&str] = &[
@@ -78,20 +79,21 @@ pub(crate) fn permissions(ctx: &mut Ctx) -> Result<Value, ApiError> {
 
 /// The users PVE would list: `root@pam`, the login users and the owners of the accepted
 /// tokens; and each user's tokens.
-pub(crate) fn known_users(
-    cfg: &crate::SimConfig,
+pub(crate) fn known_users<'c>(
+    cfg: &'c crate::SimConfig,
+    accounts: &std::collections::BTreeMap<String, UserAccount>,
 ) -> (
     std::collections::BTreeSet<String>,
-    std::collections::BTreeMap<String, Vec<&crate::ApiToken>>,
+    std::collections::BTreeMap<String, Vec<&'c crate::ApiToken>>,
 ) {
-    let mut tokens: std::collections::BTreeMap<String, Vec<&crate::ApiToken>> = Default::default();
+    let mut tokens: std::collections::BTreeMap<String, Vec<&'c crate::ApiToken>> =
+        Default::default();
     for t in std::iter::once(&cfg.token).chain(&cfg.extra_tokens) {
         if let Some((user, _)) = t.id.split_once('!') {
             tokens.entry(user.to_owned()).or_default().push(t);
         }
     }
-    let mut ids: std::collections::BTreeSet<String> =
-        cfg.users.iter().map(|u| u.userid.clone()).collect();
+    let mut ids: std::collections::BTreeSet<String> = accounts.keys().cloned().collect();
     ids.insert("root@pam".into());
     ids.extend(tokens.keys().cloned());
     (ids, tokens)
@@ -107,7 +109,8 @@ pub(crate) fn token_row(t: &crate::ApiToken) -> Value {
 /// users and the owners of the accepted tokens, each `enable: 1`; with `full=1` their tokens.
 pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let cfg = &ctx.shared.config;
-    let (ids, tokens) = known_users(cfg);
+    let accounts = ctx.state().users.clone();
+    let (ids, tokens) = known_users(cfg, &accounts);
     let full = ctx.flag("full").unwrap_or(false);
     let rows = ids
         .into_iter()
@@ -117,7 +120,13 @@ pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 || *id == ctx.who().userid
         })
         .map(|id| {
-            let mut row = serde_json::json!({ "userid": id, "enable": 1, "expire": 0 });
+            // A token's owner without an account of its own reads as PVE's defaults.
+            let account = accounts.get(&id).cloned().unwrap_or(UserAccount {
+                enable: true,
+                ..Default::default()
+            });
+            let mut row = super::access_write::user_fields(&account);
+            row["userid"] = Value::from(id.clone());
             if full {
                 let list: Vec<Value> = tokens
                     .get(&id)

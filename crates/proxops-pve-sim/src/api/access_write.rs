@@ -1,6 +1,7 @@
 //! The writes and single reads of `/access` the simulator serves besides the lists:
-//! `PUT /access/acl` (pve-access-control `src/PVE/API2/ACL.pm` `update_acl`) and
-//! `GET /access/users/{userid}` (`src/PVE/API2/User.pm` `read_user`).
+//! `PUT /access/acl` (pve-access-control `src/PVE/API2/ACL.pm` `update_acl`), the users
+//! (`src/PVE/API2/User.pm` `read_user`, `create_user`, `update_user`, `delete_user`) and
+//! `PUT /access/password` (`src/PVE/API2/AccessControl.pm` `change_password`).
 
 use serde_json::{Value, json};
 
@@ -9,6 +10,7 @@ use super::access::{known_users, token_row};
 use crate::config::AclEntry;
 use crate::error::ApiError;
 use crate::schema::split_list;
+use crate::state::UserAccount;
 
 /// `PUT /access/acl`: grants (or with `delete=1` revokes) each role to each user and token on
 /// `path`. The caller needs `check_perm_modify` on the path; what fails under the user.cfg lock
@@ -33,8 +35,8 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
             "ACL update failed: group '{g}' does not exist"
         )));
     }
-    let (known, user_tokens) = known_users(&ctx.shared.config);
     let mut st = ctx.state();
+    let (known, user_tokens) = known_users(&ctx.shared.config, &st.users);
     let version = st.pve_version;
     let builtin = crate::roles::builtin(version);
     let failed = |msg: String| ApiError::fail(format!("ACL update failed: {msg}"));
@@ -97,6 +99,23 @@ fn normalize_path(path: &str) -> Option<String> {
     Some(format!("/{}", parts.join("/")))
 }
 
+/// A user's settings as `GET /access/users` and `GET /access/users/{userid}` show them.
+pub(crate) fn user_fields(u: &UserAccount) -> Value {
+    let mut out = json!({ "enable": u8::from(u.enable), "expire": u.expire });
+    for (key, value) in [
+        ("firstname", &u.firstname),
+        ("lastname", &u.lastname),
+        ("email", &u.email),
+        ("comment", &u.comment),
+        ("keys", &u.keys),
+    ] {
+        if let Some(v) = value {
+            out[key] = json!(v);
+        }
+    }
+    out
+}
+
 /// `GET /access/users/{userid}`: the user's settings and tokens; `no such user ('x')` for an
 /// unknown one. The caller is the user, or holds `User.Modify` or `Sys.Audit` on
 /// `/access/groups` (the `userid-group` check for a user in no group).
@@ -105,7 +124,8 @@ pub(crate) fn read_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
     if ctx.who().userid != userid {
         ctx.require_any("/access/groups", &["User.Modify", "Sys.Audit"])?;
     }
-    let (known, tokens) = known_users(&ctx.shared.config);
+    let st = ctx.state();
+    let (known, tokens) = known_users(&ctx.shared.config, &st.users);
     if !known.contains(&userid) {
         return Err(ApiError::fail(format!("no such user ('{userid}')")));
     }
@@ -118,5 +138,144 @@ pub(crate) fn read_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
         }
         token_map.insert(name, row);
     }
-    Ok(json!({ "enable": 1, "expire": 0, "groups": [], "tokens": token_map }))
+    let account = st.users.get(&userid).cloned().unwrap_or(UserAccount {
+        enable: true,
+        ..Default::default()
+    });
+    let mut out = user_fields(&account);
+    out["groups"] = json!([]);
+    out["tokens"] = Value::Object(token_map);
+    Ok(out)
+}
+
+/// The realm of `user@realm`.
+fn realm_of(userid: &str) -> &str {
+    userid.rsplit_once('@').map_or("", |(_, r)| r)
+}
+
+/// The permissions of a user write (`userid-param` `Realm.AllocateUser` on the user's realm and
+/// `userid-group` `User.Modify` on `/access/groups` for a user in no group).
+fn may_manage(ctx: &Ctx, userid: &str) -> Result<(), ApiError> {
+    ctx.require(
+        &format!("/access/realm/{}", realm_of(userid)),
+        "Realm.AllocateUser",
+    )?;
+    ctx.require("/access/groups", "User.Modify")
+}
+
+/// The optional settings a create or update takes.
+fn apply_fields(ctx: &Ctx, u: &mut UserAccount) {
+    if let Some(e) = ctx.flag("enable") {
+        u.enable = e;
+    }
+    if let Some(x) = ctx.int("expire") {
+        u.expire = u64::try_from(x).unwrap_or(0);
+    }
+    for (key, slot) in [
+        ("firstname", &mut u.firstname),
+        ("lastname", &mut u.lastname),
+        ("email", &mut u.email),
+        ("comment", &mut u.comment),
+        ("keys", &mut u.keys),
+    ] {
+        if let Some(v) = ctx.p(key) {
+            *slot = Some(v.to_owned());
+        }
+    }
+}
+
+/// Groups the simulator has none of: naming one fails as PVE fails for a missing group.
+fn no_groups(ctx: &Ctx) -> Result<(), String> {
+    match ctx
+        .p("groups")
+        .map(split_list)
+        .and_then(|g| g.into_iter().next())
+    {
+        Some(g) => Err(format!("no such group '{g}'")),
+        None => Ok(()),
+    }
+}
+
+/// `POST /access/users` (`User.pm` `create_user`): "create user failed: user 'x' already exists".
+pub(crate) fn create_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let userid = ctx.req("userid")?;
+    may_manage(ctx, &userid)?;
+    let failed = |m: String| ApiError::fail(format!("create user failed: {m}"));
+    let mut st = ctx.state();
+    let (known, _) = known_users(&ctx.shared.config, &st.users);
+    if known.contains(&userid) {
+        return Err(failed(format!("user '{userid}' already exists")));
+    }
+    no_groups(ctx).map_err(failed)?;
+    let mut account = UserAccount {
+        enable: true,
+        password_sha256: ctx.p("password").map(UserAccount::hash),
+        ..Default::default()
+    };
+    apply_fields(ctx, &mut account);
+    st.users.insert(userid, account);
+    Ok(Value::Null)
+}
+
+/// `PUT /access/users/{userid}` (`update_user`).
+pub(crate) fn update_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let userid = ctx.req("userid")?;
+    ctx.require("/access/groups", "User.Modify")?;
+    let failed = |m: String| ApiError::fail(format!("update user failed: {m}"));
+    let mut st = ctx.state();
+    let (known, _) = known_users(&ctx.shared.config, &st.users);
+    if !known.contains(&userid) {
+        return Err(failed(format!("no such user ('{userid}')")));
+    }
+    no_groups(ctx).map_err(failed)?;
+    let mut account = st.users.get(&userid).cloned().unwrap_or(UserAccount {
+        enable: true,
+        ..Default::default()
+    });
+    apply_fields(ctx, &mut account);
+    st.users.insert(userid, account);
+    Ok(Value::Null)
+}
+
+/// `DELETE /access/users/{userid}` (`delete_user`): the user and its ACL entries go (PVE does
+/// not check that it existed).
+pub(crate) fn delete_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let userid = ctx.req("userid")?;
+    may_manage(ctx, &userid)?;
+    let mut st = ctx.state();
+    st.users.remove(&userid);
+    st.acl.retain(|e| e.principal != userid);
+    Ok(Value::Null)
+}
+
+/// `PUT /access/password` (`AccessControl.pm` `change_password`): a user changes their own,
+/// root@pam anyone's; another user needs `Realm.AllocateUser` and `User.Modify`, and never
+/// changes root@pam's or a `pam` user's. Tokens may not call it (`allowtoken => 0`).
+pub(crate) fn change_password(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let userid = ctx.req("userid")?;
+    let password = ctx.req("password")?;
+    let who = ctx.who();
+    if who.tokenid.is_some() {
+        return Err(ApiError::Status(
+            403,
+            "Permission check failed (user != root@pam)".into(),
+        ));
+    }
+    if !who.is_root() && who.userid != userid {
+        may_manage(ctx, &userid)?;
+        if userid == "root@pam" || realm_of(&userid) == "pam" {
+            return Err(ApiError::Status(403, "Permission check failed".into()));
+        }
+    }
+    let mut st = ctx.state();
+    let (known, _) = known_users(&ctx.shared.config, &st.users);
+    if !known.contains(&userid) {
+        return Err(ApiError::fail(format!("no such user ('{userid}')")));
+    }
+    let account = st.users.entry(userid).or_insert(UserAccount {
+        enable: true,
+        ..Default::default()
+    });
+    account.password_sha256 = Some(UserAccount::hash(&password));
+    Ok(Value::Null)
 }

@@ -31,13 +31,26 @@ fn job_json(id: &str, opts: &BTreeMap<String, String>) -> Value {
     out
 }
 
+/// `index`: each job with its `next-run`, computed from now ("vzdump jobs are cluster wide,
+/// there maybe was no local run").
 pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require("/", "Sys.Audit")?;
     let st = ctx.state();
+    let now = i64::try_from(crate::auth::now()).unwrap_or(i64::MAX);
     Ok(Value::Array(
         st.backup_jobs
             .iter()
-            .map(|(id, o)| job_json(id, o))
+            .map(|(id, o)| {
+                let mut job = job_json(id, o);
+                let next = o
+                    .get("schedule")
+                    .and_then(|s| crate::calendar::CalendarEvent::parse(s).ok())
+                    .and_then(|event| event.next_after(now));
+                if let Some(next) = next {
+                    job["next-run"] = json!(next);
+                }
+                job
+            })
             .collect(),
     ))
 }

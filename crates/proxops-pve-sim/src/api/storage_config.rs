@@ -32,6 +32,28 @@ const PLUGINS: &[(&str, &[&str], &[&str], bool)] = &[
     ("pbs", &["server", "datastore"], &["backup"], true),
 ];
 
+/// `DELETE /storage/{storage}` (`delete`): "delete storage failed: storage 'x' does not exist".
+pub(crate) fn delete(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    ctx.require("/storage", "Datastore.Allocate")?;
+    let storeid = ctx.req("storage")?;
+    let mut st = ctx.state();
+    let mut found = false;
+    for n in st.nodes.iter_mut() {
+        let before = n.storages.len();
+        n.storages.retain(|s| s.storage != storeid);
+        found |= n.storages.len() != before;
+    }
+    if !found {
+        return Err(ApiError::fail(format!(
+            "delete storage failed: storage '{storeid}' does not exist"
+        )));
+    }
+    for pool in st.pools.values_mut() {
+        pool.storage.retain(|s| *s != storeid);
+    }
+    Ok(Value::Null)
+}
+
 pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require("/storage", "Datastore.Allocate")?;
     let storeid = ctx.req("storage")?;

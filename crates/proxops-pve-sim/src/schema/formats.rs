@@ -147,6 +147,11 @@ pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
         {
             bad(format!("pool name '{v}' contains invalid characters"))
         }
+        // pve-common `PVE::JSONSchema::pve_verify_calendar_event`.
+        "pve-calendar-event" => match crate::calendar::CalendarEvent::parse(v) {
+            Ok(_) => Ok(()),
+            Err(e) => bad(format!("invalid calendar event '{v}' - {e}")),
+        },
         _ => Ok(()),
     }
 }

@@ -261,3 +261,125 @@ async fn dns_is_written_and_the_qdevice_read_is_empty() {
         serde_json::json!({})
     );
 }
+
+// pve-access-control `User.pm` `create_user`, `update_user`, `delete_user` and
+// `AccessControl.pm` `change_password`.
+#[tokio::test]
+async fn users_are_created_updated_logged_in_and_deleted() {
+    let (sim, ops) = with_ops().await;
+    sim.post(
+        "/access/users",
+        &[
+            ("userid", "dev@pve"),
+            ("password", "first-password"),
+            ("comment", "developer"),
+        ],
+    )
+    .await
+    .ok();
+    let dup = sim
+        .post("/access/users", &[("userid", "dev@pve")])
+        .await
+        .fail(500);
+    assert_eq!(dup, "create user failed: user 'dev@pve' already exists");
+    let login = |password: &'static str| {
+        let sim = &sim;
+        async move {
+            sim.send(
+                "POST",
+                "/access/ticket",
+                &[("username", "dev@pve"), ("password", password)],
+                &Auth::None,
+            )
+            .await
+            .status
+        }
+    };
+    assert_eq!(login("first-password").await, 200);
+    sim.put(
+        "/access/users/dev@pve",
+        &[("lastname", "Doe"), ("comment", "lead")],
+    )
+    .await
+    .ok();
+    let user = sim.get("/access/users/dev@pve").await.ok();
+    assert_eq!(
+        (user["comment"].as_str(), user["lastname"].as_str()),
+        (Some("lead"), Some("Doe"))
+    );
+    let missing = sim
+        .put("/access/users/who@pve", &[("comment", "x")])
+        .await
+        .fail(500);
+    assert_eq!(missing, "update user failed: no such user ('who@pve')");
+    // Tokens may not change passwords (`allowtoken => 0`); root@pam may change anyone's.
+    let token = sim
+        .send(
+            "PUT",
+            "/access/password",
+            &[("userid", "dev@pve"), ("password", "second-password")],
+            &Auth::Header(ops.header()),
+        )
+        .await;
+    assert_eq!(token.status, 403);
+    let root = sim
+        .send(
+            "POST",
+            "/access/ticket",
+            &[("username", "root@pam"), ("password", PASSWORD)],
+            &Auth::None,
+        )
+        .await
+        .ok();
+    let root = Auth::Ticket {
+        ticket: root["ticket"].as_str().unwrap().into(),
+        csrf: Some(root["CSRFPreventionToken"].as_str().unwrap().into()),
+    };
+    sim.send(
+        "PUT",
+        "/access/password",
+        &[("userid", "dev@pve"), ("password", "second-password")],
+        &root,
+    )
+    .await
+    .ok();
+    assert_eq!(login("first-password").await, 401);
+    assert_eq!(login("second-password").await, 200);
+    // Deleting takes the user's grants with it.
+    sim.put(
+        "/access/acl",
+        &[
+            ("path", "/vms"),
+            ("roles", "PVEAuditor"),
+            ("users", "dev@pve"),
+        ],
+    )
+    .await
+    .ok();
+    sim.delete("/access/users/dev@pve", &[]).await.ok();
+    assert_eq!(login("second-password").await, 401);
+    let acl = sim.get("/access/acl").await.ok();
+    assert_eq!(acl, serde_json::json!([]), "{acl}");
+    assert_eq!(
+        sim.get("/access/users/dev@pve").await.fail(500),
+        "no such user ('dev@pve')"
+    );
+}
+
+#[tokio::test]
+async fn a_storage_is_deleted_and_leaves_its_pools() {
+    let sim = Sim::start().await;
+    sim.post(
+        "/storage",
+        &[("storage", "fast"), ("type", "dir"), ("path", "/fast")],
+    )
+    .await
+    .ok();
+    sim.post("/pools", &[("poolid", "lab")]).await.ok();
+    sim.put("/pools/lab", &[("storage", "fast")]).await.ok();
+    sim.delete("/storage/fast", &[]).await.ok();
+    let gone = sim.delete("/storage/fast", &[]).await.fail(500);
+    assert_eq!(gone, "delete storage failed: storage 'fast' does not exist");
+    let lab = sim.get("/pools/lab").await.ok();
+    assert_eq!(lab["members"], serde_json::json!([]), "{lab}");
+}

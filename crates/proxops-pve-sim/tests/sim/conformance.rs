@@ -678,4 +678,21 @@ fn the_docs_list_the_endpoints_served() {
         missing.is_empty() && extra.is_empty(),
         "not listed: {missing:?}; not served: {extra:?}"
     );
+    // The counts the doc and the crate README state are the number served.
+    let readme = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&readme).unwrap();
+    for (what, claim) in [
+        ("doc", format!("serves these {} endpoints", served.len())),
+        ("README", format!("({} method+path pairs", served.len())),
+    ] {
+        let haystack = if what == "doc" { &text } else { &readme };
+        assert!(
+            haystack
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(&claim),
+            "the {what} does not say {claim:?}"
+        );
+    }
 }

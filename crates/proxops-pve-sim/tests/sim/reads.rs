@@ -81,6 +81,34 @@ async fn backup_jobs_cover_guests_and_vzdump_writes_an_archive() {
         (job["vmid"].as_str(), job["enabled"].as_i64()),
         (Some("100"), Some(1))
     );
+    // The index computes each job's next run from now (`Proxmox::RS::CalendarEvent`); a
+    // schedule that is not a calendar event is refused by its format.
+    let jobs = sim.get("/cluster/backup").await.ok();
+    let next = jobs[0]["next-run"].as_i64().expect("next-run");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!(next > now && next <= now + 86_400, "{next} vs {now}");
+    assert_eq!(next % 86_400, 2 * 3600, "02:00 UTC");
+    let bad = sim
+        .post(
+            "/cluster/backup",
+            &[
+                ("id", "weekly"),
+                ("vmid", "101"),
+                ("schedule", "someday 25:00"),
+            ],
+        )
+        .await
+        .errors();
+    assert!(
+        bad["schedule"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid format - invalid calendar event 'someday 25:00'"),
+        "{bad}"
+    );
     let left = sim.get("/cluster/backup-info/not-backed-up").await.ok();
     assert_eq!(left, json!([{ "vmid": 101, "type": "qemu", "name": "db" }]));
     sim.put("/cluster/backup/nightly", &[("enabled", "0")])
