@@ -94,6 +94,15 @@ pub enum Error {
         identities: Vec<String>,
     },
 
+    /// A recipient to encrypt to is not an age X25519 public key.
+    #[error("`{recipient}` is not an age X25519 recipient (`age1...`): {reason}")]
+    BadRecipient {
+        /// The text given.
+        recipient: String,
+        /// Why age refused it.
+        reason: String,
+    },
+
     /// The age-encrypted data key is damaged or not 32 bytes.
     #[error("the encrypted data key for recipient {recipient} is damaged: {reason}")]
     BadDataKey {

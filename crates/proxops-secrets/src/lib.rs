@@ -11,10 +11,13 @@
 //! - [`Document::credentials`] maps a cluster's `secrets` block ([`SecretKeys`]) to
 //!   [`Credentials`]; [`Document::resolve`] resolves `cloud-init.ssh-keys.<name>` and
 //!   `cloud-init.passwords.<name>` references.
+//! - [`encrypt_document`] writes a SOPS file as `sops encrypt` does (age recipients, every
+//!   value sealed, the MAC), and [`generate_identity`] makes a new age key pair: what
+//!   `proxops init` needs to start a repository with its credentials encrypted.
 //! - [`Error`] names each failure (no identity, wrong identity, MAC mismatch, not encrypted,
 //!   missing key, ...) without ever carrying a secret value.
 //!
-//! Only what ProxOps needs of sops is supported: YAML files, age X25519 recipients, one key group.
+//! Only what ProxOps needs of sops is supported, to read and to write: YAML files, age X25519 recipients, one key group.
 //!
 //! Everything but [`Secret`] needs the `sops` feature (on by default): a crate that only passes
 //! secrets around (the PVE client) depends on this one without it, and so without age.
@@ -23,6 +26,8 @@
 mod cipher;
 #[cfg(feature = "sops")]
 mod decrypt;
+#[cfg(feature = "sops")]
+mod encrypt;
 #[cfg(feature = "sops")]
 mod error;
 #[cfg(feature = "sops")]
@@ -39,6 +44,8 @@ mod yaml;
 
 #[cfg(feature = "sops")]
 pub use decrypt::{SopsFile, decrypt_file};
+#[cfg(feature = "sops")]
+pub use encrypt::{NewIdentity, check_recipient, encrypt_document, generate_identity};
 #[cfg(feature = "sops")]
 pub use error::Error;
 #[cfg(feature = "sops")]

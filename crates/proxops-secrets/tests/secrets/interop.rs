@@ -240,3 +240,71 @@ secret:
     let oracle = t.decrypt_json(k.dir.path(), &file, &k.key_file);
     assert!(same(&ours, &oracle), "ours: {ours:#}\nsops: {oracle:#}");
 }
+
+/// What ProxOps writes (`proxops init`), the real `sops` decrypts to the same values, with an
+/// `age-keygen` key as with one ProxOps made, and its MAC checks.
+#[test]
+fn sops_decrypts_what_proxops_encrypts() {
+    let Some(t) = tools() else { return };
+    let k = t.keygen();
+    let made = proxops_secrets::generate_identity();
+    let made_key = k.dir.path().join("made.txt");
+    std::fs::write(
+        &made_key,
+        made.key_file_text("2026-12-06T01:30:00Z").expose(),
+    )
+    .unwrap();
+    let doc = proxops_secrets::Document::new(proxops_secrets::Value::Map(vec![
+        (
+            "secrets".into(),
+            proxops_secrets::Value::Map(vec![
+                ("proxops-user".into(), secret("proxops@pve")),
+                ("proxops-token-id".into(), secret("agent")),
+                (
+                    "proxops-token".into(),
+                    secret("5f1c0b7e-2a4d-4c1e-9d3b-7e8f9a0b1c2d"),
+                ),
+                ("unicode".into(), secret("pässwörd ✓")),
+                ("port".into(), proxops_secrets::Value::Int(8006)),
+                ("enabled".into(), proxops_secrets::Value::Bool(true)),
+            ]),
+        ),
+        (
+            "cloud-init".into(),
+            proxops_secrets::Value::Map(vec![(
+                "ssh-keys".into(),
+                proxops_secrets::Value::Seq(vec![secret("ssh-ed25519 AAAA a@b")]),
+            )]),
+        ),
+    ]));
+    let text = proxops_secrets::encrypt_document(
+        &doc,
+        &[&k.recipient, &made.recipient],
+        "2026-12-06T01:30:00Z",
+    )
+    .unwrap();
+    let file = k.dir.path().join("written.sops.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let want = json!({
+        "secrets": {
+            "proxops-user": "proxops@pve", "proxops-token-id": "agent",
+            "proxops-token": "5f1c0b7e-2a4d-4c1e-9d3b-7e8f9a0b1c2d",
+            "unicode": "pässwörd ✓", "port": 8006, "enabled": true
+        },
+        "cloud-init": {"ssh-keys": ["ssh-ed25519 AAAA a@b"]}
+    });
+    for key in [&k.key_file, &made_key] {
+        let got = t.decrypt_json(k.dir.path(), &file, key);
+        assert!(
+            same(&got, &want),
+            "sops decrypted {got} with {}",
+            key.display()
+        );
+    }
+    let ours = to_json(k.decrypt(&file).unwrap().root());
+    assert!(same(&ours, &want), "{ours}");
+}
+
+fn secret(s: &str) -> proxops_secrets::Value {
+    proxops_secrets::Value::Str(proxops_secrets::Secret::new(s))
+}
