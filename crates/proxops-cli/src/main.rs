@@ -14,8 +14,14 @@ use proxops_model::settings::FlagSettings;
 use std::process::ExitCode;
 
 /// Keeps Proxmox VE clusters in the state a git repository describes.
+// The version names the commit the binary was built from (build.rs).
 #[derive(Debug, Parser)]
-#[command(name = "proxops", version, about, propagate_version = true)]
+#[command(
+    name = "proxops",
+    version = env!("PROXOPS_VERSION"),
+    about,
+    propagate_version = true
+)]
 struct Cli {
     /// Log level on stderr: debug, info, warn or error (default: `log.level` of proxops.yaml,
     /// else warn). `PROXOPS_LOG` (a tracing filter such as `proxops_pve=debug`) overrides it.

@@ -3,6 +3,7 @@
 pub mod adopt;
 pub mod agent_url;
 pub mod apply;
+pub mod completions;
 pub mod converge;
 pub mod demo;
 pub mod diff;
@@ -10,6 +11,7 @@ pub mod doctor;
 pub mod get;
 pub mod graph;
 pub mod lease;
+pub mod man;
 pub mod promote;
 pub mod reconcile;
 pub mod resume;
@@ -49,6 +51,8 @@ pub enum Command {
     Promote(promote::Args),
     Rollback(rollback::Args),
     Adopt(adopt::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 /// Runs a subcommand.
@@ -73,6 +77,8 @@ pub fn run(command: Command) -> Result<ExitCode, CommandError> {
         Command::Promote(args) => promote::run(&args),
         Command::Rollback(args) => rollback::run(&args),
         Command::Adopt(args) => adopt::run(&args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
     }
 }
 
@@ -99,7 +105,9 @@ impl Command {
             | Command::Sim(_)
             | Command::Reconcile(_)
             | Command::Suspend(_)
-            | Command::Resume(_) => None,
+            | Command::Resume(_)
+            | Command::Completions(_)
+            | Command::Man(_) => None,
         }
     }
 

@@ -1,11 +1,12 @@
-//! The proxops-cli test binary: the `proxops` command end to end, on real directories (`demo`
-//! and `secrets` in their own modules, one link for all).
+//! The proxops-cli test binary: the `proxops` command end to end, on real directories (`demo`,
+//! `install` and `secrets` in their own modules, one link for all).
 
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 mod demo;
+mod install;
 mod secrets;
 
 use assert_cmd::Command;
