@@ -24,7 +24,7 @@ fn stdout(o: &Output) -> String {
 
 /// Seeds the simulator's state file from `etc` the way the walk-through does: start
 /// `proxops sim`, wait (bounded) for it to write the state, stop it.
-fn seed(repo: &Path, etc: &Path, state: &Path) {
+pub(crate) fn seed(repo: &Path, etc: &Path, state: &Path) {
     let mut child = Command::new(proxops_bin())
         .args(["sim", "--listen", "127.0.0.1:0", "--state"])
         .arg(state)

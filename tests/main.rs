@@ -10,6 +10,7 @@ mod engine;
 mod examples;
 mod git_http;
 mod honest;
+mod init;
 mod interop;
 mod locks;
 mod migration_refusals;

@@ -240,6 +240,27 @@ impl From<proxops_engine::adopt::AdoptError> for CommandError {
     }
 }
 
+impl From<proxops_engine::init::InitError> for CommandError {
+    fn from(e: proxops_engine::init::InitError) -> Self {
+        use proxops_engine::init::InitError as I;
+        match e {
+            I::Connect(c) => CommandError::from(c),
+            I::Adopt(a) => CommandError::from(a),
+            I::NotEmpty { .. } => CommandError::user(e.to_string())
+                .hint("pass --force to add only the missing files, or choose an empty directory"),
+            I::Invalid { .. } | I::Io { .. } | I::Git { .. } => {
+                let message = e.to_string();
+                CommandError::user(message).with_source(e)
+            }
+            I::Validation(_) => CommandError::config(e.to_string()),
+            _ => {
+                let message = e.to_string();
+                CommandError::internal(message).with_source(e)
+            }
+        }
+    }
+}
+
 impl From<proxops_engine::demo::DemoError> for CommandError {
     fn from(e: proxops_engine::demo::DemoError) -> Self {
         use proxops_engine::demo::DemoError as D;

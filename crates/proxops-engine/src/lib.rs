@@ -61,6 +61,8 @@
 //!   copy of a repository: apply, receipts, drift restored, a prune recorded.
 //! - `agent` (feature `agent`): a pass over every cluster each interval, under a per-cluster
 //!   lease, with an HTTP endpoint for health, metrics, status and control.
+//! - [`init`]: `proxops init`, a new repository for one cluster (credentials encrypted with
+//!   SOPS, validated, optionally adopting the live guests, first commit).
 //! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
 //!   cloud-init references (`ssh-key-refs`, `ci-password-ref`), which plans show redacted.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
@@ -108,6 +110,7 @@ pub mod execute;
 mod failure;
 mod hotplug;
 pub mod identity;
+pub mod init;
 mod lease;
 pub mod plan;
 pub mod planes;

@@ -10,6 +10,7 @@ pub mod diff;
 pub mod doctor;
 pub mod get;
 pub mod graph;
+pub mod init;
 pub mod lease;
 pub mod man;
 pub mod promote;
@@ -51,6 +52,7 @@ pub enum Command {
     Promote(promote::Args),
     Rollback(rollback::Args),
     Adopt(adopt::Args),
+    Init(init::Args),
     Completions(completions::Args),
     Man(man::Args),
 }
@@ -77,6 +79,7 @@ pub fn run(command: Command) -> Result<ExitCode, CommandError> {
         Command::Promote(args) => promote::run(&args),
         Command::Rollback(args) => rollback::run(&args),
         Command::Adopt(args) => adopt::run(&args),
+        Command::Init(args) => init::run(&args),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),
     }
@@ -96,6 +99,7 @@ impl Command {
             Command::Status(a) => a.planes.repo.dir.as_deref(),
             Command::Doctor(a) => a.live.repo.dir.as_deref(),
             Command::Adopt(a) => a.repo.dir.as_deref(),
+            Command::Init(a) => a.dir.as_deref(),
             Command::Lease(a) => a.planes.repo.dir.as_deref(),
             Command::Promote(a) => a.planes.repo.dir.as_deref(),
             Command::Rollback(a) => a.planes.repo.dir.as_deref(),
