@@ -1,5 +1,5 @@
 //! Control: suspend, resume, reconcile now, drift mode report, the change gate, and the
-//! example agent configuration.
+//! Debian package's agent configuration and unit.
 
 use super::support::*;
 use crate::support::{example, git, proxops_bin};
@@ -185,38 +185,75 @@ fn a_gated_cluster_is_reconciled_from_its_live_desired_head_until_the_candidate_
     assert_eq!(memory_of(&state, 100), "3072");
 }
 
+/// The text of `packaging/debian/<name>`: the Debian package's unit and conffiles.
+fn packaged(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../packaging/debian")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `text` with its commented-out settings turned on: a line whose `#` is followed by YAML
+/// (`#webhooks:`, `#  github:`) loses that `#`; notes (`# The ...`) stay comments.
+fn uncommented(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let indent = line.len() - line.trim_start().len();
+            let rest = &line[indent..];
+            match rest.strip_prefix('#') {
+                Some(after)
+                    if after.starts_with("  ")
+                        || after.starts_with(|c: char| !c.is_whitespace() && c != '#') =>
+                {
+                    format!("{}{after}\n", &line[..indent])
+                }
+                _ => format!("{line}\n"),
+            }
+        })
+        .collect()
+}
+
 #[test]
-fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() {
-    let dir = example("agent");
-    let source = proxops_model::FsSource::new(&dir).unwrap();
-    let (config, diagnostics) = proxops_model::read_config_file(&source, "proxops-agent.yaml");
+fn the_packaged_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = packaged("agent.yaml");
+    std::fs::write(dir.path().join("agent.yaml"), &yaml).unwrap();
+    std::fs::write(dir.path().join("all.yaml"), uncommented(&yaml)).unwrap();
+    let source = proxops_model::FsSource::new(dir.path()).unwrap();
+
+    // As installed: a repository to follow, the unit's state directory, the control token the
+    // package makes, and nothing that needs a secret the admin has not given yet.
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     let config = config.unwrap();
     assert!(config.git.and_then(|g| g.url).is_some());
-    assert!(config.data_dir.is_some());
-    // The control API's token is configured, by file.
+    assert_eq!(config.data_dir.as_deref(), Some("/var/lib/proxops"));
     let agent = config.agent.clone().unwrap();
     assert_eq!(
         agent.token_file.as_deref(),
         Some("/etc/proxops/agent.token")
     );
-    // A GitHub receiver, and a webhook and a Slack sink whose secrets the environment file
-    // shows how to give.
+    assert!(agent.webhooks.is_none());
+    assert!(config.notifications.is_none());
+
+    // Its commented-out settings, turned on: a GitHub receiver, and a webhook and a Slack sink
+    // whose secrets agent.env shows how to give.
+    let (config, diagnostics) = proxops_model::read_config_file(&source, "all.yaml");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let config = config.unwrap();
+    let agent = config.agent.clone().unwrap();
     assert!(agent.webhooks.and_then(|w| w.github).is_some());
     let sinks = config.notifications.clone().unwrap();
     let kinds: Vec<&str> = sinks.iter().map(|s| s.kind.name()).collect();
     assert_eq!(kinds, ["webhook", "slack"]);
-    let env = std::fs::read_to_string(dir.join("proxops-agent.env")).unwrap();
+    let env = packaged("agent.env");
     for sink in &sinks {
         for source in [&sink.url, &sink.token, &sink.signing_secret]
             .into_iter()
             .flatten()
         {
             let var = source.env.as_deref().unwrap();
-            assert!(
-                env.contains(&format!("{var}=")),
-                "proxops-agent.env has no {var}"
-            );
+            assert!(env.contains(&format!("{var}=")), "agent.env has no {var}");
         }
     }
     // The unit's comments say how to use it with the commands' real flags.
@@ -234,16 +271,24 @@ fn the_example_agent_configuration_reads_cleanly_and_the_unit_uses_real_flags() 
         }
     }
 
-    let unit = std::fs::read_to_string(dir.join("proxops-agent.service")).unwrap();
-    let exec = unit
-        .lines()
-        .find_map(|l| l.strip_prefix("ExecStart="))
-        .unwrap();
-    let words: Vec<&str> = exec.split_whitespace().collect();
-    assert!(
-        words[0].ends_with("/proxops") && words[1] == "run",
-        "{exec}"
+    // The unit runs the installed binary on the installed files, as the user the package makes,
+    // in the state directory agent.yaml names.
+    let unit = packaged("proxops.service");
+    let setting = |key: &str| {
+        unit.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("proxops.service has no {key}"))
+            .to_owned()
+    };
+    assert_eq!(
+        setting("ExecStart"),
+        "/usr/bin/proxops run --config /etc/proxops/agent.yaml --log-format json"
     );
+    assert_eq!(setting("EnvironmentFile"), "-/etc/proxops/agent.env");
+    assert_eq!(setting("User"), "proxops");
+    assert_eq!(setting("StateDirectory"), "proxops");
+    let exec = setting("ExecStart");
+    let words: Vec<&str> = exec.split_whitespace().collect();
     let help = Command::new(proxops_bin())
         .args(["run", "--help"])
         .output()

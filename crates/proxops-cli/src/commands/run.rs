@@ -50,7 +50,7 @@ const GIT_TOKEN_ENV: &str = "PROXOPS_GIT_TOKEN";
 /// that no web page can steer the agent.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An agent configuration file (the `proxops.yaml` shape; see examples/agent).
+    /// An agent configuration file (the `proxops.yaml` shape; see packaging/debian/agent.yaml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The repository, a local git work tree (default: `git.path`, else the one holding the
