@@ -65,6 +65,8 @@
 //!   SOPS, validated, optionally adopting the live guests, first commit).
 //! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
 //!   cloud-init references (`ssh-key-refs`, `ci-password-ref`), which plans show redacted.
+//! - [`verify`]: `proxops verify`, live PVE against what the planes say was reconciled (only
+//!   reads): in sync, drifted (the owned keys that differ), missing, or not verified.
 //! - [`privileges`]: the PVE privileges and ACL paths the planner's reads and each planned action
 //!   need (what `proxops doctor` checks a token against).
 //!
@@ -119,6 +121,7 @@ pub mod privileges;
 pub mod reconcile;
 pub mod refusals;
 pub mod secrets;
+pub mod verify;
 
 pub use adopt::{
     AdoptContext, AdoptError, AdoptRefusal, AdoptReport, Adopted, LiveGuest,

@@ -23,6 +23,7 @@ pub mod sim;
 pub mod status;
 pub mod suspend;
 pub mod validate;
+pub mod verify;
 
 use crate::error::CommandError;
 use std::path::Path;
@@ -42,6 +43,7 @@ pub enum Command {
     Converge(converge::Args),
     Get(get::Args),
     Status(status::Args),
+    Verify(verify::Args),
     Demo(demo::Args),
     Doctor(doctor::Args),
     Run(run::Args),
@@ -71,6 +73,7 @@ pub fn run(command: Command) -> Result<ExitCode, CommandError> {
         Command::Converge(args) => converge::run(&args),
         Command::Get(args) => get::run(&args),
         Command::Status(args) => status::run(&args),
+        Command::Verify(args) => verify::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Reconcile(args) => reconcile::run(&args),
         Command::Suspend(args) => suspend::run(&args),
@@ -97,6 +100,7 @@ impl Command {
             Command::Converge(a) => a.cycle.plan.live.repo.dir.as_deref(),
             Command::Get(a) => a.planes.repo.dir.as_deref(),
             Command::Status(a) => a.planes.repo.dir.as_deref(),
+            Command::Verify(a) => a.planes.repo.dir.as_deref(),
             Command::Doctor(a) => a.live.repo.dir.as_deref(),
             Command::Adopt(a) => a.repo.dir.as_deref(),
             Command::Init(a) => a.dir.as_deref(),

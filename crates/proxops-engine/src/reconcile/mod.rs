@@ -15,6 +15,7 @@
 mod previous;
 mod run;
 
+pub(crate) use previous::resource_of;
 pub use previous::{Vanished, previous_documents, vanished_clusters};
 
 use crate::backend::{Backend, ConnectError};

@@ -66,7 +66,7 @@ pub fn previous_documents(
 
 /// A desired document as a resource, through the manifest loader (the document is the model's
 /// own serialisation, so it loads as a manifest does).
-fn resource_of(doc: &ResourceDoc, registry: &Registry) -> Option<Arc<Resource>> {
+pub(crate) fn resource_of(doc: &ResourceDoc, registry: &Registry) -> Option<Arc<Resource>> {
     let manifest = serde_json::json!({
         "apiVersion": doc.api_version,
         "kind": doc.kind,

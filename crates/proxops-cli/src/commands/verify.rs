@@ -1,0 +1,192 @@
+//! `proxops verify`.
+
+use crate::commands::get::table;
+use crate::error::CommandError;
+use crate::render::Format as Output;
+use crate::session::{BackendArgs, PlanesReadArgs, load_from, runtime};
+use proxops_engine::verify::{
+    ClusterVerification, VerifyOptions, VerifyReport, VerifyState, verify_cluster,
+};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Check that live PVE is still as reconciled: each resource with a current receipt against its
+/// desired document in the planes. Changes nothing.
+///
+/// Reads the live desired plane (what was reconciled, not the work tree) and the observed
+/// plane, and compares every resource whose receipt is current with live PVE, as `diff` does
+/// (owned keys only): InSync, Drifted (the keys that differ, desired and live values), Missing
+/// (the guest or file is gone). Resources without a current receipt are NotVerified, with why.
+/// Only reads: PVE gets GET requests, no lease is taken, no plane is written; correcting drift
+/// is `apply`'s (or the agent's) job.
+///
+/// Exit status: 0 when nothing drifted; with `--detailed-exitcode` 3 when something drifted or
+/// is missing (1 without it); 1 when a cluster could not be verified; 2 for usage or I/O
+/// problems (with `--detailed-exitcode`: 1).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub planes: PlanesReadArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Output format: `human`, a table and a RESULT line; or `json`, the `VerifyReport`
+    /// document.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+    /// Exit 3 when a resource drifted or is missing, 0 when nothing did, 1 on any error.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+}
+
+/// Runs `proxops verify`. With `--detailed-exitcode` every error exits 1, so that 3 means only
+/// "drift".
+pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+    match verify(args) {
+        Err(e) if args.detailed_exitcode => {
+            e.report();
+            Ok(ExitCode::from(1))
+        }
+        other => other,
+    }
+}
+
+fn verify(args: &Args) -> Result<ExitCode, CommandError> {
+    let dir = args.planes.repo.resolve()?;
+    let store = args.planes.open()?;
+    // The clusters' configurations (endpoint, credentials, plane branches) as committed.
+    let source = store.source(None).map_err(CommandError::from)?;
+    let loaded = load_from(&source, &dir, &args.planes.repo.clusters)?;
+    let options = VerifyOptions::default()
+        .with_registry(Arc::new(loaded.registry.clone()))
+        .with_flags(loaded.flags.clone());
+    let mut names: Vec<String> = loaded
+        .repo
+        .clusters
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    names.sort();
+    let clusters = runtime()?.block_on(async {
+        let mut out = Vec::new();
+        for name in &names {
+            let backend = args.backend.backend(&loaded.dir, name);
+            out.push(
+                verify_cluster(&store, &backend, &loaded.repo, &loaded.dir, name, &options).await,
+            );
+        }
+        out
+    });
+    for c in &clusters {
+        for w in &c.warnings {
+            eprintln!("warning: cluster `{}`: {w}", c.cluster);
+        }
+        for e in &c.errors {
+            eprintln!("error[{}]: cluster {}: {e}", e.code(), c.cluster);
+        }
+    }
+    let report = VerifyReport::new(clusters);
+    let text = match args.output {
+        Output::Json => serde_json::to_string_pretty(&report).map_err(CommandError::from)? + "\n",
+        Output::Human => render(&report),
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(CommandError::output)?;
+    Ok(if report.has_errors() {
+        ExitCode::from(1)
+    } else if report.has_drift() {
+        ExitCode::from(if args.detailed_exitcode { 3 } else { 1 })
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The table (CLUSTER KIND NAME STATE DETAIL) and the RESULT line.
+pub fn render(report: &VerifyReport) -> String {
+    let mut rows = vec![
+        ["CLUSTER", "KIND", "NAME", "STATE", "DETAIL"]
+            .map(str::to_owned)
+            .to_vec(),
+    ];
+    for c in &report.clusters {
+        for r in &c.resources {
+            rows.push(vec![
+                c.cluster.clone(),
+                r.kind.clone(),
+                r.name.clone(),
+                r.state.label().to_owned(),
+                detail(r),
+            ]);
+        }
+    }
+    let mut out = if rows.len() > 1 {
+        table(&rows)
+    } else {
+        "No resources in the desired planes.\n".to_owned()
+    };
+    out.push_str(&result_line(&report.clusters));
+    out
+}
+
+/// What the DETAIL column says: the differences of a drifted resource (`key: desired D, live
+/// L`), else why.
+fn detail(r: &proxops_engine::verify::ResourceVerification) -> String {
+    if r.state == VerifyState::InSync {
+        return "-".to_owned();
+    }
+    if r.differences.is_empty() {
+        return r.reason.clone();
+    }
+    let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".to_owned());
+    r.differences
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: desired {}, live {}",
+                d.key,
+                value(&d.desired),
+                value(&d.live)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `RESULT DRIFT: ...`, `RESULT ERROR: ...` or `RESULT CLEAN: ...`.
+fn result_line(clusters: &[ClusterVerification]) -> String {
+    let drifted: Vec<String> = clusters
+        .iter()
+        .flat_map(|c| {
+            c.drifted().map(move |r| {
+                format!(
+                    "{} {} {}",
+                    c.cluster,
+                    r.subject(),
+                    r.state.label().to_lowercase()
+                )
+            })
+        })
+        .collect();
+    let count = |s: VerifyState| clusters.iter().map(|c| c.count(s)).sum::<usize>();
+    let failed: Vec<&str> = clusters
+        .iter()
+        .filter(|c| !c.errors.is_empty())
+        .map(|c| c.cluster.as_str())
+        .collect();
+    if !drifted.is_empty() {
+        format!("RESULT DRIFT: {}\n", drifted.join(", "))
+    } else if !failed.is_empty() {
+        format!(
+            "RESULT ERROR: not every resource could be verified (cluster {})\n",
+            failed.join(", ")
+        )
+    } else {
+        format!(
+            "RESULT CLEAN: {} in sync, {} not verified\n",
+            count(VerifyState::InSync),
+            count(VerifyState::NotVerified)
+        )
+    }
+}
