@@ -433,6 +433,13 @@ pub struct Guest {
     /// returns as `lxc: [[key, value], ...]` and no API call can set.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub raw_lxc: Vec<(String, String)>,
+    /// The guest OS of a VM runs no QEMU guest agent (none installed, or the OS does not come
+    /// up): with `agent` enabled in the config, PVE answers every agent command with `QEMU
+    /// guest agent is not running` (qemu-server `PVE/QemuServer/Agent.pm`
+    /// `assert_agent_available`, whose `guest-ping` gets no answer). What a test sets to make a
+    /// VM's agent never answer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub agent_missing: bool,
 }
 
 /// One snapshot section of a guest config (pve-guest-common `AbstractConfig`).

@@ -46,6 +46,7 @@ mod types;
 mod upid;
 
 pub use api::interfaces::{GuestAddress, GuestInterface, IpFamily};
+pub use api::snapshots::{SnapshotEntry, SnapshotRequest};
 pub use client::{ClientBuilder, PveClient, WarningSink};
 pub use counters::{Latency, RequestCounters};
 pub use error::{ApiFailure, ErrorClass, ErrorKind, PveError, classify, is_lock_message};

@@ -57,7 +57,8 @@ fn agent_enabled(g: &Guest) -> bool {
 /// `VM.GuestAgent.Audit` for these reads, or `VM.GuestAgent.Unrestricted`; `VM.Monitor`
 /// before). `assert_agent_available` refuses a VM without an `agent` key, then one not
 /// running, then one whose agent does not answer `guest-ping`: a disabled agent has no
-/// channel, a paused VM's does not answer, and a booting guest's not yet
+/// channel, a paused VM's does not answer, a guest OS without one never
+/// ([`crate::Guest::agent_missing`]), and a booting guest's not yet
 /// ([`crate::TaskDurations::agent_start`]).
 fn available(ctx: &Ctx) -> Result<Guest, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
@@ -79,7 +80,7 @@ fn available(ctx: &Ctx) -> Result<Guest, ApiError> {
     if !g.running() {
         return Err(ApiError::fail(format!("VM {vmid} is not running")));
     }
-    if !agent_enabled(g) || g.paused || !interfaces::up(g, wait) {
+    if !agent_enabled(g) || g.paused || g.agent_missing || !interfaces::up(g, wait) {
         return Err(ApiError::fail("QEMU guest agent is not running"));
     }
     Ok(g.clone())

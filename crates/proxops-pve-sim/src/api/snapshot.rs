@@ -56,8 +56,10 @@ pub(crate) fn list(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     Ok(Value::Array(out))
 }
 
-/// Whether every volume of a config can be snapshotted (`has_feature('snapshot')`: thin and
-/// copy-on-write storages, or qcow2 files; not raw files or thick LVM).
+/// Whether every volume of a config can be snapshotted: `PVE::AbstractConfig::has_feature`
+/// (qemu-server `PVE/QemuConfig.pm`: every drive but CD-ROMs and the cloud-init drive;
+/// pve-container `PVE/LXC/Config.pm`: the root and every mount point) asks
+/// pve-storage `PVE/Storage.pm` `volume_has_feature('snapshot', ...)` of each volume.
 fn snapshot_feature(
     st: &State,
     node: &str,
@@ -69,22 +71,71 @@ fn snapshot_feature(
         .filter(|(k, v)| {
             super::disks::is_disk_key(kind, k)
                 && !k.starts_with("unused")
-                && !v.contains("media=cdrom")
+                && !v.split(',').any(|p| p == "media=cdrom")
         })
-        .filter_map(|(_, v)| super::disks::volid_of(v))
-        .all(|volid| {
-            let Some((sid, _)) = volid.split_once(':') else {
-                return true;
-            };
-            let Some(storage) = st.storage(node, sid) else {
-                return false;
-            };
-            match storage.kind.as_str() {
-                "lvmthin" | "zfspool" | "rbd" | "zfs" | "btrfs" => true,
-                "dir" | "nfs" | "cifs" | "glusterfs" => volid.ends_with(".qcow2"),
-                _ => false,
-            }
+        .all(|(_, v)| {
+            let volume = v.split(',').next().unwrap_or_default();
+            let volume = volume
+                .strip_prefix("file=")
+                .or_else(|| volume.strip_prefix("volume="))
+                .unwrap_or(volume);
+            volume_has_snapshots(st, node, volume)
         })
+}
+
+/// pve-storage `PVE/Storage.pm` `volume_has_feature($cfg, 'snapshot', $volid)`: a path (a
+/// passed-through `/dev/...` disk, a container's bind mount) has no storage and no snapshots
+/// (`undef`); a volume asks its storage's plugin's `volume_has_feature`, with the format its
+/// `parse_volname` reads:
+/// - `LvmThinPlugin`, `ZFSPoolPlugin`, `ZFSPlugin` (ZFS over iSCSI), `RBDPlugin`: any volume;
+/// - `BTRFSPlugin`: raw, qcow2 and subvol volumes;
+/// - `Plugin` (dir, nfs, cifs, cephfs, glusterfs) and `LVMPlugin` (thick LVM): qcow2 only (an
+///   LVM volume is qcow2 when PVE 9's `snapshot-as-volume-chain` made it so);
+/// - `ISCSIPlugin`, `ISCSIDirectPlugin`, `PBSPlugin`, `ESXiPlugin`: none.
+pub(crate) fn volume_has_snapshots(st: &State, node: &str, volume: &str) -> bool {
+    let Some((sid, name)) = volume.split_once(':') else {
+        return false;
+    };
+    if volume.starts_with('/') {
+        return false;
+    }
+    let Some(storage) = st.storage(node, sid) else {
+        return false;
+    };
+    let format = if name.ends_with(".qcow2") {
+        "qcow2"
+    } else if name.ends_with(".vmdk") {
+        "vmdk"
+    } else if name.ends_with(".subvol") || name.contains("subvol-") {
+        "subvol"
+    } else {
+        "raw"
+    };
+    match storage.kind.as_str() {
+        "lvmthin" | "zfspool" | "zfs" | "rbd" => true,
+        "btrfs" => matches!(format, "raw" | "qcow2" | "subvol"),
+        "dir" | "nfs" | "cifs" | "cephfs" | "glusterfs" | "lvm" => format == "qcow2",
+        _ => false,
+    }
+}
+
+/// What keeps qemu-server from saving a VM's memory (`PVE/QemuMigrate/Helpers.pm`
+/// `check_non_migratable_resources` with `$state`): SEV or TDX guests and virtiofs shares.
+fn vmstate_blockers(config: &std::collections::BTreeMap<String, String>) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if config.contains_key("amd-sev") {
+        out.push("amd-sev");
+    }
+    if config.contains_key("intel-tdx") {
+        out.push("intel-tdx");
+    }
+    if config.keys().any(|k| {
+        k.strip_prefix("virtiofs")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }) {
+        out.push("virtiofs");
+    }
+    out
 }
 
 /// `POST .../snapshot`: the reserved names refused at once; the rest in the worker, whose first
@@ -109,7 +160,19 @@ pub(crate) fn create(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
     let description = ctx.p("description").unwrap_or_default().to_string();
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
-    guest(&st, kind, &node, vmid)?;
+    let g = guest(&st, kind, &node, vmid)?;
+    // qemu-server `snapshot` checks this before it forks the worker.
+    let blockers = if vmstate {
+        vmstate_blockers(&g.config)
+    } else {
+        Vec::new()
+    };
+    if !blockers.is_empty() {
+        return Err(ApiError::fail(format!(
+            "Cannot live-migrate, snapshot (with RAM), or hibernate a VM with: {}",
+            blockers.join(", ")
+        )));
+    }
     let job = match prepare_snapshot(&mut st, vmid, kind, &name, vmstate) {
         Err(e) => tasks::failed(e),
         Ok((config, state_volume)) => {

@@ -315,3 +315,32 @@ async fn container_interfaces_need_vm_audit() {
     let nics = sim.send("GET", CT, &[], &allowed).await.ok();
     assert_eq!(nics[1]["name"], "eth0");
 }
+
+/// A guest OS without an agent (`Guest::agent_missing`): `agent` enabled, the VM running for
+/// long enough, and still no answer to `ping` or any other command, as when qemu-guest-agent
+/// is not installed or the OS did not come up.
+#[tokio::test]
+async fn a_guest_without_an_agent_never_answers() {
+    let sim = Sim::with(slow_agent(config())).await;
+    vm_with_agent(&sim, "1").await;
+    start(&sim, "qemu", "100").await;
+    let ping = "/nodes/pve1/qemu/100/agent/ping";
+    let answer = sim.post(ping, &[]).await;
+    assert_eq!(answer.fail(500), "QEMU guest agent is not running");
+    tokio::time::sleep(AGENT_START + Duration::from_millis(100)).await;
+    sim.post(ping, &[]).await.ok();
+    sim.h.with_state(|st| {
+        if let Some(g) = st.guests.get_mut(&100) {
+            g.agent_missing = true;
+        }
+    });
+    tokio::time::sleep(AGENT_START + Duration::from_millis(100)).await;
+    assert_eq!(
+        sim.post(ping, &[]).await.fail(500),
+        "QEMU guest agent is not running"
+    );
+    assert_eq!(
+        sim.get(AGENT).await.fail(500),
+        "QEMU guest agent is not running"
+    );
+}

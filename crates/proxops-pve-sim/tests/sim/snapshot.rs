@@ -126,3 +126,85 @@ async fn raw_files_cannot_be_snapshotted_and_qcow2_files_can() {
     )
     .await;
 }
+
+/// pve-storage `PVE/Storage.pm` `volume_has_feature`: a path has no storage, so a VM with a
+/// passed-through disk or a container with a bind mount cannot be snapshotted at all; thick LVM
+/// has snapshots for qcow2 volumes only (PVE 9's volume chains), btrfs for raw volumes too.
+#[tokio::test]
+async fn paths_and_thick_lvm_cannot_be_snapshotted() {
+    let sim = Sim::start().await;
+    sim.h.with_state(|st| {
+        if let Some(n) = st.nodes.first_mut() {
+            for (name, kind) in [("thick", "lvm"), ("cow", "btrfs")] {
+                n.storages.push(proxops_pve_sim::Storage {
+                    storage: name.into(),
+                    kind: kind.into(),
+                    content: vec!["images".into(), "rootdir".into()],
+                    ..proxops_pve_sim::Storage::default()
+                });
+            }
+        }
+    });
+    sim.create_vm("101", &[("scsi0", "local-lvm:1")]).await;
+    sim.h.with_state(|st| {
+        if let Some(g) = st.guests.get_mut(&101) {
+            g.config
+                .insert("scsi1".into(), "/dev/disk/by-id/ata-disk1,size=1G".into());
+        }
+    });
+    let s = &sim;
+    let exit = |path: &'static str| async move {
+        let upid = s.post(path, &[("snapname", "s1")]).await.ok();
+        s.wait(&upid).await["exitstatus"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(
+        exit("/nodes/pve1/qemu/101/snapshot").await,
+        "snapshot feature is not available"
+    );
+    sim.create_vm("102", &[("scsi0", "thick:1")]).await;
+    assert_eq!(
+        exit("/nodes/pve1/qemu/102/snapshot").await,
+        "snapshot feature is not available"
+    );
+    sim.create_vm("103", &[("scsi0", "cow:1,format=raw")]).await;
+    assert_eq!(exit("/nodes/pve1/qemu/103/snapshot").await, "OK");
+    // A CD-ROM and the cloud-init drive are left out (`drive_is_cdrom`).
+    sim.create_vm(
+        "104",
+        &[("scsi0", "local-lvm:1"), ("ide2", "none,media=cdrom")],
+    )
+    .await;
+    assert_eq!(exit("/nodes/pve1/qemu/104/snapshot").await, "OK");
+}
+
+/// qemu-server `snapshot`: `check_non_migratable_resources` refuses saving the memory of a
+/// VM with SEV, TDX or virtiofs before it forks; without `vmstate` the snapshot is taken.
+#[tokio::test]
+async fn memory_of_a_sev_guest_is_not_saved() {
+    let sim = Sim::start().await;
+    sim.create_vm("105", &[("scsi0", "local-lvm:1")]).await;
+    sim.h.with_state(|st| {
+        if let Some(g) = st.guests.get_mut(&105) {
+            g.config.insert("amd-sev".into(), "type=std".into());
+        }
+    });
+    let refused = sim
+        .post(
+            "/nodes/pve1/qemu/105/snapshot",
+            &[("snapname", "s1"), ("vmstate", "1")],
+        )
+        .await
+        .fail(500);
+    assert_eq!(
+        refused,
+        "Cannot live-migrate, snapshot (with RAM), or hibernate a VM with: amd-sev"
+    );
+    let upid = sim
+        .post("/nodes/pve1/qemu/105/snapshot", &[("snapname", "s1")])
+        .await
+        .ok();
+    sim.wait_ok(&upid).await;
+}

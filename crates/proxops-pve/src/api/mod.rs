@@ -1,10 +1,11 @@
 //! The typed endpoints, as methods of [`crate::PveClient`]: cluster-wide reads ([`cluster`]),
-//! guest lifecycle and config ([`guest`]), a running guest's addresses ([`interfaces`]), HA resources and migration ([`ha`]), storage content and downloads ([`storage`]).
+//! guest lifecycle and config ([`guest`]), a running guest's addresses ([`interfaces`]), HA resources and migration ([`ha`]), snapshots and the guest agent's ping ([`snapshots`]), storage content and downloads ([`storage`]).
 
 pub mod cluster;
 pub mod guest;
 pub mod ha;
 pub mod interfaces;
+pub mod snapshots;
 pub mod storage;
 
 use crate::error::PveError;
