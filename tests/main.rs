@@ -23,4 +23,5 @@ mod references_prop;
 mod safety;
 mod stacks;
 mod support;
+mod verify;
 mod waits;
