@@ -6,6 +6,7 @@ mod addresses;
 mod adopt;
 mod agent;
 mod ansible;
+mod delete;
 mod engine;
 mod examples;
 mod git_http;

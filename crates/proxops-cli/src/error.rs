@@ -199,7 +199,8 @@ impl From<proxops_store::StoreError> for CommandError {
             | S::PromotionNotAllowed { .. }
             | S::NotReconciled { .. }
             | S::NotAncestor { .. }
-            | S::NeverClean { .. } => ErrorKind::Refused,
+            | S::NeverClean { .. }
+            | S::StaleUid { .. } => ErrorKind::Refused,
             S::Reference { .. } => ErrorKind::Config,
             // `git push`/`git fetch` against a remote.
             S::GitCli { .. } => ErrorKind::Unreachable,

@@ -74,6 +74,10 @@ pub struct PlanOptions {
     /// name. `None`: the planes are not recorded; removed keys cannot be proven ours and are
     /// reported, never removed. A resource missing from the map is new to the planes.
     pub previous: Option<BTreeMap<ResourceKey, Arc<Resource>>>,
+    /// Resources `proxops delete` marked, with the reason given
+    /// ([`crate::planes::deleting`]): left out of the graph, their guests are pruned, and the
+    /// prune says why.
+    pub marked: BTreeMap<ResourceKey, Option<String>>,
     /// Whether a running guest declared `state: started` may be restarted (shut down, then
     /// started) for a change PVE applies only at the next start (default). When not, such a
     /// change is reported as an anomaly, "pending until restart", and the cluster is stuck.
@@ -90,6 +94,7 @@ impl Default for PlanOptions {
             drivers: Arc::new(Drivers::builtin()),
             suspended: BTreeMap::new(),
             waiting: BTreeMap::new(),
+            marked: BTreeMap::new(),
             refused: BTreeMap::new(),
             secrets: None,
             previous: None,
@@ -1044,18 +1049,6 @@ impl Planner<'_> {
             && !d.template
             && !to_template
             && !found.is_converged();
-        let mut stopped = None;
-        if stop_first {
-            let guest = live.guest_ref();
-            stopped = Some(self.push(
-                step,
-                (&d.node, Some(d.vmid)),
-                Verb::Stop,
-                "is running".into(),
-                Op::Stop { guest },
-                &[],
-            ));
-        }
         let running = running && !stop_first;
         if running
             && found.needs_restart()
@@ -1108,6 +1101,44 @@ impl Planner<'_> {
         {
             return self.block(step, why, true);
         }
+        // A disruptive update of a guest whose `update-policy` asks for snapshots: between a
+        // snapshot and a check (`crate::guard`), or not at all when PVE could not snapshot it
+        // or the same desired document was rolled back before.
+        let guard = match claim {
+            Claim::Own | Claim::Renamed(_) if !to_template => {
+                match self.guard_plan(step, &d, &found, config, running) {
+                    Ok(g) => g,
+                    Err((why, anomaly)) => return self.block(step, why, anomaly),
+                }
+            }
+            _ => None,
+        };
+        let mut stopped = None;
+        if stop_first {
+            let guest = live.guest_ref();
+            stopped = Some(self.push(
+                step,
+                (&d.node, Some(d.vmid)),
+                Verb::Stop,
+                "is running".into(),
+                Op::Stop { guest },
+                &[],
+            ));
+        }
+        let snapshot = guard.as_ref().map(|g| {
+            let after: Vec<usize> = stopped.into_iter().collect();
+            self.push(
+                step,
+                (&d.node, Some(d.vmid)),
+                Verb::Snapshot,
+                g.reason.clone(),
+                Op::Snapshot {
+                    guard: g.guard.clone(),
+                    vmstate: g.vmstate,
+                },
+                &after,
+            )
+        });
         if !found.is_converged() {
             let restart = found.needs_restart() && running;
             let mut keys: Vec<&str> = found.changes.iter().map(|c| c.key.as_str()).collect();
@@ -1122,7 +1153,7 @@ impl Planner<'_> {
                     removed.join(", ")
                 ),
             };
-            let (verb, reason) = match &claim {
+            let (verb, mut reason) = match &claim {
                 Claim::Own => (Verb::Update, changed),
                 Claim::Adopt => (
                     Verb::Adopt,
@@ -1139,6 +1170,12 @@ impl Planner<'_> {
                     ),
                 ),
             };
+            if let Some(g) = &guard {
+                reason.push_str(&format!(
+                    "; rolled back to `{}` if it fails",
+                    g.guard.snapshot
+                ));
+            }
             let (node, vmid) = (d.node.clone(), d.vmid);
             let op = Op::Update {
                 desired: Box::new(d.clone()),
@@ -1147,8 +1184,9 @@ impl Planner<'_> {
                 resizes: found.resizes,
                 digest: config.digest.clone(),
                 restart,
+                guard: guard.as_ref().map(|g| g.guard.clone()),
             };
-            let after: Vec<usize> = stopped.into_iter().collect();
+            let after: Vec<usize> = stopped.into_iter().chain(snapshot).collect();
             update = Some(self.push(step, (&node, Some(vmid)), verb, reason, op, &after));
         }
         let after: Vec<usize> = update.into_iter().collect();
@@ -1173,18 +1211,29 @@ impl Planner<'_> {
         }
         // An HA guest's power is its HA state: set through its HA resource, never directly.
         if self.ha_step(step, &d, live, before, &after) {
+            if let Some(g) = guard {
+                self.guard_after(step, &d, g, running, update);
+            }
             return;
         }
+        let mut last = update;
         match d.power {
             Some(PowerState::Started) if !running => {
-                self.push(
+                let op = match &guard {
+                    Some(g) => Op::GuardedStart {
+                        guest,
+                        guard: g.guard.clone(),
+                    },
+                    None => Op::Start { guest },
+                };
+                last = Some(self.push(
                     step,
                     (&d.node, Some(d.vmid)),
                     Verb::Start,
                     format!("is {}", live.status),
-                    Op::Start { guest },
+                    op,
                     &after,
-                );
+                ));
             }
             Some(PowerState::Stopped) if running && stopped.is_none() => {
                 self.push(
@@ -1197,6 +1246,10 @@ impl Planner<'_> {
                 );
             }
             _ => {}
+        }
+        if let Some(g) = guard {
+            let runs = running || matches!(d.power, Some(PowerState::Started));
+            self.guard_after(step, &d, g, runs, last);
         }
     }
 
@@ -1330,6 +1383,9 @@ impl Planner<'_> {
         } else {
             options.prune_budget.saturating_sub(options.prunes_used) as usize
         };
+        // A template goes only after the guests pruned with it: a linked clone's disks rest
+        // on its base volumes (PVE refuses to remove them), and a clone is its dependant.
+        let mut guest_deletes = Vec::new();
         for (live, subject) in candidates {
             let defer = |reason: String| Skipped {
                 subject: format!("{subject} (vmid {})", live.vmid),
@@ -1362,6 +1418,12 @@ impl Planner<'_> {
                 let reason = prune_reason(&subject, self.cx.cluster, options, budget);
                 let (kind, name) = subject.split_once('/').unwrap_or(("", &subject));
                 let id = self.plan.actions.len();
+                let after = if live.template {
+                    guest_deletes.clone()
+                } else {
+                    guest_deletes.push(id);
+                    Vec::new()
+                };
                 self.plan.actions.push(Action {
                     id,
                     level: None,
@@ -1374,7 +1436,7 @@ impl Planner<'_> {
                     changes: Vec::new(),
                     resizes: Vec::new(),
                     restart: false,
-                    after: Vec::new(),
+                    after,
                     op: Op::Delete {
                         guest: live.guest_ref(),
                         running: live.status == "running",
@@ -1393,8 +1455,17 @@ impl Planner<'_> {
 /// fits the run's budget (`left` prunes remain after it).
 fn prune_reason(subject: &str, cluster: &str, options: &PlanOptions, left: usize) -> String {
     let (kind, name) = subject.split_once('/').unwrap_or(("", subject));
+    let key = ResourceKey {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    };
+    let why = match options.marked.get(&key) {
+        Some(Some(reason)) => format!("marked for deletion with `proxops delete` ({reason})"),
+        Some(None) => "marked for deletion with `proxops delete`".to_owned(),
+        None => "no longer declared".to_owned(),
+    };
     let ours = format!(
-        "no longer declared; ours by its tags `{OWNER_TAG}` and `{}`",
+        "{why}; ours by its tags `{OWNER_TAG}` and `{}`",
         identity_tag(cluster, kind, name)
     );
     if options.prune_budget == 0 {

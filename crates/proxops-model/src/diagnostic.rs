@@ -161,6 +161,9 @@ codes! {
     /// A reference expression that can never resolve here: `fromPromotion` in a cluster with
     /// no promotion record. An error that refuses only its resource.
     ReferenceUnresolvable => "proxops::reference::unresolvable",
+    /// A resource `proxops delete` marked is still listed by its cluster's composition (a
+    /// warning: it stays deleted until the manifest leaves the composition).
+    DeletedStillComposed => "proxops::delete::still_composed",
 }
 
 impl fmt::Display for Code {

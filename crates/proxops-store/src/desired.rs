@@ -568,12 +568,16 @@ impl Store {
             files.insert(PROMOTION_PATH.to_owned(), *id);
         }
 
-        // Pending intents, minus those whose teardown was observed.
+        // Pending intents, minus those whose teardown was observed. A deletion asked for with
+        // `proxops delete` stays while its manifest is still composed, torn down or not: it
+        // keeps the manifest from being published (and the guest created) again.
+        let composed: BTreeSet<ResourceKey> = cluster.resources.iter().map(|r| r.key()).collect();
         let mut pending: BTreeMap<ResourceKey, DeletionEntry> = BTreeMap::new();
         if let Some(prev) = &previous {
             for (key, entry) in &prev.deletions {
                 let subject = &entry.intent.spec.subject;
-                if torn_down.contains(&(key.clone(), subject.uid.clone())) {
+                let held = entry.intent.spec.requested.is_some() && composed.contains(key);
+                if !held && torn_down.contains(&(key.clone(), subject.uid.clone())) {
                     changes.finalized.push(key.clone());
                 } else {
                     pending.insert(key.clone(), entry.clone());
@@ -631,6 +635,12 @@ impl Store {
         };
         for resource in &cluster.resources {
             present.insert(resource.key());
+            if pending
+                .get(&resource.key())
+                .is_some_and(|e| e.intent.spec.requested.is_some())
+            {
+                continue;
+            }
             if resource.unresolved() {
                 unresolved.push(resource);
                 continue;
@@ -669,7 +679,7 @@ impl Store {
                 if present.contains(key) {
                     continue;
                 }
-                let (path, blob) = deletion_intent(repo, prev, key, entry, source_revision)?;
+                let (path, blob) = deletion_intent(repo, prev, key, entry, source_revision, None)?;
                 files.insert(path, blob);
                 changes.deleting.push(key.clone());
             }
@@ -758,6 +768,7 @@ pub(crate) fn deletion_intent(
     key: &ResourceKey,
     entry: &DesiredEntry,
     source_revision: ObjectId,
+    requested: Option<docs::DeletionRequest>,
 ) -> Result<(String, ObjectId)> {
     let intent = DeletionIntent {
         api_version: API_VERSION.to_owned(),
@@ -777,6 +788,7 @@ pub(crate) fn deletion_intent(
                 revision: hex(prev.revision()),
             },
             source_revision: hex(source_revision),
+            requested,
         },
     };
     let blob = git::write_blob(repo, &canonical_bytes(&intent)?)?;

@@ -320,8 +320,29 @@ pub struct DeletionSpec {
     pub pve_identity: BTreeMap<String, Value>,
     /// The last desired document of the resource.
     pub last_desired: DesiredPin,
-    /// The source revision whose publication removed it.
+    /// The source revision whose publication removed it (for a requested deletion: the source
+    /// revision of the desired head it was requested on).
     pub source_revision: String,
+    /// Set when `proxops delete` asked for it, rather than the manifest leaving the
+    /// composition: the resource is not published again while the intent stands, even though
+    /// its manifest is still composed, and the intent stays after the teardown until the
+    /// manifest leaves the composition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<DeletionRequest>,
+}
+
+/// Who asked for a deletion and why (`proxops delete`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionRequest {
+    /// The tool that recorded it (`proxops delete`).
+    pub by: String,
+    /// The reason given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The Stack whose deletion marked this resource (one of its projected resources).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
 }
 
 /// The record of a promotion (`promotion.yaml` at the desired tree root): which source

@@ -127,6 +127,21 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// `proxops delete` was given a UID that is not the resource's current one: it changed
+    /// since the user looked (a new incarnation).
+    #[error(
+        "{resource} of `{cluster}` is incarnation {actual} now, not {expected}: look again (`proxops get`) before deleting it"
+    )]
+    StaleUid {
+        /// The cluster.
+        cluster: String,
+        /// `Kind/name`.
+        resource: String,
+        /// The UID given.
+        expected: String,
+        /// The UID in the desired plane.
+        actual: String,
+    },
     /// A rollback target is not a strict ancestor of the desired head.
     #[error("revision {revision} is not an ancestor of the desired head {head} of `{cluster}`")]
     NotAncestor {
@@ -172,6 +187,7 @@ impl StoreError {
             StoreError::PromotionNotAllowed { .. } => "proxops::promotion::not_allowed",
             StoreError::NotReconciled { .. } => "proxops::promotion::not_reconciled",
             StoreError::Reference { .. } => "proxops::reference::unresolvable",
+            StoreError::StaleUid { .. } => "proxops::delete::stale_uid",
             StoreError::NotAncestor { .. } => "proxops::rollback::not_ancestor",
             StoreError::NeverClean { .. } => "proxops::rollback::never_clean",
             StoreError::Git(_) => "proxops::store::git",

@@ -18,6 +18,9 @@
 //!   id. Refs move only by compare-and-swap; a lost race is
 //!   [`StoreError::Conflict`], which [`StoreError::is_retryable`] says can be retried.
 //!
+//! - [`deletion`]: [`Store::request_deletion`] records `proxops delete`'s UID-fenced deletion
+//!   intents for resources still composed; publication keeps them out of the plane until
+//!   their teardown is observed and their manifests leave the composition.
 //! - [`lease`]: a per-cluster [`Lease`] (a ref with holder and expiry) keeps two processes from
 //!   reconciling one cluster at once; [`Store::break_lease`] recovers one whose holder is gone.
 //! - Change gates ([`gate`]): with `pullRequest` a desired publication proposes a candidate
@@ -37,6 +40,7 @@
 
 pub(crate) mod build;
 pub mod canonical;
+pub mod deletion;
 pub mod desired;
 pub mod documents;
 pub mod error;

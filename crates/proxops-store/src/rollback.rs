@@ -160,7 +160,8 @@ impl Store {
         let source_revision = target.source_revision.unwrap_or(request.to);
         for (key, entry) in &current.resources {
             if !target.resources.contains_key(key) {
-                let (path, blob) = deletion_intent(&repo, &current, key, entry, source_revision)?;
+                let (path, blob) =
+                    deletion_intent(&repo, &current, key, entry, source_revision, None)?;
                 files.insert(path, blob);
                 changes.deleting.push(key.clone());
             }

@@ -228,13 +228,22 @@ pub fn derive(
         }
         for (key, entry) in &d.deletions {
             let uid = entry.intent.spec.subject.uid.clone();
-            let (state, reason) = if torn_down.contains(&(key.clone(), uid.clone())) {
-                (
+            let requested = entry.intent.spec.requested.is_some();
+            let (state, reason) = match (torn_down.contains(&(key.clone(), uid.clone())), requested)
+            {
+                (true, true) => (
+                    ResourceState::Wait,
+                    "deleted with `proxops delete`; the intent stays until its manifest leaves the composition",
+                ),
+                (true, false) => (
                     ResourceState::Wait,
                     "teardown observed; the next desired publication cleans the intent up",
-                )
-            } else {
-                (ResourceState::Deleting, "deletion intent awaits teardown")
+                ),
+                (false, true) => (
+                    ResourceState::Deleting,
+                    "`proxops delete` asked for it; awaits teardown",
+                ),
+                (false, false) => (ResourceState::Deleting, "deletion intent awaits teardown"),
             };
             resources.push(ResourceView {
                 key: key.clone(),

@@ -5,6 +5,7 @@ pub mod agent_url;
 pub mod apply;
 pub mod completions;
 pub mod converge;
+pub mod delete;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
@@ -53,6 +54,7 @@ pub enum Command {
     Lease(lease::Args),
     Promote(promote::Args),
     Rollback(rollback::Args),
+    Delete(delete::Args),
     Adopt(adopt::Args),
     Init(init::Args),
     Completions(completions::Args),
@@ -81,6 +83,7 @@ pub fn run(command: Command) -> Result<ExitCode, CommandError> {
         Command::Lease(args) => lease::run(&args),
         Command::Promote(args) => promote::run(&args),
         Command::Rollback(args) => rollback::run(&args),
+        Command::Delete(args) => delete::run(&args),
         Command::Adopt(args) => adopt::run(&args),
         Command::Init(args) => init::run(&args),
         Command::Completions(args) => completions::run(&args),
@@ -107,6 +110,7 @@ impl Command {
             Command::Lease(a) => a.planes.repo.dir.as_deref(),
             Command::Promote(a) => a.planes.repo.dir.as_deref(),
             Command::Rollback(a) => a.planes.repo.dir.as_deref(),
+            Command::Delete(a) => a.planes.repo.dir.as_deref(),
             Command::Demo(a) => Some(&a.repo),
             Command::Run(a) => a.repo.as_deref(),
             Command::Schema(_)

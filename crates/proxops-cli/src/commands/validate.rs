@@ -29,6 +29,8 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let store = proxops_store::Store::open(&dir).ok();
     let unresolvable = proxops_engine::planes::unresolvable_promotions(store.as_ref(), &repo);
     repo.diagnostics.extend(unresolvable);
+    let deleted = proxops_engine::planes::deleting::still_composed(store.as_ref(), &repo);
+    repo.diagnostics.extend(deleted);
     let mut out = std::io::stdout().lock();
     let written = match args.output {
         Output::Json => {

@@ -35,6 +35,7 @@ use crate::execute::{CycleReport, Outcome as ActionOutcome};
 use crate::plan::{ClusterPlan, Verb};
 
 pub mod addresses;
+pub mod deleting;
 pub(crate) mod facts;
 mod list;
 mod promotion_check;

@@ -146,6 +146,18 @@ impl Reconciler {
         };
         let mut prior = None;
         let mut reloaded = None;
+        // Without recording the planes, `proxops delete`'s intents still hold: read them from
+        // the live desired head so that nothing deleted on purpose is created again.
+        let mut marked_outside = BTreeMap::new();
+        if planes.is_none()
+            && let Some(store) = &self.store
+        {
+            let reader = Planes::from_config(store.clone(), source.repository, name)
+                .map_err(RunError::Desired)?;
+            if let Some(state) = read_prior(&reader).await? {
+                marked_outside = crate::planes::deleting::requested(&state);
+            }
+        }
         if let Some(planes) = &planes {
             prior = read_prior(planes).await?;
             if !self.options.dry_run {
@@ -228,6 +240,7 @@ impl Reconciler {
                 graph,
                 planes.as_ref(),
                 prior.as_ref(),
+                &marked_outside,
                 republish,
                 stop,
                 run,
@@ -250,6 +263,7 @@ impl Reconciler {
         graph: &Graph,
         planes: Option<&Planes>,
         prior: Option<&Arc<DesiredState>>,
+        marked_outside: &BTreeMap<ResourceKey, Option<String>>,
         republish: Option<(&Repository, ObjectId)>,
         stop: watch::Receiver<bool>,
         run: &mut ClusterRun,
@@ -300,11 +314,35 @@ impl Reconciler {
                 None
             };
             let graph = planned.as_ref().map_or(graph, |p| &p.graph);
+            // `proxops delete`: plan without what it marked, so the prune step tears it down.
+            let marked = match run
+                .desired
+                .as_ref()
+                .map(|d| &*d.state)
+                .or(prior.map(|p| &**p))
+            {
+                Some(state) => crate::planes::deleting::requested(state),
+                None => marked_outside.clone(),
+            };
+            let unmarked;
+            let mut held = Vec::new();
+            let graph = if marked.is_empty() {
+                graph
+            } else {
+                let (g, anomalies) =
+                    crate::planes::deleting::without_marked(&self.registry, graph, &marked)
+                        .map_err(RunError::Invalid)?;
+                held = anomalies;
+                unmarked = g;
+                &unmarked
+            };
             let waiting = planned.as_ref().is_some_and(|p| !p.waits.is_empty());
+            options.marked = marked;
             options.prunes_used = run.deleted;
             options.restarts = self.options.restarts;
             options.previous = previous;
-            let plan = plan_cluster(&conn.client, name, graph, &options).await?;
+            let mut plan = plan_cluster(&conn.client, name, graph, &options).await?;
+            plan.anomalies.extend(held);
             self.emit(&Event::Planned {
                 cycle: n,
                 plan: &plan,
