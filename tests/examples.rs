@@ -190,3 +190,79 @@ fn readme_embedding_section_shows_the_embed_example_whole() {
         "README's Embedding snippet differs from examples/embed/src/main.rs"
     );
 }
+
+/// README "Installing on a PVE host" creates the API token's role with every privilege the
+/// engine's privilege table (`proxops doctor`) can ask for: the common ones in `pveum role add`,
+/// the release-specific guest-agent read in `pveum role modify`. Sys.Modify stays out (Sys.Audit
+/// with Sys.AccessNetwork covers downloads; PVE 9's privileged containers are named apart).
+#[test]
+fn readme_install_role_grants_what_doctor_checks() {
+    let readme = std::fs::read_to_string(example("../README.md")).unwrap();
+    let section = readme
+        .split_once("\n## Installing on a PVE host\n")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or_default())
+        .expect("README has an \"Installing on a PVE host\" section");
+    let privileges_after = |prefix: &str| -> Vec<String> {
+        let line = section
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line"));
+        let list = line.split('#').next().unwrap_or_default();
+        list.split(|c: char| c.is_whitespace() || c == '"')
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let role = privileges_after("# pveum role add ProxOps --privs ");
+    let per_release = privileges_after("# pveum role modify ProxOps --append 1 --privs ");
+    assert_eq!(per_release, ["VM.GuestAgent.Audit"]);
+    assert!(section.contains("on PVE 8: VM.Monitor"), "{section}");
+
+    // Every privilege literal of the table (its tests excluded): any text between two
+    // consecutive quotes that reads `"<Family>.<Name>"`.
+    let families = [
+        "VM",
+        "Datastore",
+        "Sys",
+        "SDN",
+        "Mapping",
+        "Pool",
+        "Permissions",
+    ];
+    let dir = example("../crates/proxops-engine/src/privileges");
+    let mut table = std::collections::BTreeSet::new();
+    for file in ["mod.rs", "keys.rs"] {
+        let source = std::fs::read_to_string(dir.join(file)).unwrap();
+        let pieces: Vec<&str> = source.split('"').collect();
+        for quoted in pieces.iter().skip(1).take(pieces.len().saturating_sub(2)) {
+            let (family, rest) = quoted.split_once('.').unwrap_or_default();
+            if families.contains(&family)
+                && !rest.is_empty()
+                && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+            {
+                table.insert((*quoted).to_owned());
+            }
+        }
+    }
+    assert!(table.contains("VM.Allocate"), "{table:?}");
+    let apart = [
+        "Sys.Modify",
+        "VM.Monitor",
+        "VM.GuestAgent.Audit",
+        "VM.GuestAgent.Unrestricted",
+    ];
+    let wanted: Vec<&String> = table
+        .iter()
+        .filter(|p| !apart.contains(&p.as_str()))
+        .collect();
+    let missing: Vec<&&String> = wanted.iter().filter(|p| !role.contains(p)).collect();
+    assert!(
+        missing.is_empty(),
+        "README's ProxOps role lacks {missing:?}, which proxops doctor checks"
+    );
+    let extra: Vec<&String> = role.iter().filter(|p| !table.contains(*p)).collect();
+    assert!(
+        extra.is_empty(),
+        "README's ProxOps role grants {extra:?}, which nothing needs"
+    );
+}
