@@ -20,4 +20,5 @@ mod notifications;
 mod notifier;
 mod reload;
 mod standin;
+mod verify;
 mod waits;

@@ -349,6 +349,11 @@ pub struct ReconcileConfig {
     /// Most guests deleted per cycle and cluster (default 3; 0 = no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prune_budget: Option<u32>,
+    /// Time between the agent's verifications (`proxops verify` of every cluster, between its
+    /// passes: reads only, drift reported and kept until a cycle or verification finds the
+    /// resource in sync), e.g. `15m`; none: the agent does not verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_interval: Option<ConfigDuration>,
 }
 
 /// Reads a duration such as `30s`, `5m`, `1h30m` or `250ms`.
@@ -409,6 +414,7 @@ impl ConfigFile {
             for (key, value) in [
                 ("poll-interval", &r.poll_interval),
                 ("task-timeout", &r.task_timeout),
+                ("verify-interval", &r.verify_interval),
             ] {
                 if let Some(v) = value
                     && v.value().is_none()

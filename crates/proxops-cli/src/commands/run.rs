@@ -30,7 +30,8 @@ const GIT_TOKEN_ENV: &str = "PROXOPS_GIT_TOKEN";
 ///
 /// Settings come from, lowest first: built-in defaults, the repository's `proxops.yaml` (local
 /// repositories), the agent configuration file (`--config`: `git.url`, `git.branch`,
-/// `git.token`, `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`), then these flags.
+/// `git.token`, `git.path`, `listen`, `data-dir`, `reconcile.poll-interval`,
+/// `reconcile.verify-interval`), then these flags.
 /// An HTTPS remote that asks for authentication gets the token of $PROXOPS_GIT_TOKEN, else
 /// `git.token`, as the password (through git's credential mechanism; never written to the
 /// clone's `.git/config`); a URL carrying a credential is shown redacted, with a warning.
@@ -71,6 +72,12 @@ pub struct Args {
     /// `reconcile.poll-interval`, else 30s).
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub interval: Option<Duration>,
+    /// Time between verifications of every cluster (`proxops verify`, between passes: reads
+    /// only; drift stays in /status, /metrics and the dashboard until a cycle or verification
+    /// finds it in sync), e.g. `15m`, jittered by ±10% (default: `reconcile.verify-interval`,
+    /// else none).
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub verify_interval: Option<Duration>,
     /// Address of the HTTP endpoint (default: `listen`, else 127.0.0.1:9494). Any address but
     /// a loopback one needs a control token.
     #[arg(long, value_name = "ADDR")]
@@ -197,6 +204,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
                 .or_else(|| repo_config.as_ref().and_then(of))
         })
         .unwrap_or(Duration::from_secs(30));
+    let verify_interval = args.verify_interval.or_else(|| {
+        let of = |c: &ConfigFile| c.reconcile.as_ref()?.verify_interval.as_ref()?.value();
+        file.as_ref()
+            .and_then(of)
+            .or_else(|| repo_config.as_ref().and_then(of))
+    });
     let listen = match args.listen {
         Some(l) => l,
         None => match layered(&|c| c.listen.clone()) {
@@ -251,6 +264,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         .map(|sinks| ConfiguredSinks::new(sinks, file_dir.clone()));
     options.clusters = args.clusters.clone();
     options.interval = interval;
+    options.verify_interval = verify_interval;
     options.listen = listen;
     options.backend = match args.backend.backend {
         BackendKind::Pve => AgentBackend::Pve,

@@ -113,19 +113,7 @@ async fn cycle(
     if pass.suspensions.clusters.contains(name) {
         return CycleResult::Suspended;
     }
-    let backend = match &pass.options.backend {
-        AgentBackend::Pve => Backend::Pve {
-            repo: Some(pass.fetched.dir.clone()),
-        },
-        #[cfg(feature = "sim")]
-        AgentBackend::Sim {
-            state_file,
-            task_time,
-        } => Backend::Sim {
-            state_file: state_file.as_ref().map(|f| per_cluster_state_file(f, name)),
-            task_time: *task_time,
-        },
-    };
+    let backend = backend_for(pass, name);
     let suspended = pass
         .suspensions
         .resources_of(name)
@@ -191,6 +179,24 @@ async fn cycle(
     result
 }
 
+/// The backend of cluster `name` in `pass`: its PVE (SOPS files read from the work tree at the
+/// fetched commit), or its simulator and state file.
+pub(crate) fn backend_for(pass: &Pass, name: &str) -> Backend {
+    match &pass.options.backend {
+        AgentBackend::Pve => Backend::Pve {
+            repo: Some(pass.fetched.dir.clone()),
+        },
+        #[cfg(feature = "sim")]
+        AgentBackend::Sim {
+            state_file,
+            task_time,
+        } => Backend::Sim {
+            state_file: state_file.as_ref().map(|f| per_cluster_state_file(f, name)),
+            task_time: *task_time,
+        },
+    }
+}
+
 /// Fills the desired and observed heads and the resources' states from the planes. `desired`
 /// is the plane the cycle reconciled: read again only if the head moved since.
 async fn read_view(
@@ -239,6 +245,7 @@ async fn read_view(
                     outcome: result.map(|res| word(res.outcome)),
                     reconciled: result.map(|res| res.finished_at.clone()),
                     document: Some(hex(r.blob)),
+                    verify: None,
                 }
             })
             .collect();

@@ -33,13 +33,15 @@ pub mod metrics;
 pub mod notify;
 pub mod source;
 pub mod status;
+mod verification;
 mod waits;
 
 pub use auth::ControlToken;
 pub use notify::{ConfiguredSinks, NotifyOptions};
 pub use source::SourceLocation;
 pub use status::{
-    ActionLine, AgentStatus, ClusterState, CycleRecord, CycleResult, FieldChange, Suspensions,
+    ActionLine, AgentStatus, ClusterState, CycleRecord, CycleResult, FieldChange, ResourceCheck,
+    Suspensions, VerifyRecord,
 };
 
 use load::LoadCache;
@@ -115,6 +117,10 @@ pub struct AgentOptions {
     pub notify: notify::NotifyOptions,
     /// Called after every pass, once the pass's memory is freed (`None`: nothing).
     pub after_pass: Option<PassHook>,
+    /// Time between verifications of every cluster (`proxops verify`, between passes: reads
+    /// only; `None`, the default: none). What they find stays in `/status`, the metrics and
+    /// the dashboard until a verification or cycle finds the resource in sync.
+    pub verify_interval: Option<Duration>,
 }
 
 /// A function the agent calls after every pass, off the async threads, when what the pass
@@ -157,6 +163,7 @@ impl AgentOptions {
             notifications: None,
             notify: notify::NotifyOptions::default(),
             after_pass: None,
+            verify_interval: None,
         }
     }
 
@@ -233,6 +240,11 @@ impl AgentOptions {
     /// Sets the function called after every pass.
     pub fn with_after_pass(mut self, hook: Option<PassHook>) -> Self {
         self.after_pass = hook;
+        self
+    }
+    /// Sets the time between verifications (`None`: the agent does not verify).
+    pub fn with_verify_interval(mut self, interval: Option<Duration>) -> Self {
+        self.verify_interval = interval;
         self
     }
 }
@@ -382,23 +394,7 @@ impl Shared {
 
     fn record(&self, outcome: &cluster::CycleOutcome, drift: proxops_model::config::DriftMode) {
         let mut status = lock(&self.status);
-        let entry = match status
-            .clusters
-            .iter()
-            .position(|c| c.name == outcome.cluster)
-        {
-            Some(i) => &mut status.clusters[i],
-            None => {
-                status.clusters.push(ClusterState::new(&outcome.cluster));
-                status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
-                let i = status
-                    .clusters
-                    .iter()
-                    .position(|c| c.name == outcome.cluster)
-                    .unwrap_or(0);
-                &mut status.clusters[i]
-            }
-        };
+        let entry = entry_of(&mut status, &outcome.cluster);
         entry.cycles += 1;
         entry.drift = drift;
         if outcome.record.result.is_success() {
@@ -407,13 +403,24 @@ impl Shared {
         // Rows that did not change keep their allocations: a converged pass would otherwise
         // scatter 1,000 long-lived rows per cluster among the pass's freed memory, pinning
         // pages the allocator could hand back.
-        if let Some(rows) = &outcome.resources
-            && entry.resources != *rows
-        {
-            entry.resources = rows.clone();
+        if let Some(rows) = &outcome.resources {
+            if entry.last_verify.is_some() {
+                // What verifications found lasts until it is found in sync.
+                let mut rows = rows.clone();
+                verification::carry_over(&entry.resources, &mut rows, outcome);
+                if entry.resources != rows {
+                    entry.resources = rows;
+                }
+            } else if entry.resources != *rows {
+                entry.resources = rows.clone();
+            }
         }
+        let drifted = entry.last_verify.is_some().then(|| entry.drifted());
         entry.last_cycle = Some(outcome.record.clone());
         drop(status);
+        if let Some(n) = drifted {
+            self.metrics.drifted(&outcome.cluster, n);
+        }
         self.changed();
         let finished_unix = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -483,6 +490,23 @@ impl Shared {
     pub(crate) fn cluster_state(&self, name: &str) -> Option<ClusterState> {
         self.status().clusters.into_iter().find(|c| c.name == name)
     }
+}
+
+/// The entry of cluster `name` in `status`, added (in name order) if it has none.
+fn entry_of<'a>(status: &'a mut AgentStatus, name: &str) -> &'a mut ClusterState {
+    let i = match status.clusters.iter().position(|c| c.name == name) {
+        Some(i) => i,
+        None => {
+            status.clusters.push(ClusterState::new(name));
+            status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
+            status
+                .clusters
+                .iter()
+                .position(|c| c.name == name)
+                .unwrap_or(0)
+        }
+    };
+    &mut status.clusters[i]
 }
 
 /// Sets each cluster's suspensions in `status` to `suspensions` (they change outside passes,
@@ -665,10 +689,28 @@ impl Agent {
         let mut cache = LoadCache::default();
         let mut next = tokio::time::Instant::now();
         let mut passes = 0u64;
+        // Verifications run between passes, on the last pass's repository.
+        let mut last: Option<Arc<Pass>> = None;
+        let mut next_verify = options
+            .verify_interval
+            .map(|every| tokio::time::Instant::now() + every);
         loop {
-            // A timed pass, a control request for one cluster, or webhooks' asks.
+            let verify_at = next_verify;
+            // A timed pass, a control request for one cluster, webhooks' asks, or a
+            // verification.
             let (only, trigger) = tokio::select! {
                 _ = tokio::time::sleep_until(next) => (None, None),
+                () = sleep_until_some(verify_at) => {
+                    if let Some(pass) = &last {
+                        let run = verification::run(&shared, pass);
+                        with_shutdown_timeout(run, stop.clone(), Duration::ZERO).await;
+                    }
+                    next_verify = options
+                        .verify_interval
+                        .map(|every| tokio::time::Instant::now() + jitter.around(every));
+                    if *stop.borrow() { break; }
+                    continue;
+                }
                 Some(t) = triggers.recv() => (Some(BTreeSet::from([t.cluster.clone()])), Some(t)),
                 () = shared.wake.notified() => match lock(&shared.wanted).take() {
                     Some(scope) => (scope, None),
@@ -681,8 +723,16 @@ impl Agent {
             };
             let full = only.is_none();
             let pass = run_pass(&shared, &registry, &mut cache, only.as_ref(), stop.clone());
-            let finished =
-                with_shutdown_timeout(pass, stop.clone(), options.shutdown_timeout).await;
+            let finished = with_shutdown_timeout(
+                async {
+                    if let Some(pass) = pass.await {
+                        last = Some(pass);
+                    }
+                },
+                stop.clone(),
+                options.shutdown_timeout,
+            )
+            .await;
             if let Some(hook) = options.after_pass.clone() {
                 let _ = tokio::task::spawn_blocking(move || (hook.0)()).await;
             }
@@ -719,6 +769,14 @@ fn register_all(metrics: &Metrics, notifier: &notify::Notifier, registry: &mut M
     notifier.register_metrics(proxops);
 }
 
+/// Sleeps until `at`, or forever when there is no `at`.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Runs `pass`; once `stop` turns true, gives it `timeout` more, then drops it. Returns whether
 /// it ended by itself.
 async fn with_shutdown_timeout(
@@ -740,14 +798,15 @@ async fn with_shutdown_timeout(
     }
 }
 
-/// One pass over the clusters (or over `only`).
+/// One pass over the clusters (or over `only`); what it worked with, when it loaded the
+/// repository.
 async fn run_pass(
     shared: &Arc<Shared>,
     registry: &Arc<Registry>,
     cache: &mut LoadCache,
     only: Option<&BTreeSet<String>>,
     stop: watch::Receiver<bool>,
-) {
+) -> Option<Arc<Pass>> {
     let options = Arc::clone(&shared.options);
     {
         let mut h = lock(&shared.health);
@@ -818,7 +877,7 @@ async fn run_pass(
             lock(&shared.status).source.error = Some(e.to_string());
             shared.notifier.source_failed(&e.to_string());
             end_pass(shared, false);
-            return;
+            return None;
         }
     };
     if options.clusters.is_empty() {
@@ -868,6 +927,7 @@ async fn run_pass(
         }
     }
     end_pass(shared, true);
+    Some(pass)
 }
 
 fn end_pass(shared: &Shared, loaded: bool) {

@@ -2,6 +2,7 @@
 //! operator set, kept in the data directory so that they survive restarts.
 
 use crate::plan::{Anomaly, Skipped};
+use crate::verify::{Difference, VerifyState};
 use proxops_model::config::DriftMode;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -208,6 +209,67 @@ pub struct ResourceRow {
     /// an action on it is drift (the document did not change since it was last CLEAN).
     #[serde(skip)]
     pub document: Option<String>,
+    /// What the agent's last verification (`reconcile.verify-interval`) found: drift stays
+    /// until a later verification or cycle finds the resource in sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<ResourceCheck>,
+}
+
+/// One resource as a verification (`proxops verify`) last found it, or a cycle since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ResourceCheck {
+    /// `inSync`, `drifted`, `missing` or `notVerified`.
+    pub state: VerifyState,
+    /// When PVE was read (RFC 3339, UTC).
+    pub checked_at: String,
+    /// What differs (drifted resources): key, desired and live values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<Difference>,
+    /// Why, in words.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+impl ResourceCheck {
+    /// `state` found at `checked_at` because of `reason`, nothing listed as different.
+    pub fn new(
+        state: VerifyState,
+        checked_at: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> ResourceCheck {
+        ResourceCheck {
+            state,
+            checked_at: checked_at.into(),
+            differences: Vec::new(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A cluster's last verification by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct VerifyRecord {
+    /// When PVE was read (RFC 3339, UTC).
+    pub checked_at: String,
+    /// How long it took.
+    pub duration_seconds: f64,
+    /// The desired commit verified against.
+    pub desired_head: Option<String>,
+    /// Resources found in sync.
+    pub in_sync: usize,
+    /// Resources found drifted.
+    pub drifted: usize,
+    /// Resources found missing.
+    pub missing: usize,
+    /// Resources not verified (no current receipt, or not readable).
+    pub not_verified: usize,
+    /// What kept resources from being verified, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
 }
 
 impl ResourceRow {
@@ -228,6 +290,7 @@ impl ResourceRow {
             outcome: None,
             reconciled: None,
             document: None,
+            verify: None,
         }
     }
 }
@@ -253,6 +316,9 @@ pub struct ClusterState {
     pub last_success: Option<String>,
     /// Each desired resource's state in the planes.
     pub resources: Vec<ResourceRow>,
+    /// The agent's last verification of the cluster (`reconcile.verify-interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_verify: Option<VerifyRecord>,
 }
 
 impl ClusterState {
@@ -267,7 +333,16 @@ impl ClusterState {
             last_cycle: None,
             last_success: None,
             resources: Vec::new(),
+            last_verify: None,
         }
+    }
+
+    /// The resources whose verification says drifted or missing.
+    pub fn drifted(&self) -> usize {
+        self.resources
+            .iter()
+            .filter(|r| r.verify.as_ref().is_some_and(|v| v.state.is_drift()))
+            .count()
     }
 }
 

@@ -362,6 +362,16 @@ impl ReconcileConfig {
         self.prune_budget = prune_budget;
         self
     }
+
+    /// Sets [`ReconcileConfig::verify_interval`]: time between the agent's verifications, e.g.
+    /// `15m` (none: the agent does not verify).
+    pub fn with_verify_interval(
+        mut self,
+        verify_interval: Option<ConfigDuration>,
+    ) -> ReconcileConfig {
+        self.verify_interval = verify_interval;
+        self
+    }
 }
 
 impl WebhooksConfig {

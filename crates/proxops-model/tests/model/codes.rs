@@ -672,7 +672,7 @@ fn durations_are_read_once_at_the_file_and_a_bad_one_is_reported_at_its_node() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("agent.yaml"),
-        "reconcile:\n  poll-interval: 1h30m\n  task-timeout: 0s\nnotifications:\n  - type: webhook\n    url: {env: HOOK}\n    reminder: soon\n",
+        "reconcile:\n  poll-interval: 1h30m\n  task-timeout: 0s\n  verify-interval: often\nnotifications:\n  - type: webhook\n    url: {env: HOOK}\n    reminder: soon\n",
     )
     .expect("write");
     let source = proxops_model::FsSource::new(dir.path()).expect("source");
@@ -689,13 +689,17 @@ fn durations_are_read_once_at_the_file_and_a_bad_one_is_reported_at_its_node() {
     found.sort();
     assert_eq!(
         found,
-        [((3, 17), "0s".to_owned()), ((7, 15), "soon".to_owned())]
+        [
+            ((3, 17), "0s".to_owned()),
+            ((4, 20), "often".to_owned()),
+            ((8, 15), "soon".to_owned())
+        ]
     );
 
     // A good file hands out the values, not their text.
     std::fs::write(
         dir.path().join("agent.yaml"),
-        "reconcile:\n  poll-interval: 1h30m\nnotifications:\n  - type: webhook\n    url: {env: HOOK}\n    reminder: never\n",
+        "reconcile:\n  poll-interval: 1h30m\n  verify-interval: 15m\nnotifications:\n  - type: webhook\n    url: {env: HOOK}\n    reminder: never\n",
     )
     .expect("write");
     let (config, diagnostics) = proxops_model::read_config_file(&source, "agent.yaml");
@@ -705,6 +709,10 @@ fn durations_are_read_once_at_the_file_and_a_bad_one_is_reported_at_its_node() {
     assert_eq!(
         reconcile.poll_interval.and_then(|d| d.value()),
         Some(std::time::Duration::from_secs(5400))
+    );
+    assert_eq!(
+        reconcile.verify_interval.and_then(|d| d.value()),
+        Some(std::time::Duration::from_secs(900))
     );
     let sinks = config.notifications.expect("sinks");
     assert_eq!(sinks[0].reminder(), proxops_model::config::Reminder::Never);

@@ -1,7 +1,9 @@
 //! The dashboard's graph and resource pages.
 
 use super::detail::Detail;
-use super::pages::{State, action, actions_table, cluster_href, layout, resource_href, when};
+use super::pages::{
+    State, action, actions_table, check_badge, cluster_href, layout, resource_href, when,
+};
 use crate::agent::status::{ActionLine, ClusterState};
 use maud::{Markup, html};
 
@@ -63,7 +65,7 @@ pub(crate) fn resource(c: &ClusterState, kind: &str, name: &str, detail: &Detail
     let suspended = c.suspended_resources.contains(&subject);
     let body = html! {
         div.head {
-            h1 { (kind) " " (name) " " span class={"badge " (st.class())} data-role="resource-state" { (st.word()) } }
+            h1 { (kind) " " (name) " " span class={"badge " (st.class())} data-role="resource-state" { (st.word()) } (check_badge(row.and_then(|r| r.verify.as_ref()))) }
             div.acts {
                 @if suspended { (action("Resume", "resume", &c.name, Some(&subject))) }
                 @else { (action("Suspend", "suspend", &c.name, Some(&subject))) }
@@ -76,6 +78,29 @@ pub(crate) fn resource(c: &ClusterState, kind: &str, name: &str, detail: &Detail
             @if let Some(v) = row.and_then(|r| r.vmid) { div { dt { "vmid" } dd { (v) } } }
             div { dt { "Last outcome" } dd { (row.and_then(|r| r.outcome.as_deref()).unwrap_or("—")) } }
             div { dt { "Reconciled" } dd { (when(row.and_then(|r| r.reconciled.as_deref()))) } }
+            @if let Some(v) = row.and_then(|r| r.verify.as_ref()) {
+                div { dt { "Verified" } dd id="verified" { (v.state.label()) " " (when(Some(&v.checked_at))) } }
+            }
+        }
+        @if let Some(v) = row.and_then(|r| r.verify.as_ref()).filter(|v| v.state.is_drift()) {
+            section {
+                h2 { "Drift" }
+                p { (v.reason) }
+                @if !v.differences.is_empty() {
+                    table.changes id="drift" {
+                        thead { tr { th scope="col" { "Field" } th scope="col" { "Live" } th scope="col" { "Desired" } } }
+                        tbody {
+                            @for d in &v.differences {
+                                tr {
+                                    td { code { (d.key) } }
+                                    td { code { (d.live.as_deref().unwrap_or("(unset)")) } }
+                                    td { code { (d.desired.as_deref().unwrap_or("(unset)")) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
         section {
             h2 { "Last plan" }

@@ -1,7 +1,7 @@
 //! The dashboard's layout, overview and cluster pages, rendered on the server from the agent's
 //! [`AgentStatus`] (the value `/status` serialises).
 
-use crate::agent::status::{ActionLine, AgentStatus, ClusterState, CycleResult};
+use crate::agent::status::{ActionLine, AgentStatus, ClusterState, CycleResult, ResourceCheck};
 use maud::{DOCTYPE, Markup, html};
 
 /// The four resource states of the planes, in the order the counts show them.
@@ -185,6 +185,32 @@ pub(crate) fn layout(title: &str, crumbs: &[(String, String)], body: Markup) -> 
     }
 }
 
+/// The `drifted` badge of a cluster whose last verification found resources drifted or missing
+/// (nothing when none are).
+pub(super) fn drifted_badge(c: &ClusterState) -> Markup {
+    let n = c.drifted();
+    html! {
+        @if n > 0 {
+            " " span.badge.st-drifted data-role="drifted"
+                title="found by a verification; until a cycle or verification finds them in sync" {
+                (n) " drifted"
+            }
+        }
+    }
+}
+
+/// A resource's `drifted` (or `missing`) badge, when a verification found it so.
+pub(super) fn check_badge(check: Option<&ResourceCheck>) -> Markup {
+    html! {
+        @if let Some(v) = check.filter(|v| v.state.is_drift()) {
+            " " span.badge.st-drifted data-role="drifted"
+                title=(format!("verified at {}: {}", v.checked_at, v.reason)) {
+                (v.state.label().to_lowercase())
+            }
+        }
+    }
+}
+
 pub(super) fn action(label: &str, verb: &str, cluster: &str, resource: Option<&str>) -> Markup {
     html! {
         button.act type="button" data-action=(verb) data-cluster=(cluster)
@@ -238,6 +264,7 @@ pub(crate) fn overview(status: &AgentStatus) -> Markup {
                             td data-label="State" {
                                 span class={"badge " (class)} data-role="cluster-state" { (word) }
                                 " " span.muted title="drift mode" { (format!("{:?}", c.drift).to_lowercase()) }
+                                (drifted_badge(c))
                             }
                             td data-label="Desired" { code { (short(last.and_then(|l| l.desired_head.as_deref()))) } }
                             td data-label="Observed" { code { (short(last.and_then(|l| l.observed_head.as_deref()))) } }
@@ -332,7 +359,7 @@ pub(crate) fn cluster(c: &ClusterState) -> Markup {
     let actions: Vec<&ActionLine> = last.map(|l| l.actions.iter().collect()).unwrap_or_default();
     let body = html! {
         div.head {
-            h1 { "Cluster " (c.name) " " span class={"badge " (class)} data-role="cluster-state" { (word) } }
+            h1 { "Cluster " (c.name) " " span class={"badge " (class)} data-role="cluster-state" { (word) } (drifted_badge(c)) }
             div.acts {
                 (action("Reconcile now", "reconcile", &c.name, None))
                 @if c.suspended { (action("Resume", "resume", &c.name, None)) }
@@ -402,8 +429,13 @@ pub(crate) fn cluster(c: &ClusterState) -> Markup {
                             td { (r.kind) }
                             td { a href=(resource_href(&c.name, &r.kind, &r.name)) { (r.name) } }
                             td { (r.node.as_deref().unwrap_or("")) @if let Some(v) = r.vmid { " · " (v) } }
-                            td { span class={"badge " (st.class())} title=(r.reason) { (st.word()) } }
-                            td { @for a in &planned { span.drift { (a.verb) @if !a.changes.is_empty() { " " (a.changes.iter().map(|c| c.key.as_str()).collect::<Vec<_>>().join(", ")) } } " " } }
+                            td { span class={"badge " (st.class())} title=(r.reason) { (st.word()) } (check_badge(r.verify.as_ref())) }
+                            td {
+                                @for a in &planned { span.drift { (a.verb) @if !a.changes.is_empty() { " " (a.changes.iter().map(|c| c.key.as_str()).collect::<Vec<_>>().join(", ")) } } " " }
+                                @if let Some(v) = r.verify.as_ref().filter(|v| v.state.is_drift() && !v.differences.is_empty()) {
+                                    span.drift title="found by a verification" { "live: " (v.differences.iter().map(|d| d.key.as_str()).collect::<Vec<_>>().join(", ")) }
+                                }
+                            }
                             td { @if let Some(a) = anomaly { (a.message) } }
                             td { @match planned.first() {
                                 Some(a) => { (a.verb) " " (a.outcome.as_deref().unwrap_or("planned")) },

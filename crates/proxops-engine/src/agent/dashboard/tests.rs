@@ -121,3 +121,41 @@ fn the_graph_svg_has_one_box_per_step_linking_to_its_resource() {
         .sum();
     assert_eq!(svg.matches(" C").count(), edges);
 }
+
+#[test]
+fn a_resource_a_verification_found_drifted_has_a_badge_here_and_on_the_overview() {
+    use crate::agent::status::ResourceCheck;
+    use crate::verify::{Difference, VerifyState};
+    let mut c = lab();
+    let html = pages::cluster(&c).into_string();
+    assert!(!html.contains(r#"data-role="drifted""#), "{html}");
+    c.resources[0].verify = Some(ResourceCheck {
+        differences: vec![Difference::new(
+            "memory",
+            Some("2048".into()),
+            Some("4096".into()),
+        )],
+        ..ResourceCheck::new(
+            VerifyState::Drifted,
+            "2026-01-01T00:00:00Z",
+            "changed: memory",
+        )
+    });
+    c.resources[1].verify = Some(ResourceCheck::new(
+        VerifyState::InSync,
+        "2026-01-01T00:00:00Z",
+        "in sync",
+    ));
+    let html = pages::cluster(&c).into_string();
+    // The cluster's heading and the one drifted row; the row names what differs.
+    assert_eq!(html.matches(r#"data-role="drifted""#).count(), 2, "{html}");
+    assert!(html.contains(">1 drifted<"), "{html}");
+    assert!(html.contains(">drifted<"), "{html}");
+    assert!(html.contains("live: memory"), "{html}");
+    let overview = pages::overview(&status(vec![c.clone()])).into_string();
+    assert!(overview.contains(">1 drifted<"), "{overview}");
+    // The resource page shows both values.
+    let page = super::detail_pages::resource(&c, "VM", "web", &Default::default()).into_string();
+    assert!(page.contains(r#"id="drift""#), "{page}");
+    assert!(page.contains("<code>4096</code>") && page.contains("<code>2048</code>"));
+}

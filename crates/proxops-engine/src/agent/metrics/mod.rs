@@ -102,6 +102,8 @@ pub struct Metrics {
     pve_requests: OrderedFamily<EndpointLabels, Counter>,
     pve_seconds: OrderedFamily<EndpointLabels, SecondsCounter>,
     webhooks: OrderedFamily<WebhookLabels, Counter>,
+    resources_drifted: OrderedFamily<ClusterLabels, Gauge>,
+    verify_last_run: OrderedFamily<ClusterLabels, SecondsGauge>,
 }
 
 impl Default for Metrics {
@@ -123,6 +125,8 @@ impl Default for Metrics {
             pve_requests: OrderedFamily::default(),
             pve_seconds: OrderedFamily::default(),
             webhooks: OrderedFamily::default(),
+            resources_drifted: OrderedFamily::default(),
+            verify_last_run: OrderedFamily::default(),
         }
     }
 }
@@ -221,6 +225,17 @@ impl Metrics {
              unauthorized, too_large, bad_request, forbidden, not_configured)",
             self.webhooks.clone(),
         );
+        r.register(
+            "resources_drifted",
+            "Resources the last verification found drifted or missing, until a verification or \
+             cycle finds them in sync",
+            self.resources_drifted.clone(),
+        );
+        r.register(
+            "verify_last_run_timestamp_seconds",
+            "Unix time of the cluster's last verification",
+            self.verify_last_run.clone(),
+        );
     }
 
     /// A pass over the clusters began.
@@ -314,6 +329,18 @@ impl Metrics {
                     .inc();
             }
         }
+    }
+
+    /// A cluster's verification ended at `finished_unix`.
+    pub fn verified(&self, name: &str, finished_unix: f64) {
+        self.verify_last_run.get(&cluster(name)).set(finished_unix);
+    }
+
+    /// The resources of a verified cluster now known drifted or missing.
+    pub fn drifted(&self, name: &str, resources: usize) {
+        self.resources_drifted
+            .get(&cluster(name))
+            .set(gauge_value(resources));
     }
 
     /// A webhook delivery was answered (`result`: triggered, ignored, replayed, unauthorized,
@@ -447,6 +474,27 @@ mod tests {
             "{text}"
         );
         assert_eq!(text, exposition(&m), "the same state, the same text");
+    }
+
+    #[test]
+    fn a_verification_sets_the_drifted_gauge_and_its_time() {
+        let m = Metrics::default();
+        assert!(!exposition(&m).contains("proxops_resources_drifted{"));
+        m.verified("lab", 1_800_000_000.0);
+        m.drifted("lab", 2);
+        let text = exposition(&m);
+        assert!(
+            text.contains("# TYPE proxops_resources_drifted gauge\n"),
+            "{text}"
+        );
+        assert!(text.contains("proxops_resources_drifted{cluster=\"lab\"} 2\n"));
+        assert!(
+            text.contains(
+                "proxops_verify_last_run_timestamp_seconds{cluster=\"lab\"} 1800000000.0\n"
+            )
+        );
+        m.drifted("lab", 0);
+        assert!(exposition(&m).contains("proxops_resources_drifted{cluster=\"lab\"} 0\n"));
     }
 
     #[test]
