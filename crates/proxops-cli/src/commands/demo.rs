@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// is only read), and each cluster gets a simulator. Then: every cluster is planned and
 /// applied, with its desired plane and receipts recorded in git, and planned again (nothing to
 /// do); `proxops get` shows one cluster's resources CLEAN; a change made by hand in PVE is
-/// found as drift and restored; a manifest taken out of the composition is pruned, with its
+/// reported by `proxops verify`, found as drift and restored; a manifest taken out of the composition is pruned, with its
 /// deletion intent and teardown recorded. Exit status: 0 when every step showed what it
 /// should, 1 otherwise, 2 for usage or I/O problems.
 #[derive(Debug, clap::Args)]
@@ -83,6 +83,10 @@ fn print(event: &DemoEvent<'_>) {
         } => println!("  {}", render::result_line(cluster, a, r)),
         DemoEvent::Resources(items) => print!("{}", super::get::render_table(items, false)),
         DemoEvent::Note(text) => println!("{text}"),
+        DemoEvent::Verified(c) => {
+            println!("proxops verify --cluster {}:", c.cluster);
+            print!("{}", super::verify::render_drift(c));
+        }
         _ => {}
     }
 }
@@ -111,9 +115,14 @@ fn summary(r: &DemoReport) -> String {
         r.get.cluster
     ));
     out.push_str(&format!(
-        "drift: {} ({}) {} and {}\n",
+        "drift: {} ({}) {}, {} and {}\n",
         r.drift.subject,
         r.drift.by_hand.join(", "),
+        if r.drift.verified {
+            "reported by verify"
+        } else {
+            "NOT reported by verify"
+        },
         if r.drift.found { "found" } else { "NOT found" },
         if r.drift.restored {
             "restored"

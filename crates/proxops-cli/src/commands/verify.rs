@@ -5,7 +5,8 @@ use crate::error::CommandError;
 use crate::render::Format as Output;
 use crate::session::{BackendArgs, PlanesReadArgs, load_from, runtime};
 use proxops_engine::verify::{
-    ClusterVerification, VerifyOptions, VerifyReport, VerifyState, verify_cluster,
+    ClusterVerification, ResourceVerification, VerifyOptions, VerifyReport, VerifyState,
+    verify_cluster,
 };
 use std::io::Write;
 use std::process::ExitCode;
@@ -105,34 +106,49 @@ fn verify(args: &Args) -> Result<ExitCode, CommandError> {
 
 /// The table (CLUSTER KIND NAME STATE DETAIL) and the RESULT line.
 pub fn render(report: &VerifyReport) -> String {
-    let mut rows = vec![
-        ["CLUSTER", "KIND", "NAME", "STATE", "DETAIL"]
-            .map(str::to_owned)
-            .to_vec(),
-    ];
-    for c in &report.clusters {
-        for r in &c.resources {
-            rows.push(vec![
-                c.cluster.clone(),
-                r.kind.clone(),
-                r.name.clone(),
-                r.state.label().to_owned(),
-                detail(r),
-            ]);
-        }
-    }
-    let mut out = if rows.len() > 1 {
-        table(&rows)
-    } else {
-        "No resources in the desired planes.\n".to_owned()
-    };
+    let rows = report
+        .clusters
+        .iter()
+        .flat_map(|c| c.resources.iter().map(move |r| (c.cluster.as_str(), r)));
+    let mut out =
+        rows_table(rows).unwrap_or_else(|| "No resources in the desired planes.\n".to_owned());
     out.push_str(&result_line(&report.clusters));
     out
 }
 
+/// Only the drifted and missing resources of one cluster, then the RESULT line (`proxops
+/// demo` shows what verify finds this way).
+pub fn render_drift(c: &ClusterVerification) -> String {
+    let rows = c.drifted().map(|r| (c.cluster.as_str(), r));
+    let mut out = rows_table(rows).unwrap_or_default();
+    out.push_str(&result_line(std::slice::from_ref(c)));
+    out
+}
+
+/// The table of `rows`, or `None` without rows.
+fn rows_table<'a>(
+    rows: impl Iterator<Item = (&'a str, &'a ResourceVerification)>,
+) -> Option<String> {
+    let mut table_rows = vec![
+        ["CLUSTER", "KIND", "NAME", "STATE", "DETAIL"]
+            .map(str::to_owned)
+            .to_vec(),
+    ];
+    for (cluster, r) in rows {
+        table_rows.push(vec![
+            cluster.to_owned(),
+            r.kind.clone(),
+            r.name.clone(),
+            r.state.label().to_owned(),
+            detail(r),
+        ]);
+    }
+    (table_rows.len() > 1).then(|| table(&table_rows))
+}
+
 /// What the DETAIL column says: the differences of a drifted resource (`key: desired D, live
 /// L`), else why.
-fn detail(r: &proxops_engine::verify::ResourceVerification) -> String {
+fn detail(r: &ResourceVerification) -> String {
     if r.state == VerifyState::InSync {
         return "-".to_owned();
     }

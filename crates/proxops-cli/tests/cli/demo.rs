@@ -157,6 +157,15 @@ fn the_demo_report_shows_every_step_and_the_users_repository_is_untouched() {
     let drift = &report["drift"];
     assert_eq!(drift["subject"], "VM/sandbox-01");
     assert_eq!(drift["byHand"].as_array().unwrap().len(), 2);
+    // `proxops verify` reported it before the cycle, with both values of each key.
+    assert_eq!(drift["verified"], true);
+    assert_eq!(drift["verify"]["state"], "drifted", "{drift:#}");
+    let memory = &drift["verify"]["differences"][0];
+    assert_eq!(
+        (&memory["key"], &memory["desired"], &memory["live"]),
+        (&"memory".into(), &"2048".into(), &"4096".into())
+    );
+    assert_eq!(drift["verify"]["differences"][1]["key"], "tags");
     assert_eq!(drift["found"], true);
     assert_eq!(drift["restored"], true);
     let update = &drift["plan"]["actions"][0];
@@ -211,6 +220,9 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
         "== 5. where to look next",
         "cluster lab: converged, nothing to do",
         "by hand in PVE: VM/sandbox-01 (vmid 100): memory: 2048 -> 4096, tags: lab removed",
+        "proxops verify --cluster lab:\n",
+        "sandbox-01  Drifted  memory: desired 2048, live 4096; tags: desired ",
+        "RESULT DRIFT: lab VM/sandbox-01 drifted\n",
         "demo: every step showed what it should",
     ] {
         assert!(stdout.contains(step), "{step}\n{stdout}");
@@ -226,7 +238,7 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
         .unwrap();
     assert!(log.status.success());
     // Apply, the container's addresses (the plan again: its static address is there at once),
-    // drift restored, prune: four receipt commits on lab's observed plane.
+    // drift restored, prune: four receipt commits on lab's observed plane (verify wrote none).
     assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 4);
     let quiet = proxops()
         .current_dir(proxops_test_support::workspace())

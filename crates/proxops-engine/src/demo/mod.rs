@@ -5,8 +5,9 @@
 //! 1. every cluster is reconciled by the [`Reconciler`](crate::Reconciler) (desired plane, plan, apply, receipts),
 //!    then once more, which finds nothing to do;
 //! 2. the resources of one cluster as `proxops get` lists them: each CLEAN, with its receipt;
-//! 3. a change made by hand in PVE (a VM's memory, a tag removed) through the PVE API, found as
-//!    drift by the next cycle, restored, and a new receipt;
+//! 3. a change made by hand in PVE (a VM's memory, a tag removed) through the PVE API, reported
+//!    by `proxops verify` ([`crate::verify`]: only reads), found as drift by the next cycle,
+//!    restored, and a new receipt;
 //! 4. a manifest taken out of the composition and committed: the deletion intent in the desired
 //!    plane, the prune with its guards, the teardown recorded;
 //! 5. where to look next.
@@ -110,6 +111,8 @@ pub enum DemoEvent<'a> {
     Resources(&'a [ResourceItem]),
     /// Something done outside ProxOps, or a finding, in words.
     Note(&'a str),
+    /// What `proxops verify` found of a cluster.
+    Verified(&'a crate::verify::ClusterVerification),
 }
 
 /// What the demo did and found.
@@ -143,6 +146,7 @@ impl DemoReport {
                 && c.repeated.is_empty()
                 && c.tasks_again == 0
         }) && self.get.clean == self.get.items.len()
+            && self.drift.verified
             && self.drift.found
             && self.drift.restored
             && self.prune.intent_recorded
@@ -205,6 +209,10 @@ pub struct Drifted {
     pub vmid: u32,
     /// What was changed, `key: before -> after`.
     pub by_hand: Vec<String>,
+    /// What `proxops verify` found of the guest right after the change, before any cycle.
+    pub verify: Option<crate::verify::ResourceVerification>,
+    /// Whether verify reported it drifted, exactly those keys, and nothing else drifted.
+    pub verified: bool,
     /// Whether the next plan found exactly those keys.
     pub found: bool,
     /// The plan of that cycle.

@@ -9,6 +9,7 @@ use crate::desired::identity_tag;
 use crate::plan::Verb;
 use crate::planes::{ResourceItem, Selector, resource_items};
 use crate::reconcile::{ClusterRun, Event, ReconcileOptions, Reconciler, RunResult, Source};
+use crate::verify::{ClusterVerification, VerifyOptions, VerifyState, verify_cluster};
 use proxops_graph::{Graph, check_repository};
 use proxops_model::config::DriftMode;
 use proxops_model::{LoadOptions, Registry, Repository, load_repository};
@@ -318,6 +319,20 @@ impl Story<'_> {
             "by hand in PVE: {subject} (vmid {vmid}): {}",
             by_hand.join(", ")
         ));
+        // `proxops verify` before anything corrects it: only reads, the planes untouched.
+        let verification = self.verify(head, cluster).await;
+        self.emit(&DemoEvent::Verified(&verification));
+        let verify = verification
+            .resources
+            .iter()
+            .find(|r| r.subject() == subject)
+            .cloned();
+        let verified = verification.errors.is_empty()
+            && verification.drifted().count() == 1
+            && verify.as_ref().is_some_and(|v| {
+                let keys: Vec<&str> = v.differences.iter().map(|d| d.key.as_str()).collect();
+                v.state == VerifyState::Drifted && keys == ["memory", "tags"]
+            });
         let run = self.cycle(head, cluster).await;
         failed_run(&run)?;
         let plan = run.cycles.first().map(|c| c.plan.clone());
@@ -341,11 +356,31 @@ impl Story<'_> {
             subject,
             vmid,
             by_hand,
+            verify,
+            verified,
             found,
             plan,
             restored,
             observed: observed_head(&run),
         })
+    }
+
+    /// `proxops verify` of `cluster` against its simulator.
+    async fn verify(&self, head: &Head, cluster: &str) -> ClusterVerification {
+        let backend = Backend::Sim {
+            state_file: Some(self.ws.sim_state(cluster)),
+            task_time: self.options.task_time,
+        };
+        let options = VerifyOptions::default().with_registry(Arc::clone(&self.registry));
+        verify_cluster(
+            &self.store,
+            &backend,
+            &head.repository,
+            &self.ws.repo,
+            cluster,
+            &options,
+        )
+        .await
     }
 
     /// Takes the last guest no other resource depends on (not a template, not `spare`) out of
