@@ -30,6 +30,9 @@ fn verb(v: Verb) -> &'static str {
         Verb::HaAdd => "ha-add",
         Verb::HaUpdate => "ha-update",
         Verb::HaRemove => "ha-remove",
+        Verb::Snapshot => "snapshot",
+        Verb::Verify => "verify",
+        Verb::PruneSnapshots => "prune-snapshots",
         _ => "change",
     }
 }

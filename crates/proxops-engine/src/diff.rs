@@ -760,6 +760,7 @@ mod tests {
             owned,
             create_only: Vec::new(),
             warnings: Vec::new(),
+            update_policy: None,
         }
     }
 

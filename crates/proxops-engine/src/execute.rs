@@ -71,6 +71,10 @@ pub struct ActionResult {
     pub upids: Vec<String>,
     /// How long it took.
     pub millis: u64,
+    /// What it did as a step of a snapshot-guarded update ([`crate::guard`]): the snapshot,
+    /// the check's finding, a rollback, the snapshots pruned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<crate::guard::GuardReport>,
 }
 
 /// What a cycle did to one cluster.
@@ -279,17 +283,25 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
             let task = running.spawn(async move {
                 let started = Instant::now();
                 let mut upids = Vec::new();
-                let outcome = match run(&client, &action, &options, &mut upids).await {
+                let ran = run_action(&client, &action, &options, &mut upids).await;
+                let rolled_back = ran.guard.as_ref().is_some_and(|g| g.rollback_tried());
+                let outcome = match ran.result {
                     Ok(()) => Outcome::Succeeded,
-                    Err(e) if FailureKind::of(&e) == FailureKind::Locked => Outcome::Deferred {
-                        blocked_by: Vec::new(),
-                        reason: Some(lock_reason(&e)),
-                    },
-                    Err(e) => Outcome::Failed {
-                        error: ActionError::from(e),
-                    },
+                    // PVE refused before writing anything: tried again next cycle.
+                    Err(e) if e.kind() == FailureKind::Locked && !rolled_back => {
+                        Outcome::Deferred {
+                            blocked_by: Vec::new(),
+                            reason: Some(match e.pve() {
+                                Some(p) => lock_reason(p),
+                                None => e.message().to_owned(),
+                            }),
+                        }
+                    }
+                    Err(error) => Outcome::Failed { error },
                 };
-                result(&action, outcome, upids, started.elapsed())
+                let mut r = result(&action, outcome, upids, started.elapsed());
+                r.guard = ran.guard;
+                r
             });
             spawned.insert(task.id(), i);
         }
@@ -365,6 +377,31 @@ fn result(action: &Action, outcome: Outcome, upids: Vec<String>, took: Duration)
         outcome,
         upids,
         millis: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        guard: None,
+    }
+}
+
+/// Runs one action under its guest's mutation permit: a step of a guarded update through
+/// [`crate::guard::run`], any other through [`run`].
+async fn run_action(
+    client: &PveClient,
+    action: &Action,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> crate::guard::Ran {
+    {
+        let _permit = client
+            .mutation_permit(&action.node, action.vmid.unwrap_or(0))
+            .await;
+        if let Some(ran) = crate::guard::run(client, action, options, upids).await {
+            return ran;
+        }
+    }
+    crate::guard::Ran {
+        result: run(client, action, options, upids)
+            .await
+            .map_err(ActionError::from),
+        guard: None,
     }
 }
 
@@ -435,6 +472,7 @@ async fn run(
             resizes,
             digest,
             restart,
+            ..
         } => {
             let target = guest_ref(desired);
             let edit = Edit {
@@ -446,12 +484,7 @@ async fn run(
             };
             apply_changes(client, &target, edit, options, upids).await?;
             if *restart {
-                let upid = client
-                    .shutdown(&target, Some(options.shutdown_timeout), Some(true))
-                    .await?;
-                wait_power(client, options, &target, upid, "stopped", upids).await?;
-                let upid = client.start(&target).await?;
-                wait_power(client, options, &target, upid, "running", upids).await?;
+                restart_guest(client, &target, options, upids).await?;
             }
             Ok(())
         }
@@ -470,10 +503,13 @@ async fn run(
             }
         }
         Op::HaRuleRemove { id } => client.ha_rule_delete(id).await,
-        Op::Start { guest } => {
-            let upid = client.start(guest).await?;
-            wait_power(client, options, guest, upid, "running", upids).await
+        Op::Start { guest } | Op::GuardedStart { guest, .. } => {
+            start_guest(client, guest, options, upids).await
         }
+        // Steps of a guarded update are run by `crate::guard::run`.
+        Op::Snapshot { .. } | Op::Verify { .. } | Op::PruneSnapshots { .. } => Err(
+            PveError::Config("a step of a guarded update outside its runner".into()),
+        ),
         Op::Stop { guest } => {
             let upid = client
                 .shutdown(guest, Some(options.shutdown_timeout), Some(true))
@@ -513,6 +549,31 @@ async fn run(
             wait(client, options, upid, upids).await
         }
     }
+}
+
+/// Shuts a guest down and starts it again, waiting for each.
+pub(crate) async fn restart_guest(
+    client: &PveClient,
+    target: &GuestRef,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let upid = client
+        .shutdown(target, Some(options.shutdown_timeout), Some(true))
+        .await?;
+    wait_power(client, options, target, upid, "stopped", upids).await?;
+    start_guest(client, target, options, upids).await
+}
+
+/// Starts a guest and waits until it runs.
+pub(crate) async fn start_guest(
+    client: &PveClient,
+    guest: &GuestRef,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    let upid = client.start(guest).await?;
+    wait_power(client, options, guest, upid, "running", upids).await
 }
 
 /// Migrates a guest and waits for the task; an HA guest's `hamigrate` only asks the HA
@@ -608,17 +669,17 @@ fn guest_ref(d: &DesiredGuest) -> GuestRef {
 }
 
 /// What one update writes to a guest.
-struct Edit<'a> {
+pub(crate) struct Edit<'a> {
     /// What the guest should be.
-    desired: &'a DesiredGuest,
-    changes: &'a [Change],
-    removals: &'a [Removal],
-    resizes: &'a [Resize],
+    pub desired: &'a DesiredGuest,
+    pub changes: &'a [Change],
+    pub removals: &'a [Removal],
+    pub resizes: &'a [Resize],
     /// The digest of the config read the edit was computed from.
-    digest: Option<String>,
+    pub digest: Option<String>,
 }
 
-async fn apply_changes(
+pub(crate) async fn apply_changes(
     client: &PveClient,
     target: &GuestRef,
     edit: Edit<'_>,

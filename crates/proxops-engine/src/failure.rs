@@ -44,6 +44,9 @@ pub enum FailureKind {
     Invalid,
     /// The action's own task ended abnormally (a bug in the engine).
     Internal,
+    /// The check after a snapshot-guarded update failed: the guest agent did not answer, or
+    /// the guest did not run, within `update-policy.verify.timeout`.
+    CheckFailed,
 }
 
 impl FailureKind {
@@ -60,6 +63,7 @@ impl FailureKind {
             FailureKind::UnexpectedAnswer => "unexpected-answer",
             FailureKind::Invalid => "invalid",
             FailureKind::Internal => "internal",
+            FailureKind::CheckFailed => "check-failed",
         }
     }
 
@@ -137,6 +141,12 @@ impl ActionError {
     /// UPID and exit status).
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The same error with another message (what was done about it appended).
+    pub(crate) fn with_message(mut self, message: String) -> ActionError {
+        self.message = message;
+        self
     }
 
     /// The PVE client error behind it, if it came from one.
@@ -320,6 +330,7 @@ mod tests {
             },
             upids: Vec::new(),
             millis: 7,
+            guard: None,
         };
         let v = serde_json::to_value(&result).unwrap();
         assert_eq!(v["outcome"], "failed");

@@ -110,6 +110,7 @@ pub mod desired;
 pub mod diff;
 pub mod execute;
 mod failure;
+pub mod guard;
 mod hotplug;
 pub mod identity;
 pub mod init;

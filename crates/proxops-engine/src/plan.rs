@@ -45,6 +45,15 @@ pub enum Verb {
     /// Remove the HA resource of a guest whose manifest no longer declares `ha:`, or the
     /// node-affinity rule of a removed `ha.group`.
     HaRemove,
+    /// Take the PVE snapshot a disruptive update is guarded by (`update-policy`,
+    /// [`crate::guard`]).
+    Snapshot,
+    /// Check a guest after a guarded update (its guest agent answers, or it runs); roll it back
+    /// to the snapshot when it does not.
+    Verify,
+    /// Delete ProxOps's snapshots of a guest beyond `update-policy.keep`, after a guarded
+    /// update succeeded.
+    PruneSnapshots,
 }
 
 /// One changed key, for display: a value written, or (`delete`) a key removed from the guest.
@@ -99,9 +108,17 @@ pub(crate) enum Op {
         resizes: Vec<Resize>,
         digest: Option<String>,
         restart: bool,
+        /// The snapshot taken before a guarded update: rolled back to when it fails.
+        guard: Option<crate::guard::Guard>,
     },
     Start {
         guest: GuestRef,
+    },
+    /// The start that completes a guarded update of a stopped guest: rolled back to the
+    /// snapshot when it fails.
+    GuardedStart {
+        guest: GuestRef,
+        guard: crate::guard::Guard,
     },
     Stop {
         guest: GuestRef,
@@ -137,6 +154,26 @@ pub(crate) enum Op {
     },
     HaRuleRemove {
         id: String,
+    },
+    /// The snapshot before a guarded update ([`crate::guard`]).
+    Snapshot {
+        guard: crate::guard::Guard,
+        /// Save a running VM's memory.
+        vmstate: bool,
+    },
+    /// The check after a guarded update; a rollback when it fails.
+    Verify {
+        guard: crate::guard::Guard,
+        check: crate::guard::Check,
+        timeout: std::time::Duration,
+    },
+    /// ProxOps's snapshots beyond `keep`, oldest first.
+    PruneSnapshots {
+        guest: GuestRef,
+        /// The snapshot of the update the pruning follows.
+        snapshot: String,
+        names: Vec<String>,
+        keep: u32,
     },
 }
 

@@ -29,6 +29,7 @@ use proxops_pve::{
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+mod guarded;
 mod ha;
 mod ha_rules;
 mod placement;
@@ -64,6 +65,12 @@ pub struct PlanOptions {
     /// Migrations PVE refused for a reason that will not change by itself
     /// ([`crate::refusals`]): not planned again while their fingerprint is the same.
     pub refused: BTreeMap<ResourceKey, crate::refusals::Refusal>,
+    /// Snapshot-guarded updates that failed and were rolled back ([`crate::refusals`], keyed
+    /// by the desired document): not planned again while the document is the same.
+    pub refused_updates: BTreeMap<ResourceKey, crate::refusals::Refusal>,
+    /// The source revision being applied (a commit id): what ProxOps's snapshots are named
+    /// after (`proxops-<revision>`, 12 digits). `None`: the desired document's id.
+    pub source_revision: Option<String>,
     /// The cluster's SOPS secrets, for cloud-init references (`None`: not loaded; a resource
     /// with a reference is then skipped with an error naming it).
     pub secrets: Option<ClusterSecrets>,
@@ -96,6 +103,8 @@ impl Default for PlanOptions {
             waiting: BTreeMap::new(),
             marked: BTreeMap::new(),
             refused: BTreeMap::new(),
+            refused_updates: BTreeMap::new(),
+            source_revision: None,
             secrets: None,
             previous: None,
             restarts: true,
@@ -232,6 +241,9 @@ pub async fn plan_cluster(
         ha_rules: None,
         snapshots: BTreeMap::new(),
         refused: &options.refused,
+        refused_updates: &options.refused_updates,
+        guard_snapshots: BTreeMap::new(),
+        source_revision: options.source_revision.clone(),
     };
     // HA resources, read once when a guest declares `ha:` or a guest of ours has one.
     let declares_ha = graph.resources().any(|r| {
@@ -341,6 +353,26 @@ pub async fn plan_cluster(
         })
         .collect();
     planner.snapshots = snapshots::read(client, movers).await;
+    // The guests of ours whose updates are guarded by snapshots: their snapshots name the
+    // next one, tell which are ProxOps's to prune, and remember a rollback.
+    let guarded: Vec<GuestRef> = graph
+        .steps()
+        .iter()
+        .filter_map(|step| {
+            let live = inventory.guest(step.vmid?)?;
+            let Ok(Desired::Guest(d)) = options
+                .drivers
+                .desired(&planner.cx, graph.resource(step.resource))
+            else {
+                return None;
+            };
+            (crate::guard::policy(&d).is_some()
+                && owned_by_proxops(live)
+                && configs.contains_key(&live.vmid))
+            .then(|| live.guest_ref())
+        })
+        .collect();
+    planner.guard_snapshots = guarded::read(client, guarded).await;
     let mut suspended_seen = BTreeSet::new();
     for step in graph.steps() {
         let resource = graph.resource(step.resource);
@@ -493,6 +525,12 @@ struct Planner<'a> {
     snapshots: BTreeMap<u32, Result<snapshots::SnapshotVolumes, String>>,
     /// Migrations PVE refused ([`PlanOptions::refused`]).
     refused: &'a BTreeMap<ResourceKey, crate::refusals::Refusal>,
+    /// Guarded updates rolled back ([`PlanOptions::refused_updates`]).
+    refused_updates: &'a BTreeMap<ResourceKey, crate::refusals::Refusal>,
+    /// The snapshots of each guest whose updates are guarded (`update-policy`).
+    guard_snapshots: BTreeMap<u32, Result<Vec<proxops_pve::SnapshotEntry>, String>>,
+    /// [`PlanOptions::source_revision`].
+    source_revision: Option<String>,
 }
 
 impl Planner<'_> {

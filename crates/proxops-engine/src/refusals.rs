@@ -9,6 +9,10 @@
 //! fingerprint stays the same the planner reports an anomaly instead of migrating. A change of
 //! the manifest or of the guest (a deleted snapshot, a detached device) makes a new fingerprint,
 //! and the migration is planned again.
+//!
+//! Snapshot-guarded updates ([`crate::guard`]) that failed and were rolled back are remembered
+//! the same way, their fingerprint the desired document's id: the same document is not tried
+//! again (an anomaly instead) until the manifest changes ([`Refusals::updates_of`]).
 
 use crate::execute::{CycleReport, FailureKind, Outcome};
 use crate::plan::{ClusterPlan, Verb};
@@ -29,28 +33,55 @@ pub struct Refusal {
     pub at: String,
 }
 
-/// The refused migrations of each cluster, shared by the cycles of a run (and, in the agent,
-/// by its passes). Cloning shares the memory.
+/// The refused migrations (and rolled-back guarded updates) of each cluster, shared by the
+/// cycles of a run (and, in the agent, by its passes). Cloning shares the memory.
 #[derive(Debug, Clone, Default)]
-pub struct Refusals(Arc<Mutex<BTreeMap<String, BTreeMap<ResourceKey, Refusal>>>>);
+pub struct Refusals(Arc<Mutex<Memory>>);
+
+/// Per cluster, per resource.
+type PerCluster = BTreeMap<String, BTreeMap<ResourceKey, Refusal>>;
+
+#[derive(Debug, Default)]
+struct Memory {
+    migrations: PerCluster,
+    updates: PerCluster,
+}
 
 impl Refusals {
-    /// The refusals remembered for `cluster`.
+    /// The refused migrations remembered for `cluster`.
     pub fn of(&self, cluster: &str) -> BTreeMap<ResourceKey, Refusal> {
-        self.lock().get(cluster).cloned().unwrap_or_default()
+        self.lock()
+            .migrations
+            .get(cluster)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The guarded updates of `cluster` rolled back, by resource (the fingerprint: the desired
+    /// document's id).
+    pub fn updates_of(&self, cluster: &str) -> BTreeMap<ResourceKey, Refusal> {
+        self.lock()
+            .updates
+            .get(cluster)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Remembers that PVE refused migrating `key` of `cluster`.
     pub fn refused(&self, cluster: &str, key: ResourceKey, refusal: Refusal) {
         self.lock()
+            .migrations
             .entry(cluster.to_owned())
             .or_default()
             .insert(key, refusal);
     }
 
     /// Learns from executing `plan` on `cluster`: remembers each migration PVE refused for
-    /// good (a refusal, a worker that died), forgets each that went through.
+    /// good (a refusal, a worker that died), forgets each that went through; remembers each
+    /// guarded update that was rolled back (or whose rollback was tried), forgets the
+    /// resources whose guarded update went through.
     pub fn record(&self, cluster: &str, plan: &ClusterPlan, report: &CycleReport) {
+        self.record_updates(cluster, plan, report);
         for r in report.results.iter().filter(|r| r.verb == Verb::Migrate) {
             let Some(action) = plan.actions.get(r.id) else {
                 continue;
@@ -83,12 +114,47 @@ impl Refusals {
 
     /// Forgets `key` of `cluster` (it migrated).
     pub fn forget(&self, cluster: &str, key: &ResourceKey) {
-        if let Some(c) = self.lock().get_mut(cluster) {
+        if let Some(c) = self.lock().migrations.get_mut(cluster) {
             c.remove(key);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeMap<ResourceKey, Refusal>>> {
+    fn record_updates(&self, cluster: &str, plan: &ClusterPlan, report: &CycleReport) {
+        for r in &report.results {
+            let Some(action) = plan.actions.get(r.id) else {
+                continue;
+            };
+            let Some(guard) = crate::guard::guard_of(&action.op) else {
+                continue;
+            };
+            let key = ResourceKey {
+                kind: action.kind.clone(),
+                name: action.name.clone(),
+            };
+            let mut memory = self.lock();
+            let updates = memory.updates.entry(cluster.to_owned()).or_default();
+            match &r.outcome {
+                Outcome::Failed { error }
+                    if r.guard.as_ref().is_some_and(|g| g.rollback_tried()) =>
+                {
+                    updates.insert(
+                        key,
+                        Refusal {
+                            fingerprint: guard.document.clone(),
+                            message: error.to_string(),
+                            at: proxops_store::documents::utc_timestamp(SystemTime::now()),
+                        },
+                    );
+                }
+                Outcome::Succeeded if action.verb != Verb::Snapshot => {
+                    updates.remove(&key);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

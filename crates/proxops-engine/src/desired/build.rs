@@ -62,6 +62,7 @@ impl DesiredGuest {
             owned: Vec::new(),
             create_only: Vec::new(),
             warnings: Vec::new(),
+            update_policy: None,
         }
     }
 
@@ -124,6 +125,16 @@ impl DesiredGuest {
     /// Things the manifest asks for that PVE cannot express: reported, not written.
     pub fn with_warnings(mut self, warnings: Vec<String>) -> DesiredGuest {
         self.warnings = warnings;
+        self
+    }
+
+    /// Its update policy: updates are snapshot-guarded when it asks for snapshots
+    /// (`snapshot: true`); otherwise (or `None`) they are not.
+    pub fn with_update_policy(
+        mut self,
+        policy: Option<proxops_model::kinds::UpdatePolicy>,
+    ) -> DesiredGuest {
+        self.update_policy = policy.filter(|p| p.snapshot);
         self
     }
 }

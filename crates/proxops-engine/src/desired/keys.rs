@@ -37,6 +37,7 @@ impl DesiredGuest {
             owned: Vec::new(),
             create_only: Vec::new(),
             warnings: Vec::new(),
+            update_policy: None,
         }
     }
 }

@@ -31,6 +31,7 @@ pub(super) fn desired(
         spec.state,
         spec.ha.as_ref(),
     );
+    out.update_policy = spec.update_policy.clone().filter(|p| p.snapshot);
     out.create_only = create_only;
     let o = &mut out.owned;
     let dns = spec.dns.clone().unwrap_or_default();

@@ -139,6 +139,10 @@ pub struct DesiredGuest {
     pub create_only: Vec<(String, String)>,
     /// Things the manifest asks for that PVE cannot express; reported, not written.
     pub warnings: Vec<String>,
+    /// Its `update-policy` when it asks for snapshot-guarded updates (`snapshot: true`):
+    /// a disruptive update is planned between a snapshot and a check, rolled back when either
+    /// fails ([`crate::guard`]). `None`: updates are not guarded.
+    pub update_policy: Option<proxops_model::kinds::UpdatePolicy>,
 }
 
 impl DesiredGuest {

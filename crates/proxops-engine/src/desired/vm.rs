@@ -30,6 +30,7 @@ pub(super) fn desired(
         spec.state,
         spec.ha.as_ref(),
     );
+    out.update_policy = spec.update_policy.clone().filter(|p| p.snapshot);
     let o = &mut out.owned;
     let name = spec
         .pve_name

@@ -20,6 +20,9 @@
 //! | start, stop | `VM.PowerMgmt` on `/vms/{vmid}` |
 //! | mark template | `VM.Allocate` on `/vms/{vmid}` (and `VM.PowerMgmt` to shut it down first) |
 //! | delete | `VM.Allocate` on `/vms/{vmid}` (and `VM.PowerMgmt` to stop it first) |
+//! | snapshot, prune snapshots (`update-policy`) | `VM.Snapshot` on `/vms/{vmid}` |
+//! | a guarded update's rollback | `VM.Snapshot` or `VM.Snapshot.Rollback` on `/vms/{vmid}`, and `VM.PowerMgmt` when it starts the guest again |
+//! | verify | a VM's guest agent: `VM.Monitor` (PVE 8) or `VM.GuestAgent.Audit` (PVE 9); the guest runs: `VM.Audit` |
 //!
 //! Config keys, qemu (`$check_vm_modify_config_perm`): CPU keys `VM.Config.CPU`,
 //! `memory`/`balloon`/`shares` `VM.Config.Memory`, hardware type keys (`scsihw`, `vga`,
@@ -318,6 +321,24 @@ pub(super) fn create_needs(
     }
 }
 
+/// What rolling a guarded update back needs: qemu-server `PVE/API2/Qemu.pm` `rollback` and
+/// pve-container `PVE/API2/LXC/Snapshot.pm` `rollback` take `VM.Snapshot` or
+/// `VM.Snapshot.Rollback`; with `start` qemu-server also checks `VM.PowerMgmt` up front.
+fn rollback_needs(purpose: &str, guard: &crate::guard::Guard, out: &mut Vec<Need>) {
+    let vmid = guard.guest.vmid;
+    out.push(
+        Need::any(
+            purpose,
+            &vms(vmid),
+            &["VM.Snapshot", "VM.Snapshot.Rollback"],
+        )
+        .at(format!("roll back to {} if it fails", guard.snapshot)),
+    );
+    if guard.running {
+        out.push(power(purpose, vmid).at("start it again after a rollback"));
+    }
+}
+
 /// What one planned action needs (`net`: where its bridges' ACL paths are; `major`: the
 /// cluster's PVE major release, when known).
 pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<Need> {
@@ -365,6 +386,7 @@ pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<N
             removals,
             resizes,
             restart,
+            guard,
             ..
         } => {
             let purpose = guest_purpose("update", action);
@@ -390,6 +412,50 @@ pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<N
             if *restart {
                 out.push(power(&purpose, desired.vmid).at("restart"));
             }
+            if let Some(g) = guard {
+                rollback_needs(&purpose, g, &mut out);
+            }
+        }
+        Op::GuardedStart { guest, guard } => {
+            let purpose = guest_purpose("start", action);
+            out.push(power(&purpose, guest.vmid));
+            rollback_needs(&purpose, guard, &mut out);
+        }
+        Op::Snapshot { guard, .. } => {
+            // qemu-server `PVE/API2/Qemu.pm` `snapshot`, pve-container
+            // `PVE/API2/LXC/Snapshot.pm` `snapshot`: VM.Snapshot.
+            let purpose = guest_purpose("snapshot", action);
+            out.push(Need::one(&purpose, vms(guard.guest.vmid), "VM.Snapshot"));
+        }
+        Op::Verify { guard, check, .. } => {
+            let purpose = guest_purpose("verify", action);
+            match check {
+                crate::guard::Check::Agent => {
+                    // qemu-server `PVE/API2/Qemu/Agent.pm`: `ping` is VM.GuestAgent.Audit
+                    // (PVE 9), VM.Monitor before.
+                    let privileges: &[&'static str] = match major {
+                        Some(m) if m < 9 => &["VM.Monitor"],
+                        Some(_) => &["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"],
+                        None => &[
+                            "VM.Monitor",
+                            "VM.GuestAgent.Audit",
+                            "VM.GuestAgent.Unrestricted",
+                        ],
+                    };
+                    out.push(
+                        Need::any(&purpose, &vms(guard.guest.vmid), privileges)
+                            .at("ask its guest agent"),
+                    );
+                }
+                crate::guard::Check::Running => {
+                    out.push(Need::one(&purpose, vms(guard.guest.vmid), "VM.Audit"));
+                }
+            }
+            rollback_needs(&purpose, guard, &mut out);
+        }
+        Op::PruneSnapshots { guest, .. } => {
+            let purpose = guest_purpose("prune the snapshots of", action);
+            out.push(Need::one(&purpose, vms(guest.vmid), "VM.Snapshot"));
         }
         Op::Start { guest } => out.push(power(&guest_purpose("start", action), guest.vmid)),
         Op::Stop { guest } => out.push(power(&guest_purpose("stop", action), guest.vmid)),

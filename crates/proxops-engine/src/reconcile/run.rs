@@ -286,6 +286,8 @@ impl Reconciler {
             options.drivers = Arc::clone(&self.drivers);
             options.suspended = self.options.suspended.clone();
             options.refused = self.options.refusals.of(name);
+            options.refused_updates = self.options.refusals.updates_of(name);
+            options.source_revision = run.source_revision.map(hex);
             // Reference expressions: plan what the live desired plane resolved (`crate::planes`).
             let planned = if references {
                 if n > 1

@@ -10,6 +10,7 @@ mod artifacts;
 mod background;
 mod cycle;
 mod edits;
+mod guarded;
 mod guest_options;
 mod ha;
 mod ownership;

@@ -46,6 +46,10 @@ pub struct LxcSpec {
     /// (then no `state`). Removing `ha` removes the HA resource. Not on templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ha: Option<super::placement::HaSpec>,
+    /// Snapshot-guarded disruptive updates: a PVE snapshot before an update that restarts the
+    /// container, a check after it (it runs), a rollback when either fails. Not on templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_policy: Option<super::update_policy::UpdatePolicy>,
     /// Memory, a whole number of MiB, e.g. `1GiB`.
     #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,
@@ -435,6 +439,13 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
         ("container", template.then_some("TemplateCT")),
         (spec.state, spec.ha.as_ref()),
         &spec.memory,
+    );
+    super::update_policy::check(
+        cx,
+        spec.update_policy.as_ref(),
+        ("LXC", template.then_some("TemplateCT")),
+        false,
+        spec.state,
     );
     if let Some(t) = &spec.template {
         check_name_ref(cx, t, &path!["template"], "CTTemplate");

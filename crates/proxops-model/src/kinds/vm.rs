@@ -43,6 +43,11 @@ pub struct VmSpec {
     /// (then no `state`). Removing `ha` removes the HA resource. Not on templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ha: Option<super::placement::HaSpec>,
+    /// Snapshot-guarded disruptive updates: a PVE snapshot before an update that restarts the
+    /// VM or changes what it boots with, a check after it, a rollback when either fails. Not
+    /// on templates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_policy: Option<super::update_policy::UpdatePolicy>,
     /// Memory, a whole number of MiB, e.g. `8GiB` or `512MiB`.
     #[schemars(with = "crate::quantity::MemorySize")]
     pub memory: Quantity,

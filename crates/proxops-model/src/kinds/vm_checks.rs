@@ -67,6 +67,13 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         (spec.state, spec.ha.as_ref()),
         &spec.memory,
     );
+    super::update_policy::check(
+        cx,
+        spec.update_policy.as_ref(),
+        ("VM", template.then_some("TemplateVM")),
+        spec.options.as_ref().and_then(|o| o.agent) == Some(true),
+        spec.state,
+    );
     if let Some(Balloon::Min(min)) = &spec.balloon {
         common::check_memory(cx, min, &path!["balloon"], "balloon", false);
         if min.bytes() > spec.memory.bytes() {

@@ -19,3 +19,4 @@ mod schema;
 mod snapshots;
 mod stacks;
 mod takeover;
+mod update_policy;
