@@ -206,3 +206,82 @@ fn result_line(clusters: &[ClusterVerification]) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proxops_engine::verify::Difference;
+
+    fn report() -> VerifyReport {
+        let mut lab = ClusterVerification::new("lab", "2026-01-01T00:00:00Z");
+        let mut vm = ResourceVerification::new(
+            "VM",
+            "sandbox-01",
+            VerifyState::Drifted,
+            "changed: memory, onboot",
+        );
+        vm.differences = vec![
+            Difference::new("memory", Some("2048".into()), Some("4096".into())),
+            Difference::new("onboot", None, Some("1".into())),
+        ];
+        lab.resources = vec![
+            ResourceVerification::new("ISO", "netinst", VerifyState::InSync, "matches"),
+            ResourceVerification::new("LXC", "ci-runner-01", VerifyState::Missing, "absent"),
+            ResourceVerification::new(
+                "LXC",
+                "new",
+                VerifyState::NotVerified,
+                "never reconciled: it has no receipt",
+            ),
+            vm,
+        ];
+        let mut home = ClusterVerification::new("home", "2026-01-01T00:00:00Z");
+        home.resources = vec![ResourceVerification::new(
+            "VM",
+            "web",
+            VerifyState::InSync,
+            "matches",
+        )];
+        VerifyReport::new(vec![lab, home])
+    }
+
+    #[test]
+    fn the_table_names_each_difference_and_the_result_line_every_drifted_resource() {
+        insta::assert_snapshot!(render(&report()), @r"
+        CLUSTER  KIND  NAME          STATE        DETAIL
+        home     VM    web           InSync       -
+        lab      ISO   netinst       InSync       -
+        lab      LXC   ci-runner-01  Missing      absent
+        lab      LXC   new           NotVerified  never reconciled: it has no receipt
+        lab      VM    sandbox-01    Drifted      memory: desired 2048, live 4096; onboot: desired (unset), live 1
+        RESULT DRIFT: lab LXC/ci-runner-01 missing, lab VM/sandbox-01 drifted
+        ");
+        let lab = &report().clusters[1];
+        insta::assert_snapshot!(render_drift(lab), @r"
+        CLUSTER  KIND  NAME          STATE    DETAIL
+        lab      LXC   ci-runner-01  Missing  absent
+        lab      VM    sandbox-01    Drifted  memory: desired 2048, live 4096; onboot: desired (unset), live 1
+        RESULT DRIFT: lab LXC/ci-runner-01 missing, lab VM/sandbox-01 drifted
+        ");
+    }
+
+    #[test]
+    fn without_drift_the_result_is_clean_unless_a_cluster_failed() {
+        let mut clean = ClusterVerification::new("lab", "t");
+        clean.resources = vec![
+            ResourceVerification::new("ISO", "netinst", VerifyState::InSync, "matches"),
+            ResourceVerification::new("VM", "x", VerifyState::NotVerified, "stale receipt"),
+        ];
+        assert_eq!(
+            result_line(std::slice::from_ref(&clean)),
+            "RESULT CLEAN: 1 in sync, 1 not verified\n"
+        );
+        clean
+            .errors
+            .push(proxops_engine::verify::VerifyError::NoCluster("lab".into()));
+        assert_eq!(
+            result_line(std::slice::from_ref(&clean)),
+            "RESULT ERROR: not every resource could be verified (cluster lab)\n"
+        );
+    }
+}
