@@ -250,6 +250,8 @@ fn readme_install_role_grants_what_doctor_checks() {
         "VM.Monitor",
         "VM.GuestAgent.Audit",
         "VM.GuestAgent.Unrestricted",
+        // Either privilege lets a snapshot be rolled back; the role has VM.Snapshot.
+        "VM.Snapshot.Rollback",
     ];
     let wanted: Vec<&String> = table
         .iter()
