@@ -10,6 +10,7 @@ mod delete;
 mod engine;
 mod examples;
 mod git_http;
+mod guarded;
 mod honest;
 mod init;
 mod interop;

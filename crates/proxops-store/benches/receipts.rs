@@ -44,6 +44,7 @@ fn observations() -> ObservationBatch {
             started_at: "2026-11-30T12:00:00Z".to_owned(),
             finished_at: "2026-11-30T12:00:05Z".to_owned(),
             artifacts: Vec::new(),
+            guard: None,
         })
         .collect();
     ObservationBatch {

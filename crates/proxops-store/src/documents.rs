@@ -417,6 +417,11 @@ pub enum Outcome {
     Updated,
     /// Nothing needed doing: PVE already matched.
     InSync,
+    /// A snapshot-guarded update to this document failed (a task, or the check after it) and
+    /// the guest was rolled back to the snapshot taken before it: PVE has what it had, not this
+    /// document. [`ReceiptResult::guard`] says what failed; the document is not tried again
+    /// until it changes.
+    RolledBack,
 }
 
 /// Evidence that one desired document was reconciled (`receipts/<kind>/<name>.yaml`).
@@ -465,6 +470,34 @@ pub struct ReceiptResult {
     /// Artifacts published with the receipt: name -> descriptor.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub artifacts: BTreeMap<String, ArtifactDescriptor>,
+    /// A snapshot-guarded update (`update-policy`): its snapshot, what the check found or what
+    /// failed, the rollback, the snapshots pruned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<GuardRecord>,
+}
+
+/// `spec.result.guard` of a [`Receipt`]: what a snapshot-guarded update did.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardRecord {
+    /// The PVE snapshot taken before the update (`proxops-<revision>`).
+    pub snapshot: String,
+    /// What the check after the update found, when it passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<String>,
+    /// What failed: the task or the check, with PVE's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Whether the guest was rolled back to the snapshot.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rolled_back: bool,
+    /// After a rollback: the desired document the guest is back at (the one the receipt before
+    /// it pinned), which still proves what ProxOps owns on it; absent when none was pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<DesiredPin>,
+    /// ProxOps snapshots deleted beyond `keep` after a successful update.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pruned: Vec<String>,
 }
 
 /// How a receipt points at one of its artifacts.
@@ -592,6 +625,10 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".to_owned(),
             finished_at: "2026-01-01T00:00:01Z".to_owned(),
             controller_version: "0.1.0".to_owned(),
+            guard: Some(GuardRecord {
+                snapshot: "proxops-1".to_owned(),
+                ..GuardRecord::default()
+            }),
             artifacts: BTreeMap::from([(
                 "mac-addresses".to_owned(),
                 ArtifactDescriptor {

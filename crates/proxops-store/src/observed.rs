@@ -42,6 +42,8 @@ pub struct Observation {
     pub finished_at: String,
     /// Artifacts: (name, kind, payload). They replace every earlier artifact of the resource.
     pub artifacts: Vec<(String, String, Value)>,
+    /// What a snapshot-guarded update did ([`docs::GuardRecord`]).
+    pub guard: Option<docs::GuardRecord>,
 }
 
 impl Observation {
@@ -64,6 +66,7 @@ impl Observation {
             started_at: now.clone(),
             finished_at: now,
             artifacts: Vec::new(),
+            guard: None,
         }
     }
 }
@@ -183,6 +186,7 @@ impl Store {
                         finished_at: obs.finished_at.clone(),
                         controller_version: CONTROLLER_VERSION.to_owned(),
                         artifacts: descriptors,
+                        guard: obs.guard.clone(),
                     },
                 },
             };

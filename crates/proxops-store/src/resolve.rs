@@ -184,6 +184,11 @@ fn current_receipt<'a>(
             "the receipt of {producer} is stale: it changed since it was reconciled"
         )));
     }
+    if receipt.doc.spec.result.outcome == crate::documents::Outcome::RolledBack {
+        return Err(Resolution::Wait(format!(
+            "the update of {producer} to its desired document was rolled back: PVE does not have it"
+        )));
+    }
     Ok(receipt)
 }
 

@@ -145,6 +145,18 @@ fn opt_id_text<S: serde::Serializer>(id: &Option<ObjectId>, s: S) -> Result<S::O
     }
 }
 
+/// The reason of a resource whose guarded update to the live document was rolled back.
+fn rolled_back_reason(receipt: Option<&Stored<Receipt>>) -> String {
+    let guard = receipt.and_then(|r| r.doc.spec.result.guard.as_ref());
+    let snapshot = guard.map_or("its snapshot", |g| g.snapshot.as_str());
+    let failure = guard
+        .and_then(|g| g.failure.as_deref())
+        .unwrap_or("a task or the check failed");
+    format!(
+        "rolled back to {snapshot}: {failure}; not tried again until the desired document changes"
+    )
+}
+
 /// Joins a desired and an observed plane (either may be absent).
 pub fn derive(
     cluster: &str,
@@ -172,7 +184,20 @@ pub fn derive(
     if let Some(d) = desired {
         for (key, entry) in &d.resources {
             let receipt = receipt_of(key);
+            let rolled_back = receipt
+                .as_ref()
+                .filter(|r| r.doc.spec.result.outcome == crate::documents::Outcome::RolledBack);
+            let why_rolled_back;
             let (observation, state, reason) = match receipt.as_ref().map(freshness_of) {
+                // A guarded update to the live document was rolled back: PVE does not have it.
+                Some(Freshness::Current) if rolled_back.is_some() => {
+                    why_rolled_back = rolled_back_reason(rolled_back);
+                    (
+                        ObservationState::Current,
+                        ResourceState::Ready,
+                        why_rolled_back.as_str(),
+                    )
+                }
                 Some(Freshness::Current) => (
                     ObservationState::Current,
                     ResourceState::Clean,

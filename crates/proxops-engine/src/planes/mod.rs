@@ -21,6 +21,9 @@
 //!      desired plane names (kind, name and vmid must match: the intent's fence).
 //!
 //!    Resources with a failed, deferred or unstarted action get no receipt: they stay READY.
+//!    Except a snapshot-guarded update that failed and was rolled back ([`crate::guard`]): its
+//!    receipt (`rolledBack`) pins the document it tried, with the failure, the snapshot and
+//!    the document the guest is back at (`guard`).
 //!
 //!    Receipts of ISO, CTTemplate and DiskImage carry a `DownloadedFile` artifact `file`: the
 //!    volume id per node, as the plan placed it; [`enrich`] adds what PVE says (sizes, a
@@ -48,7 +51,7 @@ pub use refs::{PlannedRefs, has_references, plan_references};
 
 use proxops_model::{Repository, ResourceKey};
 use proxops_store::desired::{DesiredPublication, DesiredState};
-use proxops_store::documents::{DesiredPin, Outcome, Receipt, hex, utc_timestamp};
+use proxops_store::documents::{DesiredPin, GuardRecord, Outcome, Receipt, hex, utc_timestamp};
 use proxops_store::observed::{DEFAULT_ATTEMPTS, Observation, ObservedState, Stored};
 use proxops_store::{
     Candidate, DesiredOptions, ObjectId, ObservationBatch, PlaneRefs, Publication, Store,
@@ -307,6 +310,8 @@ struct Acted<'a> {
     vmid: Option<u32>,
     outcome: &'a ActionOutcome,
     upids: &'a [String],
+    /// What it did as a step of a snapshot-guarded update.
+    guard: Option<&'a crate::guard::GuardReport>,
 }
 
 fn key_of(kind: &str, name: &str) -> ResourceKey {
@@ -333,9 +338,9 @@ pub fn observation_batch(
     let not_run = ActionOutcome::NotStarted;
     for action in &plan.actions {
         let result = report.and_then(|r| r.results.iter().find(|x| x.id == action.id));
-        let (outcome, upids) = match result {
-            Some(r) => (&r.outcome, r.upids.as_slice()),
-            None => (&not_run, &[][..]),
+        let (outcome, upids, guard) = match result {
+            Some(r) => (&r.outcome, r.upids.as_slice(), r.guard.as_ref()),
+            None => (&not_run, &[][..], None),
         };
         acted
             .entry(key_of(&action.kind, &action.name))
@@ -346,6 +351,7 @@ pub fn observation_batch(
                 vmid: action.vmid,
                 outcome,
                 upids,
+                guard,
             });
     }
     let mut held: BTreeMap<String, String> = BTreeMap::new();
@@ -367,6 +373,14 @@ pub fn observation_batch(
             .iter()
             .find(|a| *a.outcome != ActionOutcome::Succeeded)
         {
+            // A guarded update rolled back: the receipt says what failed and that the guest
+            // is back at its snapshot ([`rolled_back`]).
+            if let Some(observation) =
+                rolled_back(entry, revision, observed, key, actions, failed, &started_at)
+            {
+                built.batch.observations.push(observation);
+                continue;
+            }
             let why = match failed.outcome {
                 ActionOutcome::Failed { error } => format!("failed: {error}"),
                 ActionOutcome::Deferred {
@@ -419,6 +433,7 @@ pub fn observation_batch(
         observation.artifacts = downloaded_file(&entry.doc.kind, &entry.doc.spec)
             .into_iter()
             .collect();
+        observation.guard = guarded(actions);
         // A placed guest's node, and why it is there (found, or picked with the facts).
         if let Some(p) = plan
             .placements
@@ -474,6 +489,70 @@ pub fn observation_batch(
         }
     }
     built
+}
+
+/// What the steps of a successful guarded update did (`None` without one): the snapshot, the
+/// check's finding, the snapshots pruned.
+fn guarded(actions: &[Acted<'_>]) -> Option<GuardRecord> {
+    let mut record: Option<GuardRecord> = None;
+    for g in actions.iter().filter_map(|a| a.guard) {
+        let r = record.get_or_insert_with(|| GuardRecord {
+            snapshot: g.snapshot.clone(),
+            ..GuardRecord::default()
+        });
+        if g.verified.is_some() {
+            r.verified.clone_from(&g.verified);
+        }
+        r.pruned.extend(g.pruned.iter().cloned());
+    }
+    record
+}
+
+/// The receipt of a resource whose guarded update failed and was rolled back: outcome
+/// `rolledBack`, pinning the document it tried, with the failure, the snapshot and the
+/// document the guest is back at (what the receipt before it pinned). `None` when `failed`
+/// was not rolled back (a failure without a rollback, or a rollback that failed too: no
+/// receipt, as for any failure).
+fn rolled_back(
+    entry: &proxops_store::desired::DesiredEntry,
+    revision: ObjectId,
+    observed: Option<&ObservedState>,
+    key: &ResourceKey,
+    actions: &[Acted<'_>],
+    failed: &Acted<'_>,
+    started_at: &str,
+) -> Option<Observation> {
+    let guard = failed.guard.filter(|g| g.rolled_back)?;
+    let ActionOutcome::Failed { error } = failed.outcome else {
+        return None;
+    };
+    let restored =
+        observed
+            .and_then(|o| o.receipts.get(key))
+            .and_then(|r| match r.doc.spec.result.outcome {
+                Outcome::RolledBack => r
+                    .doc
+                    .spec
+                    .result
+                    .guard
+                    .as_ref()
+                    .and_then(|g| g.restored.clone()),
+                _ => Some(r.doc.spec.desired.clone()),
+            });
+    let mut observation = Observation::of(entry, revision, Outcome::RolledBack);
+    observation.upids = actions
+        .iter()
+        .flat_map(|a| a.upids.iter().cloned())
+        .collect();
+    observation.started_at = started_at.to_owned();
+    observation.guard = Some(GuardRecord {
+        snapshot: guard.snapshot.clone(),
+        failure: Some(error.to_string()),
+        rolled_back: true,
+        restored,
+        ..GuardRecord::default()
+    });
+    Some(observation)
 }
 
 /// The `DownloadedFile` artifact of an ISO, CTTemplate or DiskImage spec: its volume id on
@@ -543,6 +622,7 @@ fn awaiting_addresses(
         started_at: spec.result.started_at.clone(),
         finished_at: spec.result.finished_at.clone(),
         artifacts,
+        guard: spec.result.guard.clone(),
     })
 }
 

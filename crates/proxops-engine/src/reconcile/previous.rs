@@ -13,7 +13,10 @@ use std::sync::Arc;
 /// The previous desired document of each resource of `refs`' cluster: the one its latest
 /// receipt pins (what ProxOps last reconciled), else the one `prior` (the desired head before
 /// this cycle published) holds. A document that no longer loads is left out: its keys are then
-/// not proven ours, which only ever keeps a key, never removes one.
+/// not proven ours, which only ever keeps a key, never removes one. A receipt of a guarded
+/// update that was rolled back (`rolledBack`) pins the document it tried, which PVE does not
+/// have: the document the guest is back at (its `guard.restored`) is the previous one then,
+/// and without one none is (not even `prior`'s).
 pub fn previous_documents(
     store: &Store,
     refs: &PlaneRefs,
@@ -23,11 +26,24 @@ pub fn previous_documents(
     // Each document is read and turned into a resource on its own, and `prior`'s are borrowed:
     // no map of every document of the cluster is built on the side (with 1,000 resources
     // that was megabytes per cycle and cluster).
+    let mut unproven = std::collections::BTreeSet::new();
     let pinned: BTreeMap<ResourceKey, Option<ObjectId>> = match store.read_observed(refs, None)? {
         Some(observed) => observed
             .receipts
             .iter()
-            .map(|(key, receipt)| (key.clone(), parse_id(&receipt.doc.spec.desired.blob)))
+            .map(|(key, receipt)| {
+                let result = &receipt.doc.spec.result;
+                let blob = if result.outcome == proxops_store::documents::Outcome::RolledBack {
+                    let restored = result.guard.as_ref().and_then(|g| g.restored.as_ref());
+                    if restored.is_none() {
+                        unproven.insert(key.clone());
+                    }
+                    restored.and_then(|pin| parse_id(&pin.blob))
+                } else {
+                    parse_id(&receipt.doc.spec.desired.blob)
+                };
+                (key.clone(), blob)
+            })
             .collect(),
         None => BTreeMap::new(),
     };
@@ -56,7 +72,7 @@ pub fn previous_documents(
     }
     if let Some(prior) = prior {
         for (key, entry) in &prior.resources {
-            if !from_receipts.contains(key) {
+            if !from_receipts.contains(key) && !unproven.contains(key) {
                 keep(key, &entry.doc);
             }
         }

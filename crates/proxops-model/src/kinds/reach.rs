@@ -16,7 +16,7 @@ use crate::pve_config::PveConfig;
 
 /// The fields of a receipt's `spec.result` (`proxops-store` `ReceiptResult`), which
 /// `fromReceipt` pointers read.
-pub const RECEIPT_RESULT_FIELDS: [&str; 7] = [
+pub const RECEIPT_RESULT_FIELDS: [&str; 8] = [
     "outcome",
     "pveIdentity",
     "upids",
@@ -24,6 +24,7 @@ pub const RECEIPT_RESULT_FIELDS: [&str; 7] = [
     "finishedAt",
     "controllerVersion",
     "artifacts",
+    "guard",
 ];
 
 /// Every guest's `netN` -> MAC.

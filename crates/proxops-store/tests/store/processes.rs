@@ -30,6 +30,7 @@ fn writer(index: usize, repo: &str) {
             started_at: "2026-11-30T12:00:00Z".to_owned(),
             finished_at: "2026-11-30T12:00:01Z".to_owned(),
             artifacts: Vec::new(),
+            guard: None,
         };
         let batch = ObservationBatch {
             observations: vec![obs],
@@ -120,6 +121,7 @@ fn a_large_publication_is_written_as_one_valid_pack() {
             started_at: "2026-11-30T12:00:00Z".to_owned(),
             finished_at: "2026-11-30T12:00:01Z".to_owned(),
             artifacts: Vec::new(),
+            guard: None,
         })
         .collect();
     let batch = ObservationBatch {
