@@ -39,9 +39,12 @@ fn uncurrent(row: &ResourceView) -> String {
         (ResourceState::Ready, ObservationState::Missing) => {
             "never reconciled: it has no receipt".to_owned()
         }
-        (ResourceState::Ready, _) => {
+        (ResourceState::Ready, ObservationState::Stale) => {
             "stale receipt: its desired document changed since it was last reconciled".to_owned()
         }
+        // A receipt of the live document that does not say it is reconciled (a guarded update
+        // rolled back): the planes' reason.
+        (ResourceState::Ready, _) => format!("not reconciled: {}", row.reason),
         (ResourceState::Deleting, _) => format!("being deleted: {}", row.reason),
         _ => format!("waiting: {}", row.reason),
     }
@@ -349,12 +352,21 @@ mod tests {
             ResourceState::Deleting,
             ObservationState::NotApplicable,
         );
+        let rolled_back = row(
+            "VM",
+            "guarded",
+            ResourceState::Ready,
+            ObservationState::Current,
+        );
         // Even with actions planned for them, they are not drift.
         let planned = plan(vec![
             start("VM", "new", Verb::Create, "absent"),
             start("VM", "edited", Verb::Update, "changed: memory"),
         ]);
-        let got = verifications(&view(vec![never, stale, waiting, deleting]), Ok(&planned));
+        let got = verifications(
+            &view(vec![never, stale, waiting, deleting, rolled_back]),
+            Ok(&planned),
+        );
         assert!(got.iter().all(|v| v.state == VerifyState::NotVerified));
         let reasons: Vec<&str> = got.iter().map(|v| v.reason.as_str()).collect();
         assert_eq!(
@@ -364,6 +376,7 @@ mod tests {
                 "stale receipt: its desired document changed since it was last reconciled",
                 "waiting: as the planes say",
                 "being deleted: as the planes say",
+                "not reconciled: as the planes say",
             ]
         );
     }
