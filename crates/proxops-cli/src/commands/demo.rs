@@ -17,8 +17,9 @@ use std::sync::Arc;
 /// applied, with its desired plane and receipts recorded in git, and planned again (nothing to
 /// do); `proxops get` shows one cluster's resources CLEAN; a change made by hand in PVE is
 /// reported by `proxops verify`, found as drift and restored; a manifest taken out of the composition is pruned, with its
-/// deletion intent and teardown recorded. Exit status: 0 when every step showed what it
-/// should, 1 otherwise, 2 for usage or I/O problems.
+/// deletion intent and teardown recorded; a disruptive update guarded by a snapshot whose guest
+/// does not come back is rolled back, recorded, and not tried again. Exit status: 0 when every
+/// step showed what it should, 1 otherwise, 2 for usage or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The repository.
@@ -146,6 +147,34 @@ fn summary(r: &DemoReport) -> String {
             "NOT recorded"
         },
         r.prune.guests_left
+    ));
+    let g = &r.guarded;
+    out.push_str(&format!(
+        "guarded update: {} ({}) {} snapshot {}; {}; {}; receipt {}; {}\n",
+        g.subject,
+        g.changed,
+        if g.guarded { "after" } else { "NOT after" },
+        g.snapshot.as_deref().unwrap_or("(none)"),
+        if g.failure.is_some() {
+            "the check failed"
+        } else {
+            "NOTHING failed"
+        },
+        if g.rolled_back {
+            "rolled back as it was"
+        } else {
+            "NOT rolled back"
+        },
+        if g.recorded {
+            "rolledBack"
+        } else {
+            "NOT rolledBack"
+        },
+        if g.retried {
+            "TRIED AGAIN"
+        } else {
+            "not tried again"
+        }
     ));
     out.push_str(if r.succeeded() {
         "demo: every step showed what it should\n"

@@ -196,6 +196,36 @@ fn the_demo_report_shows_every_step_and_the_users_repository_is_untouched() {
     );
     assert!(reason.contains("prune 1 of"), "{reason}");
 
+    // 5. The guarded update: snapshot, update, start, verify; rolled back, recorded, left alone.
+    let guarded = &report["guarded"];
+    assert_eq!(guarded["subject"], "VM/sandbox-01");
+    assert_eq!(guarded["changed"], "cores: 2 -> 4, state: started");
+    let verbs: Vec<&str> = guarded["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["verb"].as_str().unwrap())
+        .collect();
+    assert_eq!(verbs, ["snapshot", "update", "start", "verify"]);
+    assert!(
+        guarded["snapshot"]
+            .as_str()
+            .unwrap()
+            .starts_with("proxops-"),
+        "{guarded:#}"
+    );
+    assert!(
+        guarded["failure"]
+            .as_str()
+            .unwrap()
+            .contains("rolled back to snapshot"),
+        "{guarded:#}"
+    );
+    for flag in ["guarded", "rolledBack", "recorded"] {
+        assert_eq!(guarded[flag], true, "{flag}: {guarded:#}");
+    }
+    assert_eq!(guarded["retried"], false);
+
     // The user's repository is as it was, and the demo's copy is gone.
     assert_eq!(snapshot(user.path()), before);
     assert_eq!(report["kept"], false);
@@ -217,7 +247,12 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
         "== 2. proxops get --cluster lab",
         "== 3. a change by hand in PVE, found as drift and restored",
         "== 4. a manifest removed from the composition: pruned, and recorded",
-        "== 5. where to look next",
+        "== 5. a disruptive update guarded by a snapshot: the guest does not come back, rolled back",
+        "== 6. where to look next",
+        "    snapshot  VM/sandbox-01 (100)  pve1  before a disruptive update (cores): snapshot `proxops-",
+        "FAILED (check-failed): check failed: the guest agent did not answer within 1.0s",
+        "guarded update: VM/sandbox-01 (cores: 2 -> 4, state: started) after snapshot proxops-",
+        "; the check failed; rolled back as it was; receipt rolledBack; not tried again\n",
         "cluster lab: converged, nothing to do",
         "by hand in PVE: VM/sandbox-01 (vmid 100): memory: 2048 -> 4096, tags: lab removed",
         "proxops verify --cluster lab:\n",
@@ -238,8 +273,9 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
         .unwrap();
     assert!(log.status.success());
     // Apply, the container's addresses (the plan again: its static address is there at once),
-    // drift restored, prune: four receipt commits on lab's observed plane (verify wrote none).
-    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 4);
+    // drift restored, prune, the guarded update rolled back: five receipt commits on lab's
+    // observed plane (verify wrote none, nor did the cycle that left the rollback alone).
+    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 5);
     let quiet = proxops()
         .current_dir(proxops_test_support::workspace())
         .env("TMPDIR", scratch.path())
@@ -248,7 +284,7 @@ fn the_demo_tells_its_story_in_text_and_keeps_its_repository_when_asked() {
         .success();
     let text = String::from_utf8_lossy(&quiet.get_output().stdout).into_owned();
     assert!(text.starts_with("\n== summary\n"), "{text}");
-    assert_eq!(text.lines().count(), 8, "{text}");
+    assert_eq!(text.lines().count(), 9, "{text}");
 }
 
 /// The tasks a simulator state file records, as `(node, type, id)`.

@@ -10,7 +10,10 @@
 //!    restored, and a new receipt;
 //! 4. a manifest taken out of the composition and committed: the deletion intent in the desired
 //!    plane, the prune with its guards, the teardown recorded;
-//! 5. where to look next.
+//! 5. a VM given `update-policy` and a disruptive change whose guest does not come back: the
+//!    snapshot, the update, the failed check, the rollback, the receipt saying so, and a next
+//!    cycle that leaves the same document alone ([`crate::guard`]);
+//! 6. where to look next.
 //!
 //! Each cluster's simulator keeps its state in a file beside the copy, so a cycle sees what
 //! the last one left, with PVE's stats lag (the simulator's default). The user's repository is
@@ -132,13 +135,16 @@ pub struct DemoReport {
     pub drift: Drifted,
     /// Step 4: a manifest removed, and its guest pruned.
     pub prune: Pruned,
-    /// Step 5: commands to go on with.
+    /// Step 5: a snapshot-guarded update rolled back.
+    pub guarded: Guarded,
+    /// Step 6: commands to go on with.
     pub next: Vec<String>,
 }
 
 impl DemoReport {
     /// Whether every step showed what it should: each cluster applied and then in sync, every
-    /// resource CLEAN, the drift found and restored, the prune done and recorded.
+    /// resource CLEAN, the drift found and restored, the prune done and recorded, the guarded
+    /// update rolled back, recorded and not tried again.
     pub fn succeeded(&self) -> bool {
         self.clusters.iter().all(|c| {
             c.result.is_success()
@@ -152,6 +158,10 @@ impl DemoReport {
             && self.prune.intent_recorded
             && self.prune.deleted
             && self.prune.teardown_recorded
+            && self.guarded.guarded
+            && self.guarded.rolled_back
+            && self.guarded.recorded
+            && !self.guarded.retried
     }
 }
 
@@ -248,6 +258,37 @@ pub struct Pruned {
     pub teardown_recorded: bool,
     /// Guests of the cluster left in PVE (none of the others was touched).
     pub guests_left: usize,
+}
+
+/// A disruptive update guarded by a snapshot, whose guest did not come back.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Guarded {
+    /// The cluster.
+    pub cluster: String,
+    /// `Kind/name` of the VM.
+    pub subject: String,
+    /// Its vmid.
+    pub vmid: u32,
+    /// What the commit changed (`cores: 2 -> 4, state: started`).
+    pub changed: String,
+    /// The snapshot ProxOps took.
+    pub snapshot: Option<String>,
+    /// The plan of the cycle.
+    pub plan: Option<ClusterPlan>,
+    /// Whether the plan put the update between a `snapshot` and a `verify`.
+    pub guarded: bool,
+    /// What failed, with the rollback.
+    pub failure: Option<String>,
+    /// Whether the VM's config and power are what they were before.
+    pub rolled_back: bool,
+    /// Whether its receipt says `rolledBack`.
+    pub recorded: bool,
+    /// Whether the next cycle planned or ran anything for it (it should not).
+    pub retried: bool,
+    /// The observed plane's head after the cycle.
+    pub observed: Option<String>,
 }
 
 /// Why the demo could not run.

@@ -19,6 +19,8 @@ use proxops_store::{ObjectId, PlaneRefs, ResourceState, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod guarded;
+
 /// Runs the demo (see [`super`]).
 pub async fn run(options: &DemoOptions) -> Result<DemoReport, DemoError> {
     let ws = Workspace::create(&options.source, options.parent.as_deref(), options.keep)?;
@@ -91,7 +93,12 @@ impl Story<'_> {
             "a manifest removed from the composition: pruned, and recorded",
         );
         let prune = self.prune(&head, &focus, &drift.subject).await?;
-        self.step(5, "where to look next");
+        self.step(
+            5,
+            "a disruptive update guarded by a snapshot: the guest does not come back, rolled back",
+        );
+        let guarded = self.guarded_update(&focus).await?;
+        self.step(6, "where to look next");
         let next = self.next(&focus);
         for line in &next {
             self.note(line);
@@ -103,6 +110,7 @@ impl Story<'_> {
             get,
             drift,
             prune,
+            guarded,
             next,
         })
     }
