@@ -26,7 +26,7 @@ pub struct Args {
     /// The cluster's name (lowercase words joined by `-`).
     #[arg(long, value_name = "NAME")]
     pub cluster: String,
-    /// The cluster's API endpoint, e.g. https://pve1.lan:8006.
+    /// The cluster's API endpoint, e.g. `https://pve1.lan:8006`.
     #[arg(long, value_name = "URL")]
     pub url: String,
     /// A node of the allowlist (repeat for each node).
@@ -49,7 +49,7 @@ pub struct Args {
     /// With `--auth ticket`: the user, e.g. root@pam.
     #[arg(long, value_name = "USER@REALM")]
     pub user: Option<String>,
-    /// Keep no credentials in the repository (they come from PROXOPS_PVE_TOKEN_<CLUSTER>);
+    /// Keep no credentials in the repository (they come from `PROXOPS_PVE_TOKEN_<CLUSTER>`);
     /// nothing is read from stdin.
     #[arg(long, conflicts_with_all = ["age_recipient", "new_age_key", "user"])]
     pub no_credentials: bool,
