@@ -320,13 +320,34 @@ pub(crate) async fn run(
                     });
                 }
             };
-            let result = async {
-                let edit = crate::execute::Edit {
+            // A write PVE refused wrote nothing (its config lock, a refusal): nothing to roll
+            // back, and a locked guest is tried again next cycle.
+            if !changes.is_empty() || !removals.is_empty() {
+                let write = crate::config_write::Write {
+                    target: &guard.guest,
                     desired,
                     changes,
                     removals,
-                    resizes,
                     digest,
+                };
+                if let Err(e) = crate::config_write::write(client, write, options, upids).await {
+                    let error = ActionError::from(e);
+                    if matches!(error.kind(), FailureKind::PveRefused | FailureKind::Locked) {
+                        return Some(Ran {
+                            result: Err(error),
+                            guard: Some(GuardReport::of(&guard.snapshot)),
+                        });
+                    }
+                    return Some(after(client, guard, Err(error), options, upids).await);
+                }
+            }
+            let result = async {
+                let edit = crate::execute::Edit {
+                    desired,
+                    changes: &[],
+                    removals: &[],
+                    resizes,
+                    digest: None,
                 };
                 crate::execute::apply_changes(client, &guard.guest, edit, options, upids).await?;
                 if *restart {

@@ -424,3 +424,48 @@ async fn a_container_whose_restart_fails_is_rolled_back() {
     assert!(p.actions.is_empty(), "{p:#?}");
     sim.shutdown().await.unwrap();
 }
+
+/// A key changed by hand between the plan and the update is neither written over nor rolled
+/// back: the update fails before writing, the hand change stays, and the next cycle plans
+/// again (a new snapshot name beside the first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_changed_after_the_plan_is_neither_written_over_nor_rolled_back() {
+    let (sim, client) = simulator(one_node()).await;
+    let refusals = Refusals::default();
+    let stopped = |cores| {
+        vm(cores, 3, "local-lvm").replace("  vmid: 120\n", "  vmid: 120\n  state: stopped\n")
+    };
+    let p = plan(&client, &stopped(1), &refusals).await;
+    assert!(run(&client, &p, &refusals).await.all_succeeded());
+    let p = plan(&client, &stopped(2), &refusals).await;
+    assert_eq!(verbs(&p), [Verb::Snapshot, Verb::Update], "{p:#?}");
+    client
+        .set_config(
+            &web(),
+            &proxops_pve::ConfigChange::default().set("cores", "3"),
+        )
+        .await
+        .unwrap();
+    let report = run(&client, &p, &refusals).await;
+    assert_eq!(report.results[0].outcome, Outcome::Succeeded);
+    let Outcome::Failed { error } = &report.results[1].outcome else {
+        panic!("{report:#?}");
+    };
+    assert!(
+        error
+            .message()
+            .contains("cores changed since the plan was made; nothing written"),
+        "{error}"
+    );
+    assert!(!report.results[1].guard.as_ref().unwrap().rollback_tried());
+    assert_eq!(guest_state(&sim).0["cores"], "3", "the hand change stays");
+    assert!(refusals.updates_of(CLUSTER).is_empty());
+    let p = plan(&client, &stopped(2), &refusals).await;
+    assert_eq!(verbs(&p), [Verb::Snapshot, Verb::Update], "{p:#?}");
+    assert!(
+        p.actions[0].reason.contains("-2`"),
+        "{}",
+        p.actions[0].reason
+    );
+    sim.shutdown().await.unwrap();
+}
