@@ -31,6 +31,9 @@ pub struct Refusal {
     pub message: String,
     /// When (RFC 3339, UTC).
     pub at: String,
+    /// For a rolled-back guarded update: the snapshot the guest was rolled back to. Deleting
+    /// it from the guest lets the same document be tried again.
+    pub snapshot: Option<String>,
 }
 
 /// The refused migrations (and rolled-back guarded updates) of each cluster, shared by the
@@ -103,6 +106,7 @@ impl Refusals {
                             fingerprint: fingerprint.clone(),
                             message: error.to_string(),
                             at: proxops_store::documents::utc_timestamp(SystemTime::now()),
+                            snapshot: None,
                         };
                         self.refused(cluster, key, refusal);
                     }
@@ -143,6 +147,7 @@ impl Refusals {
                             fingerprint: guard.document.clone(),
                             message: error.to_string(),
                             at: proxops_store::documents::utc_timestamp(SystemTime::now()),
+                            snapshot: Some(guard.snapshot.clone()),
                         },
                     );
                 }

@@ -86,19 +86,6 @@ impl Planner<'_> {
         let resource = graph.resource(graph.step(step).resource);
         let subject = resource.key();
         let document = crate::guard::document_id(&resource.spec);
-        if let Some(r) = self
-            .refused_updates
-            .get(&subject)
-            .filter(|r| r.fingerprint == document)
-        {
-            return Err((
-                format!(
-                    "a disruptive update of vmid {} to this desired document failed at {} and was rolled back ({}); it is not tried again until the manifest changes",
-                    d.vmid, r.at, r.message
-                ),
-                true,
-            ));
-        }
         let listed = match self.guard_snapshots.get(&d.vmid) {
             Some(Ok(l)) => l.as_slice(),
             Some(Err(e)) => {
@@ -120,6 +107,26 @@ impl Planner<'_> {
                 ));
             }
         };
+        // Remembered by this process (`converge`, the agent) while the snapshot it rolled back
+        // to is there: deleting the snapshot lets it be tried again.
+        if let Some(r) = self
+            .refused_updates
+            .get(&subject)
+            .filter(|r| r.fingerprint == document)
+            .filter(|r| {
+                r.snapshot
+                    .as_ref()
+                    .is_none_or(|s| listed.iter().any(|l| l.name == *s))
+            })
+        {
+            return Err((
+                format!(
+                    "a disruptive update of vmid {} to this desired document failed at {} and was rolled back ({}); it is not tried again until the manifest changes (or the snapshot is deleted)",
+                    d.vmid, r.at, r.message
+                ),
+                true,
+            ));
+        }
         if let Some((name, why)) = listed
             .iter()
             .find_map(|s| crate::guard::rolled_back(s, &document).map(|w| (&s.name, w)))

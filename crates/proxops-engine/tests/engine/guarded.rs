@@ -180,6 +180,18 @@ async fn a_guest_whose_agent_never_answers_is_rolled_back_and_not_tried_again() 
         writes
     );
     assert_eq!(guest_state(&sim).0, expected);
+    // Deleting the snapshot it rolled back to lets the same document be tried again.
+    let upid = client.snapshot_delete(&web(), &name).await.unwrap();
+    client
+        .wait_task(&upid, &WaitOptions::default())
+        .await
+        .unwrap();
+    let p = plan(&client, &vm(2, 3, "local-lvm"), &refusals).await;
+    assert_eq!(
+        verbs(&p),
+        [Verb::Snapshot, Verb::Update, Verb::Verify],
+        "{p:#?}"
+    );
 
     // A changed manifest is tried again; this time the guest comes back.
     sim.with_state(|st| st.guests.get_mut(&120).map(|g| g.agent_missing = false));
