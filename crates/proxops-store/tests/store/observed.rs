@@ -330,3 +330,49 @@ fn concurrent_writers_lose_no_receipt_and_keep_the_ref_sound() {
         assert_eq!(artifact.doc.spec["round"], ROUNDS - 1);
     }
 }
+
+/// A receipt saying a snapshot-guarded update to the live document was rolled back
+/// (`rolledBack`): the resource is READY, not CLEAN, the reason names the snapshot and the
+/// failure, and the receipt keeps its guard record as written.
+#[test]
+fn a_rolled_back_receipt_of_the_live_document_is_not_clean() {
+    let repo = TestRepo::homelab();
+    let store = Store::open(repo.path()).unwrap();
+    let refs = PlaneRefs::for_cluster("home").unwrap();
+    publish_head(&store, "home");
+    let jumpbox = key("VM", "jumpbox");
+    let desired = store.read_desired(&refs, None).unwrap().unwrap();
+    let mut obs = Observation::of(
+        &desired.resources[&jumpbox],
+        desired.revision(),
+        Outcome::RolledBack,
+    );
+    let record = proxops_store::documents::GuardRecord {
+        snapshot: "proxops-0123456789ab".to_owned(),
+        failure: Some("check failed: the guest agent did not answer within 5m".to_owned()),
+        rolled_back: true,
+        restored: Some(DesiredPin {
+            blob: "1".repeat(40),
+            revision: "2".repeat(40),
+        }),
+        ..Default::default()
+    };
+    obs.guard = Some(record.clone());
+    publish(&store, &refs, vec![obs]);
+    let view = store.view(&refs).unwrap();
+    let row = view.resource("VM", "jumpbox").unwrap();
+    assert_eq!(row.observation, ObservationState::Current);
+    assert_eq!(row.state, ResourceState::Ready);
+    assert_eq!(
+        row.reason,
+        "rolled back to proxops-0123456789ab: check failed: the guest agent did not answer within 5m; not tried again until the desired document changes"
+    );
+    let receipt = row.receipt.as_ref().unwrap();
+    assert_eq!(receipt.doc.spec.result.outcome, Outcome::RolledBack);
+    assert_eq!(receipt.doc.spec.result.guard.as_ref(), Some(&record));
+    let docs = cli_documents(repo.path(), "proxops/observed/home");
+    let result = &docs["receipts/VM/jumpbox.yaml"]["spec"]["result"];
+    assert_eq!(result["outcome"], "rolledBack");
+    assert_eq!(result["guard"]["rolledBack"], true);
+    assert_eq!(result["guard"]["restored"]["blob"], "1".repeat(40));
+}
