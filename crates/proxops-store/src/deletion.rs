@@ -107,7 +107,7 @@ impl Store {
     /// Marks the targets for deletion on the live desired head of `request.refs`: each must be
     /// a resource of that head (or a Stack, whose projected resources are marked), with the
     /// UID given if one was. The new desired tree holds no document for them and a
-    /// [`DeletionIntent`] with [`DeletionRequest`] each; it goes through the change gate
+    /// [`DeletionIntent`](crate::documents::DeletionIntent) with [`DeletionRequest`] each; it goes through the change gate
     /// (`pullRequest`: a candidate). A resource already marked on request is left as it is.
     pub fn request_deletion(
         &self,
