@@ -88,6 +88,9 @@ const COVERED: &[Code] = &[
     // end to end in tests/references.rs (`promote_carries_...`).
     Code::ReferenceUnresolvable,
     Code::ReferenceField,
+    // Found from the desired plane by `validate` (proxops-engine `planes::deleting`); tested
+    // end to end in tests/delete.rs (`dependants_go_first_...`).
+    Code::DeletedStillComposed,
 ];
 
 #[test]
