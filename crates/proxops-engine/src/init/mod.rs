@@ -224,15 +224,21 @@ fn check(opts: &InitOptions) -> Result<(), InitError> {
         ));
     }
     let url = &opts.base_url;
+    // Never echo a password given in the URL: redacted, or not shown at all without a scheme.
+    let shown = if url.contains('@') && !url.contains("://") {
+        "the URL given".to_owned()
+    } else {
+        format!("`{}`", proxops_model::config::redact_url(url))
+    };
     let host = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| invalid("--url", format!("`{url}` is not an http(s) URL")))?;
+        .ok_or_else(|| invalid("--url", format!("{shown} is not an http(s) URL")))?;
     let authority = host.split('/').next().unwrap_or_default();
     if authority.is_empty() || authority.contains('@') || url.chars().any(char::is_whitespace) {
         return Err(invalid(
             "--url",
-            format!("`{url}` has no host, or carries credentials (they go on stdin)"),
+            format!("{shown} has no host, or carries credentials (they go on stdin)"),
         ));
     }
     for node in &opts.nodes {
@@ -567,6 +573,7 @@ mod tests {
             InitOptions::new("Lab", "https://pve.lan:8006"),
             InitOptions::new("lab", "pve.lan:8006"),
             InitOptions::new("lab", "https://root:pw@pve.lan:8006"),
+            InitOptions::new("lab", "root:pw@pve.lan:8006"),
             InitOptions::new("lab", "https://pve.lan:8006").with_nodes(vec!["pve 1".into()]),
             InitOptions::new("lab", "https://pve.lan:8006").with_fingerprint(Some("AA:BB".into())),
             InitOptions::new("lab", "https://pve.lan:8006")
@@ -576,9 +583,12 @@ mod tests {
                 Some("age1nope".into()),
             ),
         ] {
+            let refused = check(&bad);
+            assert!(matches!(refused, Err(InitError::Invalid { .. })), "{bad:?}");
+            let text = refused.err().map(|e| e.to_string()).unwrap_or_default();
             assert!(
-                matches!(check(&bad), Err(InitError::Invalid { .. })),
-                "{bad:?}"
+                !text.contains(":pw@"),
+                "a password in the URL is echoed: {text}"
             );
         }
     }
