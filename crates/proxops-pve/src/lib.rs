@@ -37,6 +37,7 @@ mod inventory;
 pub mod lenient;
 mod limits;
 mod params;
+mod request;
 pub mod props;
 mod retry;
 mod secret;
@@ -53,6 +54,7 @@ pub use error::{ApiFailure, ErrorClass, ErrorKind, PveError, classify, is_lock_m
 pub use inventory::{GuestInfo, Inventory, NodeEntry, StorageEntry};
 pub use limits::{MutationLimits, MutationPermit};
 pub use params::Params;
+pub use request::Request;
 pub use retry::{Jitter, RetryPolicy};
 pub use secret::{Credentials, Secret};
 pub use tasks::{TaskFilter, TaskOutcome, WaitOptions};

@@ -14,42 +14,38 @@ use crate::types::{
     CloneRequest, ConfigChange, DestroyOptions, GuestConfig, GuestRef, GuestStatus, GuestType,
     NodeGuest, PendingEntry,
 };
+use crate::request::Request;
 use crate::upid::Upid;
 
 fn base(g: &GuestRef) -> String {
-    format!("/nodes/{}/{}/{}", seg(&g.node), g.kind.as_str(), g.vmid)
+    crate::request::guest_base(g)
 }
 
 fn template(kind: GuestType, rest: &str) -> &'static str {
-    // Path templates are static so counters and traces group by endpoint.
-    match (kind, rest) {
-        (GuestType::Qemu, "") => "/nodes/{node}/qemu/{vmid}",
-        (GuestType::Qemu, "/config") => "/nodes/{node}/qemu/{vmid}/config",
-        (GuestType::Qemu, "/pending") => "/nodes/{node}/qemu/{vmid}/pending",
-        (GuestType::Qemu, "/status/current") => "/nodes/{node}/qemu/{vmid}/status/current",
-        (GuestType::Qemu, "/status/start") => "/nodes/{node}/qemu/{vmid}/status/start",
-        (GuestType::Qemu, "/status/stop") => "/nodes/{node}/qemu/{vmid}/status/stop",
-        (GuestType::Qemu, "/status/shutdown") => "/nodes/{node}/qemu/{vmid}/status/shutdown",
-        (GuestType::Qemu, "/clone") => "/nodes/{node}/qemu/{vmid}/clone",
-        (GuestType::Qemu, "/template") => "/nodes/{node}/qemu/{vmid}/template",
-        (GuestType::Qemu, "/resize") => "/nodes/{node}/qemu/{vmid}/resize",
-        (GuestType::Lxc, "") => "/nodes/{node}/lxc/{vmid}",
-        (GuestType::Lxc, "/config") => "/nodes/{node}/lxc/{vmid}/config",
-        (GuestType::Lxc, "/pending") => "/nodes/{node}/lxc/{vmid}/pending",
-        (GuestType::Lxc, "/status/current") => "/nodes/{node}/lxc/{vmid}/status/current",
-        (GuestType::Lxc, "/status/start") => "/nodes/{node}/lxc/{vmid}/status/start",
-        (GuestType::Lxc, "/status/stop") => "/nodes/{node}/lxc/{vmid}/status/stop",
-        (GuestType::Lxc, "/status/shutdown") => "/nodes/{node}/lxc/{vmid}/status/shutdown",
-        (GuestType::Lxc, "/clone") => "/nodes/{node}/lxc/{vmid}/clone",
-        (GuestType::Lxc, "/template") => "/nodes/{node}/lxc/{vmid}/template",
-        (GuestType::Lxc, "/resize") => "/nodes/{node}/lxc/{vmid}/resize",
-        (GuestType::Qemu, "/snapshot") => "/nodes/{node}/qemu/{vmid}/snapshot",
-        (GuestType::Lxc, "/snapshot") => "/nodes/{node}/lxc/{vmid}/snapshot",
-        _ => "/nodes/{node}/{type}/{vmid}/?",
-    }
+    crate::request::guest_template(kind, rest)
 }
 
 impl PveClient {
+    /// Sends `r`, expecting a task.
+    pub(crate) async fn send_upid(&self, r: Request) -> Result<Upid, PveError> {
+        let data = self
+            .call_json(r.method.clone(), r.template, &r.path, &r.params)
+            .await?;
+        opt_upid(r.method.as_str(), &r.path, data)?.ok_or_else(|| PveError::Decode {
+            method: r.method.to_string(),
+            path: r.path,
+            detail: "expected a UPID, got null".into(),
+        })
+    }
+
+    /// Sends `r`, which may finish without a task.
+    pub(crate) async fn send_opt_upid(&self, r: Request) -> Result<Option<Upid>, PveError> {
+        let data = self
+            .call_json(r.method.clone(), r.template, &r.path, &r.params)
+            .await?;
+        opt_upid(r.method.as_str(), &r.path, data)
+    }
+
     async fn guest_upid(
         &self,
         method: Method,
@@ -68,20 +64,6 @@ impl PveClient {
         })
     }
 
-    async fn guest_opt_upid(
-        &self,
-        method: Method,
-        g: &GuestRef,
-        rest: &str,
-        params: &Params,
-    ) -> Result<Option<Upid>, PveError> {
-        let path = format!("{}{rest}", base(g));
-        let data = self
-            .call_json(method.clone(), template(g.kind, rest), &path, params)
-            .await?;
-        opt_upid(method.as_str(), &path, data)
-    }
-
     /// `POST /nodes/{node}/{qemu|lxc}` with `vmid` and the config keys (e.g. `scsi0=local-lvm:32`,
     /// `net0=virtio,bridge=vmbr0`; for lxc `ostemplate`, `rootfs`, ...).
     pub async fn create_guest(
@@ -89,15 +71,11 @@ impl PveClient {
         g: &GuestRef,
         config: &BTreeMap<String, String>,
     ) -> Result<Upid, PveError> {
-        let (tpl, path) = match g.kind {
-            GuestType::Qemu => (
-                "/nodes/{node}/qemu",
-                format!("/nodes/{}/qemu", seg(&g.node)),
-            ),
-            GuestType::Lxc => ("/nodes/{node}/lxc", format!("/nodes/{}/lxc", seg(&g.node))),
-        };
-        let params = Params::new().set("vmid", g.vmid).extend_map(config);
-        let data = self.call_json(Method::POST, tpl, &path, &params).await?;
+        let r = Request::create_guest(g, config);
+        let path = r.path;
+        let data = self
+            .call_json(r.method, r.template, &path, &r.params)
+            .await?;
         opt_upid("POST", &path, data)?.ok_or_else(|| PveError::Decode {
             method: "POST".into(),
             path,
@@ -236,16 +214,11 @@ impl PveClient {
                 "asynchronous config changes exist for qemu only; use set_config".into(),
             ));
         }
-        let path = format!("{}/config", base(g));
+        let r = Request::set_config(g, change, true);
         let data = self
-            .call_json_once(
-                Method::POST,
-                template(g.kind, "/config"),
-                &path,
-                &change.params(),
-            )
+            .call_json_once(r.method, r.template, &r.path, &r.params)
             .await?;
-        opt_upid("POST", &path, data)
+        opt_upid("POST", &r.path, data)
     }
 
     /// `PUT .../config`: the synchronous change (`delete=` and `digest` included). PVE does the
@@ -254,15 +227,10 @@ impl PveClient {
     /// change goes on (see [`PveError::outcome_unknown`]). Such a failure is therefore not
     /// retried: read the config back (its values and digest) to learn what landed.
     pub async fn set_config(&self, g: &GuestRef, change: &ConfigChange) -> Result<(), PveError> {
-        let path = format!("{}/config", base(g));
-        self.call_json_once(
-            Method::PUT,
-            template(g.kind, "/config"),
-            &path,
-            &change.params(),
-        )
-        .await
-        .map(|_| ())
+        let r = Request::set_config(g, change, false);
+        self.call_json_once(r.method, r.template, &r.path, &r.params)
+            .await
+            .map(|_| ())
     }
 
     /// `GET .../status/current`.
@@ -350,8 +318,7 @@ impl PveClient {
 
     /// `POST .../status/start`.
     pub async fn start(&self, g: &GuestRef) -> Result<Upid, PveError> {
-        self.guest_upid(Method::POST, g, "/status/start", &Params::new())
-            .await
+        self.send_upid(Request::start(g)).await
     }
 
     /// `POST .../status/stop` (immediate, like pulling the plug).
@@ -378,15 +345,13 @@ impl PveClient {
 
     /// `POST .../clone`.
     pub async fn clone_guest(&self, g: &GuestRef, req: &CloneRequest) -> Result<Upid, PveError> {
-        self.guest_upid(Method::POST, g, "/clone", &req.params(g.kind))
-            .await
+        self.send_upid(Request::clone_guest(g, req)).await
     }
 
     /// `POST .../template`: a task for qemu; `None` for lxc, which forks a `vztemplate` worker
     /// all the same without naming it (find it with [`PveClient::node_tasks`]).
     pub async fn make_template(&self, g: &GuestRef) -> Result<Option<Upid>, PveError> {
-        self.guest_opt_upid(Method::POST, g, "/template", &Params::new())
-            .await
+        self.send_opt_upid(Request::make_template(g)).await
     }
 
     /// `PUT .../resize`: grow `disk` to `size` (`32G`) or by `+size` (`+8G`). A task on PVE 8, or
@@ -398,11 +363,7 @@ impl PveClient {
         size: &str,
         digest: Option<&str>,
     ) -> Result<Option<Upid>, PveError> {
-        let params = Params::new()
-            .set("disk", disk)
-            .set("size", size)
-            .opt("digest", digest);
-        self.guest_opt_upid(Method::PUT, g, "/resize", &params)
+        self.send_opt_upid(Request::resize(g, disk, size, digest))
             .await
     }
 

@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use crate::client::PveClient;
 use crate::error::PveError;
+use crate::request::Request;
 use crate::lenient;
 use crate::params::{Params, seg};
 use crate::types::{GuestRef, GuestType};
@@ -134,24 +135,16 @@ impl PveClient {
     /// `POST /cluster/ha/resources`: `params` are the resource's options (`state`, `group`,
     /// `max_restart`, `max_relocate`).
     pub async fn ha_create(&self, sid: &str, params: Params) -> Result<(), PveError> {
-        let mut p = Params::new().set("sid", sid);
-        for (k, v) in params.pairs() {
-            p.push(k, v);
-        }
-        self.call_json(
-            Method::POST,
-            "/cluster/ha/resources",
-            "/cluster/ha/resources",
-            &p,
-        )
-        .await
-        .map(|_| ())
+        let r = Request::ha_create(sid, &params);
+        self.call_json(r.method, r.template, &r.path, &r.params)
+            .await
+            .map(|_| ())
     }
 
     /// `PUT /cluster/ha/resources/{sid}` (`delete` names the options to drop).
     pub async fn ha_update(&self, sid: &str, params: Params) -> Result<(), PveError> {
-        let path = format!("/cluster/ha/resources/{}", seg(sid));
-        self.call_json(Method::PUT, "/cluster/ha/resources/{sid}", &path, &params)
+        let r = Request::ha_update(sid, params);
+        self.call_json(r.method, r.template, &r.path, &r.params)
             .await
             .map(|_| ())
     }

@@ -3,11 +3,11 @@
 
 use reqwest::Method;
 
-use super::opt_upid;
 use crate::client::PveClient;
 use crate::error::PveError;
 use crate::params::{Params, seg};
 use crate::types::{DownloadUrl, StorageVolume};
+use crate::request::Request;
 use crate::upid::Upid;
 
 impl PveClient {
@@ -38,21 +38,8 @@ impl PveClient {
         storage: &str,
         volume: &str,
     ) -> Result<Option<Upid>, PveError> {
-        let path = format!(
-            "/nodes/{}/storage/{}/content/{}",
-            seg(node),
-            seg(storage),
-            seg(volume)
-        );
-        let data = self
-            .call_json(
-                Method::DELETE,
-                "/nodes/{node}/storage/{storage}/content/{volume}",
-                &path,
-                &Params::new(),
-            )
-            .await?;
-        opt_upid("DELETE", &path, data)
+        self.send_opt_upid(Request::delete_volume(node, storage, volume))
+            .await
     }
 
     /// Downloads a URL into a storage (task type `download`, task id = the file name).
@@ -62,19 +49,7 @@ impl PveClient {
         storage: &str,
         req: &DownloadUrl,
     ) -> Result<Upid, PveError> {
-        let path = format!("/nodes/{}/storage/{}/download-url", seg(node), seg(storage));
-        let data = self
-            .call_json(
-                Method::POST,
-                "/nodes/{node}/storage/{storage}/download-url",
-                &path,
-                &req.params(),
-            )
-            .await?;
-        opt_upid("POST", &path, data)?.ok_or_else(|| PveError::Decode {
-            method: "POST".into(),
-            path,
-            detail: "expected a UPID, got null".into(),
-        })
+        self.send_upid(Request::download_url(node, storage, req))
+            .await
     }
 }
