@@ -1,6 +1,7 @@
 //! One request's way through the simulator: route by path template, count, inject faults,
 //! authenticate, read parameters (query, form or JSON body), validate them against the schema
-//! table, run the handler, and answer `{"data": ...}` or PVE's error shape.
+//! table, run the handler, answer `{"data": ...}` or PVE's error shape, and journal a write
+//! that reached its handler.
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use crate::api::{self, Ctx};
 use crate::error::{ApiError, with_reason};
+use crate::journal::JournalEntry;
 use crate::server::{Shared, lock};
 use crate::{auth, faults, multipart, schema, sync_work};
 
@@ -252,6 +254,9 @@ pub(crate) async fn handle(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    // The journal keeps what the client sent (the path's variables are in its path); reads are
+    // not journaled, so they clone nothing.
+    let journaled = (method != Method::GET).then(|| params.clone());
     for (k, v) in vars {
         params.insert(k, v);
     }
@@ -297,20 +302,20 @@ pub(crate) async fn handle(
         background: None,
         upload,
     };
-    match handler(&mut ctx) {
-        Ok(_) if ctx.deferred.is_some() => {
-            let Some(deferred) = ctx.deferred.take() else {
-                return ApiError::fail("no deferred work").into_response();
-            };
-            let deadline = arrived + lock(&shared.durations).proxy_timeout;
-            sync_work::respond(shared.clone(), deferred, guard, deadline).await
-        }
-        Ok(data) if ctx.background.is_some() => {
-            let Some((upid, wait)) = ctx.background.take() else {
-                return ApiError::fail("no task to wait for").into_response();
-            };
-            sync_work::background_delay(&shared, data, &upid, wait, ctx.vmid()).await
-        }
+    let resp = match handler(&mut ctx) {
+        Ok(_) if ctx.deferred.is_some() => match ctx.deferred.take() {
+            Some(deferred) => {
+                let deadline = arrived + lock(&shared.durations).proxy_timeout;
+                sync_work::respond(shared.clone(), deferred, guard, deadline).await
+            }
+            None => ApiError::fail("no deferred work").into_response(),
+        },
+        Ok(data) if ctx.background.is_some() => match ctx.background.take() {
+            Some((upid, wait)) => {
+                sync_work::background_delay(&shared, data, &upid, wait, ctx.vmid()).await
+            }
+            None => ApiError::fail("no task to wait for").into_response(),
+        },
         Ok(data) => {
             if method != Method::GET {
                 let st = lock(&shared.state);
@@ -323,5 +328,10 @@ pub(crate) async fn handle(
             with_reason(200, "OK", body)
         }
         Err(e) => e.into_response(),
+    };
+    if let Some(params) = journaled {
+        let entry = JournalEntry::new(&method_s, &rel, template, resp.status().as_u16(), params);
+        lock(&shared.journal).push(entry);
     }
+    resp
 }

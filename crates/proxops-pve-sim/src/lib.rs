@@ -6,8 +6,9 @@
 //!   9.1, initial [`State`], state file, accepted [`ApiToken`]s, [`User`]s and [`AclEntry`]s,
 //!   [`TaskDurations`], [`FaultConfig`]) and returns a [`SimHandle`]: address,
 //!   [`SimHandle::base_url`] (`https://127.0.0.1:PORT/api2/json`), the certificate's SHA-256
-//!   `fingerprint` in PVE's `AA:BB:..` form, the token, request counters, the state, and
-//!   graceful [`SimHandle::shutdown`].
+//!   `fingerprint` in PVE's `AA:BB:..` form, the token, request counters, the journal of write
+//!   requests ([`SimHandle::journal`], [`JournalEntry`]), the state, and graceful
+//!   [`SimHandle::shutdown`].
 //! - The API answers under `/api2/json` with PVE's paths, parameters ([`schema::ENDPOINTS`],
 //!   validated against the release's definitions before any handler runs), wording and shapes:
 //!   400 `{"data":null,"errors":{..}}`, other failures with the message in the reason phrase and
@@ -33,6 +34,7 @@ mod dispatch;
 mod error;
 mod faults;
 mod hashes;
+mod journal;
 mod multipart;
 mod reset;
 mod rng;
@@ -55,6 +57,7 @@ pub use config::{
 };
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
+pub use journal::JournalEntry;
 pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};
 pub use state::{

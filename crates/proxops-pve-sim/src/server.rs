@@ -1,5 +1,6 @@
 //! Starting and stopping the HTTPS server: [`start`] binds, generates the certificate and serves
-//! the API; [`SimHandle`] gives the address, URL, fingerprint, token, counters, state and shutdown.
+//! the API; [`SimHandle`] gives the address, URL, fingerprint, token, counters, journal, state
+//! and shutdown.
 
 use axum::Router;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
@@ -14,6 +15,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use crate::config::{ApiToken, SimConfig};
 
 use crate::error::SimError;
+use crate::journal::{Journal, JournalEntry};
 use crate::reset::KillAcceptor;
 use crate::state::State;
 use crate::{dispatch, rng, tls};
@@ -37,6 +39,8 @@ pub(crate) struct Shared {
     pub fingerprint: String,
     pub ticket_secret: Vec<u8>,
     pub counters: Mutex<BTreeMap<String, u64>>,
+    /// The write requests answered, newest 10,000 ([`Journal`]).
+    pub journal: Mutex<Journal>,
     pub task_counts: Mutex<BTreeMap<String, u64>>,
     pub kills: Arc<Mutex<HashMap<SocketAddr, Arc<AtomicBool>>>>,
     pub running: Mutex<HashMap<String, AbortHandle>>,
@@ -128,6 +132,7 @@ pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         fingerprint: fingerprint.clone(),
         ticket_secret: rng::os_random_bytes(32).map_err(|e| SimError::Random(e.to_string()))?,
         counters: Mutex::new(BTreeMap::new()),
+        journal: Mutex::new(Journal::default()),
         task_counts: Mutex::new(BTreeMap::new()),
         kills: kills.clone(),
         running: Mutex::new(HashMap::new()),
@@ -195,7 +200,8 @@ impl SimHandle {
         format!("https://{}/api2/json", self.addr)
     }
 
-    /// `https://127.0.0.1:PORT` (where the debug endpoints `/_sim/counters` and `/_sim/state` live).
+    /// `https://127.0.0.1:PORT` (where the debug endpoints `/_sim/counters`, `/_sim/journal` and
+    /// `/_sim/state` live).
     pub fn root_url(&self) -> String {
         format!("https://{}", self.addr)
     }
@@ -221,6 +227,18 @@ impl SimHandle {
     /// Clears the counters.
     pub fn reset_counters(&self) {
         lock(&self.shared.counters).clear();
+    }
+
+    /// The write requests (every method but GET) that reached an API handler, in the order they
+    /// were answered, with the status and their parameters (secrets masked): what a client sent,
+    /// for a test to compare parameter by parameter. Only the newest 10,000 are kept.
+    pub fn journal(&self) -> Vec<JournalEntry> {
+        lock(&self.shared.journal).entries()
+    }
+
+    /// Empties the journal (e.g. after a test has set up its cluster).
+    pub fn clear_journal(&self) {
+        lock(&self.shared.journal).clear();
     }
 
     /// A snapshot of the state.

@@ -1,5 +1,6 @@
 //! Debug endpoints outside `/api2/json` (no auth; the simulator listens on loopback):
-//! `GET /_sim/counters`, `DELETE /_sim/counters`, `GET /_sim/state`.
+//! `GET /_sim/counters`, `DELETE /_sim/counters` (which clears the journal too),
+//! `GET /_sim/journal`, `GET /_sim/state`.
 
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -12,7 +13,12 @@ pub(crate) fn handle(shared: &Shared, method: &str, path: &str) -> Response {
         ("GET", "counters") => with_reason(200, "OK", json!({ "data": *lock(&shared.counters) })),
         ("DELETE", "counters") => {
             lock(&shared.counters).clear();
+            lock(&shared.journal).clear();
             with_reason(200, "OK", json!({ "data": null }))
+        }
+        ("GET", "journal") => {
+            let entries = lock(&shared.journal).entries();
+            with_reason(200, "OK", json!({ "data": entries }))
         }
         ("GET", "state") => {
             let st = lock(&shared.state).clone();

@@ -17,6 +17,7 @@ mod faults;
 mod ha;
 mod ha_config;
 mod ha_rules;
+mod journal;
 mod lxc;
 mod migrate;
 mod params;
