@@ -73,14 +73,18 @@ pub(crate) fn storage_work(guest: GuestType, key: &str, value: &str) -> bool {
 }
 
 /// Whether a write goes through `POST .../config`: qemu with storage work.
-fn asynchronous(target: &GuestRef, changes: &[&Change]) -> bool {
+pub(crate) fn asynchronous(target: &GuestRef, changes: &[&Change]) -> bool {
     target.kind == GuestType::Qemu
         && changes
             .iter()
             .any(|c| storage_work(target.kind, &c.key, c.wire()))
 }
 
-fn request(changes: &[&Change], removals: &[&Removal], digest: Option<String>) -> ConfigChange {
+pub(crate) fn request(
+    changes: &[&Change],
+    removals: &[&Removal],
+    digest: Option<String>,
+) -> ConfigChange {
     let mut change = ConfigChange::default();
     change.set = changes
         .iter()

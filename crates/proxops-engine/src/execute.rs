@@ -17,7 +17,7 @@ use proxops_pve::{
     TaskFilter, Upid, WaitOptions,
 };
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -641,6 +641,15 @@ async fn download(
     options: &ExecOptions,
     upids: &mut Vec<String>,
 ) -> Result<(), PveError> {
+    let request = download_request(artifact);
+    let upid = client
+        .download_url(node, &artifact.storage, &request)
+        .await?;
+    wait(client, options, upid, upids).await
+}
+
+/// The download-url request of an artifact.
+pub(crate) fn download_request(artifact: &DesiredArtifact) -> DownloadUrl {
     let get = |k: &str| {
         artifact
             .download
@@ -648,20 +657,36 @@ async fn download(
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.clone())
     };
-    let request = DownloadUrl::new(
+    DownloadUrl::new(
         get("url").unwrap_or_default(),
         artifact.content,
         artifact.filename.clone(),
     )
     .with_checksum(get("checksum"))
-    .with_checksum_algorithm(get("checksum-algorithm"));
-    let upid = client
-        .download_url(node, &artifact.storage, &request)
-        .await?;
-    wait(client, options, upid, upids).await
+    .with_checksum_algorithm(get("checksum-algorithm"))
 }
 
-fn guest_ref(d: &DesiredGuest) -> GuestRef {
+/// The clone request of a guest made from its template.
+pub(crate) fn clone_request(
+    d: &DesiredGuest,
+    source: &crate::desired::CloneSource,
+) -> CloneRequest {
+    CloneRequest::new(d.vmid)
+        .with_full(Some(true))
+        .with_target((source.node != d.node).then(|| d.node.clone()))
+}
+
+/// The config of a create call: the desired config, and `start=1` for a guest to be started
+/// (never a template, which PVE refuses to start).
+pub(crate) fn create_request_config(d: &DesiredGuest) -> BTreeMap<String, String> {
+    let mut config = d.create_config();
+    if d.power == Some(proxops_model::kinds::PowerState::Started) && !d.template {
+        config.insert("start".into(), "1".into());
+    }
+    config
+}
+
+pub(crate) fn guest_ref(d: &DesiredGuest) -> GuestRef {
     match d.guest {
         GuestType::Qemu => GuestRef::qemu(&d.node, d.vmid),
         GuestType::Lxc => GuestRef::lxc(&d.node, d.vmid),
@@ -727,9 +752,7 @@ async fn create(
     let target = guest_ref(d);
     let start = d.power == Some(proxops_model::kinds::PowerState::Started);
     if let Some(source) = &d.clone {
-        let request = CloneRequest::new(d.vmid)
-            .with_full(Some(true))
-            .with_target((source.node != d.node).then(|| d.node.clone()));
+        let request = clone_request(d, source);
         let upid = client
             .clone_guest(&GuestRef::qemu(&source.node, source.vmid), &request)
             .await?;
@@ -752,10 +775,7 @@ async fn create(
         }
         return Ok(());
     }
-    let mut config = d.create_config();
-    if start && !d.template {
-        config.insert("start".into(), "1".into());
-    }
+    let config = create_request_config(d);
     let upid = client.create_guest(&target, &config).await?;
     wait(client, options, upid, upids).await?;
     if d.template {
@@ -843,7 +863,6 @@ mod tests {
     use proxops_model::manifest::load_manifest;
     use proxops_pve::{Credentials, TlsVerification};
     use proxops_pve_sim::{Node, SimConfig, State, Storage, TaskDurations};
-    use std::collections::BTreeMap;
     use std::sync::Mutex;
 
     fn graph(nodes: &[&str], per_node: usize) -> Graph {

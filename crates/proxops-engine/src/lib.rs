@@ -115,6 +115,7 @@ mod hotplug;
 pub mod identity;
 pub mod init;
 mod lease;
+pub mod materialize;
 pub mod plan;
 pub mod planes;
 pub mod planner;

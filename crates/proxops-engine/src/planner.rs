@@ -203,9 +203,8 @@ pub async fn plan_cluster(
         .read_live_power(client, lists, options.config_concurrency)
         .await;
     let cx = Context {
-        cluster,
-        graph,
         secrets: options.secrets.as_ref(),
+        ..Context::new(cluster, graph)
     };
     let guests = Guests::new(cluster, graph, &inventory, |key| {
         let id = graph.find(&key.kind, &key.name)?;

@@ -27,6 +27,7 @@ fn fresh_repo() -> tempfile::TempDir {
 fn observations() -> ObservationBatch {
     let observations = (0..RECEIPTS)
         .map(|i| Observation {
+            materialized: None,
             subject: Subject {
                 kind: "VM".to_owned(),
                 name: format!("vm-{i:05}"),

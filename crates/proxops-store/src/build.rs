@@ -28,6 +28,8 @@ pub(crate) struct DocWriter<'a> {
     pub previous: Option<&'a DesiredState>,
     /// The owner reference of each Stack of the build, by Stack name.
     pub owners: &'a BTreeMap<String, docs::OwnerReference>,
+    /// The UID of each document written.
+    pub uids: BTreeMap<ResourceKey, String>,
 }
 
 impl DocWriter<'_> {
@@ -73,6 +75,7 @@ impl DocWriter<'_> {
             resolved_inputs: inputs,
         };
         let blob = git::write_blob(self.repo, &canonical_bytes(&doc)?)?;
+        self.uids.insert(key.clone(), doc.metadata.uid);
         if prev_entry.is_some_and(|e| e.blob != blob) {
             changes.updated.push(key);
         }

@@ -170,6 +170,9 @@ impl Store {
                 stack: stacks_of(&current, entry),
             };
             files.remove(&entry.path);
+            if let Some(m) = current.materialized.get(key) {
+                files.remove(&m.path);
+            }
             let (path, blob) = deletion_intent(
                 &repo,
                 &current,

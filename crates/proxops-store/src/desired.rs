@@ -10,6 +10,7 @@ use crate::documents::{
 use crate::error::{Result, StoreError};
 use crate::git::{self, FileMap};
 use crate::id::ObjectId;
+use crate::materialized::{MaterializedDoc, MaterializedPin, Materializer};
 use crate::refs::PlaneRefs;
 use crate::stacks::{self, StackDoc, StackTemplateDoc};
 use crate::store::{Plane, Store};
@@ -45,6 +46,19 @@ pub struct DesiredState {
     /// Resources whose references did not resolve at this publication, with why
     /// (`waits.yaml`).
     pub waits: BTreeMap<ResourceKey, String>,
+    /// Materialized payloads by (kind, name) ([`crate::materialized`]).
+    pub materialized: BTreeMap<ResourceKey, MaterializedEntry>,
+}
+
+/// One materialized payload of the desired plane.
+#[derive(Debug, Clone)]
+pub struct MaterializedEntry {
+    /// Its path.
+    pub path: String,
+    /// Its blob id.
+    pub blob: ObjectId,
+    /// The document.
+    pub doc: MaterializedDoc,
 }
 
 /// One Stack of the desired plane.
@@ -78,6 +92,8 @@ pub struct DesiredEntry {
     pub blob: ObjectId,
     /// The document.
     pub doc: ResourceDoc,
+    /// Its materialized payload, when the plane holds one rendered from this document.
+    pub materialized: Option<MaterializedPin>,
 }
 
 /// One deletion intent of the desired plane.
@@ -106,6 +122,7 @@ impl DesiredState {
         let mut stacks = BTreeMap::new();
         let mut templates = BTreeMap::new();
         let mut waits = BTreeMap::new();
+        let mut materialized = BTreeMap::new();
         for (path, id) in &plane.files {
             let corrupt = |reason: &str| StoreError::Corrupt {
                 plane: refname.to_owned(),
@@ -139,8 +156,21 @@ impl DesiredState {
                     path: path.clone(),
                     blob: *id,
                     doc,
+                    materialized: None,
                 };
                 resources.insert(key, entry);
+            } else if let Some(key) = docs::key_of_path(docs::MATERIALIZED_DIR, path) {
+                let doc: MaterializedDoc =
+                    from_value(plane.parse(repo, path, *id)?, refname, path)?;
+                if doc.spec.subject.key() != key {
+                    return Err(corrupt("subject differs from the path"));
+                }
+                let entry = MaterializedEntry {
+                    path: path.clone(),
+                    blob: *id,
+                    doc,
+                };
+                materialized.insert(key, entry);
             } else if let Some(name) = stacks::name_of_path(stacks::STACKS_DIR, path) {
                 let doc: StackDoc = from_value(plane.parse(repo, path, *id)?, refname, path)?;
                 if doc.metadata.name != name {
@@ -173,6 +203,18 @@ impl DesiredState {
             }
         }
         stacks::check_graph(refname, &stacks, &templates, resources.iter())?;
+        // A payload counts for the document it was rendered from, and only that one.
+        for (key, m) in &materialized {
+            if let Some(entry) = resources.get_mut(key)
+                && m.doc.spec.document == hex(entry.blob)
+                && m.doc.spec.subject.uid == entry.doc.metadata.uid
+            {
+                entry.materialized = Some(MaterializedPin {
+                    path: m.path.clone(),
+                    blob: hex(m.blob),
+                });
+            }
+        }
         let source_revision =
             trailer(&plane.commit.message, SOURCE_TRAILER).and_then(|s| docs::parse_id(&s));
         Ok(DesiredState {
@@ -185,6 +227,7 @@ impl DesiredState {
             deletions,
             promotion,
             waits,
+            materialized,
         })
     }
 
@@ -204,7 +247,7 @@ pub fn trailer(message: &str, key: &str) -> Option<String> {
 }
 
 /// How to publish.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct DesiredOptions {
     /// Publish even if the composition is empty while the plane holds resources (which turns
@@ -213,6 +256,19 @@ pub struct DesiredOptions {
     pub allow_empty: bool,
     /// The kinds, to decode resolved reference values with (`None`: the built-in kinds).
     pub registry: Option<Arc<Registry>>,
+    /// Renders the payload of new and changed documents into `materialized/` (`None`: no
+    /// payload is written, and the plane keeps none).
+    pub materializer: Option<Arc<dyn Materializer>>,
+}
+
+impl std::fmt::Debug for DesiredOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DesiredOptions")
+            .field("allow_empty", &self.allow_empty)
+            .field("registry", &self.registry.is_some())
+            .field("materializer", &self.materializer.is_some())
+            .finish()
+    }
 }
 
 /// The built-in kinds, for options that name none.
@@ -234,6 +290,12 @@ impl DesiredOptions {
     /// Sets [`DesiredOptions::registry`].
     pub fn with_registry(mut self, registry: Arc<Registry>) -> Self {
         self.registry = Some(registry);
+        self
+    }
+
+    /// Sets [`DesiredOptions::materializer`].
+    pub fn with_materializer(mut self, materializer: Arc<dyn Materializer>) -> Self {
+        self.materializer = Some(materializer);
         self
     }
 }
@@ -632,6 +694,7 @@ impl Store {
             head,
             previous: previous.as_deref(),
             owners: &owners,
+            uids: BTreeMap::new(),
         };
         for resource in &cluster.resources {
             present.insert(resource.key());
@@ -673,6 +736,16 @@ impl Store {
                 git::write_blob(repo, &canonical_bytes(&doc)?)?,
             );
         }
+
+        self.write_materialized(
+            repo,
+            refs,
+            cluster,
+            (&writer.uids, &resolved),
+            previous.as_deref(),
+            options,
+            &mut files,
+        )?;
 
         if let Some(prev) = &previous {
             for (key, entry) in &prev.resources {
@@ -732,6 +805,61 @@ impl Store {
     }
 
     /// (kind, name, uid) of every teardown recorded at the observed head.
+    /// The materialized payloads of a build ([`crate::materialized::write`]).
+    #[allow(clippy::too_many_arguments)]
+    fn write_materialized(
+        &self,
+        repo: &gix::Repository,
+        refs: &PlaneRefs,
+        cluster: &proxops_model::Cluster,
+        (uids, resolved): (
+            &BTreeMap<ResourceKey, String>,
+            &BTreeMap<ResourceKey, Arc<Resource>>,
+        ),
+        previous: Option<&DesiredState>,
+        options: &DesiredOptions,
+        files: &mut FileMap,
+    ) -> Result<()> {
+        let mut resources = Vec::with_capacity(cluster.resources.len());
+        let mut written = Vec::new();
+        for resource in &cluster.resources {
+            let key = resource.key();
+            let resolved_now = resolved.get(&key);
+            resources.push(Arc::clone(resolved_now.unwrap_or(resource)));
+            let Some(document) = files.get(&docs::resource_path(&key)?).copied() else {
+                continue;
+            };
+            let uid = uids.get(&key).or_else(|| {
+                previous
+                    .and_then(|p| p.resources.get(&key))
+                    .map(|e| &e.doc.metadata.uid)
+            });
+            let Some(uid) = uid else { continue };
+            let render = !resource.unresolved() || resolved_now.is_some();
+            written.push(crate::materialized::Written {
+                key,
+                uid,
+                document,
+                render,
+            });
+        }
+        let observed = || match self.current_head(repo, &refs.observed)? {
+            Some(head) => {
+                crate::observed::ObservedState::read(repo, &refs.observed, head).map(Some)
+            }
+            None => Ok(None),
+        };
+        crate::materialized::write(
+            repo,
+            observed,
+            (&refs.cluster, &resources),
+            &written,
+            previous,
+            options.materializer.as_deref(),
+            files,
+        )
+    }
+
     fn observed_teardowns(
         &self,
         repo: &gix::Repository,

@@ -48,8 +48,10 @@ pub const RECEIPTS_DIR: &str = "receipts";
 pub const ARTIFACTS_DIR: &str = "artifacts";
 /// Directory of teardown evidence in the observed plane.
 pub const TEARDOWNS_DIR: &str = "teardowns";
+/// Directory of the desired plane's materialized payloads ([`crate::materialized`]).
+pub const MATERIALIZED_DIR: &str = "materialized";
 
-fn key_path(dir: &str, key: &ResourceKey) -> Result<String> {
+pub(crate) fn key_path(dir: &str, key: &ResourceKey) -> Result<String> {
     check_segment(&key.kind, "kind")?;
     check_segment(&key.name, "resource name")?;
     Ok(format!("{dir}/{}/{}.yaml", key.kind, key.name))
@@ -446,6 +448,10 @@ pub struct ReceiptSpec {
     pub subject: Subject,
     /// The exact desired document reconciled: freshness compares its blob id.
     pub desired: DesiredPin,
+    /// The materialized payload of that document ([`crate::materialized`]), when the plane
+    /// holds one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub materialized: Option<crate::materialized::MaterializedPin>,
     /// What happened.
     pub result: ReceiptResult,
 }

@@ -48,6 +48,7 @@ pub mod gate;
 pub(crate) mod git;
 mod id;
 pub mod lease;
+pub mod materialized;
 pub mod observed;
 pub(crate) mod pack;
 pub mod promotion;

@@ -30,6 +30,8 @@ pub struct Observation {
     pub subject: Subject,
     /// The desired document reconciled.
     pub desired: DesiredPin,
+    /// Its materialized payload, if the plane holds one.
+    pub materialized: Option<crate::materialized::MaterializedPin>,
     /// What happened.
     pub outcome: Outcome,
     /// PVE identity of what exists now.
@@ -60,6 +62,7 @@ impl Observation {
                 blob: hex(entry.blob),
                 revision: hex(desired_revision),
             },
+            materialized: entry.materialized.clone(),
             outcome,
             pve_identity: docs::pve_identity(&entry.doc.spec),
             upids: Vec::new(),
@@ -178,6 +181,7 @@ impl Store {
                 spec: ReceiptSpec {
                     subject: obs.subject.clone(),
                     desired: obs.desired.clone(),
+                    materialized: obs.materialized.clone(),
                     result: ReceiptResult {
                         outcome: obs.outcome,
                         pve_identity: obs.pve_identity.clone(),

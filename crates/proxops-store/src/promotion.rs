@@ -32,7 +32,7 @@ use crate::store::Store;
 use proxops_model::Repository;
 
 /// What to promote.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PromotionRequest<'a> {
     /// The source cluster.
@@ -46,6 +46,8 @@ pub struct PromotionRequest<'a> {
     pub specification_revision: ObjectId,
     /// Check and build, publish nothing.
     pub dry_run: bool,
+    /// How the target's desired plane is built (its kinds, its materializer).
+    pub options: DesiredOptions,
 }
 
 impl<'a> PromotionRequest<'a> {
@@ -63,7 +65,14 @@ impl<'a> PromotionRequest<'a> {
             repository,
             specification_revision,
             dry_run: false,
+            options: DesiredOptions::default(),
         }
+    }
+
+    /// Sets [`PromotionRequest::options`].
+    pub fn with_options(mut self, options: DesiredOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// Sets [`PromotionRequest::dry_run`].
@@ -187,7 +196,7 @@ impl Store {
             &target,
             repository,
             request.specification_revision,
-            &DesiredOptions::default(),
+            &request.options,
             None,
             Some(&desired),
         )?;

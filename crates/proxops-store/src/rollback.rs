@@ -80,6 +80,8 @@ pub struct Provenance {
     pub target_observed_revision: Option<String>,
     /// The resources restored, `Kind/name`.
     pub resources: Vec<String>,
+    /// The resources whose materialized payload came along, `Kind/name`.
+    pub materialized: Vec<String>,
 }
 
 /// What [`Store::rollback`] did (or, dry, would do).
@@ -135,6 +137,7 @@ impl Store {
             files.insert(entry.path.clone(), entry.blob);
         }
         let mut pending = current.deletions.clone();
+        let mut materialized = Vec::new();
         for (key, entry) in &target.resources {
             let uid = if let Some(now) = current.resources.get(key) {
                 now.doc.metadata.uid.clone()
@@ -156,6 +159,15 @@ impl Store {
                 changes.updated.push(key.clone());
             }
             files.insert(entry.path.clone(), blob);
+            // The target's payload comes along when it is the one of this very document (its
+            // `against` still names the observation it was rendered from).
+            if blob == entry.blob
+                && let Some(m) = target.materialized.get(key)
+                && entry.materialized.is_some()
+            {
+                files.insert(m.path.clone(), m.blob);
+                materialized.push(key.to_string());
+            }
         }
         let source_revision = target.source_revision.unwrap_or(request.to);
         for (key, entry) in &current.resources {
@@ -177,6 +189,7 @@ impl Store {
             target_desired_revision: hex(request.to),
             target_observed_revision: observed.map(hex),
             resources: target.resources.keys().map(ToString::to_string).collect(),
+            materialized: materialized.clone(),
         };
         if request.dry_run {
             return Ok(RollbackOutcome {
@@ -193,6 +206,12 @@ impl Store {
             hex(request.to),
             observed.map_or_else(|| "None".to_owned(), hex),
         ));
+        if !materialized.is_empty() {
+            message.push_str(&format!(
+                "Materialized-Units: {}\n",
+                materialized.join(", ")
+            ));
+        }
         if let Some(source) = target.source_revision {
             message.push_str(&format!("{SOURCE_TRAILER}: {}\n", hex(source)));
         }

@@ -281,6 +281,7 @@ mod tests {
                     path: path("resources/VM/k3s-server.yaml"),
                     blob,
                     doc,
+                    materialized: None,
                 },
             )]
             .into(),

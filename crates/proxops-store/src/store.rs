@@ -146,16 +146,7 @@ impl Store {
 
     /// The resource document stored as blob `blob` (a desired document a receipt pins).
     pub fn read_resource_doc(&self, blob: ObjectId) -> Result<crate::documents::ResourceDoc> {
-        let repo = self.repo();
-        let corrupt = |reason: String| StoreError::Corrupt {
-            plane: "desired".to_owned(),
-            path: format!("blob {blob}"),
-            reason,
-        };
-        let bytes = git::read_blob(&repo, blob)?;
-        let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".to_owned()))?;
-        let value = parse_yaml(&text).map_err(corrupt)?;
-        crate::documents::from_value(value, "desired", &format!("blob {blob}"))
+        read_resource_doc_in(&self.repo(), blob)
     }
 
     /// The local branches whose names start with `prefix` (`proxops/desired/`), as short names
@@ -242,4 +233,20 @@ impl Plane {
             .range(prefix.clone()..)
             .take_while(move |(p, _)| p.starts_with(&prefix))
     }
+}
+
+/// A desired resource document by blob id, read from `repo`.
+pub(crate) fn read_resource_doc_in(
+    repo: &gix::Repository,
+    blob: ObjectId,
+) -> Result<crate::documents::ResourceDoc> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        plane: "desired".to_owned(),
+        path: format!("blob {blob}"),
+        reason,
+    };
+    let bytes = git::read_blob(repo, blob)?;
+    let text = String::from_utf8(bytes).map_err(|_| corrupt("not UTF-8".to_owned()))?;
+    let value = parse_yaml(&text).map_err(corrupt)?;
+    crate::documents::from_value(value, "desired", &format!("blob {blob}"))
 }

@@ -2,7 +2,9 @@
 
 use crate::error::CommandError;
 use crate::session::PlanesReadArgs;
-use proxops_engine::planes::{ResourceItem, ResourceList, Selector, resource_items};
+use proxops_engine::planes::{
+    MaterializedList, ResourceItem, ResourceList, Selector, materialized_items, resource_items,
+};
 use proxops_model::RepoSource;
 use proxops_store::{PlaneRefs, Store};
 use std::io::Write;
@@ -24,6 +26,11 @@ pub struct Args {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// Show the materialized payloads instead: the PVE requests each desired document makes
+    /// ProxOps send (`materialized/<kind>/<name>.yaml` in the desired plane), one row per
+    /// request, or the `MaterializedList` document with `-o yaml|json`.
+    #[arg(long)]
+    pub materialized: bool,
 }
 
 /// Output formats of `get`.
@@ -44,6 +51,9 @@ pub enum Output {
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let store = args.planes.open()?;
     let selector = Selector::parse(args.selector.as_deref());
+    if args.materialized {
+        return materialized(args, &store, &selector);
+    }
     let mut items = Vec::new();
     for refs in cluster_refs(&store, &args.planes.repo.clusters)? {
         let view = store.view(&refs).map_err(CommandError::from)?;
@@ -64,6 +74,70 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         Output::Yaml => {
             let value =
                 serde_json::to_value(ResourceList::new(items)).map_err(CommandError::from)?;
+            proxops_store::canonical::to_yaml(&value)
+        }
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(CommandError::output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `get --materialized`.
+fn materialized(args: &Args, store: &Store, selector: &Selector) -> Result<ExitCode, CommandError> {
+    let mut items = Vec::new();
+    for refs in cluster_refs(store, &args.planes.repo.clusters)? {
+        items.extend(materialized_items(store, &refs, selector).map_err(CommandError::from)?);
+    }
+    if let (Some(kind), Some(name), true) = (&selector.kind, &selector.name, items.is_empty()) {
+        eprintln!("error: no materialized payload of {kind} `{name}` in the desired planes");
+        return Ok(ExitCode::from(1));
+    }
+    let text = match args.output {
+        Output::Table | Output::Wide if items.is_empty() => {
+            "No materialized payloads found.\n".to_owned()
+        }
+        Output::Table | Output::Wide => {
+            let mut rows = vec![
+                ["CLUSTER", "KIND", "NAME", "METHOD", "PATH", "PARAMS"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ];
+            for i in &items {
+                if let Some(error) = &i.spec.error {
+                    rows.push(vec![
+                        i.cluster.clone(),
+                        i.kind.clone(),
+                        i.name.clone(),
+                        "-".into(),
+                        "-".into(),
+                        format!("error: {error}"),
+                    ]);
+                }
+                for r in &i.spec.requests {
+                    let params: Vec<String> =
+                        r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    rows.push(vec![
+                        i.cluster.clone(),
+                        i.kind.clone(),
+                        i.name.clone(),
+                        r.method.clone(),
+                        r.path.clone(),
+                        params.join(" "),
+                    ]);
+                }
+            }
+            table(&rows)
+        }
+        Output::Json => {
+            serde_json::to_string_pretty(&MaterializedList::new(items))
+                .map_err(CommandError::from)?
+                + "\n"
+        }
+        Output::Yaml => {
+            let value =
+                serde_json::to_value(MaterializedList::new(items)).map_err(CommandError::from)?;
             proxops_store::canonical::to_yaml(&value)
         }
     };

@@ -37,10 +37,16 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let store = args.planes.remote.store(&dir)?;
     let source = store.source(None).map_err(CommandError::from)?;
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;
+    // The target's payloads are rendered as its own publications render them.
+    let options =
+        proxops_engine::planes::Planes::from_config(store.clone(), &loaded.repo, &args.to)
+            .map_err(CommandError::from)?
+            .desired_options();
     let outcome = store
         .promote(
             &PromotionRequest::new(&args.from, &args.to, &loaded.repo, source.commit())
-                .with_dry_run(args.dry_run),
+                .with_dry_run(args.dry_run)
+                .with_options(options),
         )
         .map_err(CommandError::from)?;
     let pins = &outcome.record.spec;

@@ -255,6 +255,9 @@ pub struct Context<'a> {
     pub graph: &'a Graph,
     /// The cluster's decrypted SOPS secrets (`None`: not loaded; references then fail).
     pub secrets: Option<&'a ClusterSecrets>,
+    /// Render secret references as themselves (`sops:<reference>`) instead of resolving them:
+    /// what a materialized payload shows, which never holds a secret.
+    pub references_only: bool,
 }
 
 impl<'a> Context<'a> {
@@ -264,6 +267,15 @@ impl<'a> Context<'a> {
             cluster,
             graph,
             secrets: None,
+            references_only: false,
+        }
+    }
+
+    /// A context that renders secret references as `sops:<reference>` and resolves none.
+    pub fn references_only(cluster: &'a str, graph: &'a Graph) -> Context<'a> {
+        Context {
+            references_only: true,
+            ..Context::new(cluster, graph)
         }
     }
 

@@ -245,7 +245,15 @@ pub(super) fn desired(
                 false,
             ));
         }
-        if !ci.ssh_key_refs.is_empty() {
+        if !ci.ssh_key_refs.is_empty() && cx.references_only {
+            let refs = ci.ssh_key_refs.join(", ");
+            o.push(owned(
+                "sshkeys",
+                sops_reference(&refs),
+                Compare::SshKeys,
+                false,
+            ));
+        } else if !ci.ssh_key_refs.is_empty() {
             let refs = ci.ssh_key_refs.join(", ");
             let keys = cx.secret(resource, &refs, |s| s.resolve_ssh_keys(&ci.ssh_key_refs))?;
             let lines: Vec<String> = keys.iter().map(|k| k.expose().to_owned()).collect();
@@ -263,7 +271,14 @@ pub(super) fn desired(
                 Compare::SshKeys,
             ));
         }
-        if let Some(reference) = &ci.ci_password_ref {
+        if let Some(reference) = ci.ci_password_ref.as_ref().filter(|_| cx.references_only) {
+            o.push(owned(
+                "cipassword",
+                sops_reference(reference),
+                Compare::WhenAbsent,
+                false,
+            ));
+        } else if let Some(reference) = &ci.ci_password_ref {
             let password = cx.secret(resource, reference, |s| {
                 s.resolve(reference).map(|p| vec![p])
             })?;
@@ -616,6 +631,11 @@ fn percent_encode(text: &str) -> String {
         }
     }
     out
+}
+
+/// What a materialized payload shows for a secret: where it comes from.
+fn sops_reference(reference: &str) -> String {
+    format!("sops:{reference}")
 }
 
 /// An owned key whose value is secret: plans show [`REDACTED`].

@@ -302,3 +302,70 @@ mod tests {
         assert!(!Selector::parse(Some("LXC")).matches(&vm));
     }
 }
+
+/// One materialized payload, for `get --materialized`.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct MaterializedItem {
+    /// The cluster.
+    pub cluster: String,
+    /// The kind.
+    pub kind: String,
+    /// The name.
+    pub name: String,
+    /// Its path in the desired plane.
+    pub path: String,
+    /// Its blob id: what a receipt names.
+    pub blob: String,
+    /// The payload: the requests, what they were computed against, notes.
+    pub spec: proxops_store::materialized::MaterializedSpec,
+}
+
+/// `{"apiVersion":"proxops/v1alpha1","kind":"MaterializedList","items":[...]}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct MaterializedList {
+    /// Always `proxops/v1alpha1`.
+    pub api_version: &'static str,
+    /// Always `MaterializedList`.
+    pub kind: &'static str,
+    /// The payloads, by (cluster, kind, name).
+    pub items: Vec<MaterializedItem>,
+}
+
+impl MaterializedList {
+    /// A list of `items`.
+    pub fn new(items: Vec<MaterializedItem>) -> MaterializedList {
+        MaterializedList {
+            api_version: LIST_API_VERSION,
+            kind: "MaterializedList",
+            items,
+        }
+    }
+}
+
+/// The materialized payloads of the desired head of `refs` that `selector` selects (none when
+/// the plane does not exist).
+pub fn materialized_items(
+    store: &Store,
+    refs: &PlaneRefs,
+    selector: &Selector,
+) -> Result<Vec<MaterializedItem>, StoreError> {
+    let Some(desired) = store.read_desired(refs, None)? else {
+        return Ok(Vec::new());
+    };
+    Ok(desired
+        .materialized
+        .iter()
+        .filter(|(key, _)| selector.matches(key))
+        .map(|(key, m)| MaterializedItem {
+            cluster: refs.cluster.clone(),
+            kind: key.kind.clone(),
+            name: key.name.clone(),
+            path: m.path.clone(),
+            blob: hex(m.blob),
+            spec: m.doc.spec.clone(),
+        })
+        .collect())
+}

@@ -72,6 +72,8 @@ pub struct Planes {
     pub refs: PlaneRefs,
     /// The kinds resolved reference values are decoded with.
     pub registry: Arc<proxops_model::Registry>,
+    /// The drivers that render materialized payloads ([`crate::materialize`]).
+    pub drivers: Arc<crate::desired::Drivers>,
 }
 
 /// What [`Planes::publish_desired`] did.
@@ -138,6 +140,7 @@ impl Planes {
             store,
             refs: PlaneRefs::for_cluster(cluster)?,
             registry: Arc::new(proxops_model::Registry::builtin()),
+            drivers: Arc::new(crate::desired::Drivers::builtin()),
         })
     }
 
@@ -153,6 +156,7 @@ impl Planes {
             store,
             refs: PlaneRefs::from_config(cluster, entry)?,
             registry: Arc::new(proxops_model::Registry::builtin()),
+            drivers: Arc::new(crate::desired::Drivers::builtin()),
         })
     }
 
@@ -160,6 +164,24 @@ impl Planes {
     pub fn with_registry(mut self, registry: Arc<proxops_model::Registry>) -> Self {
         self.registry = registry;
         self
+    }
+
+    /// Renders materialized payloads with `drivers` (an embedder's kinds).
+    pub fn with_drivers(mut self, drivers: Arc<crate::desired::Drivers>) -> Self {
+        self.drivers = drivers;
+        self
+    }
+
+    /// How this cluster's desired plane is published: its kinds, and payloads rendered by its
+    /// drivers.
+    pub fn desired_options(&self) -> DesiredOptions {
+        let materializer = crate::materialize::Materializer::new(
+            Arc::clone(&self.registry),
+            Arc::clone(&self.drivers),
+        );
+        DesiredOptions::default()
+            .with_registry(Arc::clone(&self.registry))
+            .with_materializer(Arc::new(materializer))
     }
 
     /// Publishes the cluster as loaded from the source at `source_revision`.
@@ -184,7 +206,7 @@ impl Planes {
             &self.refs,
             repository,
             source_revision,
-            &DesiredOptions::default().with_registry(Arc::clone(&self.registry)),
+            &self.desired_options(),
             prior,
         )?;
         let head = publication.publication.head;
@@ -616,6 +638,7 @@ fn awaiting_addresses(
     Some(Observation {
         subject: spec.subject.clone(),
         desired: spec.desired.clone(),
+        materialized: spec.materialized.clone(),
         outcome: spec.result.outcome,
         pve_identity: spec.result.pve_identity.clone(),
         upids: spec.result.upids.clone(),

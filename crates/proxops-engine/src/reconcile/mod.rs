@@ -12,7 +12,7 @@
 //! "converged"), and a gated cluster whose live head does not say which source it was built from
 //! is refused ([`RunError::UnknownLiveSource`]) rather than planned from the branch head.
 
-mod previous;
+pub(crate) mod previous;
 mod run;
 
 pub(crate) use previous::resource_of;

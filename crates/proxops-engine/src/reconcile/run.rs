@@ -140,7 +140,8 @@ impl Reconciler {
             Some(store) if self.record_planes => Some(
                 Planes::from_config(store.clone(), source.repository, name)
                     .map_err(RunError::Desired)?
-                    .with_registry(Arc::clone(&self.registry)),
+                    .with_registry(Arc::clone(&self.registry))
+                    .with_drivers(Arc::clone(&self.drivers)),
             ),
             _ => None,
         };

@@ -9,12 +9,12 @@ use super::opt_upid;
 use crate::client::PveClient;
 use crate::error::PveError;
 use crate::params::{Params, seg};
+use crate::request::Request;
 use crate::tasks::WaitOptions;
 use crate::types::{
     CloneRequest, ConfigChange, DestroyOptions, GuestConfig, GuestRef, GuestStatus, GuestType,
     NodeGuest, PendingEntry,
 };
-use crate::request::Request;
 use crate::upid::Upid;
 
 fn base(g: &GuestRef) -> String {

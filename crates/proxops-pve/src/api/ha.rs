@@ -6,9 +6,9 @@ use serde::Deserialize;
 
 use crate::client::PveClient;
 use crate::error::PveError;
-use crate::request::Request;
 use crate::lenient;
 use crate::params::{Params, seg};
+use crate::request::Request;
 use crate::types::{GuestRef, GuestType};
 use crate::upid::Upid;
 

@@ -6,8 +6,8 @@ use reqwest::Method;
 use crate::client::PveClient;
 use crate::error::PveError;
 use crate::params::{Params, seg};
-use crate::types::{DownloadUrl, StorageVolume};
 use crate::request::Request;
+use crate::types::{DownloadUrl, StorageVolume};
 use crate::upid::Upid;
 
 impl PveClient {

@@ -15,6 +15,7 @@ fn writer(index: usize, repo: &str) {
     let refs = PlaneRefs::for_cluster("home").unwrap();
     for round in 0..ROUNDS {
         let obs = Observation {
+            materialized: None,
             subject: Subject {
                 kind: "VM".to_owned(),
                 name: format!("w{index}-r{round:02}"),
@@ -106,6 +107,7 @@ fn a_large_publication_is_written_as_one_valid_pack() {
     let refs = PlaneRefs::for_cluster("home").unwrap();
     let observations = (0..300)
         .map(|i| Observation {
+            materialized: None,
             subject: Subject {
                 kind: "VM".to_owned(),
                 name: format!("vm-{i:03}"),
