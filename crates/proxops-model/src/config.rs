@@ -260,6 +260,24 @@ pub struct PromotionConfig {
     /// Clusters whose reconciled state may be promoted into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_sources: Vec<String>,
+    /// What a source resource must have for a promotion into this cluster: a current receipt
+    /// (`reconciled`, the default), or at least the materialized payload of its current
+    /// document (`materialized`). The target decides: it is the one taking the risk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_evidence: Option<PromotionEvidence>,
+}
+
+/// The evidence a promotion requires of each source resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum PromotionEvidence {
+    /// A current receipt: the source applied this very document.
+    #[default]
+    Reconciled,
+    /// A current receipt, or the materialized payload of the current document (the PVE requests
+    /// it makes are published, not yet applied).
+    Materialized,
 }
 
 /// Drift handling.

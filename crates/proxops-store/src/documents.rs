@@ -370,6 +370,21 @@ pub struct PromotionSpec {
     pub source: PromotionSource,
     /// The specification (source repository) commit the target was built from.
     pub specification_revision: String,
+    /// The evidence the target asked for, when it accepts more than receipts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<PromotionEvidenceRecord>,
+}
+
+/// `spec.evidence` of a [`PromotionDoc`]: a target with `minimum-evidence: materialized`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionEvidenceRecord {
+    /// `materialized`.
+    pub minimum: String,
+    /// The source resources promoted on their payload rather than a receipt, `Kind/name` to
+    /// the payload of their document in the pinned source desired revision.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub materialized: BTreeMap<String, crate::materialized::MaterializedPin>,
 }
 
 /// `spec.source` of a [`PromotionDoc`].

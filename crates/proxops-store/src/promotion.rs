@@ -19,8 +19,8 @@
 
 use crate::desired::{Changes, DesiredOptions, DesiredPublication, DesiredState, SOURCE_TRAILER};
 use crate::documents::{
-    API_VERSION, CONTROLLER_VERSION, NameOnly, PROMOTION_PATH, PromotionDoc, PromotionSource,
-    PromotionSpec, canonical_bytes, hex,
+    API_VERSION, CONTROLLER_VERSION, NameOnly, PROMOTION_PATH, PromotionDoc,
+    PromotionEvidenceRecord, PromotionSource, PromotionSpec, canonical_bytes, hex,
 };
 use crate::error::{Result, StoreError};
 use crate::git;
@@ -30,6 +30,8 @@ use crate::refs::PlaneRefs;
 use crate::state::{ClusterView, ResourceState, derive};
 use crate::store::Store;
 use proxops_model::Repository;
+use proxops_model::config::PromotionEvidence;
+use std::collections::BTreeMap;
 
 /// What to promote.
 #[derive(Debug, Clone)]
@@ -163,7 +165,38 @@ impl Store {
             None => None,
         };
         let view = derive(&from.name, Some(&desired), observed.as_ref());
-        let mut offenders = unclean(&view);
+        let policy = to
+            .entry
+            .as_ref()
+            .and_then(|e| e.promotion.as_ref())
+            .and_then(|p| p.minimum_evidence)
+            .unwrap_or_default();
+        // With `materialized` evidence a resource not reconciled yet passes on the payload of
+        // its current document, when that payload rendered.
+        let mut on_payload = BTreeMap::new();
+        if policy == PromotionEvidence::Materialized {
+            for row in view
+                .resources
+                .iter()
+                .filter(|r| r.state == ResourceState::Ready)
+            {
+                let payload = desired.resources.get(&row.key).and_then(|e| {
+                    let pin = e.materialized.as_ref()?;
+                    let ok = desired
+                        .materialized
+                        .get(&row.key)
+                        .is_some_and(|m| m.doc.spec.error.is_none());
+                    ok.then(|| pin.clone())
+                });
+                if let Some(pin) = payload {
+                    on_payload.insert(row.key.to_string(), pin);
+                }
+            }
+        }
+        let mut offenders: Vec<String> = unclean(&view)
+            .into_iter()
+            .filter(|o| !on_payload.keys().any(|k| o.starts_with(&format!("{k} ("))))
+            .collect();
         if desired.resources.is_empty() {
             offenders.push("its desired plane holds no resource".to_owned());
         }
@@ -189,6 +222,12 @@ impl Store {
                     observed_revision: observed_head.map(hex),
                 },
                 specification_revision: hex(request.specification_revision),
+                evidence: (policy == PromotionEvidence::Materialized).then(|| {
+                    PromotionEvidenceRecord {
+                        minimum: "materialized".to_owned(),
+                        materialized: on_payload.clone(),
+                    }
+                }),
             },
         };
         let mut build = self.build_desired_in(

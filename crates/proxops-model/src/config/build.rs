@@ -266,6 +266,12 @@ impl PromotionConfig {
         self.allowed_sources = allowed_sources;
         self
     }
+
+    /// Sets [`PromotionConfig::minimum_evidence`].
+    pub fn with_minimum_evidence(mut self, evidence: Option<PromotionEvidence>) -> PromotionConfig {
+        self.minimum_evidence = evidence;
+        self
+    }
 }
 
 impl SecretsMapping {

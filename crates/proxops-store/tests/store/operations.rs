@@ -420,3 +420,108 @@ fn configured_plane_branches_are_used() {
     repo.git(&["rev-parse", "--verify", "refs/heads/deploy/home"]);
     assert!(repo.git(&["branch", "--list", "proxops/*"]).is_empty());
 }
+
+/// A materializer that renders one request per resource, or refuses `VM/sandbox-01` when
+/// `fail` is set.
+struct OneRequest {
+    fail: bool,
+}
+
+impl proxops_store::materialized::Materializer for OneRequest {
+    fn materialize(
+        &self,
+        request: &proxops_store::materialized::MaterializeRequest<'_>,
+    ) -> std::collections::BTreeMap<
+        proxops_model::ResourceKey,
+        Result<proxops_store::materialized::Materialization, String>,
+    > {
+        request
+            .targets
+            .iter()
+            .map(|key| {
+                let rendered = if self.fail && key.name == "sandbox-01" {
+                    Err("cannot render".to_owned())
+                } else {
+                    let call = proxops_store::materialized::ApiRequest {
+                        method: "POST".to_owned(),
+                        path: format!("/x/{}", key.name),
+                        params: Default::default(),
+                    };
+                    Ok(proxops_store::materialized::Materialization::new(
+                        vec![call],
+                        Vec::new(),
+                    ))
+                };
+                (key.clone(), rendered)
+            })
+            .collect()
+    }
+}
+
+fn publish_with_payloads(store: &Store, cluster: &str, fail: bool) {
+    let (rev, loaded) = load_at(store, None);
+    let refs = PlaneRefs::for_cluster(cluster).unwrap();
+    let options =
+        DesiredOptions::default().with_materializer(std::sync::Arc::new(OneRequest { fail }));
+    store
+        .publish_desired(&refs, &loaded, rev, &options)
+        .unwrap();
+}
+
+#[test]
+fn a_target_asking_for_materialized_evidence_takes_payloads_for_receipts_and_records_them() {
+    let repo = TestRepo::homelab();
+    configure_home(
+        &repo,
+        "      promotion:\n        allowed-sources: [lab]\n        minimum-evidence: materialized\n",
+    );
+    let store = Store::open(repo.path()).unwrap();
+    // A payload that did not render is no evidence: refused, and named.
+    publish_with_payloads(&store, "lab", true);
+    let text = promote(&store, false).unwrap_err().to_string();
+    assert!(text.contains("VM/sandbox-01 (READY"), "{text}");
+    assert!(!text.contains("LXC/ci-runner-01"), "{text}");
+
+    // Every payload rendered: promoted without a single receipt, each payload recorded.
+    std::process::Command::new("git")
+        .args(["update-ref", "-d", "refs/heads/proxops/desired/lab"])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    publish_with_payloads(&store, "lab", false);
+    let outcome = promote(&store, false).unwrap();
+    assert!(outcome.publication.as_ref().unwrap().publication.published);
+    let lab = store
+        .read_desired(&PlaneRefs::for_cluster("lab").unwrap(), None)
+        .unwrap()
+        .unwrap();
+    let docs = cli_documents(repo.path(), "proxops/desired/home");
+    let evidence = &docs["promotion.yaml"]["spec"]["evidence"];
+    assert_eq!(evidence["minimum"], "materialized");
+    let recorded = evidence["materialized"].as_object().unwrap();
+    assert_eq!(recorded.len(), lab.resources.len());
+    for (key, entry) in &lab.resources {
+        let pin = entry.materialized.as_ref().unwrap();
+        assert_eq!(
+            recorded[&key.to_string()]["blob"],
+            pin.blob.as_str(),
+            "{key}"
+        );
+        assert_eq!(
+            recorded[&key.to_string()]["path"],
+            pin.path.as_str(),
+            "{key}"
+        );
+    }
+
+    // A target that keeps the default asks for receipts: the same source is refused.
+    let strict = TestRepo::homelab();
+    configure_home(
+        &strict,
+        "      promotion:\n        allowed-sources: [lab]\n",
+    );
+    let store = Store::open(strict.path()).unwrap();
+    publish_with_payloads(&store, "lab", false);
+    let err = promote(&store, false).unwrap_err();
+    assert_eq!(err.code(), "proxops::promotion::not_reconciled");
+}
