@@ -384,7 +384,7 @@ pub struct PromotionEvidenceRecord {
     /// The source resources promoted on their payload rather than a receipt, `Kind/name` to
     /// the payload of their document in the pinned source desired revision.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub materialized: BTreeMap<String, crate::materialized::MaterializedPin>,
+    pub materialized: BTreeMap<String, MaterializedPin>,
 }
 
 /// `spec.source` of a [`PromotionDoc`].
@@ -466,7 +466,7 @@ pub struct ReceiptSpec {
     /// The materialized payload of that document ([`crate::materialized`]), when the plane
     /// holds one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub materialized: Option<crate::materialized::MaterializedPin>,
+    pub materialized: Option<MaterializedPin>,
     /// What happened.
     pub result: ReceiptResult,
 }
@@ -690,3 +690,63 @@ mod tests {
         assert!(resource_path(&bad).is_err());
     }
 }
+
+/// `materialized/<kind>/<name>.yaml`: what one desired document makes ProxOps send to PVE.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MaterializedDoc {
+    /// `proxops/v1alpha1`.
+    pub api_version: String,
+    /// `Materialized`.
+    pub kind: String,
+    /// The resource's name.
+    pub metadata: NameOnly,
+    /// The payload.
+    pub spec: MaterializedSpec,
+}
+
+/// `spec` of a [`MaterializedDoc`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MaterializedSpec {
+    /// The incarnation.
+    pub subject: Subject,
+    /// The blob id of the desired document rendered: a payload belongs to exactly one.
+    pub document: String,
+    /// The blob id of the desired document the resource's receipt applied when this was
+    /// rendered: the requests are what it takes from there. Absent: nothing applied yet (the
+    /// requests create it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    /// The requests, in the order the engine sends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<ApiRequest>,
+    /// What the requests alone do not say (a restart that follows, values PVE merges).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Why the document could not be rendered (the plan refuses it for the same reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One API request of a payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiRequest {
+    /// `POST`, `PUT` or `DELETE`.
+    pub method: String,
+    /// The path below `/api2/json`.
+    pub path: String,
+    /// The form fields, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+}
+
+/// How a receipt names the payload it applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaterializedPin {
+    /// Its path in the desired plane.
+    pub path: String,
+    /// Its blob id.
+    pub blob: String,
+}
+

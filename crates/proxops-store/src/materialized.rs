@@ -8,6 +8,7 @@
 //! [`Materializer`] once, for the resources whose document is new or changed, and carries the
 //! payload of every unchanged document forward byte for byte.
 
+pub use crate::documents::{ApiRequest, MaterializedDoc, MaterializedPin, MaterializedSpec};
 use crate::documents::{
     self as docs, API_VERSION, NameOnly, ResourceDoc, Subject, canonical_bytes, hex,
 };
@@ -16,59 +17,8 @@ use crate::git::{self, FileMap};
 use crate::id::ObjectId;
 use crate::observed::ObservedState;
 use proxops_model::{Resource, ResourceKey};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// `materialized/<kind>/<name>.yaml`: what one desired document makes ProxOps send to PVE.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MaterializedDoc {
-    /// `proxops/v1alpha1`.
-    pub api_version: String,
-    /// `Materialized`.
-    pub kind: String,
-    /// The resource's name.
-    pub metadata: NameOnly,
-    /// The payload.
-    pub spec: MaterializedSpec,
-}
-
-/// `spec` of a [`MaterializedDoc`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MaterializedSpec {
-    /// The incarnation.
-    pub subject: Subject,
-    /// The blob id of the desired document rendered: a payload belongs to exactly one.
-    pub document: String,
-    /// The blob id of the desired document the resource's receipt applied when this was
-    /// rendered: the requests are what it takes from there. Absent: nothing applied yet (the
-    /// requests create it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub against: Option<String>,
-    /// The requests, in the order the engine sends them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub requests: Vec<ApiRequest>,
-    /// What the requests alone do not say (a restart that follows, values PVE merges).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// Why the document could not be rendered (the plan refuses it for the same reason).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// One API request of a payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiRequest {
-    /// `POST`, `PUT` or `DELETE`.
-    pub method: String,
-    /// The path below `/api2/json`.
-    pub path: String,
-    /// The form fields, by name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub params: BTreeMap<String, String>,
-}
 
 /// What a [`Materializer`] made of one resource.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,15 +60,6 @@ pub trait Materializer: Send + Sync {
         &self,
         request: &MaterializeRequest<'_>,
     ) -> BTreeMap<ResourceKey, std::result::Result<Materialization, String>>;
-}
-
-/// How a receipt names the payload it applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MaterializedPin {
-    /// Its path in the desired plane.
-    pub path: String,
-    /// Its blob id.
-    pub blob: String,
 }
 
 /// `materialized/<kind>/<name>.yaml`.
