@@ -25,7 +25,7 @@
 use crate::desired::DesiredGuest;
 use crate::diff::{Change, Removal, diff};
 use crate::execute::{ExecOptions, wait};
-use crate::privileges::is_volume;
+use crate::guest_config::is_volume;
 use proxops_pve::{ConfigChange, GuestRef, GuestType, PendingEntry, PveClient, PveError, Upid};
 use proxops_secrets::REDACTED;
 use std::collections::BTreeMap;

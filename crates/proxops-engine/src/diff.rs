@@ -625,7 +625,7 @@ fn live_mac_spelling(key: &str, want: &str, live: &str) -> Option<String> {
         v.split(',')
             .filter_map(|p| p.split_once('='))
             .map(|(_, x)| x)
-            .find(|x| crate::planes::facts::is_mac(x))
+            .find(|x| crate::guest_config::is_mac(x))
             .map(str::to_owned)
     };
     let (w, l) = (mac(want)?, mac(live)?);

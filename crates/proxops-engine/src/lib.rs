@@ -111,6 +111,7 @@ pub mod diff;
 pub mod execute;
 mod failure;
 pub mod guard;
+mod guest_config;
 mod hotplug;
 pub mod identity;
 pub mod init;

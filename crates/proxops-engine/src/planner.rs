@@ -324,7 +324,7 @@ pub async fn plan_cluster(
                 .get(&vmid)
                 .and_then(|c| c.as_ref().ok())
                 .and_then(|c| c.values.get("agent"))
-                .is_some_and(|v| crate::planes::agent_enabled(v))
+                .is_some_and(|v| crate::guest_config::agent_enabled(v))
         };
         if kind == GuestType::Lxc || agent() {
             planner.plan.addressable.insert(vmid);

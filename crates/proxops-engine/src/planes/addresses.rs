@@ -17,6 +17,9 @@
 //! Reading never holds a cycle up: a guest that does not answer yet (its agent still starting)
 //! gets no artifact this cycle, and a later cycle adds it to the current receipt.
 
+// Re-exported: its public path was here; it moved so that the planner and the privileges read it
+// without importing the planes.
+pub use crate::guest_config::agent_enabled;
 use proxops_pve::{GuestInterface, GuestRef, GuestType, IpFamily, PveClient};
 use serde_json::{Map, Value, json};
 use std::net::Ipv6Addr;
@@ -25,19 +28,6 @@ use std::net::Ipv6Addr;
 pub const NAME: &str = proxops_model::kinds::reach::IP_ADDRESSES;
 /// The artifact's kind.
 pub const KIND: &str = "IpAddresses";
-
-/// Whether a guest's `agent` config value enables the QEMU guest agent (qemu-server
-/// `PVE/QemuServer/Agent.pm` `parse_guest_agent`: `enabled` is the default key, off by default).
-pub fn agent_enabled(value: &str) -> bool {
-    value.split(',').any(|p| {
-        let v = match p.split_once('=') {
-            Some(("enabled", v)) => v,
-            Some(_) => return false,
-            None => p,
-        };
-        proxops_pve::lenient::parse_bool(v) == Some(true)
-    })
-}
 
 fn link_local(address: &str) -> bool {
     address

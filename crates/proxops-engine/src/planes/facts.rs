@@ -7,6 +7,7 @@
 //! left out and the receipt is written all the same.
 
 use super::{BuiltBatch, addresses};
+use crate::guest_config::is_mac;
 use proxops_model::kinds::reach::{FILE_ARTIFACT, MAC_ADDRESSES, PLACEMENT};
 use proxops_pve::{GuestRef, GuestType, PveClient, StorageVolume};
 use proxops_store::observed::Observation;
@@ -197,15 +198,6 @@ fn mac_addresses(config: &BTreeMap<String, String>) -> Map<String, Value> {
                 .map(|mac| (k.clone(), json!(mac.to_ascii_uppercase())))
         })
         .collect()
-}
-
-/// Whether `text` is a MAC address (`BC:24:11:0A:0B:0C`, either case).
-pub(crate) fn is_mac(text: &str) -> bool {
-    let parts: Vec<&str> = text.split(':').collect();
-    parts.len() == 6
-        && parts
-            .iter()
-            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ impl Planner<'_> {
         let name = crate::guard::snapshot_name(&revision, listed);
         let agent = d
             .owned("agent")
-            .is_some_and(|o| crate::planes::agent_enabled(&o.value));
+            .is_some_and(|o| crate::guest_config::agent_enabled(&o.value));
         let check = if d.guest == GuestType::Qemu && policy.guest_agent(agent) {
             Check::Agent
         } else {

@@ -6,42 +6,10 @@
 //! [`Need`] with its remedy.
 
 use super::{Need, Network, storage, vms};
+use crate::guest_config::{indexed, is_volume, lxc_volume, qemu_drive};
 use proxops_pve::GuestType;
 use proxops_pve::props::PropertyString;
 use std::collections::BTreeMap;
-
-/// The config key without its index (`net0` -> `net`).
-pub(super) fn family(key: &str) -> &str {
-    key.trim_end_matches(|c: char| c.is_ascii_digit())
-}
-
-fn indexed(key: &str, fam: &str) -> bool {
-    family(key) == fam && key.len() > fam.len()
-}
-
-/// Whether a qemu key is a drive slot (disk, cdrom, cloud-init, EFI, TPM; qemu-server
-/// `is_valid_drivename`).
-pub(super) fn qemu_drive(key: &str) -> bool {
-    ["ide", "sata", "scsi", "virtio"]
-        .iter()
-        .any(|f| indexed(key, f))
-        || key == "efidisk0"
-        || key == "tpmstate0"
-}
-
-/// Whether an LXC key is a volume (`rootfs`, `mp[n]`).
-pub(super) fn lxc_volume(key: &str) -> bool {
-    key == "rootfs" || indexed(key, "mp")
-}
-
-/// Whether a key holds a volume of the guest kind (`unused[n]` included).
-pub(crate) fn is_volume(guest: GuestType, key: &str) -> bool {
-    indexed(key, "unused")
-        || match guest {
-            GuestType::Qemu => qemu_drive(key),
-            GuestType::Lxc => lxc_volume(key),
-        }
-}
 
 /// A property string's entries (a bare part under `default_key`), leniently.
 fn props(value: &str, default_key: &str) -> BTreeMap<String, String> {

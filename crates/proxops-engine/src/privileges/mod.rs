@@ -49,9 +49,9 @@ mod keys;
 mod tests;
 
 use crate::desired::{Context, Desired, DesiredGuest, Drivers};
+use crate::guest_config::{family, is_volume};
 use crate::plan::{Action, ClusterPlan, Op};
-pub(crate) use keys::is_volume;
-use keys::{Writes, bridge_needs, family, volume_needs};
+use keys::{Writes, bridge_needs, volume_needs};
 use proxops_graph::Graph;
 use proxops_model::kinds::PowerState;
 use proxops_pve::{Credentials, ErrorKind, GuestType, Method, Params, PveClient, PveError};
@@ -521,7 +521,7 @@ pub fn planning_needs(
                 )));
                 let agent = d
                     .owned("agent")
-                    .is_some_and(|o| crate::planes::agent_enabled(&o.value));
+                    .is_some_and(|o| crate::guest_config::agent_enabled(&o.value));
                 // A template never runs: nothing is read from it.
                 if d.guest == GuestType::Qemu && agent && !d.template {
                     let privileges: &[&'static str] = match major {
