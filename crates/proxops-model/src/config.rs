@@ -3,7 +3,8 @@
 //! checks live here; [`crate::settings`] layers them with flags and the environment.
 
 use crate::diagnostic::Code;
-use crate::kinds::common::is_valid_node;
+use crate::names::is_valid_node;
+pub use crate::quantity::parse_duration;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,10 +17,6 @@ pub use simulation::{ContentType, SimPveVersion, SimStorage, SimulationConfig, S
 mod notify;
 mod typed;
 pub use typed::{ConfigDuration, FromConfigText, Typed};
-
-/// The Rust name of [`SecretSource`], which the decoder recognises to refuse a secret written
-/// in place ([`crate::Code::PlainSecret`]) without echoing it.
-pub(crate) const SECRET_SOURCE_STRUCT: &str = "SecretSource";
 
 pub use notify::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_REMINDER, DEFAULT_WAIT_CYCLES, EventKind, Forge,
@@ -372,39 +369,6 @@ pub struct ReconcileConfig {
     /// resource in sync), e.g. `15m`; none: the agent does not verify.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_interval: Option<ConfigDuration>,
-}
-
-/// Reads a duration such as `30s`, `5m`, `1h30m` or `250ms`.
-pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
-    let mut total = std::time::Duration::ZERO;
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return None;
-        }
-        let n: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        let part = match unit {
-            "ms" => std::time::Duration::from_millis(n),
-            "s" => std::time::Duration::from_secs(n),
-            "m" => std::time::Duration::from_secs(n.checked_mul(60)?),
-            "h" => std::time::Duration::from_secs(n.checked_mul(3600)?),
-            _ => return None,
-        };
-        total = total.checked_add(part)?;
-    }
-    Some(total)
 }
 
 /// A problem in a configuration value, at a path from the file's root.

@@ -14,7 +14,8 @@
 //! `1000`), and `vmid: 1e2` is accepted (an integral float, which JSON Schema's `integer` takes).
 
 use crate::diagnostic::Code;
-use crate::quantity::{QUANTITY_HELP, Quantity, QuantityError};
+pub use crate::diagnostic::did_you_mean;
+use crate::quantity::{QUANTITY_HELP, QUANTITY_NEWTYPE, Quantity, QuantityError};
 use crate::yaml::{Node, NodeValue, ScalarKind, Span, is_null_text};
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use std::cell::RefCell;
@@ -93,9 +94,6 @@ impl RequiredFields {
             .map_or(&[], |s| s.required.as_slice())
     }
 }
-
-/// Newtype names whose text has a format the decoder checks itself (see [`crate::quantity`]).
-pub(crate) const QUANTITY_NEWTYPE: &str = "proxops::Quantity";
 
 /// What a plain scalar is under YAML 1.2's core schema: what a YAML 1.2 editor (and the JSON it
 /// checks against the manifest schemas) sees. The decoder types plain scalars the same way, so
@@ -322,20 +320,6 @@ impl de::Error for DeError {
             recorded: false,
         }
     }
-}
-
-/// The closest candidate to `word`, if it is close enough to be a likely typo.
-pub fn did_you_mean<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let lower = word.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(&lower, &c.to_ascii_lowercase()), c))
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
 }
 
 /// A deserializer over one node; `node: None` is a placeholder for a missing field, which yields
@@ -820,7 +804,7 @@ impl<'de, 'n, 's> de::Deserializer<'de> for NodeDe<'n, 's> {
             None => &[],
             Some(_) if self.node.is_some_and(Node::is_null) => &[],
             // A secret written where its source should be named: refused without echoing it.
-            Some(NodeValue::Scalar(..)) if name == crate::config::SECRET_SOURCE_STRUCT => {
+            Some(NodeValue::Scalar(..)) if name == crate::names::SECRET_SOURCE_STRUCT => {
                 self.sink.push(Problem {
                     code: Code::PlainSecret,
                     span: self.span,

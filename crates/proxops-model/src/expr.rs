@@ -22,14 +22,15 @@
 //! `fromParameter` and `fromItem` belong to StackTemplates, which substitute them when a Stack
 //! is projected: any left in a manifest at validation is an error.
 
-use crate::de::{Problem, RequiredFields, Sink, decode, did_you_mean};
+use crate::de::{Problem, RequiredFields, Sink, decode};
 use crate::diagnostic::Code;
+use crate::diagnostic::did_you_mean;
 use crate::kind::Registry;
-use crate::kinds::common::is_valid_name;
-use crate::manifest::ResourceKey;
+use crate::names::ResourceKey;
+use crate::names::is_valid_name;
+pub use crate::pointer::Pointer;
 use crate::yaml::{Node, NodeValue, PathSeg, ScalarKind, Span};
 use serde_json::Value;
-use std::fmt;
 
 /// The keys that make a mapping an expression.
 pub const EXPRESSION_KEYS: &[&str] = &[
@@ -45,89 +46,6 @@ pub const DEFAULT_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_
 
 /// Spec fields (top level) that identify what a resource is in PVE: never an expression.
 const IDENTITY_FIELDS: &[&str] = &["vmid", "node", "nodes", "storage", "filename"];
-
-/// An RFC 6901 JSON pointer: `""` (the whole value) or `/`-separated tokens with `~0` (`~`) and
-/// `~1` (`/`) escapes.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Pointer(String);
-
-impl Pointer {
-    /// Parses a pointer; the error says what is wrong.
-    pub fn parse(text: &str) -> Result<Pointer, String> {
-        if text.is_empty() {
-            return Ok(Pointer(String::new()));
-        }
-        if !text.starts_with('/') {
-            return Err(format!(
-                "`{text}` is not a JSON pointer: it must be empty or start with `/`"
-            ));
-        }
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-                return Err(format!(
-                    "`{text}` has a `~` that is not `~0` or `~1` (RFC 6901 escapes)"
-                ));
-            }
-        }
-        Ok(Pointer(text.to_owned()))
-    }
-
-    /// The pointer of a spec path (`/cloud-init-data/nameservers/0`).
-    pub fn of_path(path: &[PathSeg]) -> Pointer {
-        let mut text = String::new();
-        for seg in path {
-            text.push('/');
-            match seg {
-                PathSeg::Key(k) => text.push_str(&k.replace('~', "~0").replace('/', "~1")),
-                PathSeg::Index(i) => text.push_str(&i.to_string()),
-            }
-        }
-        Pointer(text)
-    }
-
-    /// The pointer's text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The value it points at in `value` (`None` when a step is missing; array indices are
-    /// decimal without leading zeros).
-    pub fn get<'v>(&self, value: &'v Value) -> Option<&'v Value> {
-        let mut at = value;
-        for token in self.tokens() {
-            at = match at {
-                Value::Object(m) => m.get(&token)?,
-                Value::Array(items) => items.get(array_index(&token)?)?,
-                _ => return None,
-            };
-        }
-        Some(at)
-    }
-
-    /// Its reference tokens, unescaped, in order (none for the whole value).
-    pub fn tokens(&self) -> impl Iterator<Item = String> + '_ {
-        self.0
-            .split('/')
-            .skip(1)
-            .map(|raw| raw.replace("~1", "/").replace("~0", "~"))
-    }
-}
-
-/// An array index as RFC 6901 writes it: `0`, or decimal digits without a leading zero.
-pub(crate) fn array_index(token: &str) -> Option<usize> {
-    let leading_zero = token.len() > 1 && token.starts_with('0');
-    if token.is_empty() || leading_zero || !token.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    token.parse().ok()
-}
-
-impl fmt::Display for Pointer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// What an expression reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -575,7 +493,7 @@ impl Walk<'_> {
             None => None,
         };
         let wait_timeout = match text("waitTimeout") {
-            Some((t, at)) => match crate::config::parse_duration(t) {
+            Some((t, at)) => match crate::quantity::parse_duration(t) {
                 Some(d) if !d.is_zero() => Some(d),
                 _ => {
                     ok = false;

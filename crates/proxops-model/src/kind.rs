@@ -7,6 +7,7 @@
 use crate::de::{RequiredFields, Sink, decode_recovering};
 use crate::diagnostic::Code;
 use crate::manifest::{Metadata, Spec};
+pub use crate::names::GuestType;
 use crate::yaml::{Node, PathSeg};
 use serde::de::DeserializeOwned;
 use std::borrow::Cow;
@@ -30,15 +31,6 @@ pub enum Identity {
     },
     /// Something else (embedder kinds).
     Other,
-}
-
-/// The two guest types PVE has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GuestType {
-    /// QEMU virtual machines (`/nodes/{node}/qemu`).
-    Qemu,
-    /// LXC containers (`/nodes/{node}/lxc`).
-    Lxc,
 }
 
 /// The git planes in which a kind's resources appear.
@@ -323,7 +315,7 @@ pub trait KindDef: Send + Sync + 'static {
         &self,
         _spec: &Spec,
         _name: &str,
-        _pointer: &crate::expr::Pointer,
+        _pointer: &crate::pointer::Pointer,
     ) -> Option<Unreachable> {
         None
     }

@@ -30,6 +30,8 @@ pub mod kind;
 pub mod kinds;
 pub mod loader;
 pub mod manifest;
+pub mod names;
+pub mod pointer;
 pub mod pve_config;
 pub mod quantity;
 pub mod report;

@@ -1,10 +1,13 @@
 //! The manifest envelope (`apiVersion`, `kind`, `metadata`, `spec`) and decoding one manifest file
 //! into a [`Resource`].
 
-use crate::de::{Problem, Sink, decode, did_you_mean};
+use crate::de::{Problem, Sink, decode};
+use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::kind::{KindDef, Reference, ReferenceSource, Registry, SpecContext};
-use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec, common::is_valid_name};
+use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec};
+pub use crate::names::ResourceKey;
+use crate::names::is_valid_name;
 use crate::stack::StackOrigin;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, SpanTree, parse_documents};
 use schemars::JsonSchema;
@@ -76,21 +79,6 @@ impl Serialize for Spec {
             Spec::Artifact(v) => v.serialize(s),
             Spec::Custom(v) => v.to_json().serialize(s),
         }
-    }
-}
-
-/// (kind, name): a resource's identity within a cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct ResourceKey {
-    /// The canonical kind.
-    pub kind: String,
-    /// `metadata.name`.
-    pub name: String,
-}
-
-impl fmt::Display for ResourceKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.kind, self.name)
     }
 }
 

@@ -157,7 +157,7 @@ impl<'de> Deserialize<'de> for Quantity {
         }
         // The node decoder recognises this name and checks the text itself, so that a bad size
         // is reported and decoding goes on; other deserializers simply unwrap the newtype.
-        d.deserialize_newtype_struct(crate::de::QUANTITY_NEWTYPE, V)
+        d.deserialize_newtype_struct(QUANTITY_NEWTYPE, V)
     }
 }
 
@@ -216,6 +216,42 @@ impl JsonSchema for SwapSize {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         whole_mib_schema(0)
     }
+}
+
+/// Newtype names whose text has a format the decoder checks itself (see [`crate::quantity`]).
+pub(crate) const QUANTITY_NEWTYPE: &str = "proxops::Quantity";
+
+/// Reads a duration such as `30s`, `5m`, `1h30m` or `250ms`.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let mut total = std::time::Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let part = match unit {
+            "ms" => std::time::Duration::from_millis(n),
+            "s" => std::time::Duration::from_secs(n),
+            "m" => std::time::Duration::from_secs(n.checked_mul(60)?),
+            "h" => std::time::Duration::from_secs(n.checked_mul(3600)?),
+            _ => return None,
+        };
+        total = total.checked_add(part)?;
+    }
+    Some(total)
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 use crate::config::ClusterEntry;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::kind::{Identity, Reference, ReferenceView, Registry};
-use crate::manifest::{Resource, ResourceKey};
+use crate::manifest::Resource;
+use crate::names::ResourceKey;
 use crate::yaml::PathSeg;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -261,7 +262,8 @@ fn never_resolves(
         Expr::Artifact { name, .. } => name.as_str(),
         _ => pointer_head(&site.expr),
     };
-    let near = crate::de::did_you_mean(word, unreachable.accepted.iter().map(String::as_str));
+    let near =
+        crate::diagnostic::did_you_mean(word, unreachable.accepted.iter().map(String::as_str));
     let accepted = unreachable
         .accepted
         .iter()

@@ -6,7 +6,7 @@
 
 use super::{ConfigProblem, at};
 use crate::diagnostic::Code;
-use crate::kinds::common::{is_valid_node, is_valid_storage};
+use crate::names::{is_valid_node, is_valid_storage};
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -332,7 +332,7 @@ impl KindDef for ArtifactKind {
         &self,
         spec: &Spec,
         name: &str,
-        pointer: &crate::expr::Pointer,
+        pointer: &crate::pointer::Pointer,
     ) -> Option<crate::kind::Unreachable> {
         let Spec::Artifact(file) = spec else {
             return None;

@@ -1,7 +1,9 @@
 //! Types and checks shared by several kinds.
 
 use crate::Code;
-use crate::kind::{GuestType, SpecContext};
+use crate::kind::SpecContext;
+use crate::names::GuestType;
+pub use crate::names::{is_valid_name, is_valid_node, is_valid_storage};
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
@@ -15,35 +17,6 @@ pub enum PowerState {
     Started,
     /// Stopped.
     Stopped,
-}
-
-/// Whether `name` follows the resource naming rule: lowercase letters and digits in words joined
-/// by single hyphens, at most 63 characters (a DNS label, so it can become a PVE guest name).
-pub fn is_valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name.split('-').all(|w| {
-            !w.is_empty()
-                && w.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        })
-}
-
-/// Whether `node` can be a PVE node name (a host name label).
-pub fn is_valid_node(node: &str) -> bool {
-    !node.is_empty()
-        && node.len() <= 63
-        && node.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        && !node.starts_with('-')
-        && !node.ends_with('-')
-}
-
-/// Whether `id` can be a PVE storage id.
-pub fn is_valid_storage(id: &str) -> bool {
-    id.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Whether `text` is an IPv4 or IPv6 address with a prefix length.
@@ -373,7 +346,7 @@ pub(crate) fn check_pve_enum(
         .iter()
         .find(|a| a.eq_ignore_ascii_case(value))
         .copied()
-        .or_else(|| crate::de::did_you_mean(value, accepted.iter().copied()));
+        .or_else(|| crate::diagnostic::did_you_mean(value, accepted.iter().copied()));
     let help = match near {
         Some(n) => format!("did you mean `{n}`? PVE accepts (case-sensitive): {list}"),
         None => format!("PVE accepts (case-sensitive): {list}"),

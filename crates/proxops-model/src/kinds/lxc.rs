@@ -957,7 +957,7 @@ impl KindDef for LxcKind {
         &self,
         spec: &Spec,
         name: &str,
-        pointer: &crate::expr::Pointer,
+        pointer: &crate::pointer::Pointer,
     ) -> Option<crate::kind::Unreachable> {
         let Spec::Lxc(ct) = spec else { return None };
         super::reach::guest(

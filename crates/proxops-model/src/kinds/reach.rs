@@ -8,10 +8,10 @@
 //! `placement` (`{node, reason}`), and a downloaded file's `file` (`{volid, nodes: {NODE: {volid,
 //! size, format}}, checksum}`). A consumer waiting on anything else would wait forever.
 
-use crate::expr::{Pointer, array_index};
 use crate::kind::Unreachable;
 use crate::kinds::placement::HaState;
 use crate::kinds::{ArtifactSpec, LxcSpec, PowerState, VmSpec};
+use crate::pointer::{Pointer, array_index};
 use crate::pve_config::PveConfig;
 
 /// The fields of a receipt's `spec.result` (`proxops-store` `ReceiptResult`), which

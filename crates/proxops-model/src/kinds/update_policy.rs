@@ -70,7 +70,7 @@ impl UpdatePolicy {
         self.verify
             .as_ref()
             .and_then(|v| v.timeout.as_deref())
-            .and_then(crate::config::parse_duration)
+            .and_then(crate::quantity::parse_duration)
             .filter(|d| !d.is_zero())
             .unwrap_or(std::time::Duration::from_secs(300))
     }
@@ -128,7 +128,7 @@ pub(crate) fn check(
     }
     let Some(verify) = &policy.verify else { return };
     if let Some(timeout) = &verify.timeout {
-        match crate::config::parse_duration(timeout) {
+        match crate::quantity::parse_duration(timeout) {
             Some(d) if !d.is_zero() => {}
             _ => cx.invalid(
                 &path!["update-policy", "verify", "timeout"],

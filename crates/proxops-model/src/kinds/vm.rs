@@ -774,7 +774,7 @@ impl KindDef for VmKind {
 
     fn identity(&self) -> Identity {
         Identity::Guest {
-            guest: crate::kind::GuestType::Qemu,
+            guest: crate::names::GuestType::Qemu,
             template: self.template,
         }
     }
@@ -870,7 +870,7 @@ impl KindDef for VmKind {
         &self,
         spec: &Spec,
         name: &str,
-        pointer: &crate::expr::Pointer,
+        pointer: &crate::pointer::Pointer,
     ) -> Option<crate::kind::Unreachable> {
         let Spec::Vm(vm) = spec else { return None };
         super::reach::guest(

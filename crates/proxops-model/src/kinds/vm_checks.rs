@@ -5,7 +5,8 @@ use super::common::{self, check_name_ref};
 use super::vm::{Balloon, CloudInitData, IpConfig, IpFamily, VmDisk, VmHardware, VmSpec};
 use super::vm_devices::PVE_VM_CPU_FLAGS;
 use crate::Code;
-use crate::kind::{GuestType, SpecContext};
+use crate::kind::SpecContext;
+use crate::names::GuestType;
 use crate::pve_config;
 use crate::yaml::PathSeg;
 use std::collections::BTreeSet;
@@ -548,7 +549,7 @@ fn validate_hardware(spec: &VmSpec, hw: &VmHardware, cx: &SpecContext<'_>) {
     {
         let types =
             "`i440fx`, `q35`, a versioned type such as `pc-q35-8.1` or `pc-i440fx-9.0`, or `virt`";
-        let help = match crate::de::did_you_mean(&m.0, ["i440fx", "q35", "virt"]) {
+        let help = match crate::diagnostic::did_you_mean(&m.0, ["i440fx", "q35", "virt"]) {
             Some(n) => format!("did you mean `{n}`? PVE takes {types}"),
             None => format!("PVE takes {types}"),
         };

@@ -3,7 +3,7 @@
 
 use super::formats::{check_named, matches_pattern};
 use super::{Fmt, Key, PveRelease, Sub, Ty, key};
-use crate::kind::GuestType;
+use crate::names::GuestType;
 
 /// Parses a boolean as PVE does (`1|true|yes|on`, `0|false|no|off`, any case).
 pub(crate) fn parse_bool(v: &str) -> Option<bool> {

@@ -3,7 +3,7 @@
 //! with that field as the hint, whether the manifest sets the field or not: a key has one owner.
 
 use super::{key, split_indexed};
-use crate::kind::GuestType;
+use crate::names::GuestType;
 
 /// How a config key is expressed in a manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

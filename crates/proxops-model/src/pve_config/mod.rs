@@ -29,7 +29,7 @@ pub(crate) use schema::{LxcPveConfig, QemuPveConfig};
 pub(crate) use value::check_pve_config;
 pub use value::{PveConfig, PveValue};
 
-use crate::kind::GuestType;
+use crate::names::GuestType;
 
 /// A PVE release whose schema the table holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -4,7 +4,7 @@
 //! text of pve-docs and are not copied (../shared/pve-api/README.md).
 
 use super::{Fmt, Key, KeyClass, PveRelease, Sub, Ty, classify, keys};
-use crate::kind::GuestType;
+use crate::names::GuestType;
 use serde_json::{Map, Value, json};
 
 fn releases(k: &Key, guest: GuestType) -> String {

@@ -4,7 +4,8 @@
 
 use super::{KeyClass, check_value, classify, keys, normalize_value, split_indexed};
 use crate::Code;
-use crate::kind::{GuestType, SpecContext};
+use crate::kind::SpecContext;
+use crate::names::GuestType;
 use crate::yaml::PathSeg;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -76,7 +77,7 @@ pub type PveConfig = BTreeMap<String, PveValue>;
 fn near(guest: GuestType, key: &str) -> Option<String> {
     let names = keys(guest).iter().map(|k| k.name.replace("[n]", "0"));
     let names: Vec<String> = names.collect();
-    crate::de::did_you_mean(key, names.iter().map(String::as_str)).map(str::to_owned)
+    crate::diagnostic::did_you_mean(key, names.iter().map(String::as_str)).map(str::to_owned)
 }
 
 /// Checks a `pve-config` map at `base` (`["pve-config"]`): reports each key `pve-config` may

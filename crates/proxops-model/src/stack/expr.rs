@@ -136,10 +136,10 @@ fn example(word: &str) -> &'static str {
 /// names nothing).
 pub fn pointer<'n>(node: &'n Node, pointer: &str) -> Option<&'n Node> {
     let mut at = node;
-    for token in crate::expr::Pointer::parse(pointer).ok()?.tokens() {
+    for token in crate::pointer::Pointer::parse(pointer).ok()?.tokens() {
         at = match &at.value {
             NodeValue::Map(_) => at.get(&token)?,
-            NodeValue::Seq(items) => items.get(crate::expr::array_index(&token)?)?,
+            NodeValue::Seq(items) => items.get(crate::pointer::array_index(&token)?)?,
             NodeValue::Scalar(..) => return None,
         };
     }

@@ -25,7 +25,8 @@ pub use decode::{LoadedStack, load_stack_file};
 pub use project::{ProjectedCluster, project_cluster};
 
 use crate::diagnostic::SourceFile;
-use crate::manifest::{Metadata, ResourceKey};
+use crate::manifest::Metadata;
+use crate::names::ResourceKey;
 use crate::yaml::{Node, PathSeg, Span};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

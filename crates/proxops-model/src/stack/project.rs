@@ -10,7 +10,8 @@ use super::{
     ItemFieldType, STACK, STACK_TEMPLATE, StackDocument, StackInstance, StackOrigin,
     StackTemplateSpec,
 };
-use crate::de::{Sink, decode, did_you_mean};
+use crate::de::{Sink, decode};
+use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::kind::{Reference, ReferenceSource, Registry};
 use crate::manifest::{DEPENDS_ON, Resource, load_projected};
