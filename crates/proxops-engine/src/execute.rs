@@ -10,7 +10,7 @@ use crate::config_write;
 use crate::desired::{DesiredArtifact, DesiredGuest};
 use crate::diff::{Change, Removal, Resize, after_clone};
 pub use crate::failure::{ActionError, FailureKind};
-use crate::plan::{Action, ClusterPlan, Op, Verb};
+use crate::plan::{Action, ClusterPlan, HaWrite, Op, Verb};
 use proxops_pve::props::format_size;
 use proxops_pve::{
     CloneRequest, DestroyOptions, DownloadUrl, GuestRef, GuestType, PveClient, PveError,
@@ -614,7 +614,7 @@ async fn migrate(
 /// to the power state it asks for (within the HA request's timeout).
 async fn write_ha(
     client: &PveClient,
-    write: &crate::planner::HaWrite,
+    write: &HaWrite,
     create: bool,
     guest: &GuestRef,
     options: &ExecOptions,

@@ -22,7 +22,7 @@ use crate::desired::DesiredGuest;
 use crate::diff::{Change, Removal};
 use crate::execute::{ExecOptions, wait};
 use crate::failure::{ActionError, FailureKind};
-use crate::plan::{Action, Op};
+use crate::plan::{Action, Check, Guard, Op};
 use proxops_pve::{
     GuestConfig, GuestRef, GuestType, Inventory, PveClient, PveError, SnapshotEntry,
     SnapshotRequest,
@@ -203,31 +203,6 @@ pub(crate) fn snapshot_problem(
         }
     }
     (!problems.is_empty()).then(|| problems.join("; "))
-}
-
-/// What a rollback needs: the guest, the snapshot, and whether the guest ran when it was taken.
-#[derive(Debug, Clone)]
-pub(crate) struct Guard {
-    /// The guest.
-    pub guest: GuestRef,
-    /// The snapshot's name.
-    pub snapshot: String,
-    /// The snapshot's description (marked when the guest is rolled back to it).
-    pub description: String,
-    /// Whether the guest ran when the snapshot was taken: it is started again after a rollback.
-    pub running: bool,
-    /// The desired document's id ([`document_id`]): what a rollback keeps from being tried
-    /// again ([`crate::refusals`]).
-    pub document: String,
-}
-
-/// What the check after a guarded update asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Check {
-    /// The VM's QEMU guest agent answers `ping`.
-    Agent,
-    /// The guest runs (`status/current`).
-    Running,
 }
 
 /// What a step of a guarded update did, in an action's result (and from there in the

@@ -2,7 +2,7 @@
 
 use crate::desired::{DesiredArtifact, DesiredGuest};
 use crate::diff::{Change, Removal, Resize};
-use proxops_pve::GuestRef;
+use proxops_pve::{GuestRef, Params};
 use serde::{Deserialize, Serialize};
 
 /// What an action does.
@@ -109,7 +109,7 @@ pub(crate) enum Op {
         digest: Option<String>,
         restart: bool,
         /// The snapshot taken before a guarded update: rolled back to when it fails.
-        guard: Option<crate::guard::Guard>,
+        guard: Option<Guard>,
     },
     Start {
         guest: GuestRef,
@@ -118,7 +118,7 @@ pub(crate) enum Op {
     /// snapshot when it fails.
     GuardedStart {
         guest: GuestRef,
-        guard: crate::guard::Guard,
+        guard: Guard,
     },
     Stop {
         guest: GuestRef,
@@ -139,7 +139,7 @@ pub(crate) enum Op {
         request: proxops_pve::api::ha::MigrateRequest,
     },
     Ha {
-        write: crate::planner::HaWrite,
+        write: HaWrite,
         create: bool,
         guest: GuestRef,
     },
@@ -157,14 +157,14 @@ pub(crate) enum Op {
     },
     /// The snapshot before a guarded update ([`crate::guard`]).
     Snapshot {
-        guard: crate::guard::Guard,
+        guard: Guard,
         /// Save a running VM's memory.
         vmstate: bool,
     },
     /// The check after a guarded update; a rollback when it fails.
     Verify {
-        guard: crate::guard::Guard,
-        check: crate::guard::Check,
+        guard: Guard,
+        check: Check,
         timeout: std::time::Duration,
     },
     /// ProxOps's snapshots beyond `keep`, oldest first.
@@ -175,6 +175,58 @@ pub(crate) enum Op {
         names: Vec<String>,
         keep: u32,
     },
+}
+
+/// What to write to an HA resource: its options, and those to drop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HaWrite {
+    /// `vm:<vmid>` or `ct:<vmid>`.
+    pub sid: String,
+    /// Options set (`state`, `group`, `max_restart`, `max_relocate`).
+    pub set: Vec<(String, String)>,
+    /// Options dropped (back to PVE's default).
+    pub delete: Vec<String>,
+    /// The power state to wait for afterwards (`running`, `stopped`), if the HA state decides.
+    pub wait: Option<&'static str>,
+}
+
+impl HaWrite {
+    /// The request parameters.
+    pub(crate) fn params(&self) -> Params {
+        let mut p = Params::new();
+        for (k, v) in &self.set {
+            p.push(k, v);
+        }
+        if !self.delete.is_empty() {
+            p.push("delete", self.delete.join(","));
+        }
+        p
+    }
+}
+
+/// What a rollback needs: the guest, the snapshot, and whether the guest ran when it was taken.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    /// The guest.
+    pub guest: GuestRef,
+    /// The snapshot's name.
+    pub snapshot: String,
+    /// The snapshot's description (marked when the guest is rolled back to it).
+    pub description: String,
+    /// Whether the guest ran when the snapshot was taken: it is started again after a rollback.
+    pub running: bool,
+    /// The desired document's id ([`crate::guard::document_id`]): what a rollback keeps from
+    /// being tried again ([`crate::refusals`]).
+    pub document: String,
+}
+
+/// What the check after a guarded update asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// The VM's QEMU guest agent answers `ping`.
+    Agent,
+    /// The guest runs (`status/current`).
+    Running,
 }
 
 /// One step of the plan.

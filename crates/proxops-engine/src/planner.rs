@@ -34,7 +34,6 @@ mod ha;
 mod ha_rules;
 mod placement;
 mod snapshots;
-pub(crate) use ha::HaWrite;
 
 /// The code of a resource with reference expressions planned without the planes.
 pub const NEEDS_PLANES: &str = "proxops::reference::needs_planes";

@@ -6,8 +6,7 @@
 use super::Planner;
 use crate::desired::DesiredGuest;
 use crate::diff::GuestDiff;
-use crate::guard::{Check, Guard};
-use crate::plan::{Op, Verb};
+use crate::plan::{Check, Guard, Op, Verb};
 use proxops_graph::StepId;
 use proxops_pve::{GuestConfig, GuestRef, GuestType, PveClient, SnapshotEntry};
 use std::collections::BTreeMap;

@@ -6,38 +6,11 @@
 
 use super::Planner;
 use crate::desired::DesiredGuest;
-use crate::plan::{Op, Verb};
+use crate::plan::{HaWrite, Op, Verb};
 use proxops_graph::StepId;
 use proxops_model::kinds::HaSpec;
+use proxops_pve::GuestInfo;
 use proxops_pve::api::ha::{HaResource, ha_sid};
-use proxops_pve::{GuestInfo, Params};
-
-/// What to write to an HA resource: its options, and those to drop.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HaWrite {
-    /// `vm:<vmid>` or `ct:<vmid>`.
-    pub sid: String,
-    /// Options set (`state`, `group`, `max_restart`, `max_relocate`).
-    pub set: Vec<(String, String)>,
-    /// Options dropped (back to PVE's default).
-    pub delete: Vec<String>,
-    /// The power state to wait for afterwards (`running`, `stopped`), if the HA state decides.
-    pub wait: Option<&'static str>,
-}
-
-impl HaWrite {
-    /// The request parameters.
-    pub(crate) fn params(&self) -> Params {
-        let mut p = Params::new();
-        for (k, v) in &self.set {
-            p.push(k, v);
-        }
-        if !self.delete.is_empty() {
-            p.push("delete", self.delete.join(","));
-        }
-        p
-    }
-}
 
 fn wait_for(ha: &HaSpec) -> Option<&'static str> {
     match ha.state().power()? {

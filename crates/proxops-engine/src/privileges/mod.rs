@@ -324,7 +324,7 @@ pub(super) fn create_needs(
 /// What rolling a guarded update back needs: qemu-server `PVE/API2/Qemu.pm` `rollback` and
 /// pve-container `PVE/API2/LXC/Snapshot.pm` `rollback` take `VM.Snapshot` or
 /// `VM.Snapshot.Rollback`; with `start` qemu-server also checks `VM.PowerMgmt` up front.
-fn rollback_needs(purpose: &str, guard: &crate::guard::Guard, out: &mut Vec<Need>) {
+fn rollback_needs(purpose: &str, guard: &crate::plan::Guard, out: &mut Vec<Need>) {
     let vmid = guard.guest.vmid;
     out.push(
         Need::any(
@@ -430,7 +430,7 @@ pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<N
         Op::Verify { guard, check, .. } => {
             let purpose = guest_purpose("verify", action);
             match check {
-                crate::guard::Check::Agent => {
+                crate::plan::Check::Agent => {
                     // qemu-server `PVE/API2/Qemu/Agent.pm`: `ping` is VM.GuestAgent.Audit
                     // (PVE 9), VM.Monitor before.
                     let privileges: &[&'static str] = match major {
@@ -447,7 +447,7 @@ pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<N
                             .at("ask its guest agent"),
                     );
                 }
-                crate::guard::Check::Running => {
+                crate::plan::Check::Running => {
                     out.push(Need::one(&purpose, vms(guard.guest.vmid), "VM.Audit"));
                 }
             }
