@@ -1,7 +1,7 @@
 //! Writing the resource documents of a desired tree: UIDs, and the resources whose reference
 //! expressions are resolved in this build ([`crate::resolve`]), producers before consumers.
 
-use crate::desired::{Changes, DeletionEntry, DesiredState, mint_uid};
+use crate::desired::plane::{Changes, DeletionEntry, DesiredState, mint_uid};
 use crate::documents::{
     self as docs, API_VERSION, DesiredMetadata, ResolvedInputs, ResourceDoc, canonical_bytes,
 };

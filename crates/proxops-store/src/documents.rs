@@ -749,4 +749,3 @@ pub struct MaterializedPin {
     /// Its blob id.
     pub blob: String,
 }
-

@@ -13,7 +13,7 @@
 //!
 //! Every publication flushes its new objects before any ref moves.
 
-use crate::desired::Publication;
+use crate::desired::plane::Publication;
 use crate::documents::hex;
 use crate::error::{Result, StoreError};
 use crate::git;

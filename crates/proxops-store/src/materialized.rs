@@ -8,10 +8,10 @@
 //! [`Materializer`] once, for the resources whose document is new or changed, and carries the
 //! payload of every unchanged document forward byte for byte.
 
-pub use crate::documents::{ApiRequest, MaterializedDoc, MaterializedPin, MaterializedSpec};
 use crate::documents::{
     self as docs, API_VERSION, NameOnly, ResourceDoc, Subject, canonical_bytes, hex,
 };
+pub use crate::documents::{ApiRequest, MaterializedDoc, MaterializedPin, MaterializedSpec};
 use crate::error::Result;
 use crate::git::{self, FileMap};
 use crate::id::ObjectId;
@@ -101,7 +101,7 @@ pub(crate) fn write(
     observed: impl FnOnce() -> Result<Option<ObservedState>>,
     request: (&str, &[Arc<Resource>]),
     written: &[Written<'_>],
-    previous: Option<&crate::desired::DesiredState>,
+    previous: Option<&crate::desired::plane::DesiredState>,
     materializer: Option<&dyn Materializer>,
     files: &mut FileMap,
 ) -> Result<()> {

@@ -1,7 +1,7 @@
 //! The observed plane: publishing receipts, artifacts and teardown evidence (rebuilt on the
 //! newest head and retried when another writer got there first), and reading it back.
 
-use crate::desired::{DesiredEntry, Publication, trailer};
+use crate::desired::plane::{DesiredEntry, Publication, trailer};
 use crate::documents::{
     self as docs, API_VERSION, Artifact, ArtifactDescriptor, CONTROLLER_VERSION, DesiredPin,
     NameOnly, Outcome, Receipt, ReceiptResult, ReceiptSpec, Subject, Teardown, TeardownSpec,
@@ -31,7 +31,7 @@ pub struct Observation {
     /// The desired document reconciled.
     pub desired: DesiredPin,
     /// Its materialized payload, if the plane holds one.
-    pub materialized: Option<crate::materialized::MaterializedPin>,
+    pub materialized: Option<crate::documents::MaterializedPin>,
     /// What happened.
     pub outcome: Outcome,
     /// PVE identity of what exists now.
@@ -236,7 +236,7 @@ impl Store {
         }
         message.push_str(&format!(
             "{}: {CONTROLLER_VERSION}\n",
-            crate::desired::VERSION_TRAILER
+            crate::desired::plane::VERSION_TRAILER
         ));
 
         let mut last = None;

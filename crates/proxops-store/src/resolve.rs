@@ -12,7 +12,7 @@
 //! naming what the pinned source lacks, is an error for the whole publication: waiting would
 //! never help.
 
-use crate::desired::DesiredState;
+use crate::desired::plane::DesiredState;
 use crate::documents::{ArtifactInput, ResolvedInputs, hex};
 use crate::error::{Result, StoreError};
 use crate::id::ObjectId;

@@ -153,9 +153,9 @@ pub fn owner_reference(stack: &StackDoc) -> OwnerReference {
 /// resource a Stack lists names it as owner.
 pub(crate) fn check_graph<'a>(
     refname: &str,
-    stacks: &std::collections::BTreeMap<String, crate::desired::StackEntry>,
-    templates: &std::collections::BTreeMap<String, crate::desired::TemplateEntry>,
-    resources: impl Iterator<Item = (&'a ResourceKey, &'a crate::desired::DesiredEntry)>,
+    stacks: &std::collections::BTreeMap<String, crate::desired::plane::StackEntry>,
+    templates: &std::collections::BTreeMap<String, crate::desired::plane::TemplateEntry>,
+    resources: impl Iterator<Item = (&'a ResourceKey, &'a crate::desired::plane::DesiredEntry)>,
 ) -> Result<()> {
     let corrupt = |path: &str, reason: String| StoreError::Corrupt {
         plane: refname.to_owned(),
