@@ -20,7 +20,9 @@
 
 use crate::desired::DesiredGuest;
 use crate::diff::{Change, Removal};
-use crate::execute::{ExecOptions, wait};
+use crate::execute::options::{ExecOptions, wait};
+// Defined with the executor's other reports (an action's result holds it); its path is here.
+pub use crate::execute::report::GuardReport;
 use crate::failure::{ActionError, FailureKind};
 use crate::plan::{Action, Check, Guard, Op};
 use proxops_pve::{
@@ -205,45 +207,6 @@ pub(crate) fn snapshot_problem(
     (!problems.is_empty()).then(|| problems.join("; "))
 }
 
-/// What a step of a guarded update did, in an action's result (and from there in the
-/// receipt).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct GuardReport {
-    /// The ProxOps snapshot the update is guarded by.
-    pub snapshot: String,
-    /// What the check found, when it passed (`the guest agent answered after 12s`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verified: Option<String>,
-    /// Whether the guest was rolled back to the snapshot.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub rolled_back: bool,
-    /// Why the rollback itself failed, when it did: the guest is as the failure left it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rollback_failed: Option<String>,
-    /// The ProxOps snapshots deleted beyond `keep`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pruned: Vec<String>,
-}
-
-impl GuardReport {
-    fn of(snapshot: &str) -> GuardReport {
-        GuardReport {
-            snapshot: snapshot.to_owned(),
-            verified: None,
-            rolled_back: false,
-            rollback_failed: None,
-            pruned: Vec::new(),
-        }
-    }
-
-    /// Whether a rollback was tried (whether or not it worked): what the refusal memory keeps.
-    pub fn rollback_tried(&self) -> bool {
-        self.rolled_back || self.rollback_failed.is_some()
-    }
-}
-
 /// How one action of a guarded update ended.
 pub(crate) struct Ran {
     pub result: Result<(), ActionError>,
@@ -298,14 +261,16 @@ pub(crate) async fn run(
             // A write PVE refused wrote nothing (its config lock, a refusal): nothing to roll
             // back, and a locked guest is tried again next cycle.
             if !changes.is_empty() || !removals.is_empty() {
-                let write = crate::config_write::Write {
+                let write = crate::execute::config_write::Write {
                     target: &guard.guest,
                     desired,
                     changes,
                     removals,
                     digest,
                 };
-                if let Err(e) = crate::config_write::write(client, write, options, upids).await {
+                if let Err(e) =
+                    crate::execute::config_write::write(client, write, options, upids).await
+                {
                     let error = ActionError::from(e);
                     if matches!(error.kind(), FailureKind::PveRefused | FailureKind::Locked) {
                         return Some(Ran {

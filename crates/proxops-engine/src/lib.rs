@@ -102,7 +102,6 @@ pub mod adopt;
 pub mod agent;
 pub mod backend;
 mod compat;
-mod config_write;
 pub mod cycle;
 #[cfg(feature = "sim")]
 pub mod demo;

@@ -3,9 +3,9 @@
 //! from the applied document to this one.
 
 use super::api_request;
-use crate::config_write::{asynchronous, request};
 use crate::desired::{Context, Desired, DesiredGuest, Drivers};
 use crate::diff::{GuestDiff, after_clone, diff_since};
+use crate::execute::config_write::{asynchronous, request};
 use crate::execute::{clone_request, create_request_config, guest_ref};
 use proxops_model::kinds::PowerState;
 use proxops_pve::props::format_size;

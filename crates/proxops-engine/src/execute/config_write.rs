@@ -22,9 +22,9 @@
 //!   written value (someone else's write) ends it with [`PveError::Unsettled`]. At most
 //!   [`ROUNDS`] writes follow the first.
 
+use super::options::{ExecOptions, wait};
 use crate::desired::DesiredGuest;
 use crate::diff::{Change, Removal, diff};
-use crate::execute::{ExecOptions, wait};
 use crate::guest_config::is_volume;
 use proxops_pve::{ConfigChange, GuestRef, GuestType, PendingEntry, PveClient, PveError, Upid};
 use proxops_secrets::REDACTED;

@@ -6,179 +6,25 @@
 //! action defers every action that depends on it (reported; planned again next cycle). A stop
 //! request lets running actions finish and starts no new one.
 
-use crate::config_write;
+pub(crate) mod config_write;
+pub(crate) mod options;
+pub(crate) mod report;
+
 use crate::desired::{DesiredArtifact, DesiredGuest};
 use crate::diff::{Change, Removal, Resize, after_clone};
 pub use crate::failure::{ActionError, FailureKind};
-use crate::plan::{Action, ClusterPlan, HaWrite, Op, Verb};
+use crate::plan::{Action, ClusterPlan, HaWrite, Op};
+pub use options::ExecOptions;
+pub(crate) use options::wait;
 use proxops_pve::props::format_size;
 use proxops_pve::{
     CloneRequest, DestroyOptions, DownloadUrl, GuestRef, GuestType, PveClient, PveError,
     TaskFilter, Upid, WaitOptions,
 };
-use serde::Serialize;
+pub use report::{ActionResult, CycleReport, Outcome, Progress, ProgressFn};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 use tokio::task::JoinSet;
-
-/// How an action ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "outcome")]
-#[non_exhaustive]
-pub enum Outcome {
-    /// It did what it should.
-    Succeeded,
-    /// PVE refused, a task failed, PVE could not be reached, ...: [`ActionError::kind`] says
-    /// which. Serialized flattened: `"kind"`, `"status"` (when PVE answered one) and `"error"`,
-    /// the message.
-    Failed {
-        /// What went wrong.
-        #[serde(flatten)]
-        error: ActionError,
-    },
-    /// Not done this cycle; retried next cycle. Either a prerequisite failed (`blocked_by`), or
-    /// the guest was locked by other PVE work when the action reached it (`reason`: `locked
-    /// (backup)` for a nightly vzdump, a snapshot, a migration), which PVE refused before
-    /// writing anything.
-    Deferred {
-        /// The failed actions it waits for.
-        blocked_by: Vec<usize>,
-        /// Why, when it is not a failed prerequisite.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// Not started because a stop was requested.
-    NotStarted,
-}
-
-/// The result of one action.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct ActionResult {
-    /// The action's id in the plan.
-    pub id: usize,
-    /// `Kind/name`.
-    pub subject: String,
-    /// What it did.
-    pub verb: Verb,
-    /// How it ended.
-    #[serde(flatten)]
-    pub outcome: Outcome,
-    /// The PVE tasks it ran.
-    pub upids: Vec<String>,
-    /// How long it took.
-    pub millis: u64,
-    /// What it did as a step of a snapshot-guarded update ([`crate::guard`]): the snapshot,
-    /// the check's finding, a rollback, the snapshots pruned.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub guard: Option<crate::guard::GuardReport>,
-}
-
-/// What a cycle did to one cluster.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct CycleReport {
-    /// The cluster.
-    pub cluster: String,
-    /// One result per action, in plan order.
-    pub results: Vec<ActionResult>,
-}
-
-impl CycleReport {
-    /// How many actions ended with `outcome`'s variant.
-    pub fn count(&self, pred: impl Fn(&Outcome) -> bool) -> usize {
-        self.results.iter().filter(|r| pred(&r.outcome)).count()
-    }
-
-    /// Whether every action succeeded.
-    pub fn all_succeeded(&self) -> bool {
-        self.results.iter().all(|r| r.outcome == Outcome::Succeeded)
-    }
-}
-
-/// A progress event, for terminals and logs.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Progress<'a> {
-    /// An action started.
-    Started(&'a Action),
-    /// An action ended.
-    Ended(&'a Action, &'a ActionResult),
-}
-
-/// A progress callback.
-pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
-
-/// Knobs of the executor.
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct ExecOptions {
-    /// Actions in flight at once over the cluster (the client also bounds each node).
-    pub concurrency: usize,
-    /// Task wait settings by task type; `None` uses [`WaitOptions::for_task`].
-    pub wait: Option<WaitOptions>,
-    /// Seconds a guest gets to shut down before it is stopped.
-    pub shutdown_timeout: u32,
-    /// When it turns true, no new action starts.
-    pub stop: Option<watch::Receiver<bool>>,
-    /// Called as actions start and end.
-    pub progress: Option<ProgressFn>,
-    /// How long a config write whose answer was lost (pveproxy's 596 after its 30 s, a reset,
-    /// a timeout) is watched for landing, by reading the guest back, before the part not landed
-    /// is written again (the engine's `config_write`).
-    pub outcome_wait: Duration,
-}
-
-impl Default for ExecOptions {
-    fn default() -> Self {
-        ExecOptions {
-            concurrency: 8,
-            wait: None,
-            shutdown_timeout: 120,
-            stop: None,
-            progress: None,
-            // Twice pveproxy's limit: work it cut off has usually finished by then.
-            outcome_wait: Duration::from_secs(60),
-        }
-    }
-}
-
-impl ExecOptions {
-    /// Sets how many actions are in flight at once over the cluster (at least one).
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
-        self
-    }
-    /// Sets the task wait settings (`None`: [`WaitOptions::for_task`] by task type).
-    pub fn with_wait(mut self, wait: Option<WaitOptions>) -> Self {
-        self.wait = wait;
-        self
-    }
-    /// Sets the seconds a guest gets to shut down before it is stopped.
-    pub fn with_shutdown_timeout(mut self, seconds: u32) -> Self {
-        self.shutdown_timeout = seconds;
-        self
-    }
-    /// Sets the stop signal: when it turns true, no new action starts.
-    pub fn with_stop(mut self, stop: watch::Receiver<bool>) -> Self {
-        self.stop = Some(stop);
-        self
-    }
-    /// Sets the progress callback.
-    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
-        self.progress = Some(progress);
-        self
-    }
-    /// Sets how long a config write whose answer was lost is watched for landing.
-    pub fn with_outcome_wait(mut self, wait: Duration) -> Self {
-        self.outcome_wait = wait;
-        self
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
@@ -403,20 +249,6 @@ async fn run_action(
             .map_err(ActionError::from),
         guard: None,
     }
-}
-
-pub(crate) async fn wait(
-    client: &PveClient,
-    options: &ExecOptions,
-    upid: Upid,
-    upids: &mut Vec<String>,
-) -> Result<(), PveError> {
-    upids.push(upid.to_string());
-    let wait = options
-        .wait
-        .clone()
-        .unwrap_or_else(|| WaitOptions::for_task(&upid.kind));
-    client.wait_task(&upid, &wait).await.map(|_| ())
 }
 
 /// Waits for a power task; after an HA request (`hastart`/`hastop`, which only queues the
@@ -863,7 +695,7 @@ mod tests {
     use proxops_model::manifest::load_manifest;
     use proxops_pve::{Credentials, TlsVerification};
     use proxops_pve_sim::{Node, SimConfig, State, Storage, TaskDurations};
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     fn graph(nodes: &[&str], per_node: usize) -> Graph {
         let registry = Registry::builtin();
