@@ -25,7 +25,6 @@
 use crate::de::{Problem, RequiredFields, Sink, decode};
 use crate::diagnostic::Code;
 use crate::diagnostic::did_you_mean;
-use crate::kind::Registry;
 use crate::names::ResourceKey;
 use crate::names::is_valid_name;
 pub use crate::pointer::Pointer;
@@ -152,19 +151,25 @@ fn push(sink: &Sink, code: Code, span: Span, message: String, label: &str, help:
     });
 }
 
+/// What the expression walker needs to know of the kinds: the kind registry implements it, so
+/// that expressions sit below the registry rather than beside it.
+pub(crate) trait KindNames {
+    /// The canonical name of `kind`, or the closest known name as a guess (`Err(None)`: none).
+    fn canonical(&self, kind: &str) -> Result<&'static str, Option<&'static str>>;
+    /// The fields of `kind` that name other resources (`disks[].image`).
+    fn reference_fields(&self, kind: &str) -> Vec<&'static str>;
+}
+
 /// Finds the expressions of `spec` (a manifest of kind `kind`), reporting malformed ones, and
 /// masks them.
 pub(crate) fn extract(
     spec: &Node,
     kind: &str,
-    registry: &Registry,
+    registry: &dyn KindNames,
     required: &RequiredFields,
     sink: &Sink,
 ) -> Extracted {
-    let reference_fields: Vec<&'static str> = registry
-        .get(kind)
-        .map(|k| k.reference_fields().iter().map(|f| f.field).collect())
-        .unwrap_or_default();
+    let reference_fields = registry.reference_fields(kind);
     let mut walk = Walk {
         registry,
         required,
@@ -183,7 +188,7 @@ pub(crate) fn extract(
 }
 
 struct Walk<'a> {
-    registry: &'a Registry,
+    registry: &'a dyn KindNames,
     required: &'a RequiredFields,
     sink: &'a Sink,
     reference_fields: Vec<&'static str>,
@@ -545,22 +550,20 @@ impl Walk<'_> {
         let Some((kind, name)) = text.split_once('/') else {
             return Err("write the producer as `Kind/name`, e.g. `LXC/pihole`".to_owned());
         };
-        let Some(def) = self.registry.get(kind) else {
-            let guess = self
-                .registry
-                .guess(kind)
-                .map(|k| k.name())
-                .or_else(|| did_you_mean(kind, self.registry.kinds().map(|k| k.name())));
-            return Err(match guess {
-                Some(k) => format!("`{kind}` is not a kind; did you mean `{k}`?"),
-                None => format!("`{kind}` is not a kind"),
-            });
+        let canonical = match self.registry.canonical(kind) {
+            Ok(name) => name,
+            Err(guess) => {
+                return Err(match guess {
+                    Some(k) => format!("`{kind}` is not a kind; did you mean `{k}`?"),
+                    None => format!("`{kind}` is not a kind"),
+                });
+            }
         };
         if !is_valid_name(name) {
             return Err(format!("`{name}` is not a valid resource name"));
         }
         Ok(ResourceKey {
-            kind: def.name().to_owned(),
+            kind: canonical.to_owned(),
             name: name.to_owned(),
         })
     }

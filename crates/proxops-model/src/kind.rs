@@ -374,7 +374,7 @@ impl Default for Registry {
 impl Registry {
     /// A registry with no kinds.
     pub fn empty() -> Registry {
-        let mut generator = crate::schema::generator();
+        let mut generator = generator();
         generator.subschema_for::<Metadata>();
         let mut required = RequiredFields::default();
         required.learn_definitions(generator.definitions());
@@ -437,7 +437,7 @@ impl Registry {
                 });
             }
         }
-        let mut generator = crate::schema::generator();
+        let mut generator = generator();
         kind.spec_schema(&mut generator);
         self.required.learn_definitions(generator.definitions());
         self.kinds.push(kind);
@@ -476,4 +476,27 @@ impl Registry {
     pub(crate) fn required(&self) -> &RequiredFields {
         &self.required
     }
+}
+
+impl crate::expr::KindNames for Registry {
+    fn canonical(&self, kind: &str) -> Result<&'static str, Option<&'static str>> {
+        match self.get(kind) {
+            Some(def) => Ok(def.name()),
+            None => Err(self
+                .guess(kind)
+                .map(|k| k.name())
+                .or_else(|| crate::diagnostic::did_you_mean(kind, self.kinds().map(|k| k.name())))),
+        }
+    }
+
+    fn reference_fields(&self, kind: &str) -> Vec<&'static str> {
+        self.get(kind)
+            .map(|k| k.reference_fields().iter().map(|f| f.field).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The schema generator every schema of ProxOps is made with.
+pub fn generator() -> schemars::SchemaGenerator {
+    schemars::generate::SchemaSettings::draft07().into_generator()
 }

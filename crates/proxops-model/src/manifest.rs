@@ -8,7 +8,7 @@ use crate::kind::{KindDef, Reference, ReferenceSource, Registry, SpecContext};
 use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec};
 pub use crate::names::ResourceKey;
 use crate::names::is_valid_name;
-use crate::stack::StackOrigin;
+use crate::stack::origin::StackOrigin;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, SpanTree, parse_documents};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

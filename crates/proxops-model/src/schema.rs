@@ -1,16 +1,11 @@
 //! JSON Schema (draft-07, the version yaml-language-server reads) for every kind's manifest, for
 //! Stacks and StackTemplates, and one combined schema that picks the kind's schema by `kind:`.
 
+pub use crate::kind::generator;
 use crate::kind::{KindDef, Registry};
 use crate::manifest::{API_VERSION, Metadata};
 use crate::stack::{STACK, STACK_TEMPLATE, StackSpec, StackTemplateSpec};
-use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
-
-/// The schema generator every schema of ProxOps is made with.
-pub fn generator() -> schemars::SchemaGenerator {
-    SchemaSettings::draft07().into_generator()
-}
 
 fn manifest_properties(kind: &dyn KindDef, generator: &mut schemars::SchemaGenerator) -> Value {
     let metadata = generator.subschema_for::<Metadata>();

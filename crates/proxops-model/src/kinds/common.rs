@@ -6,18 +6,9 @@ use crate::names::GuestType;
 pub use crate::names::{is_valid_name, is_valid_node, is_valid_storage};
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-/// Desired power state of a guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PowerState {
-    /// Running.
-    Started,
-    /// Stopped.
-    Stopped,
-}
+pub use super::basics::PowerState;
+pub(crate) use super::basics::check_node;
 
 /// Whether `text` is an IPv4 or IPv6 address with a prefix length.
 pub fn is_cidr(text: &str) -> bool {
@@ -31,16 +22,6 @@ pub fn is_cidr(text: &str) -> bool {
         Ok(std::net::IpAddr::V4(_)) => prefix <= 32,
         Ok(std::net::IpAddr::V6(_)) => prefix <= 128,
         Err(_) => false,
-    }
-}
-
-pub(crate) fn check_node(cx: &SpecContext<'_>, node: &str, at: &[PathSeg]) {
-    if !is_valid_node(node) {
-        cx.invalid(
-            at,
-            format!("`{node}` is not a valid PVE node name"),
-            Some("node names are host names: letters, digits and inner hyphens".into()),
-        );
     }
 }
 
@@ -135,7 +116,7 @@ pub(crate) fn check_nic(
     seen: &mut std::collections::BTreeSet<String>,
 ) {
     let slot = nic.slot.map_or_else(|| format!("net{i}"), str::to_owned);
-    if !super::vm_checks::slot_in(&slot, "net", 31) {
+    if !super::basics::slot_in(&slot, "net", 31) {
         cx.invalid(
             &path!["networks", i, "slot"],
             format!("`{slot}` is not a NIC slot (net0-net31)"),

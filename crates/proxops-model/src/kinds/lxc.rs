@@ -624,7 +624,7 @@ fn validate_more(spec: &LxcSpec, cx: &SpecContext<'_>) {
     let mut slots = BTreeSet::new();
     for (i, dev) in spec.devices.iter().enumerate() {
         let slot = dev.slot.clone().unwrap_or_else(|| format!("dev{i}"));
-        if !super::vm_checks::slot_in(&slot, "dev", 255) {
+        if !super::basics::slot_in(&slot, "dev", 255) {
             cx.invalid(
                 &path!["devices", i, "slot"],
                 format!("`{slot}` is not a device slot (dev0-dev255)"),

@@ -1,6 +1,7 @@
 //! The built-in kinds: spec types, their checks and their [`crate::kind::KindDef`]s.
 
 pub mod artifact;
+mod basics;
 pub mod common;
 pub mod lxc;
 pub mod passthrough;

@@ -4,7 +4,7 @@
 //! needs `Mapping.Use` on `/mapping/pci/<id>` (or `/mapping/usb/<id>`) instead (qemu-server
 //! `src/PVE/API2/Qemu.pm` `check_hostpci_perm`, `check_usb_perm`).
 
-use super::vm_checks::slot_in;
+use super::basics::slot_in;
 use crate::kind::SpecContext;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;

@@ -2,7 +2,7 @@
 //! one of them by the planner), and `ha:` (an HA resource, `/cluster/ha/resources`). Shared by
 //! `VM` and `LXC`; templates are pinned and never HA-managed.
 
-use super::common::{PowerState, check_node};
+use super::basics::{PowerState, check_node};
 use crate::kind::{PlacementView, SpecContext};
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;

@@ -8,7 +8,7 @@
 //! template"), nor save a container's memory (pve-container `PVE/API2/LXC/Snapshot.pm`
 //! `snapshot` has no `vmstate`), nor ask a container's guest agent (there is none).
 
-use super::common::PowerState;
+use super::basics::PowerState;
 use crate::kind::SpecContext;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

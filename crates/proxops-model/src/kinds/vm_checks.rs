@@ -1,6 +1,7 @@
 //! The checks of a VM or TemplateVM spec beyond its types: slots, references, values PVE
 //! would refuse, and `pve-config`.
 
+use super::basics::slot_in;
 use super::common::{self, check_name_ref};
 use super::vm::{Balloon, CloudInitData, IpConfig, IpFamily, VmDisk, VmHardware, VmSpec};
 use super::vm_devices::PVE_VM_CPU_FLAGS;
@@ -10,17 +11,6 @@ use crate::names::GuestType;
 use crate::pve_config;
 use crate::yaml::PathSeg;
 use std::collections::BTreeSet;
-
-pub(crate) fn slot_in(slot: &str, prefix: &str, max: u32) -> bool {
-    slot.strip_prefix(prefix)
-        .filter(|n| {
-            !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-                && (n.len() == 1 || !n.starts_with('0'))
-        })
-        .and_then(|n| n.parse::<u32>().ok())
-        .is_some_and(|n| n <= max)
-}
 
 pub(crate) fn disk_slot_valid(slot: &str) -> bool {
     slot_in(slot, "scsi", 30)
