@@ -28,8 +28,6 @@
 //!   [`AdoptRefusal`]); [`AdoptError`]. [`LiveGuest`] is the input of [`adopt::adopt`].
 //! - [`sim`] (feature `sim`): [`sim::SimSeed`], and the demo ([`sim::run_demo`] with
 //!   [`sim::DemoOptions`], giving a [`sim::DemoReport`]).
-//! - `agent` (feature `agent`): the long-running agent of `proxops run`
-//!   (`agent::Agent`, `agent::AgentOptions`, `agent::NotifyOptions`).
 //!
 //! Public enums and the option and report structs are `#[non_exhaustive]`: options are built
 //! with `Default` (or a constructor) and `with_*` setters, reports are read.
@@ -59,8 +57,6 @@
 //!   [`backend`] connects to a cluster's PVE, or starts a simulator seeded from the cluster.
 //! - `demo` (feature `sim`): `proxops demo`, the [`Reconciler`] on simulators in a private git
 //!   copy of a repository: apply, receipts, drift restored, a prune recorded.
-//! - `agent` (feature `agent`): a pass over every cluster each interval, under a per-cluster
-//!   lease, with an HTTP endpoint for health, metrics, status and control.
 //! - [`init`]: `proxops init`, a new repository for one cluster (credentials encrypted with
 //!   SOPS, validated, optionally adopting the live guests, first commit).
 //! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
@@ -72,6 +68,7 @@
 //!
 //! Embedding: load a repository, build a cluster's graph, plan it against a simulator. The
 //! whole cycle, planes and all, through [`Reconciler`]: `examples/embed` in the repository.
+//! The agent of `proxops run` is such an embedder: the crate `proxops-agent`, on this public API.
 //!
 //! ```
 //! use proxops_engine::{Backend, PlanOptions, connect, plan_cluster};
@@ -98,8 +95,6 @@
 //! ```
 
 pub mod adopt;
-#[cfg(feature = "agent")]
-pub mod agent;
 pub mod backend;
 mod compat;
 pub mod cycle;

@@ -126,3 +126,70 @@ fn api_request(r: proxops_pve::Request) -> ApiRequest {
         params,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use crate::planes::Planes;
+    use proxops_store::Store;
+    use proxops_test_support::TestRepo;
+
+    /// Publishes lab of the repository at `path` into its own planes; the payloads by path, as
+    /// (blob id, bytes).
+    fn payloads(path: &std::path::Path) -> Vec<(String, String, String)> {
+        let store = Store::open(path).unwrap();
+        let source = store.source(None).unwrap();
+        let loaded = proxops_model::load_repository(
+            &source,
+            &proxops_model::Registry::builtin(),
+            &proxops_model::LoadOptions::default(),
+        )
+        .unwrap();
+        assert!(loaded.is_valid(), "{:?}", loaded.diagnostics);
+        let planes = Planes::for_cluster(store, "lab").unwrap();
+        let published = planes.publish_desired(&loaded, source.commit()).unwrap();
+        published
+            .state
+            .materialized
+            .values()
+            .map(|m| {
+                let bytes = proxops_test_support::git(
+                    path,
+                    &["cat-file", "blob", &proxops_store::documents::hex(m.blob)],
+                );
+                (m.path.clone(), proxops_store::documents::hex(m.blob), bytes)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_stores_publishing_one_source_render_the_same_bytes_and_no_secret() {
+        let repo = TestRepo::homelab();
+        // A VM whose cloud-init password and keys come from the cluster's SOPS file.
+        let path = "vm/lab/sandbox-01.yaml";
+        let manifest = repo.read(path).replace(
+            "    ci-user: debian\n",
+            "    ci-user: debian\n    ci-password-ref: cloud-init.passwords.debian\n",
+        );
+        repo.write(path, &manifest);
+        repo.commit_all("sandbox: a password from SOPS");
+        let copy = tempfile::tempdir().unwrap();
+        let into = copy.path().join("copy");
+        proxops_test_support::git(repo.path(), &["clone", "-q", ".", into.to_str().unwrap()]);
+
+        let first = payloads(repo.path());
+        let second = payloads(&into);
+        assert_eq!(first.len(), 5, "{first:#?}");
+        assert_eq!(first, second);
+        let (_, _, vm) = first
+            .iter()
+            .find(|(p, _, _)| p == "materialized/VM/sandbox-01.yaml")
+            .unwrap();
+        assert!(
+            vm.contains("cipassword: sops:cloud-init.passwords.debian"),
+            "{vm}"
+        );
+        assert!(!vm.contains("error"), "{vm}");
+    }
+}
