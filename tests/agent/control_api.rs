@@ -217,8 +217,8 @@ fn a_listener_beyond_loopback_needs_a_token() {
     let data = tempfile::tempdir().unwrap();
     let repo = Repo::new();
     // The engine refuses before it binds anything.
-    let mut options = proxops_engine::agent::AgentOptions::new(
-        proxops_engine::agent::SourceLocation::Local(repo.path().to_path_buf()),
+    let mut options = proxops_agent::AgentOptions::new(
+        proxops_agent::SourceLocation::Local(repo.path().to_path_buf()),
         data.path().join("agent"),
     );
     options.listen = "0.0.0.0:0".parse().unwrap();
@@ -226,10 +226,10 @@ fn a_listener_beyond_loopback_needs_a_token() {
         .enable_all()
         .build()
         .unwrap();
-    let bound = runtime.block_on(proxops_engine::agent::Agent::bind(options.clone()));
+    let bound = runtime.block_on(proxops_agent::Agent::bind(options.clone()));
     let err = bound.err().unwrap();
     assert!(
-        matches!(err, proxops_engine::agent::AgentError::Unprotected { .. }),
+        matches!(err, proxops_agent::AgentError::Unprotected { .. }),
         "{err}"
     );
     assert!(err.to_string().contains("without a control token"), "{err}");
@@ -237,7 +237,7 @@ fn a_listener_beyond_loopback_needs_a_token() {
     options.listen = "127.0.0.1:0".parse().unwrap();
     assert!(
         runtime
-            .block_on(proxops_engine::agent::Agent::bind(options))
+            .block_on(proxops_agent::Agent::bind(options))
             .is_ok()
     );
 

@@ -2,10 +2,10 @@
 //! serves them with its own; the agent's `/metrics` keeps its own names and formats.
 
 use super::support::*;
-use proxops_engine::agent::metrics::Format;
-use proxops_engine::agent::metrics::prometheus_client::metrics::counter::Counter;
-use proxops_engine::agent::metrics::prometheus_client::registry::Registry;
-use proxops_engine::agent::{Agent, AgentBackend, AgentOptions, SourceLocation};
+use proxops_agent::metrics::Format;
+use proxops_agent::metrics::prometheus_client::metrics::counter::Counter;
+use proxops_agent::metrics::prometheus_client::registry::Registry;
+use proxops_agent::{Agent, AgentBackend, AgentOptions, SourceLocation};
 use std::io::{Read, Write};
 use std::time::Duration;
 
@@ -126,7 +126,7 @@ fn the_pass_hook_runs_once_after_each_pass() {
         SourceLocation::Local(repo.path().to_path_buf()),
         data.path().join("agent"),
     )
-    .with_after_pass(Some(proxops_engine::agent::PassHook::new(move || {
+    .with_after_pass(Some(proxops_agent::PassHook::new(move || {
         seen.fetch_add(1, Ordering::SeqCst);
     })));
     options.listen = "127.0.0.1:0".parse().unwrap();

@@ -4,7 +4,7 @@
 
 use super::support::*;
 use crate::support::{git, http_body};
-use proxops_engine::agent::hooks::generic_signature;
+use proxops_agent::hooks::generic_signature;
 use serde_json::Value;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 use super::standin::{Received, StandIn};
 use super::support::*;
 use crate::support::http_body;
-use proxops_engine::agent::hooks::generic_signature;
+use proxops_agent::hooks::generic_signature;
 use serde_json::Value;
 use std::time::Duration;
 

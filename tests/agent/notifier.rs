@@ -3,11 +3,11 @@
 //! up the caller.
 
 use super::standin::StandIn;
-use proxops_engine::agent::cluster::CycleOutcome;
-use proxops_engine::agent::metrics::Format;
-use proxops_engine::agent::metrics::prometheus_client::registry::Registry;
-use proxops_engine::agent::notify::{ConfiguredSinks, Notifier, NotifyOptions};
-use proxops_engine::agent::{CycleRecord, CycleResult};
+use proxops_agent::cluster::CycleOutcome;
+use proxops_agent::metrics::Format;
+use proxops_agent::metrics::prometheus_client::registry::Registry;
+use proxops_agent::notify::{ConfiguredSinks, Notifier, NotifyOptions};
+use proxops_agent::{CycleRecord, CycleResult};
 use proxops_engine::plan::Anomaly;
 use proxops_model::config::{DriftMode, SinkConfig};
 use serde_json::json;
@@ -307,7 +307,7 @@ fn lease_takeovers_waiting_resources_and_held_back_prunes_are_events() {
             "VM/old",
             "the prune budget (2) is spent",
         )];
-        o.resources = Some(vec![proxops_engine::agent::status::ResourceRow::new(
+        o.resources = Some(vec![proxops_agent::status::ResourceRow::new(
             "VM",
             "web",
             "WAIT",

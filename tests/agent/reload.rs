@@ -3,7 +3,7 @@
 
 use super::support::*;
 use crate::support::{git, http_body};
-use proxops_engine::agent::hooks::generic_signature;
+use proxops_agent::hooks::generic_signature;
 use std::time::Duration;
 
 const SECRET: &str = "reload-hook-secret";

@@ -275,9 +275,9 @@ impl From<proxops_engine::demo::DemoError> for CommandError {
     }
 }
 
-impl From<proxops_engine::agent::AgentError> for CommandError {
-    fn from(e: proxops_engine::agent::AgentError) -> Self {
-        use proxops_engine::agent::AgentError as A;
+impl From<proxops_agent::AgentError> for CommandError {
+    fn from(e: proxops_agent::AgentError) -> Self {
+        use proxops_agent::AgentError as A;
         let kind = match &e {
             A::Listen { .. } | A::Unprotected { .. } | A::DataDir { .. } => ErrorKind::User,
             A::Source(_) => ErrorKind::Config,

@@ -3,8 +3,8 @@
 
 use crate::error::{CommandError, ErrorKind};
 use crate::session::runtime;
-use proxops_engine::agent::ControlToken;
-use proxops_engine::agent::client::{AgentClient, AgentClientError};
+use proxops_agent::ControlToken;
+use proxops_agent::client::{AgentClient, AgentClientError};
 use proxops_model::config::ConfigFile;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -272,7 +272,7 @@ fn drift_condition(
     }
 }
 
-fn verb(v: crate::plan::Verb) -> String {
+fn verb(v: proxops_engine::plan::Verb) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

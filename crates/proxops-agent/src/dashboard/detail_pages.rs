@@ -4,7 +4,7 @@ use super::detail::Detail;
 use super::pages::{
     State, action, actions_table, check_badge, cluster_href, layout, resource_href, when,
 };
-use crate::agent::status::{ActionLine, ClusterState};
+use crate::status::{ActionLine, ClusterState};
 use maud::{Markup, html};
 
 /// `GET /ui/clusters/{cluster}/graph`.

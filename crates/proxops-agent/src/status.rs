@@ -1,8 +1,8 @@
 //! What the agent knows about each cluster, as `/status` shows it, and the suspensions an
 //! operator set, kept in the data directory so that they survive restarts.
 
-use crate::plan::{Anomaly, Skipped};
-use crate::verify::{Difference, VerifyState};
+use proxops_engine::plan::{Anomaly, Skipped};
+use proxops_engine::verify::{Difference, VerifyState};
 use proxops_model::config::DriftMode;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

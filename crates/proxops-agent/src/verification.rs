@@ -1,7 +1,7 @@
 //! The agent's verifications (`reconcile.verify-interval`, [`super::AgentOptions::verify_interval`]):
 //! between passes, never while one runs (the agent's loop does one thing at a time, so a cluster
 //! is never verified during its own cycle), every cluster of the last loaded repository is
-//! verified ([`crate::verify`]: only reads; no lease, no receipt), `parallel_clusters` at a time
+//! verified ([`proxops_engine::verify`]: only reads; no lease, no receipt), `parallel_clusters` at a time
 //! and each for at most the stall timeout. What a verification finds stays in `/status` (each
 //! resource's `verify`), the metrics (`proxops_resources_drifted`) and the dashboard until a
 //! later verification or cycle finds the resource in sync. Drift is never corrected here: that
@@ -10,8 +10,8 @@
 use super::cluster::backend_for;
 use super::status::{ResourceCheck, ResourceRow, VerifyRecord};
 use super::{Pass, Shared, lock};
-use crate::execute::Outcome;
-use crate::verify::{ClusterVerification, VerifyOptions, VerifyState, verify_cluster};
+use proxops_engine::execute::Outcome;
+use proxops_engine::verify::{ClusterVerification, VerifyOptions, VerifyState, verify_cluster};
 use proxops_model::ResourceKey;
 use proxops_model::config::LogLevel;
 use std::collections::BTreeMap;
@@ -117,7 +117,7 @@ impl Shared {
                 .map(|e| format!("{e} [{}]", e.code()))
                 .collect(),
         });
-        let by_key: BTreeMap<(&str, &str), &crate::verify::ResourceVerification> = found
+        let by_key: BTreeMap<(&str, &str), &proxops_engine::verify::ResourceVerification> = found
             .resources
             .iter()
             .map(|r| ((r.kind.as_str(), r.name.as_str()), r))
@@ -218,10 +218,10 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use crate::agent::cluster::CycleOutcome;
-    use crate::agent::status::{CycleRecord, CycleResult};
-    use crate::plan::{Anomaly, ClusterPlan};
-    use crate::verify::Difference;
+    use crate::cluster::CycleOutcome;
+    use crate::status::{CycleRecord, CycleResult};
+    use proxops_engine::plan::{Anomaly, ClusterPlan};
+    use proxops_engine::verify::Difference;
 
     fn drifted_row(name: &str, state: &str) -> ResourceRow {
         let mut row = ResourceRow::new("VM", name, state, "");
@@ -244,20 +244,29 @@ mod tests {
         o
     }
 
+    /// A plan with nothing in it. The engine's plans are built only by its planner (the
+    /// struct is non-exhaustive): a cluster without resources, planned against an empty
+    /// simulator.
     fn empty_plan() -> ClusterPlan {
-        ClusterPlan {
-            cluster: "lab".to_owned(),
-            actions: Vec::new(),
-            anomalies: Vec::new(),
-            skipped: Vec::new(),
-            waiting: Vec::new(),
-            errors: Vec::new(),
-            deferred_prunes: Vec::new(),
-            warnings: Vec::new(),
-            placements: Vec::new(),
-            addressable: Default::default(),
-            migration_fingerprints: Default::default(),
-        }
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let sim = proxops_pve_sim::start(proxops_pve_sim::SimConfig::default())
+                .await
+                .unwrap();
+            let client = proxops_test_support::sim::client(&sim);
+            let graph =
+                proxops_graph::Graph::build(&proxops_model::Registry::builtin(), &[]).unwrap();
+            let options = proxops_engine::PlanOptions::default();
+            let plan = proxops_engine::plan_cluster(&client, "lab", &graph, &options)
+                .await
+                .unwrap();
+            sim.shutdown().await.unwrap();
+            assert!(
+                plan.actions.is_empty() && plan.anomalies.is_empty(),
+                "{plan:?}"
+            );
+            plan
+        })
     }
 
     #[test]

@@ -1,4 +1,27 @@
-//! The agent behind `proxops run`: it keeps every cluster converged.
+//! The ProxOps agent: the long-running service behind `proxops run`, which keeps every cluster
+//! of a repository converged with the engine's
+//! [`Reconciler`](proxops_engine::Reconciler). It uses only `proxops-engine`'s public API; a
+//! tool that embeds the engine without a server does not depend on this crate.
+//!
+//! # The principal types, at the crate root
+//!
+//! - [`Agent`]: bound with [`Agent::bind`] from [`AgentOptions`] (the repository, a
+//!   [`SourceLocation`]; the PVE API, an [`AgentBackend`]; the control API's [`ControlToken`];
+//!   the webhook receivers, [`hooks::Receivers`]; the notification sinks,
+//!   [`ConfiguredSinks`] sent as [`NotifyOptions`] say; a [`PassHook`] after every pass),
+//!   then run with [`Agent::run`] until stopped; [`AgentError`] says why it cannot run.
+//! - [`AgentStatus`]: what `/status` and the dashboard show, a [`ClusterState`] per cluster
+//!   with its [`CycleRecord`]s ([`CycleResult`], [`ActionLine`]s, [`FieldChange`]s), the
+//!   [`ResourceCheck`]s and [`VerifyRecord`]s of verifications, and the operator's
+//!   [`Suspensions`].
+//! - [`client::AgentClient`] ([`client::AgentClientError`]): the control API's client.
+//! - [`metrics`]: the Prometheus metrics `/metrics` serves, with the `prometheus_client` they
+//!   are registered with ([`Agent::register_metrics`]).
+//!
+//! Feature `sim` (off by default) adds [`AgentBackend`]'s simulator backend (the engine's
+//! feature `sim`).
+//!
+//! # How it runs
 //!
 //! Every interval (with ±10% jitter, so that agents started together drift apart) an
 //! [`Agent`] runs a pass: it brings the repository up to date ([`SourceLocation`]), loads and
@@ -341,7 +364,7 @@ pub(crate) struct Shared {
     /// Since when each consumer has waited.
     waits: Mutex<waits::WaitClock>,
     /// Migrations PVE refused, remembered across passes.
-    refusals: crate::refusals::Refusals,
+    refusals: proxops_engine::refusals::Refusals,
 }
 
 /// Passes asked for by webhooks and not yet run.
@@ -542,7 +565,7 @@ pub struct Pass {
     stop: watch::Receiver<bool>,
     suspensions: Suspensions,
     notifier: Arc<notify::Notifier>,
-    refusals: crate::refusals::Refusals,
+    refusals: proxops_engine::refusals::Refusals,
 }
 
 impl Pass {
@@ -642,7 +665,7 @@ impl Agent {
                 guard,
                 known: Mutex::new(None),
                 waits: Mutex::new(waits::WaitClock::default()),
-                refusals: crate::refusals::Refusals::default(),
+                refusals: proxops_engine::refusals::Refusals::default(),
                 hooks: Mutex::new(hooks),
                 wanted: Mutex::new(Wanted::default()),
                 wake: tokio::sync::Notify::new(),
@@ -885,7 +908,7 @@ async fn run_pass(
         let known: Vec<String> = pass.repo.clusters.iter().map(|c| c.name.clone()).collect();
         let vanished = tokio::task::spawn_blocking(move || {
             let known: Vec<&str> = known.iter().map(String::as_str).collect();
-            crate::reconcile::vanished_clusters(&store, &known)
+            proxops_engine::reconcile::vanished_clusters(&store, &known)
         })
         .await
         .unwrap_or_default();

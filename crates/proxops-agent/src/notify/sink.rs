@@ -3,7 +3,7 @@
 
 use super::event::{EventDocument, cut};
 use super::resolve::ResolvedSink;
-use crate::agent::hooks::generic_signature;
+use crate::hooks::generic_signature;
 use proxops_model::config::{Forge, NotifySeverity, SinkKind};
 
 /// One HTTP `POST`, ready to send. Its headers may carry a token: it has no `Debug`.

@@ -4,11 +4,11 @@
 
 use super::status::{ActionLine, CycleRecord, CycleResult, FieldChange, ResourceRow};
 use super::{AgentBackend, Pass, lock};
-use crate::backend::{Backend, per_cluster_state_file};
-use crate::execute::{CycleReport, Outcome, Progress};
-use crate::plan::ClusterPlan;
-use crate::planes::Planes;
-use crate::reconcile::{
+use proxops_engine::backend::Backend;
+use proxops_engine::execute::{CycleReport, Outcome, Progress};
+use proxops_engine::plan::ClusterPlan;
+use proxops_engine::planes::Planes;
+use proxops_engine::reconcile::{
     ClusterRun, Event, ReconcileOptions, Reconciler, RunError, RunResult, Source,
 };
 use proxops_model::ResourceKey;
@@ -144,12 +144,8 @@ async fn cycle(
         .options(options)
         .build();
     // The work tree at the fetched commit holds the SOPS files, for either backend.
-    let source = Source {
-        repository: &pass.repo,
-        graph: pass.graphs.get(name),
-        revision: Some(pass.fetched.commit),
-        dir: &pass.fetched.dir,
-    };
+    let source = Source::new(&pass.repo, pass.graphs.get(name), &pass.fetched.dir)
+        .at(Some(pass.fetched.commit));
     let run = reconciler.cycle(source, name, pass.stop.clone()).await;
     out.lease_events = std::mem::take(&mut *lock(&lease_events));
     out.record.candidate = run.candidate.clone();
@@ -181,6 +177,8 @@ async fn cycle(
 
 /// The backend of cluster `name` in `pass`: its PVE (SOPS files read from the work tree at the
 /// fetched commit), or its simulator and state file.
+// `name` names a simulator's state file only (feature `sim`).
+#[cfg_attr(not(feature = "sim"), allow(unused_variables))]
 pub(crate) fn backend_for(pass: &Pass, name: &str) -> Backend {
     match &pass.options.backend {
         AgentBackend::Pve => Backend::Pve {
@@ -191,7 +189,9 @@ pub(crate) fn backend_for(pass: &Pass, name: &str) -> Backend {
             state_file,
             task_time,
         } => Backend::Sim {
-            state_file: state_file.as_ref().map(|f| per_cluster_state_file(f, name)),
+            state_file: state_file
+                .as_ref()
+                .map(|f| proxops_engine::backend::per_cluster_state_file(f, name)),
             task_time: *task_time,
         },
     }
@@ -271,7 +271,7 @@ fn watch_events(
     pass: &Arc<Pass>,
     cluster: &str,
     lease_events: Arc<Mutex<Vec<String>>>,
-) -> crate::reconcile::EventFn {
+) -> proxops_engine::reconcile::EventFn {
     let notifier = Arc::clone(&pass.notifier);
     let fetched = hex(pass.fetched.commit);
     let cluster = cluster.to_owned();
@@ -358,10 +358,12 @@ fn classify(run: &ClusterRun, out: &mut CycleOutcome) -> CycleResult {
         RunResult::Leased => CycleResult::Leased,
         RunResult::Invalid => CycleResult::Invalid,
         RunResult::NotConverged | RunResult::Failed | RunResult::Declined => CycleResult::Failed,
+        // A result the engine adds later (its enum is non-exhaustive): not a success.
+        _ => CycleResult::Failed,
     }
 }
 
-fn verb_word(r: &crate::execute::ActionResult) -> String {
+fn verb_word(r: &proxops_engine::execute::ActionResult) -> String {
     word(r.verb)
 }
 
@@ -375,7 +377,7 @@ fn word(v: impl serde::Serialize) -> String {
 
 /// The plan's actions joined with what became of them, for `/status` and the dashboard.
 fn action_lines(plan: &ClusterPlan, report: Option<&CycleReport>) -> Vec<ActionLine> {
-    let results: BTreeMap<usize, &crate::execute::ActionResult> = report
+    let results: BTreeMap<usize, &proxops_engine::execute::ActionResult> = report
         .map(|r| r.results.iter().map(|res| (res.id, res)).collect())
         .unwrap_or_default();
     plan.actions
@@ -420,7 +422,7 @@ fn action_lines(plan: &ClusterPlan, report: Option<&CycleReport>) -> Vec<ActionL
 }
 
 /// Progress as log lines: one per action that ends.
-fn log_progress(cluster: &str) -> crate::execute::ProgressFn {
+fn log_progress(cluster: &str) -> proxops_engine::execute::ProgressFn {
     let cluster = cluster.to_owned();
     Arc::new(move |p: Progress<'_>| match p {
         Progress::Started(a) => {
@@ -434,5 +436,7 @@ fn log_progress(cluster: &str) -> crate::execute::ProgressFn {
                 cluster = %cluster, action = ?a.verb, subject = %r.subject, outcome = ?other, millis = r.millis, "action ended"
             ),
         },
+        // Progress the engine adds later (its enum is non-exhaustive): not logged.
+        _ => {}
     })
 }

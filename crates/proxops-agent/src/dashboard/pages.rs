@@ -1,7 +1,7 @@
 //! The dashboard's layout, overview and cluster pages, rendered on the server from the agent's
 //! [`AgentStatus`] (the value `/status` serialises).
 
-use crate::agent::status::{ActionLine, AgentStatus, ClusterState, CycleResult, ResourceCheck};
+use crate::status::{ActionLine, AgentStatus, ClusterState, CycleResult, ResourceCheck};
 use maud::{DOCTYPE, Markup, html};
 
 /// The four resource states of the planes, in the order the counts show them.

@@ -100,7 +100,7 @@ pub(crate) fn sops_git_token(
                 cluster.name
             ))
         };
-        let secrets = crate::secrets::ClusterSecrets::load(Some(dir), cluster);
+        let secrets = proxops_engine::secrets::ClusterSecrets::load(Some(dir), cluster);
         let keys = proxops_secrets::SecretKeys {
             git_token: Some(key.clone()),
             ..proxops_secrets::SecretKeys::default()

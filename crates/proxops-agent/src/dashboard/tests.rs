@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::pages::{self, State};
-use crate::agent::status::{AgentStatus, ClusterState, CycleRecord, CycleResult, ResourceRow};
+use crate::status::{AgentStatus, ClusterState, CycleRecord, CycleResult, ResourceRow};
 use proxops_graph::Graph;
 
 fn status(clusters: Vec<ClusterState>) -> AgentStatus {
@@ -62,7 +62,7 @@ fn the_overview_counts_resources_by_state_and_escapes_names() {
 fn a_failed_action_colours_its_resource_failed() {
     let mut c = lab();
     let mut record = CycleRecord::new("t", CycleResult::Failed);
-    record.actions = vec![crate::agent::status::ActionLine {
+    record.actions = vec![crate::status::ActionLine {
         subject: "VM/web".to_owned(),
         node: "pve1".to_owned(),
         verb: "update".to_owned(),
@@ -124,8 +124,8 @@ fn the_graph_svg_has_one_box_per_step_linking_to_its_resource() {
 
 #[test]
 fn a_resource_a_verification_found_drifted_has_a_badge_here_and_on_the_overview() {
-    use crate::agent::status::ResourceCheck;
-    use crate::verify::{Difference, VerifyState};
+    use crate::status::ResourceCheck;
+    use proxops_engine::verify::{Difference, VerifyState};
     let mut c = lab();
     let html = pages::cluster(&c).into_string();
     assert!(!html.contains(r#"data-role="drifted""#), "{html}");

@@ -3,7 +3,7 @@
 //! prerequisite to what needs it. No Graphviz: the levels already are a layering.
 
 use super::pages::{State, resource_href};
-use crate::agent::ClusterState;
+use crate::ClusterState;
 use maud::{Markup, html};
 use proxops_graph::Graph;
 

@@ -76,7 +76,7 @@ impl Format {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::metrics::Metrics;
+    use crate::metrics::Metrics;
 
     #[test]
     fn a_scraper_gets_openmetrics_only_when_it_prefers_it() {

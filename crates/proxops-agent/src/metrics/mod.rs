@@ -9,14 +9,14 @@
 //! encoder adds `_total` to counters itself.
 
 use super::status::{CycleRecord, CycleResult};
-use crate::execute::{CycleReport, Outcome};
-use crate::plan::ClusterPlan;
 pub use prometheus_client;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use proxops_engine::execute::{CycleReport, Outcome};
+use proxops_engine::plan::ClusterPlan;
 use proxops_pve::Latency;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -314,6 +314,8 @@ impl Metrics {
                     Outcome::Failed { .. } => "failed",
                     Outcome::Deferred { .. } => "deferred",
                     Outcome::NotStarted => "not_started",
+                    // An outcome the engine adds later (its enum is non-exhaustive).
+                    _ => "other",
                 };
                 let verb = serde_json::to_value(action.verb)
                     .ok()

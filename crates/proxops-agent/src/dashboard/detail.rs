@@ -3,7 +3,7 @@
 //! and actions come from the status; only these documents are read here.
 
 use super::View;
-use crate::planes::Planes;
+use proxops_engine::planes::Planes;
 use proxops_model::ResourceKey;
 use proxops_store::StoreError;
 use proxops_store::canonical::to_yaml_of;

@@ -6,7 +6,7 @@
 //! The clock starts when this agent first sees the consumer wait: a restart starts it again.
 
 use super::cluster::CycleOutcome;
-use crate::plan::Anomaly;
+use proxops_engine::plan::Anomaly;
 use proxops_model::Repository;
 use proxops_store::documents::utc_timestamp;
 use std::collections::BTreeMap;
