@@ -8,6 +8,7 @@ use crate::desired::DesiredGuest;
 use crate::diff::GuestDiff;
 use crate::plan::{Check, Guard, Op, Verb};
 use proxops_graph::StepId;
+use proxops_model::ResourceKey;
 use proxops_pve::{GuestConfig, GuestRef, GuestType, PveClient, SnapshotEntry};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -85,58 +86,9 @@ impl Planner<'_> {
         let resource = graph.resource(graph.step(step).resource);
         let subject = resource.key();
         let document = crate::guard::document_id(&resource.spec);
-        let listed = match self.guard_snapshots.get(&d.vmid) {
-            Some(Ok(l)) => l.as_slice(),
-            Some(Err(e)) => {
-                return Err((
-                    format!(
-                        "cannot read the snapshots of vmid {}: {e}; its guarded update ({keys}) is not planned without them",
-                        d.vmid
-                    ),
-                    false,
-                ));
-            }
-            None => {
-                return Err((
-                    format!(
-                        "the snapshots of vmid {} were not read; its guarded update ({keys}) waits",
-                        d.vmid
-                    ),
-                    false,
-                ));
-            }
-        };
-        // Remembered by this process (`converge`, the agent) while the snapshot it rolled back
-        // to is there: deleting the snapshot lets it be tried again.
-        if let Some(r) = self
-            .refused_updates
-            .get(&subject)
-            .filter(|r| r.fingerprint == document)
-            .filter(|r| {
-                r.snapshot
-                    .as_ref()
-                    .is_none_or(|s| listed.iter().any(|l| l.name == *s))
-            })
-        {
-            return Err((
-                format!(
-                    "a disruptive update of vmid {} to this desired document failed at {} and was rolled back ({}); it is not tried again until the manifest changes (or the snapshot is deleted)",
-                    d.vmid, r.at, r.message
-                ),
-                true,
-            ));
-        }
-        if let Some((name, why)) = listed
-            .iter()
-            .find_map(|s| crate::guard::rolled_back(s, &document).map(|w| (&s.name, w)))
-        {
-            return Err((
-                format!(
-                    "a disruptive update of vmid {} to this desired document was rolled back to snapshot `{name}` ({why}); it is not tried again until the manifest changes (or the snapshot is deleted)",
-                    d.vmid
-                ),
-                true,
-            ));
+        let listed = self.guarded_snapshots(d, &keys)?;
+        if let Some(why) = self.rolled_back_before(d, &subject, &document, listed) {
+            return Err((why, true));
         }
         let vmstate = policy.vmstate == Some(true) && running && d.guest == GuestType::Qemu;
         if let Some(why) = crate::guard::snapshot_problem(
@@ -194,6 +146,90 @@ impl Planner<'_> {
             keep: policy.keep(),
             prune: crate::guard::to_prune(listed, policy.keep()),
         }))
+    }
+
+    /// The snapshots of the guest of a guarded update (`keys`: what makes it disruptive); why
+    /// the update waits when they were not read.
+    fn guarded_snapshots(
+        &self,
+        d: &DesiredGuest,
+        keys: &str,
+    ) -> Result<&[SnapshotEntry], (String, bool)> {
+        match self.guard_snapshots.get(&d.vmid) {
+            Some(Ok(l)) => Ok(l.as_slice()),
+            Some(Err(e)) => Err((
+                format!(
+                    "cannot read the snapshots of vmid {}: {e}; its guarded update ({keys}) is not planned without them",
+                    d.vmid
+                ),
+                false,
+            )),
+            None => Err((
+                format!(
+                    "the snapshots of vmid {} were not read; its guarded update ({keys}) waits",
+                    d.vmid
+                ),
+                false,
+            )),
+        }
+    }
+
+    /// Why an update of `d` to `document` is not tried again: it was rolled back before, as
+    /// this process remembers or a ProxOps snapshot's description says.
+    fn rolled_back_before(
+        &self,
+        d: &DesiredGuest,
+        subject: &ResourceKey,
+        document: &str,
+        listed: &[SnapshotEntry],
+    ) -> Option<String> {
+        // Remembered by this process (`converge`, the agent) while the snapshot it rolled back
+        // to is there: deleting the snapshot lets it be tried again.
+        if let Some(r) = self
+            .refused_updates
+            .get(subject)
+            .filter(|r| r.fingerprint == *document)
+            .filter(|r| {
+                r.snapshot
+                    .as_ref()
+                    .is_none_or(|s| listed.iter().any(|l| l.name == *s))
+            })
+        {
+            return Some(format!(
+                "a disruptive update of vmid {} to this desired document failed at {} and was rolled back ({}); it is not tried again until the manifest changes (or the snapshot is deleted)",
+                d.vmid, r.at, r.message
+            ));
+        }
+        let (name, why) = listed
+            .iter()
+            .find_map(|s| crate::guard::rolled_back(s, document).map(|w| (&s.name, w)))?;
+        Some(format!(
+            "a disruptive update of vmid {} to this desired document was rolled back to snapshot `{name}` ({why}); it is not tried again until the manifest changes (or the snapshot is deleted)",
+            d.vmid
+        ))
+    }
+
+    /// Appends the snapshot a guarded update starts with (after the stop planned first, if
+    /// any).
+    pub(super) fn push_snapshot(
+        &mut self,
+        step: StepId,
+        d: &DesiredGuest,
+        g: &GuardPlan,
+        stopped: Option<usize>,
+    ) -> usize {
+        let after: Vec<usize> = stopped.into_iter().collect();
+        self.push(
+            step,
+            (&d.node, Some(d.vmid)),
+            Verb::Snapshot,
+            g.reason.clone(),
+            Op::Snapshot {
+                guard: g.guard.clone(),
+                vmstate: g.vmstate,
+            },
+            &after,
+        )
     }
 
     /// The steps after a guarded update (`last`: its last action): the check when the guest
