@@ -262,9 +262,9 @@ impl From<proxops_engine::init::InitError> for CommandError {
     }
 }
 
-impl From<proxops_engine::demo::DemoError> for CommandError {
-    fn from(e: proxops_engine::demo::DemoError) -> Self {
-        use proxops_engine::demo::DemoError as D;
+impl From<crate::demo::DemoError> for CommandError {
+    fn from(e: crate::demo::DemoError) -> Self {
+        use crate::demo::DemoError as D;
         let kind = match &e {
             D::NoRepository(_) | D::Io { .. } => ErrorKind::User,
             D::Repository(_) => ErrorKind::Config,

@@ -1,6 +1,7 @@
 //! The `proxops` command: parses flags and calls into the ProxOps libraries. No domain logic here.
 
 mod commands;
+mod demo;
 mod error;
 mod logging;
 mod memory;

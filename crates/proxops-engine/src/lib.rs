@@ -26,8 +26,7 @@
 //! - Adopting guests PVE already runs: [`adopt_live`] with an [`AdoptContext`] and a
 //!   [`Selection`], one [`AdoptOutcome`] per guest ([`Adopted`], with its [`AdoptReport`], or an
 //!   [`AdoptRefusal`]); [`AdoptError`]. [`LiveGuest`] is the input of [`adopt::adopt`].
-//! - [`sim`] (feature `sim`): [`sim::SimSeed`], and the demo ([`sim::run_demo`] with
-//!   [`sim::DemoOptions`], giving a [`sim::DemoReport`]).
+//! - [`sim`] (feature `sim`): [`sim::SimSeed`].
 //!
 //! Public enums and the option and report structs are `#[non_exhaustive]`: options are built
 //! with `Default` (or a constructor) and `with_*` setters, reports are read.
@@ -55,8 +54,6 @@
 //!   back, so no declared guest is pruned and no identity is on two guests.
 //! - [`cycle`]: plan-and-execute building blocks without planes or lease (tests, benchmarks).
 //!   [`backend`] connects to a cluster's PVE, or starts a simulator seeded from the cluster.
-//! - `demo` (feature `sim`): `proxops demo`, the [`Reconciler`] on simulators in a private git
-//!   copy of a repository: apply, receipts, drift restored, a prune recorded.
 //! - [`init`]: `proxops init`, a new repository for one cluster (credentials encrypted with
 //!   SOPS, validated, optionally adopting the live guests, first commit).
 //! - [`secrets`]: a cluster's SOPS secrets, decrypted once per connection, for credentials and
@@ -98,8 +95,6 @@ pub mod adopt;
 pub mod backend;
 mod compat;
 pub mod cycle;
-#[cfg(feature = "sim")]
-pub mod demo;
 pub mod desired;
 pub mod diff;
 pub mod execute;
@@ -136,10 +131,8 @@ pub use reconcile::{
     RunResult, Source,
 };
 
-/// The simulator backend's seeding and the demo (feature `sim`); [`Backend::Sim`] starts a
-/// simulator.
+/// The simulator backend's seeding (feature `sim`); [`Backend::Sim`] starts a simulator.
 #[cfg(feature = "sim")]
 pub mod sim {
     pub use crate::backend::SimSeed;
-    pub use crate::demo::{DemoError, DemoEvent, DemoOptions, DemoReport, run as run_demo};
 }

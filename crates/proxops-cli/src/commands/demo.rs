@@ -1,10 +1,10 @@
 //! `proxops demo`.
 
+use crate::demo::{DemoEvent, DemoOptions, DemoReport};
 use crate::error::CommandError;
 use crate::render;
 use crate::session::runtime;
 use crate::writer::print_event;
-use proxops_engine::demo::{DemoEvent, DemoOptions, DemoReport};
 use proxops_engine::execute::Progress;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         options = options.with_events(Arc::new(print));
     }
     let report = runtime()?
-        .block_on(proxops_engine::demo::run(&options))
+        .block_on(crate::demo::run(&options))
         .map_err(CommandError::from)?;
     match args.output {
         Output::Json => {

@@ -1,4 +1,4 @@
-//! The demo's snapshot-guarded update ([`crate::guard`]): a VM of the focus cluster gets
+//! The demo's snapshot-guarded update ([`proxops_engine::guard`]): a VM of the focus cluster gets
 //! `update-policy` and a disruptive change (twice its cores, and started) in one commit; its
 //! guest OS will not bring the QEMU guest agent up again (the simulator's
 //! `Guest::agent_missing`). The cycle snapshots, updates, starts, checks, and rolls the VM back
@@ -6,7 +6,7 @@
 
 use super::{Story, failed_run, observed_head};
 use crate::demo::{DemoError, Guarded};
-use crate::plan::Verb;
+use proxops_engine::plan::Verb;
 use proxops_store::documents::Outcome as ReceiptOutcome;
 
 /// The manifest text with `update-policy` (a 1 s check), `cores` doubled and `state:
@@ -133,7 +133,7 @@ impl Story<'_> {
             .and_then(|c| c.report.as_ref())
             .and_then(|r| {
                 r.results.iter().find_map(|x| match &x.outcome {
-                    crate::execute::Outcome::Failed { error } => Some(error.to_string()),
+                    proxops_engine::execute::Outcome::Failed { error } => Some(error.to_string()),
                     _ => None,
                 })
             });

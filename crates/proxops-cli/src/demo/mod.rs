@@ -2,17 +2,17 @@
 //!
 //! [`run`] takes [`DemoOptions`] and returns a [`DemoReport`], telling a [`DemoEventFn`] each
 //! step as it happens:
-//! 1. every cluster is reconciled by the [`Reconciler`](crate::Reconciler) (desired plane, plan, apply, receipts),
-//!    then once more, which finds nothing to do;
+//! 1. every cluster is reconciled by the [`Reconciler`](proxops_engine::Reconciler) (desired
+//!    plane, plan, apply, receipts), then once more, which finds nothing to do;
 //! 2. the resources of one cluster as `proxops get` lists them: each CLEAN, with its receipt;
 //! 3. a change made by hand in PVE (a VM's memory, a tag removed) through the PVE API, reported
-//!    by `proxops verify` ([`crate::verify`]: only reads), found as drift by the next cycle,
+//!    by `proxops verify` ([`proxops_engine::verify`]: only reads), found as drift by the next cycle,
 //!    restored, and a new receipt;
 //! 4. a manifest taken out of the composition and committed: the deletion intent in the desired
 //!    plane, the prune with its guards, the teardown recorded;
 //! 5. a VM given `update-policy` and a disruptive change whose guest does not come back: the
 //!    snapshot, the update, the failed check, the rollback, the receipt saying so, and a next
-//!    cycle that leaves the same document alone ([`crate::guard`]);
+//!    cycle that leaves the same document alone ([`proxops_engine::guard`]);
 //! 6. where to look next.
 //!
 //! Each cluster's simulator keeps its state in a file beside the copy, so a cycle sees what
@@ -22,10 +22,10 @@
 mod story;
 mod workspace;
 
-use crate::execute::Progress;
-use crate::plan::ClusterPlan;
-use crate::planes::ResourceItem;
-use crate::reconcile::{Event, RunResult};
+use proxops_engine::execute::Progress;
+use proxops_engine::plan::ClusterPlan;
+use proxops_engine::planes::ResourceItem;
+use proxops_engine::reconcile::{Event, RunResult};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -62,21 +62,9 @@ impl DemoOptions {
         }
     }
 
-    /// Makes the copy under `parent`.
-    pub fn with_parent(mut self, parent: impl Into<PathBuf>) -> Self {
-        self.parent = Some(parent.into());
-        self
-    }
-
     /// Keeps the copy and the simulators' state.
     pub fn with_keep(mut self, keep: bool) -> Self {
         self.keep = keep;
-        self
-    }
-
-    /// Sets each simulated task's run time.
-    pub fn with_task_time(mut self, task_time: Duration) -> Self {
-        self.task_time = task_time;
         self
     }
 
@@ -115,7 +103,7 @@ pub enum DemoEvent<'a> {
     /// Something done outside ProxOps, or a finding, in words.
     Note(&'a str),
     /// What `proxops verify` found of a cluster.
-    Verified(&'a crate::verify::ClusterVerification),
+    Verified(&'a proxops_engine::verify::ClusterVerification),
 }
 
 /// What the demo did and found.
@@ -220,7 +208,7 @@ pub struct Drifted {
     /// What was changed, `key: before -> after`.
     pub by_hand: Vec<String>,
     /// What `proxops verify` found of the guest right after the change, before any cycle.
-    pub verify: Option<crate::verify::ResourceVerification>,
+    pub verify: Option<proxops_engine::verify::ResourceVerification>,
     /// Whether verify reported it drifted, exactly those keys, and nothing else drifted.
     pub verified: bool,
     /// Whether the next plan found exactly those keys.

@@ -4,12 +4,14 @@ use super::workspace::Workspace;
 use super::{
     ClusterApplied, DemoError, DemoEvent, DemoOptions, DemoReport, Drifted, Listed, Pruned,
 };
-use crate::backend::{Backend, connect};
-use crate::desired::identity_tag;
-use crate::plan::Verb;
-use crate::planes::{ResourceItem, Selector, resource_items};
-use crate::reconcile::{ClusterRun, Event, ReconcileOptions, Reconciler, RunResult, Source};
-use crate::verify::{ClusterVerification, VerifyOptions, VerifyState, verify_cluster};
+use proxops_engine::backend::{Backend, connect};
+use proxops_engine::desired::identity_tag;
+use proxops_engine::plan::Verb;
+use proxops_engine::planes::{ResourceItem, Selector, resource_items};
+use proxops_engine::reconcile::{
+    ClusterRun, Event, ReconcileOptions, Reconciler, RunResult, Source,
+};
+use proxops_engine::verify::{ClusterVerification, VerifyOptions, VerifyState, verify_cluster};
 use proxops_graph::{Graph, check_repository};
 use proxops_model::config::DriftMode;
 use proxops_model::{LoadOptions, Registry, Repository, load_repository};
@@ -164,12 +166,8 @@ impl Story<'_> {
 
     async fn cycle(&self, head: &Head, cluster: &str) -> ClusterRun {
         let (_stop_tx, stop) = tokio::sync::watch::channel(false);
-        let source = Source {
-            repository: &head.repository,
-            graph: head.graph(cluster),
-            revision: Some(head.revision),
-            dir: &self.ws.repo,
-        };
+        let source = Source::new(&head.repository, head.graph(cluster), &self.ws.repo)
+            .at(Some(head.revision));
         self.reconciler(cluster).cycle(source, cluster, stop).await
     }
 
@@ -184,7 +182,10 @@ impl Story<'_> {
                 .as_ref()
                 .map(|e| e.nodes.join(", "))
                 .unwrap_or_default();
-            let version = crate::backend::sim_version(c, &crate::backend::SimSeed::default());
+            let version = proxops_engine::backend::sim_version(
+                c,
+                &proxops_engine::backend::SimSeed::default(),
+            );
             self.note(&format!(
                 "cluster {cluster}: a simulated PVE {version}, nodes {nodes}"
             ));
@@ -211,14 +212,15 @@ impl Story<'_> {
             .map(|((node, kind, id), n)| format!("{kind} {id} on {node} x{n}"))
             .collect();
         let report = first.cycles.first().and_then(|c| c.report.as_ref());
-        let count =
-            |pred: fn(&crate::execute::Outcome) -> bool| report.map_or(0, |r| r.count(pred));
+        let count = |pred: fn(&proxops_engine::execute::Outcome) -> bool| {
+            report.map_or(0, |r| r.count(pred))
+        };
         Ok(ClusterApplied {
             cluster: cluster.to_owned(),
             result: first.result,
             plan: first.last_plan().cloned(),
-            succeeded: count(|o| *o == crate::execute::Outcome::Succeeded),
-            failed: count(|o| matches!(o, crate::execute::Outcome::Failed { .. })),
+            succeeded: count(|o| *o == proxops_engine::execute::Outcome::Succeeded),
+            failed: count(|o| matches!(o, proxops_engine::execute::Outcome::Failed { .. })),
             tasks: by_type,
             repeated,
             again: again.result,
@@ -263,7 +265,7 @@ impl Story<'_> {
     /// operator would in the web UI; then one cycle.
     async fn drift(&self, head: &Head, cluster: &str) -> Result<Drifted, DemoError> {
         let state = self.sim_state(cluster)?;
-        let tag_prefix = format!("{}{cluster}.vm.", crate::desired::IDENTITY_PREFIX);
+        let tag_prefix = format!("{}{cluster}.vm.", proxops_engine::desired::IDENTITY_PREFIX);
         let Some((vmid, guest, name)) = state.guests.iter().find_map(|(vmid, g)| {
             let name = g
                 .config
