@@ -301,23 +301,29 @@ fn year_reaches(v: Value, year: u32) -> bool {
     }
 }
 
-/// Monday 0 … Sunday 6 of a day number (1970-01-01, day 0, was a Thursday).
-fn weekday_of(day: i64) -> u32 {
-    (day + 3).rem_euclid(7) as u32
+/// The UTC date of a day number since 1970-01-01 (`None` outside jiff's range, years -9999 to
+/// 9999).
+fn date_of(day: i64) -> Option<jiff::civil::Date> {
+    let ts = jiff::Timestamp::from_second(day.checked_mul(86_400)?).ok()?;
+    Some(ts.to_zoned(jiff::tz::TimeZone::UTC).date())
 }
 
-/// Year, month, day of a day number since 1970-01-01 (the proleptic Gregorian calendar).
+/// Monday 0 … Sunday 6 of a day number.
+fn weekday_of(day: i64) -> u32 {
+    date_of(day).map_or(0, |d| d.weekday().to_monday_zero_offset() as u32)
+}
+
+/// Year, month, day of a day number since 1970-01-01 (the proleptic Gregorian calendar); years
+/// before 0 or past jiff's range read as year 0.
 fn civil_from_days(z: i64) -> (u32, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y.max(0) as u32, m as u32, d as u32)
+    match date_of(z) {
+        Some(d) => (
+            u32::try_from(d.year()).unwrap_or(0),
+            d.month() as u32,
+            d.day() as u32,
+        ),
+        None => (0, 1, 1),
+    }
 }
 
 #[cfg(test)]

@@ -3,18 +3,14 @@
 
 use sha1::Digest;
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// MD5 of data, lowercase hex.
 pub(crate) fn md5_hex(data: &[u8]) -> String {
-    hex(&md5::Md5::digest(data))
+    hex::encode(md5::Md5::digest(data))
 }
 
 /// SHA-1 of data, lowercase hex.
 pub(crate) fn sha1_hex(data: &[u8]) -> String {
-    hex(&sha1::Sha1::digest(data))
+    hex::encode(sha1::Sha1::digest(data))
 }
 
 #[cfg(test)]

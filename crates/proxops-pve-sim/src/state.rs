@@ -89,10 +89,7 @@ impl UserAccount {
     /// The hash a password is kept as.
     pub fn hash(password: &str) -> String {
         use sha2::{Digest, Sha256};
-        Sha256::digest(password.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex::encode(Sha256::digest(password.as_bytes()))
     }
 }
 

@@ -40,11 +40,7 @@ pub fn candidate_id(cluster: &str, head: ObjectId, tree: ObjectId) -> String {
         h.update(part.as_bytes());
         h.update([0]);
     }
-    h.finalize()
-        .iter()
-        .take(6)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&h.finalize()[..6])
 }
 
 /// Publishes `tree` on the live desired head `head` (whose tree is `head_tree`) through the

@@ -307,8 +307,7 @@ fn token(cluster: &str, holder: &Holder, now: SystemTime) -> String {
         "{cluster}\0{}\0{}\0{nanos}\0{n}",
         holder.host, holder.pid
     ));
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    format!("lease-{hex}")
+    format!("lease-{}", hex::encode(&digest[..16]))
 }
 
 /// This machine's host name (empty when it cannot be read).

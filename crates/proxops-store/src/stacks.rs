@@ -89,11 +89,7 @@ pub struct StackTemplateDoc {
 /// `sha256:<hex>` of a value's canonical bytes: what a Stack's `templateRef` pins.
 pub fn content_digest(value: &Value) -> Result<String> {
     let digest = Sha256::digest(canonical_bytes(value)?);
-    let mut out = String::from("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    Ok(out)
+    Ok(format!("sha256:{}", hex::encode(digest)))
 }
 
 fn spec_of(doc: &StackDocument) -> Value {

@@ -185,10 +185,7 @@ pub(crate) fn download(ctx: &mut Ctx) -> Result<Value, ApiError> {
         size2.store(body.len() as u64, std::sync::atomic::Ordering::SeqCst);
         log.push(format!("download finished: {} bytes", body.len()));
         log.push("calculating checksum...".into());
-        let got: String = sha2::Sha512::digest(&body)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let got = hex::encode(sha2::Sha512::digest(&body));
         if got != sha512 {
             return Err(format!(
                 "checksum mismatch: got '{got}' != expect '{sha512}'"

@@ -613,24 +613,11 @@ fn archive(st: &mut State, node: &str, storage: &str, vmid: u32) -> Option<Strin
 
 /// `YYYY_MM_DD-HH_MM_SS` in UTC, as vzdump names its archives (`strftime("%Y_%m_%d-%H_%M_%S")`).
 pub(crate) fn archive_time(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}_{month:02}_{day:02}-{:02}_{:02}_{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let ts = i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    ts.strftime("%Y_%m_%d-%H_%M_%S").to_string()
 }
 
 #[cfg(test)]

@@ -46,11 +46,7 @@ pub(crate) fn digest(g: &Guest) -> String {
             h.update(format!("delete: {}\n", g.pending_delete.join(",")).as_bytes());
         }
     }
-    h.finalize()
-        .iter()
-        .take(20)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&h.finalize()[..20])
 }
 
 /// A config value typed as the schema types it (integers and booleans as numbers).

@@ -209,16 +209,12 @@ pub(crate) fn format_for(
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 pub(crate) fn checksum(algorithm: &str, data: &[u8]) -> Option<String> {
     Some(match algorithm {
-        "sha224" => hex(&sha2::Sha224::digest(data)),
-        "sha256" => hex(&sha2::Sha256::digest(data)),
-        "sha384" => hex(&sha2::Sha384::digest(data)),
-        "sha512" => hex(&sha2::Sha512::digest(data)),
+        "sha224" => hex::encode(sha2::Sha224::digest(data)),
+        "sha256" => hex::encode(sha2::Sha256::digest(data)),
+        "sha384" => hex::encode(sha2::Sha384::digest(data)),
+        "sha512" => hex::encode(sha2::Sha512::digest(data)),
         "md5" => crate::hashes::md5_hex(data),
         "sha1" => crate::hashes::sha1_hex(data),
         _ => return None,

@@ -6,16 +6,12 @@ use proxops_test_support::serve_files as serve;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 #[tokio::test]
 async fn downloads_iso_with_checksum() {
     let iso = vec![7u8; 100_000];
     let srv = serve(HashMap::from([("/debian.iso".to_string(), iso.clone())])).await;
     let sim = Sim::start().await;
-    let sum = hex(&Sha256::digest(&iso));
+    let sum = hex::encode(Sha256::digest(&iso));
     let url = format!("{}/debian.iso", srv.base);
     let upid = sim
         .post(
@@ -100,7 +96,7 @@ async fn checksum_mismatch_fails_the_task_and_other_algorithms_work() {
     let st = sim.wait(&upid).await;
     let want = format!(
         "checksum mismatch: got '{}' != expect '{bad}'",
-        hex(&Sha256::digest(&data))
+        hex::encode(Sha256::digest(&data))
     );
     assert_eq!(st["exitstatus"], want.as_str());
     assert_eq!(

@@ -68,10 +68,7 @@ async fn an_upload_lands_on_the_storage_with_its_checksum_checked() {
     let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
     let sha = {
         use sha2::Digest;
-        sha2::Sha256::digest(&data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+        hex::encode(sha2::Sha256::digest(&data))
     };
     let fields = [
         ("content", "iso"),

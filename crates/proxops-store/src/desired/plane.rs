@@ -302,9 +302,5 @@ pub fn mint_uid(
         h.update([0]);
     }
     let digest = h.finalize();
-    let mut uid = String::from("u1-");
-    for b in &digest[..16] {
-        uid.push_str(&format!("{b:02x}"));
-    }
-    uid
+    format!("u1-{}", hex::encode(&digest[..16]))
 }
