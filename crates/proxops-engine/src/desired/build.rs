@@ -2,7 +2,8 @@
 //! so a driver of another crate (see [`Drivers::register`](super::Drivers::register)) builds
 //! them through these.
 
-use super::{CloneSource, Compare, DesiredArtifact, DesiredGuest, Owned};
+use super::artifact::DesiredArtifact;
+use super::guest::{CloneSource, Compare, DesiredGuest, Owned};
 use proxops_model::kinds::{HaSpec, PowerState};
 use proxops_pve::GuestType;
 use proxops_secrets::{REDACTED, Secret};

@@ -2,8 +2,11 @@
 //! model's kind registry finds each kind's definition. Embedders that register a kind of their
 //! own in the model register its driver here.
 
-use super::{Context, DesiredArtifact, DesiredError, DesiredGuest, artifact, guest};
-use proxops_model::Resource;
+use super::artifact::{DesiredArtifact, artifact};
+use super::context::{Context, DesiredError};
+use super::guest::DesiredGuest;
+use super::{lxc, vm};
+use proxops_model::{Resource, Spec};
 use std::fmt;
 use std::sync::Arc;
 
@@ -119,4 +122,15 @@ impl Drivers {
             .ok_or_else(|| DesiredError::NoDriver(resource.kind.to_owned()))?
             .desired(cx, resource)
     }
+}
+
+/// The desired guest of a VM, TemplateVM, LXC or TemplateCT resource.
+pub fn guest(cx: &Context<'_>, resource: &Resource) -> Result<DesiredGuest, DesiredError> {
+    let mut desired = match &resource.spec {
+        Spec::Vm(spec) => vm::desired(cx, resource, spec)?,
+        Spec::Lxc(spec) => lxc::desired(cx, resource, spec)?,
+        _ => return Err(DesiredError::NotAGuest(resource.key().to_string())),
+    };
+    desired.owned.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(desired)
 }

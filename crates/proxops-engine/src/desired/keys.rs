@@ -1,7 +1,7 @@
 //! What the VM and LXC drivers build the same way: the guest before its keys, the keys every
 //! guest begins with, and options written as they are given.
 
-use super::{Compare, DesiredGuest, Owned, flag, owned};
+use super::guest::{Compare, DesiredGuest, Owned, flag, owned};
 use proxops_model::kinds::placement::allowed_nodes;
 use proxops_model::kinds::{HaSpec, PowerState};
 use proxops_model::quantity::Quantity;

@@ -1,7 +1,9 @@
 //! `LXC` and `TemplateCT`: the wire mapping of SPEC.md section 8.3, with `features` merged into
 //! the live value instead of overwritten, and interfaces named `eth<i>` by default as PVE does.
 
-use super::{Compare, Context, DesiredError, DesiredGuest, flag, keys, owned, pve_config, tags};
+use super::context::{Context, DesiredError};
+use super::guest::{Compare, DesiredGuest, flag, owned, pve_config, tags};
+use super::keys;
 use proxops_model::Resource;
 use proxops_model::kinds::LxcSpec;
 use proxops_model::kinds::lxc::{Arch, ConsoleMode, LxcOsType, MountOptions};

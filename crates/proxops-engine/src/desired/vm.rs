@@ -2,10 +2,9 @@
 //! implementation's known bugs fixed (tags joined with `;`, `tpmstate0`, `hidden` inside `cpu`,
 //! explicit `false` options owned as `0`, the name compared so renames converge).
 
-use super::{
-    CloneSource, Compare, Context, DesiredError, DesiredGuest, Owned, flag, keys, owned,
-    pve_config, tags,
-};
+use super::context::{Context, DesiredError};
+use super::guest::{CloneSource, Compare, DesiredGuest, Owned, flag, owned, pve_config, tags};
+use super::keys;
 use proxops_model::Resource;
 use proxops_model::kinds::vm::{
     AgentType, Aio, AudioDevice, AudioDriver, Balloon, Bios, Cache, Cdrom, Clipboard, Discard,
