@@ -97,6 +97,7 @@ mod compat;
 pub mod cycle;
 pub mod desired;
 pub mod diff;
+pub mod doctor;
 pub mod execute;
 mod failure;
 pub mod guard;
