@@ -177,9 +177,11 @@ impl From<proxops_model::LoadError> for CommandError {
                 CommandError::user(format!("no cluster named `{name}` in this repository"))
                     .hint(format!("clusters here: {known}"))
             }
-            proxops_model::LoadError::Unreadable { .. } => CommandError::user(e.to_string()),
             // A newer kind of load failure: still about the user's repository.
-            _ => CommandError::user(e.to_string()),
+            _ => {
+                let message = e.to_string();
+                CommandError::user(message).with_source(e)
+            }
         }
     }
 }
@@ -209,7 +211,10 @@ impl From<proxops_store::StoreError> for CommandError {
             _ => ErrorKind::Internal,
         };
         let code = e.code();
-        CommandError::new(kind, e.to_string()).with_code(code)
+        let message = e.to_string();
+        CommandError::new(kind, message)
+            .with_code(code)
+            .with_source(e)
     }
 }
 
@@ -237,7 +242,8 @@ impl From<proxops_engine::adopt::AdoptError> for CommandError {
             A::NoSuchGuest(_) | A::Write(..) => ErrorKind::User,
             _ => ErrorKind::Internal,
         };
-        CommandError::new(kind, e.to_string())
+        let message = e.to_string();
+        CommandError::new(kind, message).with_source(e)
     }
 }
 
@@ -247,13 +253,20 @@ impl From<proxops_engine::init::InitError> for CommandError {
         match e {
             I::Connect(c) => CommandError::from(c),
             I::Adopt(a) => CommandError::from(a),
-            I::NotEmpty { .. } => CommandError::user(e.to_string())
-                .hint("pass --force to add only the missing files, or choose an empty directory"),
+            I::NotEmpty { .. } => {
+                let message = e.to_string();
+                CommandError::user(message).with_source(e).hint(
+                    "pass --force to add only the missing files, or choose an empty directory",
+                )
+            }
             I::Invalid { .. } | I::Io { .. } | I::Git { .. } => {
                 let message = e.to_string();
                 CommandError::user(message).with_source(e)
             }
-            I::Validation(_) => CommandError::config(e.to_string()),
+            I::Validation(_) => {
+                let message = e.to_string();
+                CommandError::config(message).with_source(e)
+            }
             _ => {
                 let message = e.to_string();
                 CommandError::internal(message).with_source(e)
@@ -271,7 +284,10 @@ impl From<crate::demo::DemoError> for CommandError {
             _ => ErrorKind::Internal,
         };
         let code = e.code();
-        CommandError::new(kind, e.to_string()).with_code(code)
+        let message = e.to_string();
+        CommandError::new(kind, message)
+            .with_code(code)
+            .with_source(e)
     }
 }
 
@@ -283,7 +299,8 @@ impl From<proxops_agent::AgentError> for CommandError {
             A::Source(_) => ErrorKind::Config,
             _ => ErrorKind::Internal,
         };
-        CommandError::new(kind, e.to_string())
+        let message = e.to_string();
+        CommandError::new(kind, message).with_source(e)
     }
 }
 
