@@ -18,6 +18,8 @@
 //! Log level, listen address and data directory are process-wide: only defaults,
 //! `proxops.yaml` and flags set them.
 
+pub mod agent;
+
 use crate::config::{AuthMethod, ClusterEntry, ConfigFile, LogLevel};
 use std::fmt;
 use std::time::Duration;

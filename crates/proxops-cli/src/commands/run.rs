@@ -8,6 +8,7 @@ use proxops_agent::hooks::Receivers;
 use proxops_agent::notify::ConfiguredSinks;
 use proxops_agent::{Agent, AgentBackend, AgentOptions, PassHook, SourceLocation};
 use proxops_model::config::{ConfigFile, parse_duration};
+use proxops_model::settings::agent::{AgentFiles, AgentFlags, agent_settings};
 use proxops_model::{FsSource, read_config_file};
 use proxops_store::GitToken;
 use std::net::SocketAddr;
@@ -189,60 +190,19 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         }
     };
     // Flags, then the agent configuration file, then the repository's proxops.yaml.
-    let layered = |pick: &dyn Fn(&ConfigFile) -> Option<String>| {
-        file.as_ref()
-            .and_then(pick)
-            .or_else(|| repo_config.as_ref().and_then(pick))
-    };
-    // Parsed, and checked at its node, when the file was read.
-    let interval = args
-        .interval
-        .or_else(|| {
-            let of = |c: &ConfigFile| c.reconcile.as_ref()?.poll_interval.as_ref()?.value();
-            file.as_ref()
-                .and_then(of)
-                .or_else(|| repo_config.as_ref().and_then(of))
-        })
-        .unwrap_or(Duration::from_secs(30));
-    let verify_interval = args.verify_interval.or_else(|| {
-        let of = |c: &ConfigFile| c.reconcile.as_ref()?.verify_interval.as_ref()?.value();
-        file.as_ref()
-            .and_then(of)
-            .or_else(|| repo_config.as_ref().and_then(of))
-    });
-    let listen = match args.listen {
-        Some(l) => l,
-        None => match layered(&|c| c.listen.clone()) {
-            Some(text) => text.parse().map_err(|_| {
-                CommandError::usage(
-                    format!("`listen: {text}` is not an address such as 127.0.0.1:9494"),
-                    None,
-                )
-            })?,
-            None => SocketAddr::from(([127, 0, 0, 1], 9494)),
-        },
-    };
-    let data_dir = args
-        .data_dir
-        .clone()
-        .or_else(|| {
-            file.as_ref()
-                .and_then(|c| c.data_dir.as_ref())
-                .map(|d| file_dir.join(d))
-        })
-        .or_else(|| {
-            repo_config
-                .as_ref()
-                .and_then(|c| c.data_dir.clone())
-                .map(PathBuf::from)
-        })
-        .unwrap_or(default_data_dir);
-    // The agent configuration's `agent` section wins over the repository's.
-    let token_config = match (&file, &repo_config, &repo_dir_of) {
-        (Some(c), _, _) if c.agent.is_some() => Some((c, file_dir.as_path())),
-        (_, Some(c), Some(dir)) => Some((c, dir.as_path())),
-        _ => None,
-    };
+    let files = AgentFiles::new(
+        file.as_ref().map(|c| (c, file_dir.as_path())),
+        repo_config.as_ref().zip(repo_dir_of.as_deref()),
+    );
+    let flags = AgentFlags::new(
+        args.interval,
+        args.verify_interval,
+        args.listen,
+        args.data_dir.clone(),
+    );
+    let settings = agent_settings(&flags, &files, default_data_dir)
+        .map_err(|e| CommandError::usage(e.to_string(), None))?;
+    let token_config = files.agent_file();
     let token = control_token(args.token_file.as_deref(), token_config)?;
     let webhooks = match token_config {
         Some((c, dir)) => match c.agent.as_ref().and_then(|a| a.webhooks.as_ref()) {
@@ -253,7 +213,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         },
         None => None,
     };
-    let mut options = AgentOptions::new(source, data_dir);
+    let mut options = AgentOptions::new(source, settings.data_dir);
     options.token = token;
     options.webhooks = webhooks;
     // The agent configuration's sinks win over the repository's, which the agent reads at
@@ -263,9 +223,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         .and_then(|c| c.notifications.clone())
         .map(|sinks| ConfiguredSinks::new(sinks, file_dir.clone()));
     options.clusters = args.clusters.clone();
-    options.interval = interval;
-    options.verify_interval = verify_interval;
-    options.listen = listen;
+    options.interval = settings.interval;
+    options.verify_interval = settings.verify_interval;
+    options.listen = settings.listen;
     options.backend = match args.backend.backend {
         BackendKind::Pve => AgentBackend::Pve,
         BackendKind::Sim => AgentBackend::Sim {
