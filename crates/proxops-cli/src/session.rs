@@ -2,17 +2,16 @@
 //! cluster's PVE (or a simulator) as the flags say.
 
 use crate::error::CommandError;
-use proxops_engine::backend::{
-    Backend, Connection, connect_with, per_cluster_state_file, settings_for,
-};
-use proxops_graph::{Graph, check_repository};
+use proxops_engine::backend::{Backend, Connection, connect_with, per_cluster_state_file};
+use proxops_engine::workspace::{Workspace, WorkspaceError};
+use proxops_graph::Graph;
 use proxops_model::config::LogLevel;
 use proxops_model::settings::{ClusterSettings, FlagSettings};
 use proxops_model::source::RepoSource;
-use proxops_model::{Cluster, FsSource, LoadOptions, Registry, Repository, load_repository};
+use proxops_model::{Cluster, FsSource, Registry, Repository};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The global flags that are configuration layers (`--log-level`), set once by `main`.
@@ -169,38 +168,49 @@ pub enum BackendKind {
     Sim,
 }
 
-/// The repository's valid clusters with their graphs; the errors of the others are printed.
+/// The repository as a command loaded it ([`Workspace`]), with the flags layer of its settings.
 pub struct Loaded {
-    pub dir: PathBuf,
-    pub registry: Registry,
-    pub repo: Repository,
-    pub graphs: Vec<(String, Graph)>,
+    /// The loaded repository.
+    pub ws: Workspace,
     /// The flags layer of the settings: the global flags, plus the command's own.
     pub flags: FlagSettings,
 }
 
 impl Loaded {
+    /// Where the repository's files are.
+    pub fn dir(&self) -> &Path {
+        self.ws.dir()
+    }
+
+    /// The loaded repository.
+    pub fn repo(&self) -> &Repository {
+        self.ws.repo()
+    }
+
+    /// The valid clusters' graphs.
+    pub fn graphs(&self) -> &[(String, Graph)] {
+        self.ws.graphs()
+    }
+
+    /// The kinds.
+    pub fn registry(&self) -> &Arc<Registry> {
+        self.ws.registry()
+    }
+
     /// The valid clusters, in name order, with their graphs.
     pub fn clusters(&self) -> impl Iterator<Item = (&Cluster, &Graph)> {
-        self.graphs
-            .iter()
-            .filter_map(|(name, g)| self.repo.cluster(name).map(|c| (c, g)))
+        self.ws.clusters()
     }
 
     /// A cluster's effective settings: defaults, `proxops.yaml`, its config, the global flags
     /// and the environment.
     pub fn settings(&self, cluster: &Cluster) -> ClusterSettings {
-        settings_for(
-            self.repo.config.as_ref(),
-            cluster,
-            &self.flags,
-            LogLevel::Warn,
-        )
+        self.ws.settings(cluster, &self.flags)
     }
 
     /// Whether any selected cluster is invalid.
     pub fn any_invalid(&self) -> bool {
-        self.repo.clusters.iter().any(|c| !c.valid)
+        self.ws.any_invalid()
     }
 }
 
@@ -301,7 +311,7 @@ pub fn load_from(
 ) -> Result<Loaded, CommandError> {
     let loaded = open_from(source, dir, clusters)?;
     let mut err = std::io::stderr().lock();
-    for d in loaded.repo.diagnostics.iter().filter(|d| d.is_error()) {
+    for d in loaded.repo().diagnostics.iter().filter(|d| d.is_error()) {
         let _ = writeln!(err, "{:?}", miette::Report::new(d.to_miette()));
     }
     Ok(loaded)
@@ -326,20 +336,16 @@ fn open_from(
     dir: &Path,
     clusters: &[String],
 ) -> Result<Loaded, CommandError> {
-    let registry = Registry::builtin();
-    let options = LoadOptions::default().with_clusters(clusters.iter().cloned());
-    let mut repo = load_repository(source, &registry, &options)?;
-    let graphs = check_repository(&registry, &mut repo)
-        .into_iter()
-        .filter_map(|c| c.graph.map(|g| (c.name, g)))
-        .collect();
-    Ok(Loaded {
-        dir: dir.to_path_buf(),
-        registry,
-        repo,
-        graphs,
-        flags: flags(),
-    })
+    let registry = Arc::new(Registry::builtin());
+    let ws =
+        Workspace::from_source(source, dir, registry, clusters, None).map_err(|e| match e {
+            WorkspaceError::Load(e) => CommandError::from(e),
+            other => {
+                let message = other.to_string();
+                CommandError::user(message).with_source(other)
+            }
+        })?;
+    Ok(Loaded { ws, flags: flags() })
 }
 
 impl BackendArgs {
@@ -365,13 +371,13 @@ impl BackendArgs {
         loaded: &Loaded,
         cluster: &Cluster,
     ) -> Result<Connection, CommandError> {
-        let backend = self.backend(&loaded.dir, &cluster.name);
+        let backend = self.backend(loaded.dir(), &cluster.name);
         connect_with(
-            &loaded.registry,
+            loaded.registry(),
             cluster,
             &backend,
             loaded.settings(cluster),
-            Some(&loaded.dir),
+            Some(loaded.dir()),
         )
         .await
         .map_err(CommandError::from)

@@ -120,7 +120,7 @@ impl Writer<'_> {
                     planes,
                     &needs_terminal,
                 );
-                let source = Source::new(&loaded.repo, Some(graph), &loaded.dir).at(revision);
+                let source = Source::new(loaded.repo(), Some(graph), loaded.dir()).at(revision);
                 let run = reconciler
                     .cycle(source, &cluster.name, stop_rx.clone())
                     .await;
@@ -154,7 +154,7 @@ impl Writer<'_> {
             && self.cycle.plan.live.repo.clusters.is_empty()
         {
             let known: Vec<&str> = loaded
-                .repo
+                .repo()
                 .clusters
                 .iter()
                 .map(|c| c.name.as_str())
@@ -201,8 +201,8 @@ impl Writer<'_> {
             }));
         }
         let mut builder = Reconciler::builder(
-            Arc::new(loaded.registry.clone()),
-            self.cycle.plan.live.backend.backend(&loaded.dir, cluster),
+            Arc::clone(loaded.registry()),
+            self.cycle.plan.live.backend.backend(loaded.dir(), cluster),
         )
         .record_planes(planes)
         .options(options);

@@ -115,6 +115,7 @@ pub mod reconcile;
 pub mod refusals;
 pub mod secrets;
 pub mod verify;
+pub mod workspace;
 
 pub use adopt::{
     AdoptContext, AdoptError, AdoptRefusal, AdoptReport, Adopted, LiveGuest,

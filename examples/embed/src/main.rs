@@ -2,9 +2,9 @@
 //! `Reconciler` against an in-process PVE simulator, with the planes (desired state, receipts)
 //! in a throw-away git copy of the repository. A second run finds the cluster in sync.
 
-use proxops_engine::{Backend, ReconcileOptions, Reconciler, RunResult, Source};
-use proxops_graph::check_repository;
-use proxops_model::{LoadOptions, Registry, load_repository};
+use proxops_engine::workspace::Workspace;
+use proxops_engine::{Backend, ReconcileOptions, Reconciler, RunResult};
+use proxops_model::Registry;
 use proxops_store::Store;
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -24,16 +24,14 @@ async fn main() -> Result<ExitCode, Box<dyn std::error::Error>> {
     git(&repo, &["add", "-A"])?;
     git(&repo, &["commit", "-q", "-m", "the homelab example"])?;
 
-    // The repository at its commit, and the graph of the cluster `lab`.
+    // The repository at its commit, with the graph of the cluster `lab`.
     let store = Store::open(&repo)?;
     let registry = Arc::new(Registry::builtin());
     let head = store.source(None)?;
-    let mut repository = load_repository(&head, &registry, &LoadOptions::default())?;
-    let graph = check_repository(&registry, &mut repository)
-        .into_iter()
-        .find(|c| c.name == "lab")
-        .and_then(|c| c.graph)
-        .ok_or("the cluster `lab` is not valid")?;
+    let workspace = Workspace::at_commit(&head, &repo, Arc::clone(&registry), &["lab".into()])?;
+    if workspace.graph("lab").is_none() {
+        return Err("the cluster `lab` is not valid".into());
+    }
 
     // A simulator seeded from the cluster, keeping its state between the runs.
     let backend = Backend::Sim {
@@ -49,7 +47,7 @@ async fn main() -> Result<ExitCode, Box<dyn std::error::Error>> {
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);
     let mut results = Vec::new();
     for n in 1..=2 {
-        let source = Source::new(&repository, Some(&graph), &repo).at(Some(head.commit()));
+        let source = workspace.source("lab").ok_or("no cluster `lab`")?;
         let run = reconciler.cycle(source, "lab", stop.clone()).await;
         for report in run.cycles.iter().filter_map(|c| c.report.as_ref()) {
             for r in &report.results {

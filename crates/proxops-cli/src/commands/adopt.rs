@@ -50,7 +50,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let dir = args.repo.resolve()?;
     let loaded = load(&dir, std::slice::from_ref(&args.cluster))?;
-    let cluster = loaded.repo.cluster(&args.cluster).ok_or_else(|| {
+    let cluster = loaded.repo().cluster(&args.cluster).ok_or_else(|| {
         CommandError::usage(
             format!("no cluster `{}` in {}", args.cluster, dir.display()),
             Some("name a directory under clusters/".into()),

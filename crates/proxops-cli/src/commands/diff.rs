@@ -58,7 +58,7 @@ fn plan(args: &Args) -> Result<ExitCode, CommandError> {
     let store = (!args.no_planes && dir.join(".git").exists())
         .then(|| open_store(&dir))
         .transpose()?;
-    let registry = Arc::new(loaded.registry.clone());
+    let registry = Arc::clone(loaded.registry());
     let options = ReconcileOptions::default()
         .with_dry_run(true)
         .with_flags(loaded.flags.clone())
@@ -72,13 +72,13 @@ fn plan(args: &Args) -> Result<ExitCode, CommandError> {
         for (cluster, graph) in loaded.clusters() {
             let mut builder = Reconciler::builder(
                 Arc::clone(&registry),
-                plan.live.backend.backend(&loaded.dir, &cluster.name),
+                plan.live.backend.backend(loaded.dir(), &cluster.name),
             )
             .options(options.clone());
             if let Some(store) = &store {
                 builder = builder.store(store.clone()).record_planes(true);
             }
-            let source = Source::new(&loaded.repo, Some(graph), &loaded.dir).at(revision);
+            let source = Source::new(loaded.repo(), Some(graph), loaded.dir()).at(revision);
             let (_, stop) = tokio::sync::watch::channel(false);
             let mut run = builder.build().cycle(source, &cluster.name, stop).await;
             for e in &run.errors {

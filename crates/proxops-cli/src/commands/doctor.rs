@@ -35,15 +35,15 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let pve = args.live.backend.backend == BackendKind::Pve;
     let mut failed = false;
     runtime()?.block_on(async {
-        for cluster in &loaded.repo.clusters {
+        for cluster in &loaded.repo().clusters {
             println!("cluster {}", cluster.name);
             let graph = loaded
-                .graphs
+                .graphs()
                 .iter()
                 .find(|(name, _)| *name == cluster.name)
                 .map(|(_, g)| g);
             let settings = loaded.settings(cluster);
-            let secrets = ClusterSecrets::load(Some(&loaded.dir), cluster);
+            let secrets = ClusterSecrets::load(Some(loaded.dir()), cluster);
             let input = DoctorInput::new(cluster, graph, &settings, &secrets, pve);
             let connect = || args.live.backend.connect(&loaded, cluster);
             let report = doctor::check(input, connect, &mut print_line).await;

@@ -36,11 +36,11 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let loaded = crate::session::load(&dir, &args.repo.clusters)?;
     // Every selected cluster, with its graph when it is valid.
     let graphs: Vec<(&str, Option<&Graph>)> = loaded
-        .repo
+        .repo()
         .clusters
         .iter()
         .map(|c| {
-            let graph = loaded.graphs.iter().find(|(n, _)| *n == c.name);
+            let graph = loaded.graphs().iter().find(|(n, _)| *n == c.name);
             (c.name.as_str(), graph.map(|(_, g)| g))
         })
         .collect();

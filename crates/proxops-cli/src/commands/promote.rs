@@ -39,12 +39,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;
     // The target's payloads are rendered as its own publications render them.
     let options =
-        proxops_engine::planes::Planes::from_config(store.clone(), &loaded.repo, &args.to)
+        proxops_engine::planes::Planes::from_config(store.clone(), loaded.repo(), &args.to)
             .map_err(CommandError::from)?
             .desired_options();
     let outcome = store
         .promote(
-            &PromotionRequest::new(&args.from, &args.to, &loaded.repo, source.commit())
+            &PromotionRequest::new(&args.from, &args.to, loaded.repo(), source.commit())
                 .with_dry_run(args.dry_run)
                 .with_options(options),
         )

@@ -24,7 +24,9 @@ pub struct Args {
 /// Runs `proxops validate`.
 pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     let dir = args.repo.resolve()?;
-    let mut repo = crate::session::open(&dir, &args.repo.clusters)?.repo;
+    let mut repo = crate::session::open(&dir, &args.repo.clusters)?
+        .ws
+        .into_repo();
     // What only the planes can tell: a `fromPromotion` in a cluster never promoted.
     let store = proxops_store::Store::open(&dir).ok();
     let unresolvable = proxops_engine::planes::unresolvable_promotions(store.as_ref(), &repo);

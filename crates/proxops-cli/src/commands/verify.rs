@@ -59,10 +59,10 @@ fn verify(args: &Args) -> Result<ExitCode, CommandError> {
     let source = store.source(None).map_err(CommandError::from)?;
     let loaded = load_from(&source, &dir, &args.planes.repo.clusters)?;
     let options = VerifyOptions::default()
-        .with_registry(Arc::new(loaded.registry.clone()))
+        .with_registry(Arc::clone(loaded.registry()))
         .with_flags(loaded.flags.clone());
     let mut names: Vec<String> = loaded
-        .repo
+        .repo()
         .clusters
         .iter()
         .map(|c| c.name.clone())
@@ -71,9 +71,17 @@ fn verify(args: &Args) -> Result<ExitCode, CommandError> {
     let clusters = runtime()?.block_on(async {
         let mut out = Vec::new();
         for name in &names {
-            let backend = args.backend.backend(&loaded.dir, name);
+            let backend = args.backend.backend(loaded.dir(), name);
             out.push(
-                verify_cluster(&store, &backend, &loaded.repo, &loaded.dir, name, &options).await,
+                verify_cluster(
+                    &store,
+                    &backend,
+                    loaded.repo(),
+                    loaded.dir(),
+                    name,
+                    &options,
+                )
+                .await,
             );
         }
         out
