@@ -1,6 +1,6 @@
 //! The agent's own settings (`proxops run`), each taken from the first layer that sets it: the
 //! command's flags, then the agent configuration file (`--config`), then the repository's
-//! `proxops.yaml`. A cluster's settings are layered in [`super::settings_for`]; these are the
+//! `proxops.yaml`. A cluster's settings are layered in [`super::ClusterSettings`]; these are the
 //! service's.
 
 use crate::config::ConfigFile;
