@@ -181,9 +181,7 @@ async fn cycle(
 #[cfg_attr(not(feature = "sim"), allow(unused_variables))]
 pub(crate) fn backend_for(pass: &Pass, name: &str) -> Backend {
     match &pass.options.backend {
-        AgentBackend::Pve => Backend::Pve {
-            repo: Some(pass.fetched.dir.clone()),
-        },
+        AgentBackend::Pve => Backend::Pve,
         #[cfg(feature = "sim")]
         AgentBackend::Sim {
             state_file,

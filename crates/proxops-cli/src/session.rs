@@ -350,11 +350,9 @@ fn open_from(
 
 impl BackendArgs {
     /// The engine's backend for a cluster.
-    pub fn backend(&self, repo: &Path, cluster: &str) -> Backend {
+    pub fn backend(&self, cluster: &str) -> Backend {
         match self.backend {
-            BackendKind::Pve => Backend::Pve {
-                repo: Some(repo.to_path_buf()),
-            },
+            BackendKind::Pve => Backend::Pve,
             BackendKind::Sim => Backend::Sim {
                 state_file: self
                     .sim_state
@@ -371,7 +369,7 @@ impl BackendArgs {
         loaded: &Loaded,
         cluster: &Cluster,
     ) -> Result<Connection, CommandError> {
-        let backend = self.backend(loaded.dir(), &cluster.name);
+        let backend = self.backend(&cluster.name);
         connect_with(
             loaded.registry(),
             cluster,

@@ -202,7 +202,7 @@ impl Writer<'_> {
         }
         let mut builder = Reconciler::builder(
             Arc::clone(loaded.registry()),
-            self.cycle.plan.live.backend.backend(loaded.dir(), cluster),
+            self.cycle.plan.live.backend.backend(cluster),
         )
         .record_planes(planes)
         .options(options);

@@ -72,7 +72,7 @@ fn plan(args: &Args) -> Result<ExitCode, CommandError> {
         for (cluster, graph) in loaded.clusters() {
             let mut builder = Reconciler::builder(
                 Arc::clone(&registry),
-                plan.live.backend.backend(loaded.dir(), &cluster.name),
+                plan.live.backend.backend(&cluster.name),
             )
             .options(options.clone());
             if let Some(store) = &store {

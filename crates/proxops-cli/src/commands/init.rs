@@ -119,7 +119,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     }
     let adopt = args
         .from_cluster
-        .then(|| args.backend.backend(&dir, &args.cluster));
+        .then(|| args.backend.backend(&args.cluster));
     let opts = InitOptions::new(&args.cluster, &args.url)
         .with_nodes(args.nodes.clone())
         .with_fingerprint(args.fingerprint.clone())

@@ -71,7 +71,7 @@ fn verify(args: &Args) -> Result<ExitCode, CommandError> {
     let clusters = runtime()?.block_on(async {
         let mut out = Vec::new();
         for name in &names {
-            let backend = args.backend.backend(loaded.dir(), name);
+            let backend = args.backend.backend(name);
             out.push(
                 verify_cluster(
                     &store,

@@ -58,12 +58,9 @@ pub fn settings_for(
 #[non_exhaustive]
 pub enum Backend {
     /// The cluster's `base-url`, with its TLS settings, and credentials from the environment or
-    /// from the cluster's SOPS secrets file.
-    Pve {
-        /// The repository's directory, where `clusters/<c>/<secrets-file>` is read (`None`: the
-        /// environment only).
-        repo: Option<PathBuf>,
-    },
+    /// from the cluster's SOPS secrets file (read under the repository directory a connection
+    /// is given: [`connect_with`], a [`crate::Source`]'s `dir`, [`crate::workspace::Workspace`]).
+    Pve,
     /// A simulator started in this process for each cluster (feature `sim`). When the
     /// cluster's credentials resolve (environment or SOPS), the simulator accepts exactly them,
     /// so the whole credential path is exercised; otherwise it makes up a token of its own.
@@ -152,19 +149,15 @@ impl Connection {
 }
 
 /// Connects to one cluster with settings from its own config and the environment only (no
-/// `proxops.yaml`, no flags); see [`connect_with`].
+/// `proxops.yaml`, no flags, no SOPS file); [`connect_with`] takes the repository directory
+/// whose secrets files it reads.
 pub async fn connect(
     registry: &Registry,
     cluster: &Cluster,
     backend: &Backend,
 ) -> Result<Connection, ConnectError> {
     let settings = settings_for(None, cluster, &FlagSettings::default(), LogLevel::Warn);
-    let repo = match backend {
-        Backend::Pve { repo } => repo.clone(),
-        #[cfg(feature = "sim")]
-        Backend::Sim { .. } => None,
-    };
-    connect_with(registry, cluster, backend, settings, repo.as_deref()).await
+    connect_with(registry, cluster, backend, settings, None).await
 }
 
 /// Connects to one cluster with its effective `settings`; the SOPS secrets file is read under
