@@ -191,7 +191,7 @@ pub async fn connect_with(
             )
             .await
         }
-        Backend::Pve { .. } => {
+        Backend::Pve => {
             let entry = cluster
                 .entry
                 .as_ref()
