@@ -73,15 +73,11 @@ pub fn config_problem<'a>(
     guest: GuestType,
     keys: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Option<String> {
-    use proxops_model::kind::GuestType as G;
     use proxops_model::pve_config::{
         KeyClass, PveRelease, check_value, classify, key, releases_of,
     };
     let schema = PveRelease::for_release(release.0, release.1)?;
-    let model = match guest {
-        GuestType::Qemu => G::Qemu,
-        GuestType::Lxc => G::Lxc,
-    };
+    let model = guest;
     let mut problems = Vec::new();
     for (k, v) in keys {
         match classify(model, k) {

@@ -48,14 +48,8 @@ impl fmt::Display for ResourceKey {
     }
 }
 
-/// The two guest types PVE has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GuestType {
-    /// QEMU virtual machines (`/nodes/{node}/qemu`).
-    Qemu,
-    /// LXC containers (`/nodes/{node}/lxc`).
-    Lxc,
-}
+/// The two guest types PVE has (the one definition, in `proxops-pve-schema`).
+pub use proxops_pve_schema::GuestType;
 
 /// The Rust name of [`SecretSource`], which the decoder recognises to refuse a secret written
 /// in place ([`crate::Code::PlainSecret`]) without echoing it.

@@ -15,12 +15,12 @@ enum Scalar {
     Str(String),
 }
 
-/// Parses PVE's boolean spellings.
+/// Parses PVE's boolean spellings in an answer, leniently: surrounding blanks are ignored and an
+/// empty value is false (what PVE's own parser, `proxops_pve_schema::parse_bool`, reads strictly).
 pub fn parse_bool(s: &str) -> Option<bool> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "on" | "yes" => Some(true),
-        "0" | "false" | "off" | "no" | "" => Some(false),
-        _ => None,
+    match s.trim() {
+        "" => Some(false),
+        text => proxops_pve_schema::parse_bool(text),
     }
 }
 

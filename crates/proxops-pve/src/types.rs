@@ -7,25 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::lenient;
 use crate::params::Params;
 
-/// A guest's type, as in paths and `/cluster/resources`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GuestType {
-    /// A QEMU virtual machine.
-    Qemu,
-    /// An LXC container.
-    Lxc,
-}
-
-impl GuestType {
-    /// `qemu` or `lxc`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GuestType::Qemu => "qemu",
-            GuestType::Lxc => "lxc",
-        }
-    }
-}
+/// A guest's type, as in paths and `/cluster/resources` (the one definition, in
+/// `proxops-pve-schema`).
+pub use proxops_pve_schema::GuestType;
 
 /// Where a guest lives: what every guest endpoint's path needs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -112,10 +112,7 @@ pub async fn adopt_live(
         let live = LiveGuest {
             vmid: g.vmid,
             node: g.node.clone(),
-            guest: match g.kind {
-                proxops_pve::GuestType::Qemu => GuestType::Qemu,
-                proxops_pve::GuestType::Lxc => GuestType::Lxc,
-            },
+            guest: g.kind,
             config: config.values,
             raw_lxc: config.raw_lxc,
             snapshots: client.guest_snapshots(&g.guest_ref()).await?,

@@ -228,12 +228,8 @@ pub(crate) fn pve_config(
     guest: GuestType,
     config: &proxops_model::pve_config::PveConfig,
 ) -> Vec<Owned> {
-    use proxops_model::kind::GuestType as ModelGuest;
     use proxops_model::pve_config::{Ty, key, normalize_value};
-    let model = match guest {
-        GuestType::Qemu => ModelGuest::Qemu,
-        GuestType::Lxc => ModelGuest::Lxc,
-    };
+    let model = guest;
     config
         .iter()
         .map(|(k, v)| {

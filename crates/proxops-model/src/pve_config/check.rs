@@ -5,14 +5,7 @@ use super::formats::{check_named, matches_pattern};
 use super::{Fmt, Key, PveRelease, Sub, Ty, key};
 use crate::names::GuestType;
 
-/// Parses a boolean as PVE does (`1|true|yes|on`, `0|false|no|off`, any case).
-pub(crate) fn parse_bool(v: &str) -> Option<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
+pub(crate) use proxops_pve_schema::parse_bool;
 
 fn check_type(ty: Ty, value: &str) -> Result<(), String> {
     let ok = match ty {

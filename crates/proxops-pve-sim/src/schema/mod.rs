@@ -265,14 +265,8 @@ impl Endpoint {
     }
 }
 
-/// Parses a boolean as PVE does (`1|true|yes|on`, `0|false|no|off`, any case).
-pub fn parse_bool(v: &str) -> Option<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
+/// Parses a boolean as PVE does (the one definition, in `proxops-pve-schema`).
+pub use proxops_pve_schema::parse_bool;
 
 /// Checks request parameters against an endpoint as `version` defines it, returning PVE's
 /// per-parameter messages.

@@ -1,0 +1,64 @@
+//! Facts of the Proxmox VE API that the manifest model, the API client and the simulator share,
+//! written once: [`GuestType`] (PVE's two guest types) and [`parse_bool`] (PVE's boolean
+//! spellings). A leaf crate: it depends on no other ProxOps crate, so each of them can use it.
+
+use serde::{Deserialize, Serialize};
+
+/// The two guest types PVE has, as its paths and `/cluster/resources` name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestType {
+    /// QEMU virtual machines (`/nodes/{node}/qemu`).
+    Qemu,
+    /// LXC containers (`/nodes/{node}/lxc`).
+    Lxc,
+}
+
+impl GuestType {
+    /// `qemu` or `lxc`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuestType::Qemu => "qemu",
+            GuestType::Lxc => "lxc",
+        }
+    }
+}
+
+/// Parses a boolean as PVE does: `1`, `on`, `yes`, `true` and `0`, `off`, `no`, `false`, in
+/// any case (pve-common `PVE/JSONSchema.pm`, `parse_boolean`); `None` for anything else.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booleans_as_pve_spells_them() {
+        for t in ["1", "on", "YES", "True"] {
+            assert_eq!(parse_bool(t), Some(true), "{t}");
+        }
+        for f in ["0", "Off", "no", "FALSE"] {
+            assert_eq!(parse_bool(f), Some(false), "{f}");
+        }
+        for neither in ["", " 1", "2", "y", "enabled"] {
+            assert_eq!(parse_bool(neither), None, "{neither:?}");
+        }
+    }
+
+    #[test]
+    fn guest_types_read_and_write_as_pve_names_them() {
+        assert_eq!(GuestType::Qemu.as_str(), "qemu");
+        assert_eq!(
+            serde_json::to_string(&GuestType::Lxc).ok().as_deref(),
+            Some("\"lxc\"")
+        );
+        let parsed: Result<GuestType, _> = serde_json::from_str("\"qemu\"");
+        assert_eq!(parsed.ok(), Some(GuestType::Qemu));
+    }
+}
