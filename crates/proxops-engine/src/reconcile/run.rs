@@ -9,6 +9,7 @@ use crate::lease::{HeldLease, hold};
 use crate::plan::{ClusterPlan, PlanState, Verb};
 use crate::planes::{Planes, has_references, plan_references};
 use crate::planner::plan_cluster;
+use crate::workspace::Workspace;
 use proxops_graph::Graph;
 use proxops_model::config::DriftMode;
 use proxops_model::{Cluster, Repository, Resource, ResourceKey};
@@ -16,6 +17,7 @@ use proxops_store::desired::DesiredState;
 use proxops_store::documents::hex;
 use proxops_store::{Holder, ObjectId, StoreError};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::sync::watch;
@@ -185,7 +187,7 @@ impl Reconciler {
                             source_revision: live,
                         });
                         run.source_revision = Some(live);
-                        reloaded = Some(self.load_at(planes, name, live).await?);
+                        reloaded = Some(self.load_at(planes, name, live, source.dir).await?);
                     }
                 }
                 run.desired = Some(published);
@@ -193,8 +195,8 @@ impl Reconciler {
         }
         let (cluster, graph) = match &reloaded {
             None => (cluster, graph),
-            Some((repo, graph)) => match repo.cluster(name) {
-                Some(c) => (c, graph),
+            Some(ws) => match ws.repo().cluster(name).zip(ws.graph(name)) {
+                Some(found) => found,
                 None => {
                     return Err(RunError::LiveSource {
                         revision: run.source_revision.map(hex).unwrap_or_default(),
@@ -203,7 +205,7 @@ impl Reconciler {
                 }
             },
         };
-        let repository = reloaded.as_ref().map_or(source.repository, |(r, _)| r);
+        let repository = reloaded.as_ref().map_or(source.repository, |ws| ws.repo());
         let settings = settings_for(
             repository.config.as_ref(),
             cluster,
@@ -475,17 +477,19 @@ impl Reconciler {
         .map_err(RunError::Desired)
     }
 
-    /// The cluster as the source at `revision` has it, with its graph.
+    /// The cluster as the source at `revision` has it (its files under `dir`), with its graph.
     async fn load_at(
         &self,
         planes: &Planes,
         name: &str,
         revision: ObjectId,
-    ) -> Result<(Repository, Graph), RunError> {
-        let (store, registry, name) = (
+        dir: &Path,
+    ) -> Result<Workspace, RunError> {
+        let (store, registry, name, dir) = (
             planes.store.clone(),
             Arc::clone(&self.registry),
             name.to_owned(),
+            dir.to_path_buf(),
         );
         let fail = |reason: String| RunError::LiveSource {
             revision: hex(revision),
@@ -495,15 +499,12 @@ impl Reconciler {
             let source = store
                 .source(Some(&hex(revision)))
                 .map_err(|e| e.to_string())?;
-            let options = proxops_model::LoadOptions::default().with_clusters([name.clone()]);
-            let mut repo = proxops_model::load_repository(&source, &registry, &options)
+            let ws = Workspace::at_commit(&source, &dir, registry, std::slice::from_ref(&name))
                 .map_err(|e| e.to_string())?;
-            let graph = proxops_graph::check_repository(&registry, &mut repo)
-                .into_iter()
-                .find(|c| c.name == name)
-                .and_then(|c| c.graph)
-                .ok_or_else(|| format!("cluster `{name}` is invalid there"))?;
-            Ok::<_, String>((repo, graph))
+            if ws.graph(&name).is_none() {
+                return Err(format!("cluster `{name}` is invalid there"));
+            }
+            Ok::<_, String>(ws)
         })
         .await
         .map_err(|e| fail(e.to_string()))?;
