@@ -12,12 +12,13 @@ use proxops_engine::reconcile::{
     ClusterRun, Event, ReconcileOptions, Reconciler, RunResult, Source,
 };
 use proxops_engine::verify::{ClusterVerification, VerifyOptions, VerifyState, verify_cluster};
-use proxops_graph::{Graph, check_repository};
+// The demo repository loaded at its `HEAD` (not the demo's own `Workspace`, a copy on disk).
+use proxops_engine::workspace::Workspace as Head;
+use proxops_model::Registry;
 use proxops_model::config::DriftMode;
-use proxops_model::{LoadOptions, Registry, Repository, load_repository};
 use proxops_pve::{ConfigChange, GuestRef};
 use proxops_pve_sim::State;
-use proxops_store::{ObjectId, PlaneRefs, ResourceState, Store};
+use proxops_store::{PlaneRefs, ResourceState, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -42,22 +43,6 @@ struct Story<'a> {
     store: Store,
 }
 
-/// The repository at `HEAD` of the copy, with the graphs of its valid clusters.
-struct Head {
-    repository: Repository,
-    graphs: Vec<(String, Graph)>,
-    revision: ObjectId,
-}
-
-impl Head {
-    fn graph(&self, cluster: &str) -> Option<&Graph> {
-        self.graphs
-            .iter()
-            .find(|(n, _)| n == cluster)
-            .map(|(_, g)| g)
-    }
-}
-
 impl Story<'_> {
     fn emit(&self, event: &DemoEvent<'_>) {
         if let Some(f) = &self.options.events {
@@ -75,7 +60,7 @@ impl Story<'_> {
 
     async fn tell(&self) -> Result<DemoReport, DemoError> {
         let head = self.head()?;
-        let names: Vec<String> = head.graphs.iter().map(|(n, _)| n.clone()).collect();
+        let names: Vec<String> = head.graphs().iter().map(|(n, _)| n.clone()).collect();
         let Some(focus) = names.last().cloned() else {
             return Err(DemoError::Repository(
                 "the repository has no valid cluster".into(),
@@ -117,20 +102,11 @@ impl Story<'_> {
         })
     }
 
+    /// The demo repository at its `HEAD`.
     fn head(&self) -> Result<Head, DemoError> {
         let source = self.store.source(None)?;
-        let revision = source.commit();
-        let mut repository = load_repository(&source, &self.registry, &LoadOptions::default())
-            .map_err(|e| DemoError::Repository(e.to_string()))?;
-        let graphs = check_repository(&self.registry, &mut repository)
-            .into_iter()
-            .filter_map(|c| c.graph.map(|g| (c.name, g)))
-            .collect();
-        Ok(Head {
-            repository,
-            graphs,
-            revision,
-        })
+        Head::at_commit(&source, &self.ws.repo, Arc::clone(&self.registry), &[])
+            .map_err(|e| DemoError::Repository(e.to_string()))
     }
 
     fn reconciler(&self, cluster: &str) -> Reconciler {
@@ -166,8 +142,8 @@ impl Story<'_> {
 
     async fn cycle(&self, head: &Head, cluster: &str) -> ClusterRun {
         let (_stop_tx, stop) = tokio::sync::watch::channel(false);
-        let source = Source::new(&head.repository, head.graph(cluster), &self.ws.repo)
-            .at(Some(head.revision));
+        let source =
+            Source::new(head.repo(), head.graph(cluster), &self.ws.repo).at(head.revision());
         self.reconciler(cluster).cycle(source, cluster, stop).await
     }
 
@@ -176,7 +152,7 @@ impl Story<'_> {
     }
 
     async fn apply(&self, head: &Head, cluster: &str) -> Result<ClusterApplied, DemoError> {
-        if let Some(c) = head.repository.cluster(cluster) {
+        if let Some(c) = head.repo().cluster(cluster) {
             let nodes = c
                 .entry
                 .as_ref()
@@ -235,10 +211,7 @@ impl Story<'_> {
     }
 
     fn refs(&self, head: &Head, cluster: &str) -> Result<PlaneRefs, DemoError> {
-        let entry = head
-            .repository
-            .cluster(cluster)
-            .and_then(|c| c.entry.as_ref());
+        let entry = head.repo().cluster(cluster).and_then(|c| c.entry.as_ref());
         Ok(PlaneRefs::from_config(cluster, entry)?)
     }
 
@@ -303,7 +276,7 @@ impl Story<'_> {
             format!("tags: {} removed", dropped),
         ];
         let found_cluster = head
-            .repository
+            .repo()
             .cluster(cluster)
             .ok_or_else(|| DemoError::Repository(format!("no cluster `{cluster}`")))?;
         let backend = Backend::Sim {
@@ -385,7 +358,7 @@ impl Story<'_> {
         verify_cluster(
             &self.store,
             &backend,
-            &head.repository,
+            head.repo(),
             &self.ws.repo,
             cluster,
             &options,
