@@ -67,16 +67,21 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         Output::Table | Output::Wide if items.is_empty() => "No resources found.\n".to_owned(),
         Output::Table => render_table(&items, false),
         Output::Wide => render_table(&items, true),
-        Output::Json => {
-            serde_json::to_string_pretty(&ResourceList::new(items)).map_err(CommandError::from)?
-                + "\n"
-        }
-        Output::Yaml => {
-            let value =
-                serde_json::to_value(ResourceList::new(items)).map_err(CommandError::from)?;
-            proxops_store::canonical::to_yaml(&value)
-        }
+        Output::Json | Output::Yaml => document(&ResourceList::new(items), args.output)?,
     };
+    print(&text)
+}
+
+/// A list document as `-o json` (pretty) or `-o yaml` (canonical) prints it.
+fn document(doc: &impl serde::Serialize, output: Output) -> Result<String, CommandError> {
+    if output == Output::Json {
+        return Ok(serde_json::to_string_pretty(doc).map_err(CommandError::from)? + "\n");
+    }
+    let value = serde_json::to_value(doc).map_err(CommandError::from)?;
+    Ok(proxops_store::canonical::to_yaml(&value))
+}
+
+fn print(text: &str) -> Result<ExitCode, CommandError> {
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
@@ -130,22 +135,9 @@ fn materialized(args: &Args, store: &Store, selector: &Selector) -> Result<ExitC
             }
             table(&rows)
         }
-        Output::Json => {
-            serde_json::to_string_pretty(&MaterializedList::new(items))
-                .map_err(CommandError::from)?
-                + "\n"
-        }
-        Output::Yaml => {
-            let value =
-                serde_json::to_value(MaterializedList::new(items)).map_err(CommandError::from)?;
-            proxops_store::canonical::to_yaml(&value)
-        }
+        Output::Json | Output::Yaml => document(&MaterializedList::new(items), args.output)?,
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .map_err(CommandError::output)?;
-    Ok(ExitCode::SUCCESS)
+    print(&text)
 }
 
 /// The table; `wide` adds UID, PVE identity (node, vmid or storage), the receipt's pinned
