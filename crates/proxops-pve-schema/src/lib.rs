@@ -1,6 +1,25 @@
 //! Facts of the Proxmox VE API that the manifest model, the API client and the simulator share,
-//! written once: [`GuestType`] (PVE's two guest types) and [`parse_bool`] (PVE's boolean
-//! spellings). A leaf crate: it depends on no other ProxOps crate, so each of them can use it.
+//! written once.
+//!
+//! - The one generated table of PVE's official API schemas 8.4 and 9.1 (`gen/schema.py`, facts
+//!   only): every [`Endpoint`] ProxOps uses with its [`Param`]s ([`ENDPOINTS`], [`endpoint`]),
+//!   and the config keys of each guest type ([`keys`], [`key`]), each definition marked with
+//!   the [`Versions`] that have it. `tests/conformance.rs` checks the table against both dumps.
+//! - By hand, once: [`GuestType`] (PVE's two guest types), [`PveRelease`], [`parse_bool`]
+//!   (PVE's boolean spellings) and the indexed families' limits ([`max_index`]).
+//!
+//! A leaf crate: it depends on no other ProxOps crate, so each of them can use it.
+
+mod def;
+mod guest;
+mod release;
+#[rustfmt::skip]
+mod table;
+
+pub use def::{Endpoint, Fmt, Param, Sub, Ty, endpoint};
+pub use guest::{key, keys, max_index, releases_of, split_indexed};
+pub use release::{PveRelease, Versions};
+pub use table::ENDPOINTS;
 
 use serde::{Deserialize, Serialize};
 

@@ -74,10 +74,9 @@ fn single_values(
             out.insert(k, values.pop().unwrap_or_default());
             continue;
         }
-        let param = endpoint.and_then(|ep| ep.param(version, &k));
+        let param = endpoint.and_then(|ep| ep.param(version.schema(), &k));
         let list = param.is_some_and(|p| {
-            p.ty == schema::Ty::Str
-                && matches!(p.format, schema::Fmt::Named(f) if f.ends_with("-list"))
+            p.ty == schema::Ty::Str && p.format.name().is_some_and(|f| f.ends_with("-list"))
         });
         if list {
             out.insert(k, values.join(","));
@@ -191,7 +190,8 @@ pub(crate) async fn handle(
     // An endpoint the simulated version's schema lacks (the HA rules on 8.4) has no handler.
     let version = lock(&shared.state).pve_version;
     let routed = api::route(&method_s, &rel).filter(|(template, _, _)| {
-        schema::endpoint(&method_s, template).is_none_or(|ep| ep.versions.contains(version))
+        schema::endpoint(&method_s, template)
+            .is_none_or(|ep| ep.versions.contains(version.schema()))
     });
     let key = match &routed {
         Some((template, _, _)) => format!("{method_s} {template}"),

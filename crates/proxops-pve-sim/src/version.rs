@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::state::Storage;
 
 /// A Proxmox VE release the simulator answers as. Its parameter schema is the matching one of
-/// `../shared/pve-api/` (8.4.2 or 9.1.3, see `schema::ENDPOINTS`).
+/// `../shared/pve-api/` (8.4.2 or 9.1.3, see [`PveVersion::schema`]).
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
@@ -24,6 +24,14 @@ pub enum PveVersion {
 impl PveVersion {
     /// Every version served, oldest first.
     pub const ALL: [PveVersion; 2] = [PveVersion::V8_4, PveVersion::V9_1];
+
+    /// The release of PVE's API schema this version answers with (`proxops-pve-schema`).
+    pub fn schema(self) -> proxops_pve_schema::PveRelease {
+        match self {
+            PveVersion::V8_4 => proxops_pve_schema::PveRelease::V8_4,
+            PveVersion::V9_1 => proxops_pve_schema::PveRelease::V9_1,
+        }
+    }
 
     /// The point release, `x.y` (`/version` `release`).
     pub fn release(self) -> &'static str {

@@ -9,7 +9,8 @@ pub(crate) use proxops_pve_schema::parse_bool;
 
 fn check_type(ty: Ty, value: &str) -> Result<(), String> {
     let ok = match ty {
-        Ty::Str => true,
+        // No guest config key is an array; a value of one is its form text.
+        Ty::Str | Ty::Array => true,
         Ty::Int => {
             let v = value.strip_prefix(['+', '-']).unwrap_or(value);
             !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())
@@ -30,6 +31,7 @@ fn article(ty: Ty) -> &'static str {
         Ty::Int => "an integer",
         Ty::Num => "a number",
         Ty::Bool => "a boolean (1 or 0)",
+        Ty::Array => "a list",
     }
 }
 

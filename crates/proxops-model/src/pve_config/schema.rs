@@ -99,7 +99,7 @@ fn value_schema(k: &Key, guest: GuestType) -> Value {
             );
             s.insert("enum".into(), Value::Array(values));
         }
-        Ty::Str => {
+        Ty::Str | Ty::Array => {
             s.insert("type".into(), json!(["string", "number"]));
             if let Some(n) = k.max_len {
                 s.insert("maxLength".into(), json!(n));

@@ -1,5 +1,5 @@
-//! The guest config keys of PVE (`proxops_model::pve_config`): the generated table agrees with
-//! each official schema, the typed enums spell PVE's values, the JSON Schema lists the keys
+//! The guest config keys of PVE (`proxops_model::pve_config`; `proxops-pve-schema`'s conformance
+//! test checks the table against each official schema): the typed enums spell PVE's values, the JSON Schema lists the keys
 //! `pve-config` takes, and every key of the real guest configs in `../shared/pve-configs` is
 //! accounted for: set by a typed field, set through `pve-config`, or reported.
 
@@ -11,121 +11,10 @@ use proxops_model::kinds::vm::{
     RngSource, Viommu,
 };
 use proxops_model::pve_config::{
-    Fmt, KeyClass, PveRelease, Ty, check_value, classify, key, keys, pve_config_schema,
-    split_indexed, typed_sub_keys,
+    KeyClass, check_value, classify, key, pve_config_schema, split_indexed, typed_sub_keys,
 };
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-
-/// Parameters of the update endpoints that are not config keys (as the generator has them).
-const CONTROL: &[&str] = &[
-    "node",
-    "vmid",
-    "delete",
-    "digest",
-    "revert",
-    "skiplock",
-    "force",
-    "background_delay",
-    "import-working-storage",
-];
-
-fn schema(release: PveRelease) -> Option<Value> {
-    let file = match release {
-        PveRelease::V8_4 => "pve-api/pve-api-8.4.2.tree.json",
-        PveRelease::V9_1 => "pve-api/pve-api-9.1.3.tree.json",
-    };
-    let path = shared(file)?;
-    Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
-}
-
-fn find<'a>(nodes: &'a Value, path: &str) -> Option<&'a Value> {
-    for n in nodes.as_array()? {
-        if n["path"] == path {
-            return Some(n);
-        }
-        if let Some(found) = find(&n["children"], path) {
-            return Some(found);
-        }
-    }
-    None
-}
-
-fn config_params(tree: &Value, guest: GuestType) -> &serde_json::Map<String, Value> {
-    let (path, method) = match guest {
-        GuestType::Qemu => ("/nodes/{node}/qemu/{vmid}/config", "POST"),
-        GuestType::Lxc => ("/nodes/{node}/lxc/{vmid}/config", "PUT"),
-    };
-    find(tree, path).unwrap()["info"][method]["parameters"]["properties"]
-        .as_object()
-        .unwrap()
-}
-
-fn num(v: &Value) -> Option<f64> {
-    v.as_f64()
-        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .map(|x| match x {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
-#[test]
-fn the_table_agrees_with_each_schema() {
-    for release in PveRelease::ALL {
-        let Some(tree) = schema(release) else { return };
-        for guest in [GuestType::Qemu, GuestType::Lxc] {
-            let params = config_params(&tree, guest);
-            let want: BTreeSet<&str> = params
-                .keys()
-                .map(String::as_str)
-                .filter(|k| !CONTROL.contains(k))
-                .collect();
-            let have: BTreeSet<&str> = keys(guest)
-                .iter()
-                .filter(|k| k.versions.contains(release))
-                .map(|k| k.name)
-                .collect();
-            assert_eq!(have, want, "{guest:?} {release:?}");
-            for name in want {
-                let probe = name.replace("[n]", "0");
-                let def = key(guest, &probe, Some(release)).unwrap();
-                let p = &params[name];
-                let ty = match p["type"].as_str().unwrap_or("string") {
-                    "integer" => Ty::Int,
-                    "number" => Ty::Num,
-                    "boolean" => Ty::Bool,
-                    _ => Ty::Str,
-                };
-                assert_eq!(def.ty, ty, "{name}");
-                let enums: Vec<&str> = def.enums.to_vec();
-                assert_eq!(enums, strings(&p["enum"]), "{name}");
-                assert_eq!(def.min, num(&p["minimum"]), "{name}");
-                assert_eq!(def.max, num(&p["maximum"]), "{name}");
-                assert_eq!(def.pattern, p["pattern"].as_str(), "{name}");
-                match (&p["format"], def.format) {
-                    (Value::Object(subs), Fmt::Prop(table)) => {
-                        let want: BTreeSet<&str> = subs.keys().map(String::as_str).collect();
-                        let have: BTreeSet<&str> = table.iter().map(|s| s.name).collect();
-                        assert_eq!(have, want, "{name}");
-                    }
-                    (Value::String(f), Fmt::Named(g) | Fmt::NamedProp(g, _)) => {
-                        assert_eq!(f, g, "{name}")
-                    }
-                    (Value::Null, Fmt::None) => {}
-                    (f, g) => panic!("{name}: schema format {f} against {g:?}"),
-                }
-            }
-        }
-    }
-}
+use std::collections::BTreeMap;
 
 /// Every spelling a unit enum's schema lists.
 fn spellings<T: schemars::JsonSchema>() -> Vec<String> {

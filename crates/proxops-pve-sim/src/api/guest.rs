@@ -52,7 +52,7 @@ pub(crate) fn digest(g: &Guest) -> String {
 /// A config value typed as the schema types it (integers and booleans as numbers).
 pub(crate) fn typed(version: PveVersion, kind: GuestKind, key: &str, value: &str) -> Value {
     let ty = schema::endpoint("PUT", kind_path(kind))
-        .and_then(|ep| ep.param(version, key))
+        .and_then(|ep| ep.param(version.schema(), key))
         .map(|p| p.ty);
     match ty {
         Some(Ty::Int) | Some(Ty::Bool) => value

@@ -73,7 +73,7 @@ fn param_type(version: PveVersion, kind: GuestKind, key: &str) -> Option<Ty> {
         GuestKind::Lxc => "/nodes/{node}/lxc",
     };
     schema::endpoint("POST", path)
-        .and_then(|e| e.param(version, key))
+        .and_then(|e| e.param(version.schema(), key))
         .map(|p| p.ty)
 }
 

@@ -1,269 +1,18 @@
-//! The parameter definitions of every implemented endpoint ([`ENDPOINTS`], taken from PVE's API
-//! schemas 8.4.2 and 9.1.3 and checked against each by the conformance test; a definition that
-//! differs between them is one per [`Versions`]) and the validation PVE's `PVE::JSONSchema`
+//! The parameter definitions of every implemented endpoint ([`ENDPOINTS`], PVE's API schemas
+//! 8.4.2 and 9.1.3 as `proxops-pve-schema` holds them; a definition that differs between them
+//! is one per [`Versions`]) and the validation PVE's `PVE::JSONSchema`
 //! applies before a handler runs: unknown parameters, missing ones, types, enums, limits,
 //! `requires`, named formats and property strings.
 
 mod formats;
-#[rustfmt::skip]
-mod table;
-
-pub use table::ENDPOINTS;
 
 use std::collections::BTreeMap;
 
 use crate::version::PveVersion;
 
 pub(crate) use formats::{check_named_format, split_list};
-
-/// The JSON type of a parameter or property-string key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Ty {
-    /// `string`
-    Str,
-    /// `integer`
-    Int,
-    /// `number`
-    Num,
-    /// `boolean` (sent as 0/1)
-    Bool,
-    /// `array` (a form sends it as repeated keys; kept one value per line)
-    Array,
-}
-
-impl Ty {
-    /// The schema's name of the type.
-    pub fn name(self) -> &'static str {
-        match self {
-            Ty::Str => "string",
-            Ty::Int => "integer",
-            Ty::Num => "number",
-            Ty::Bool => "boolean",
-            Ty::Array => "array",
-        }
-    }
-}
-
-/// The PVE versions a definition holds for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Versions(u8);
-
-impl Versions {
-    /// PVE 8.4 only.
-    pub const V8_4: Versions = Versions(1);
-    /// PVE 9.1 only.
-    pub const V9_1: Versions = Versions(2);
-    /// Every version served.
-    pub const ALL: Versions = Versions(3);
-
-    /// Whether the definition holds for `version`.
-    pub const fn contains(self, version: PveVersion) -> bool {
-        let bit = match version {
-            PveVersion::V8_4 => 1,
-            PveVersion::V9_1 => 2,
-        };
-        self.0 & bit != 0
-    }
-}
-
-/// A parameter's `format`: none, a named one (`pve-vmid`), or a property string's keys.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub enum Fmt {
-    /// No format.
-    None,
-    /// A named format such as `pve-node` or `pve-configid-list`.
-    Named(&'static str),
-    /// A property string (`key=value,...`) with these keys.
-    Prop(&'static [Sub]),
-}
-
-/// One key of a property-string format.
-#[derive(Debug, Clone, Copy)]
-pub struct Sub {
-    /// Key name.
-    pub name: &'static str,
-    /// Value type.
-    pub ty: Ty,
-    /// Whether the key may be left out.
-    pub optional: bool,
-    /// Whether a bare value (no `key=`) belongs to this key.
-    pub default_key: bool,
-    /// Allowed values, empty when any.
-    pub enums: &'static [&'static str],
-    /// Named format of the value.
-    pub format: Option<&'static str>,
-    /// For an alias key: the key it stands for.
-    pub alias: Option<&'static str>,
-    /// For a key alias (`virtio=MAC`): the key that receives the alias's name.
-    pub key_alias: Option<&'static str>,
-    /// Inclusive minimum for a number (`memory`'s `current` is at least 16).
-    pub min: Option<f64>,
-    /// Inclusive maximum for a number.
-    pub max: Option<f64>,
-}
-
-impl Sub {
-    /// A required string key with no enum, format or alias (the generated table's base).
-    pub const DEFAULT: Sub = Sub {
-        name: "",
-        ty: Ty::Str,
-        optional: false,
-        default_key: false,
-        enums: &[],
-        format: None,
-        alias: None,
-        key_alias: None,
-        min: None,
-        max: None,
-    };
-
-    /// An alias entry (`volume` for `file`, `virtio` for `macaddr` with model).
-    pub const fn alias(
-        name: &'static str,
-        alias: &'static str,
-        key_alias: Option<&'static str>,
-    ) -> Sub {
-        Sub {
-            name,
-            ty: Ty::Str,
-            optional: true,
-            default_key: false,
-            enums: &[],
-            format: None,
-            alias: Some(alias),
-            key_alias,
-            min: None,
-            max: None,
-        }
-    }
-}
-
-/// One parameter of an endpoint.
-#[derive(Debug, Clone, Copy)]
-pub struct Param {
-    /// Name; an indexed family is spelled `net[n]`.
-    pub name: &'static str,
-    /// Type.
-    pub ty: Ty,
-    /// Whether it may be left out.
-    pub optional: bool,
-    /// Allowed values, empty when any.
-    pub enums: &'static [&'static str],
-    /// Format.
-    pub format: Fmt,
-    /// Inclusive minimum for numbers.
-    pub min: Option<f64>,
-    /// Inclusive maximum for numbers.
-    pub max: Option<f64>,
-    /// Maximum string length.
-    pub max_len: Option<usize>,
-    /// A regular expression the value must match (only the few the simulator knows are checked).
-    pub pattern: Option<&'static str>,
-    /// Another parameter that must be given with this one.
-    pub requires: Option<&'static str>,
-    /// The versions whose schema defines the parameter so.
-    pub versions: Versions,
-}
-
-impl Param {
-    /// A required string parameter of every version with no limits (the generated table's base).
-    pub const DEFAULT: Param = Param {
-        name: "",
-        ty: Ty::Str,
-        optional: false,
-        enums: &[],
-        format: Fmt::None,
-        min: None,
-        max: None,
-        max_len: None,
-        pattern: None,
-        requires: None,
-        versions: Versions::ALL,
-    };
-}
-
-/// One endpoint: method, path template under `/api2/json`, parameters (path ones included) of
-/// every version.
-#[derive(Debug, Clone, Copy)]
-pub struct Endpoint {
-    /// `GET`, `POST`, `PUT` or `DELETE`.
-    pub method: &'static str,
-    /// Path template such as `/nodes/{node}/qemu/{vmid}/config`.
-    pub path: &'static str,
-    /// Parameters in name order; a name whose definition differs between versions has one row
-    /// per version.
-    pub params: &'static [Param],
-    /// The versions whose schema has the endpoint; it is not routed on the others.
-    pub versions: Versions,
-}
-
-impl Endpoint {
-    /// An endpoint of every version with no parameters (the generated table's base).
-    pub const DEFAULT: Endpoint = Endpoint {
-        method: "",
-        path: "",
-        params: &[],
-        versions: Versions::ALL,
-    };
-}
-
-/// Finds the definition of an endpoint.
-pub fn endpoint(method: &str, path: &str) -> Option<&'static Endpoint> {
-    ENDPOINTS
-        .iter()
-        .find(|e| e.method == method && e.path == path)
-}
-
-/// Highest index of an indexed parameter family, from PVE's sources (`MAX_NETS` and friends).
-pub fn max_index(family: &str) -> u32 {
-    match family {
-        "ide" => 3,
-        "sata" => 5,
-        "scsi" => 30,
-        "virtio" => 15,
-        "net" | "ipconfig" => 31,
-        "hostpci" => 15,
-        "numa" => 7,
-        "serial" => 3,
-        "parallel" => 2,
-        "usb" => 13,
-        "virtiofs" => 9,
-        _ => 255, // unused, mp, dev
-    }
-}
-
-impl Endpoint {
-    /// The parameters `version` defines.
-    pub fn params_of(&self, version: PveVersion) -> impl Iterator<Item = &'static Param> + '_ {
-        self.params
-            .iter()
-            .filter(move |p| p.versions.contains(version))
-    }
-
-    /// The definition a given parameter name falls under in `version` (`scsi3` under `scsi[n]`).
-    pub fn param(&self, version: PveVersion, name: &str) -> Option<&'static Param> {
-        if let Some(p) = self.params_of(version).find(|p| p.name == name) {
-            return Some(p);
-        }
-        let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-        if digits == 0 || digits == name.len() {
-            return None;
-        }
-        let (family, index) = name.split_at(name.len() - digits);
-        // PVE spells indices without leading zeros.
-        if index.len() > 1 && index.starts_with('0') {
-            return None;
-        }
-        let index: u32 = index.parse().ok()?;
-        if index > max_index(family) {
-            return None;
-        }
-        let want = format!("{family}[n]");
-        self.params_of(version).find(|p| p.name == want)
-    }
-}
+/// The facts, from the one generated table of `proxops-pve-schema`.
+pub use proxops_pve_schema::{ENDPOINTS, Endpoint, Fmt, Param, Sub, Ty, Versions, endpoint};
 
 /// Parses a boolean as PVE does (the one definition, in `proxops-pve-schema`).
 pub use proxops_pve_schema::parse_bool;
@@ -277,7 +26,7 @@ pub fn validate(
 ) -> BTreeMap<String, String> {
     let mut errors = BTreeMap::new();
     for (name, value) in params {
-        match ep.param(version, name) {
+        match ep.param(version.schema(), name) {
             None => {
                 errors.insert(
                     name.clone(),
@@ -299,7 +48,7 @@ pub fn validate(
             }
         }
     }
-    for p in ep.params_of(version) {
+    for p in ep.params_of(version.schema()) {
         if !p.optional && !p.name.ends_with("[n]") && !params.contains_key(p.name) {
             errors.insert(
                 p.name.to_string(),
@@ -377,7 +126,9 @@ fn check_value(p: &Param, value: &str) -> Result<(), String> {
     }
     match p.format {
         Fmt::None => Ok(()),
-        Fmt::Named(f) => {
+        // A named property-string format is checked by its name, as PVE's registered format
+        // does; the sub-keys the table reads from its typetext are not PVE's definition.
+        Fmt::Named(f) | Fmt::NamedProp(f, _) => {
             check_named_format(f, value).map_err(|e| format!("invalid format - {e}\n"))
         }
         Fmt::Prop(keys) => parse_property_string(keys, value).map(|_| ()),
@@ -472,7 +223,10 @@ pub fn prop_keys(
     path: &str,
     param: &str,
 ) -> Option<&'static [Sub]> {
-    match endpoint(method, path)?.param(version, param)?.format {
+    match endpoint(method, path)?
+        .param(version.schema(), param)?
+        .format
+    {
         Fmt::Prop(keys) => Some(keys),
         _ => None,
     }

@@ -1,6 +1,6 @@
 //! PVE property strings (`scsi0`, `net0`, `ide2`, `ipconfig0`, `efidisk0`, `rootfs`, `mp0`, ...):
-//! one codec, [`PropertyString`], driven by a [`Format`] table generated from the official schema
-//! ([`table`]). Parsing follows PVE's `parse_property_string`: comma-separated `key=value` parts,
+//! one codec, [`PropertyString`], driven by the [`Format`]s of the official schemas' property-string
+//! keys ([`formats`], built from `proxops-pve-schema`'s table). Parsing follows PVE's `parse_property_string`: comma-separated `key=value` parts,
 //! a part without `=` is the default key's value (the volume of a disk, the model of a NIC),
 //! aliases map to their target (`volume=` → `file`), and a key alias combines two keys
 //! (`virtio=MAC` is model `virtio` with `macaddr` `MAC`). Rendering follows PVE's
@@ -11,10 +11,9 @@
 //! (`ipconfig0`, `agent`, `features`, ...) PVE stores as given, so compare those by their parsed
 //! entries (`PropertyString` equality) rather than by text.
 
-pub mod table;
-
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::LazyLock;
 
 use crate::error::PveError;
 use crate::lenient::parse_bool;
@@ -53,7 +52,7 @@ pub struct KeyDef {
 }
 
 /// A property-string format: the sub-keys of one parameter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Format {
     /// `qemu` or `lxc`.
     pub guest: &'static str,
@@ -62,7 +61,7 @@ pub struct Format {
     /// The key a bare value belongs to.
     pub default_key: Option<&'static str>,
     /// The sub-keys, sorted by name.
-    pub keys: &'static [KeyDef],
+    pub keys: Vec<KeyDef>,
 }
 
 impl Format {
@@ -72,270 +71,83 @@ impl Format {
     }
 }
 
-/// Formats the schema names but does not define inline (named formats of PVE's code).
-pub static NAMED: &[Format] = &[
-    Format {
-        // pve-qm-ipconfig: cloud-init addresses; no default key.
-        guest: "qemu",
-        param: "ipconfig[n]",
-        default_key: None,
-        keys: &[
-            KeyDef {
-                name: "gw",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "gw6",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "ip",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "ip6",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-        ],
-    },
-    Format {
-        // pve-qm-hostpci (qemu-server `src/PVE/QemuServer/PCI.pm` `$hostpci_fmt`): a host device
-        // (`host`, the default key) or a cluster resource mapping (`mapping`), never both.
-        guest: "qemu",
-        param: "hostpci[n]",
-        default_key: Some("host"),
-        keys: &[
-            KeyDef {
-                name: "device-id",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "host",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "legacy-igd",
-                kind: KeyKind::Bool,
-                required: false,
-            },
-            KeyDef {
-                name: "mapping",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "mdev",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "pcie",
-                kind: KeyKind::Bool,
-                required: false,
-            },
-            KeyDef {
-                name: "rombar",
-                kind: KeyKind::Bool,
-                required: false,
-            },
-            KeyDef {
-                name: "romfile",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "sub-device-id",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "sub-vendor-id",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "vendor-id",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "x-vga",
-                kind: KeyKind::Bool,
-                required: false,
-            },
-        ],
-    },
-    Format {
-        // pve-vm-cpu-conf (qemu-server `CPUConfig.pm` `$cpu_fmt`): the model and its options.
-        guest: "qemu",
-        param: "cpu",
-        default_key: Some("cputype"),
-        keys: &[
-            KeyDef {
-                name: "cputype",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "flags",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "hidden",
-                kind: KeyKind::Bool,
-                required: false,
-            },
-            KeyDef {
-                name: "hv-vendor-id",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "phys-bits",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "reported-model",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-        ],
-    },
-    Format {
-        // pve-qm-cicustom (qemu-server `QemuServer.pm` `$cicustom_fmt`): snippet volumes.
-        guest: "qemu",
-        param: "cicustom",
-        default_key: None,
-        keys: &[
-            KeyDef {
-                name: "meta",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "network",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "user",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "vendor",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-        ],
-    },
-    Format {
-        // pve-qm-rng (qemu-server `QemuServer.pm` `$rng_fmt`).
-        guest: "qemu",
-        param: "rng0",
-        default_key: Some("source"),
-        keys: &[
-            KeyDef {
-                name: "max_bytes",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "period",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "source",
-                kind: KeyKind::Plain,
-                required: true,
-            },
-        ],
-    },
-    Format {
-        // pve-qm-smbios1 (qemu-server `QemuServer.pm` `$smbios1_fmt`).
-        guest: "qemu",
-        param: "smbios1",
-        default_key: None,
-        keys: &[
-            KeyDef {
-                name: "base64",
-                kind: KeyKind::Bool,
-                required: false,
-            },
-            KeyDef {
-                name: "family",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "manufacturer",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "product",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "serial",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "sku",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "uuid",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "version",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-        ],
-    },
-    Format {
-        // pve-qm-watchdog (qemu-server `QemuServer.pm` `$watchdog_fmt`).
-        guest: "qemu",
-        param: "watchdog",
-        default_key: Some("model"),
-        keys: &[
-            KeyDef {
-                name: "action",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-            KeyDef {
-                name: "model",
-                kind: KeyKind::Plain,
-                required: false,
-            },
-        ],
-    },
-];
+/// How the codec treats a sub-key of the schema.
+fn key_def(sub: &proxops_pve_schema::Sub) -> KeyDef {
+    let kind = match (sub.alias, sub.key_alias) {
+        (Some(value), Some(key)) => KeyKind::KeyAlias { key, value },
+        (Some(target), None) => KeyKind::Alias(target),
+        (None, _) if sub.ty == proxops_pve_schema::Ty::Bool => KeyKind::Bool,
+        (None, _) if sub.format == Some("disk-size") => KeyKind::DiskSize,
+        (None, _) => KeyKind::Plain,
+    };
+    KeyDef {
+        name: sub.name,
+        kind,
+        required: sub.alias.is_none() && !sub.optional && !sub.default_key,
+    }
+}
+
+/// The format of every property-string config key of both guest types, in the table's order:
+/// a key's sub-keys over every release, so that a sub-key one release dropped still parses and
+/// renders. The newest release's definition of a sub-key wins, except that a key one release
+/// has as a real key stays one: PVE 9.1 made the agent's `freeze-fs-on-backup` an alias of
+/// `freeze-fs`, which 8.4 does not know, so resolving the alias would write a key 8.4 refuses.
+fn build_formats() -> Vec<Format> {
+    let mut out: Vec<Format> = Vec::new();
+    for guest in [GuestType::Qemu, GuestType::Lxc] {
+        for row in proxops_pve_schema::keys(guest) {
+            let Some(subs) = row.format.sub_keys() else {
+                continue;
+            };
+            let at = match out
+                .iter()
+                .position(|f| f.guest == guest.as_str() && f.param == row.name)
+            {
+                Some(at) => at,
+                None => {
+                    out.push(Format {
+                        guest: guest.as_str(),
+                        param: row.name,
+                        default_key: None,
+                        keys: Vec::new(),
+                    });
+                    out.len() - 1
+                }
+            };
+            let format = &mut out[at];
+            for sub in subs {
+                if sub.default_key {
+                    format.default_key = Some(sub.name);
+                }
+                let def = key_def(sub);
+                let is_alias =
+                    |k: &KeyDef| matches!(k.kind, KeyKind::Alias(_) | KeyKind::KeyAlias { .. });
+                match format.keys.iter_mut().find(|k| k.name == sub.name) {
+                    Some(have) if is_alias(&def) && !is_alias(have) => {}
+                    Some(have) => *have = def,
+                    None => format.keys.push(def),
+                }
+            }
+            format.keys.sort_by_key(|k| k.name);
+        }
+    }
+    out
+}
+
+static FORMATS: LazyLock<Vec<Format>> = LazyLock::new(build_formats);
+
+/// The formats of the property-string config keys of both guest types.
+pub fn formats() -> &'static [Format] {
+    &FORMATS
+}
 
 /// The format of a config key (`scsi0` → `scsi[n]`, `efidisk0`, `rootfs`), if it is a property
 /// string ProxOps knows.
 pub fn format_for(guest: GuestType, key: &str) -> Option<&'static Format> {
     let stem = key.trim_end_matches(|c: char| c.is_ascii_digit());
     let indexed = (stem.len() < key.len()).then(|| format!("{stem}[n]"));
-    table::FORMATS
+    formats()
         .iter()
-        .chain(NAMED.iter())
         .filter(|f| f.guest == guest.as_str())
         .find(|f| f.param == key || indexed.as_deref() == Some(f.param))
 }

@@ -1,21 +1,31 @@
 #!/usr/bin/env python3
-"""Writes src/schema/table.rs: the parameter definitions of the endpoints the simulator implements,
-for both PVE versions it serves (8.4 and 9.1), in one table.
+"""Writes src/table.rs, the one table of PVE API facts every ProxOps crate reads: the parameters of
+each endpoint ProxOps or its simulator uses (`ENDPOINTS`), and the config keys of QEMU and LXC
+guests (`QEMU_KEYS`, `LXC_KEYS`: the parameters of the config update endpoints without the ones
+that steer the request), for both PVE versions ProxOps knows (8.4 and 9.1).
 
-Only facts are taken from the PVE schemas (names, types, enums, formats, limits, patterns), never
-their descriptions. A parameter whose facts are the same in both versions is one row; one that
-differs, or exists in one version only, is a row per version marked `versions: V84` or `V91`.
-Rows and property-string keys list only what differs from the defaults (`..P`, `..S`), so the
-table stays compact. An endpoint one version's schema lacks (the HA rules of 9.x) is marked with
-the version that has it (`versions: V91` on the `Endpoint`); the simulator does not route it on
-the other. Run from the crate directory with both schemas' paths:
-    python3 gen/schema_table.py ../../../shared/pve-api/pve-api-8.4.2.tree.json \
-        ../../../shared/pve-api/pve-api-9.1.3.tree.json > src/schema/table.rs
-The crate never reads the schemas at run time; tests/sim/conformance.rs checks this table against
-each of them.
+Facts only: names, types, enums, limits, patterns and formats, never the schema's descriptions
+(the pve-docs files are AGPL-3.0; see ../shared/pve-api/README.md). A parameter whose facts are
+the same in both versions is one row; one that differs, or exists in one version only, is a row
+per version (`versions: V84` / `V91`). An endpoint one version lacks (the HA rules of 9.x) is
+marked with the version that has it. Rows list only what differs from the defaults (`..P`, `..S`,
+`..E`), and equal property-string formats share one `PSn` constant.
+
+Named property-string formats (`pve-qm-smbios1`, `pve-qm-watchdog`, ...) have no sub-keys in the
+schema, only a `typetext`; their sub-keys are read from it (`[,key=<1|0>]` is an optional
+boolean, `<a|b>` an enum, `[[key=]...]` the default key) and the row is a `Fmt::NamedProp`.
+
+Run from the crate directory:
+    python3 gen/schema.py ../../../shared/pve-api/pve-api-8.4.2.tree.json \
+        ../../../shared/pve-api/pve-api-9.1.3.tree.json > src/table.rs
+No crate reads the schemas at run time; tests/conformance.rs checks this table against each.
 """
-import json, sys, os
+import json
+import os
+import re
+import sys
 
+# The endpoints the table holds: what the client sends and the simulator serves.
 ENDPOINTS = [
     ("GET", "/version"), ("GET", "/nodes"), ("GET", "/nodes/{node}/status"),
     ("GET", "/cluster/resources"), ("GET", "/cluster/nextid"), ("GET", "/cluster/status"),
@@ -90,10 +100,22 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/tasks/{upid}/log"), ("DELETE", "/nodes/{node}/tasks/{upid}"),
 ]
 
+# The config update endpoints whose parameters are the guest config keys, and the parameters of
+# them that steer the request rather than set a key.
+GUESTS = [
+    ("QEMU_KEYS", "POST", "/nodes/{node}/qemu/{vmid}/config"),
+    ("LXC_KEYS", "PUT", "/nodes/{node}/lxc/{vmid}/config"),
+]
+CONTROL = {"node", "vmid", "delete", "digest", "revert", "skiplock", "force",
+           "background_delay", "import-working-storage"}
+
 # The versions, in the order of the command line, with their `Versions` constant.
 VERSIONS = ["V84", "V91"]
 
 TY = {"string": "Str", "integer": "Int", "number": "Num", "boolean": "Bool", "array": "Array"}
+
+# Named formats whose typetext is not a property string although it holds a `=`.
+NOT_PROPERTY_STRINGS = {"pve-startup-order"}
 
 
 def rs(s):
@@ -105,7 +127,7 @@ def num(v):
 
 
 def strs(xs):
-    return "&[" + ", ".join(rs(x) for x in xs) + "]"
+    return "&[" + ", ".join(rs(str(x)) for x in xs) + "]"
 
 
 def index(path):
@@ -125,13 +147,28 @@ subsets = {}  # the rows of a property-string format -> const name
 sub_out = []
 
 
+def limits(d):
+    fields = []
+    if d.get("minimum") is not None:
+        fields.append(f"min: {num(d['minimum'])}")
+    if d.get("maximum") is not None:
+        fields.append(f"max: {num(d['maximum'])}")
+    if d.get("maxLength"):
+        fields.append(f"max_len: Some({d['maxLength']})")
+    if d.get("pattern"):
+        fields.append(f"pattern: Some({rs(d['pattern'])})")
+    return fields
+
+
 def sub_const(fmt):
     rows = []
     for k in sorted(fmt):
         d = fmt[k]
         if "alias" in d:
             ka = d.get("keyAlias")
-            rows.append(f"    Sub::alias({rs(k)}, {rs(d['alias'])}, {('Some(' + rs(ka) + ')') if ka else 'None'}),")
+            rows.append(
+                f"    Sub::alias({rs(k)}, {rs(d['alias'])}, {('Some(' + rs(ka) + ')') if ka else 'None'}),"
+            )
             continue
         fields = [f"name: {rs(k)}"]
         ty = TY.get(d.get("type", "string"), "Str")
@@ -143,13 +180,10 @@ def sub_const(fmt):
             fields.append("default_key: true")
         if d.get("enum"):
             fields.append(f"enums: {strs(d['enum'])}")
-        f = d.get("format") if isinstance(d.get("format"), str) else None
-        if f:
+        f = d.get("format")
+        if isinstance(f, str):
             fields.append(f"format: Some({rs(f)})")
-        if d.get("minimum") is not None:
-            fields.append(f"min: {num(d['minimum'])}")
-        if d.get("maximum") is not None:
-            fields.append(f"max: {num(d['maximum'])}")
+        fields += limits(d)
         rows.append("    Sub { " + ", ".join(fields) + ", ..S },")
     key = "\n".join(rows)
     if key in subsets:
@@ -158,6 +192,40 @@ def sub_const(fmt):
     subsets[key] = name
     sub_out.append(f"const {name}: &[Sub] = &[\n{key}\n];\n")
     return name
+
+
+def typetext_format(text):
+    """The sub-keys of a named property-string format from its typetext, or None."""
+    if not text or "=" not in text:
+        return None
+    fmt = {}
+    # `[[key=]<...>]` (default key), `[,key=<...>]` / `[key=<...>]` (optional), `,key=<...>` or
+    # `key=<...>` (required).
+    for m in re.finditer(r"(\[\[|\[,?|,|^)\s*([A-Za-z0-9_-]+)=(\]?)(<[^>]*>|\S+?)(?=\]|\s|,|$)", text):
+        opener, key, closed_default, value = m.groups()
+        d = {"type": "string"}
+        if closed_default == "]":
+            # `[[key=]<v>]`: an optional default key; `[key=]<v>`: a required one.
+            d["default_key"] = 1
+            if opener == "[[":
+                d["optional"] = 1
+        elif opener.startswith("["):
+            d["optional"] = 1
+        inner = value[1:-1] if value.startswith("<") else ""
+        if inner == "1|0":
+            d["type"] = "boolean"
+        elif inner == "integer":
+            d["type"] = "integer"
+        elif (
+            inner
+            and "|" in inner
+            and re.fullmatch(r"[A-Za-z0-9_.|/-]+", inner)
+            # `<8-64|host>` is a range or a word, not a list of words.
+            and not any(re.fullmatch(r"\d+-\d+", a) for a in inner.split("|"))
+        ):
+            d["enum"] = inner.split("|")
+        fmt[key] = d
+    return fmt or None
 
 
 def param_fields(k, d):
@@ -174,18 +242,47 @@ def param_fields(k, d):
     if isinstance(f, dict):
         fields.append(f"format: Fmt::Prop({sub_const(f)})")
     elif isinstance(f, str):
-        fields.append(f"format: Fmt::Named({rs(f)})")
-    if d.get("minimum") is not None:
-        fields.append(f"min: {num(d['minimum'])}")
-    if d.get("maximum") is not None:
-        fields.append(f"max: {num(d['maximum'])}")
-    if d.get("maxLength"):
-        fields.append(f"max_len: Some({d['maxLength']})")
-    if d.get("pattern"):
-        fields.append(f"pattern: Some({rs(d['pattern'])})")
+        parsed = typetext_format(d.get("typetext"))
+        if parsed and f not in NOT_PROPERTY_STRINGS:
+            fields.append(f"format: Fmt::NamedProp({rs(f)}, {sub_const(parsed)})")
+        else:
+            fields.append(f"format: Fmt::Named({rs(f)})")
+    fields += limits(d)
     if d.get("requires"):
         fields.append(f"requires: Some({rs(d['requires'])})")
     return fields
+
+
+def param_rows(per_version, served, indent, skip=()):
+    """One row per parameter, or one per version where the versions that serve it differ."""
+    rows = []
+    present = [(v, pv) for v, pv in zip(VERSIONS, per_version) if v in served]
+    for k in sorted(set().union(*per_version)):
+        if k in skip:
+            continue
+        defs = [(v, pv.get(k)) for v, pv in present]
+        if all(d is not None and d == defs[0][1] for _, d in defs):
+            rows.append(indent + "Param { " + ", ".join(defs[0][1]) + ", ..P },")
+            continue
+        for v, d in defs:
+            if d is not None:
+                rows.append(indent + "Param { " + ", ".join(d + [f"versions: {v}"]) + ", ..P },")
+    return rows
+
+
+def params_of(trees, method, path):
+    per_version, served = [], []
+    for v, idx in zip(VERSIONS, trees):
+        info = idx.get(path, {}).get("info", {}).get(method)
+        if info is None:
+            per_version.append({})
+            continue
+        served.append(v)
+        props = info.get("parameters", {}).get("properties", {})
+        per_version.append({k: param_fields(k, props[k]) for k in props})
+    if not served:
+        sys.exit(f"{method} {path} is in no schema")
+    return per_version, served
 
 
 def main():
@@ -195,50 +292,37 @@ def main():
     trees = [index(p) for p in paths]
     eps = []
     for method, path in ENDPOINTS:
-        per_version = []
-        served = []  # the versions whose schema has the endpoint (HA rules: 9.x only)
-        for v, idx in zip(VERSIONS, trees):
-            info = idx.get(path, {}).get("info", {}).get(method)
-            if info is None:
-                per_version.append({})
-                continue
-            served.append(v)
-            props = info.get("parameters", {}).get("properties", {})
-            per_version.append({k: param_fields(k, props[k]) for k in props})
+        per_version, served = params_of(trees, method, path)
         only = f"versions: {served[0]}, " if len(served) == 1 else ""
         base = "" if only else ", ..E"  # every field given: no base
-        if not served:
-            sys.exit(f"{method} {path} is in no schema")
-        rows = []
-        # Only the versions that serve the endpoint decide whether a definition is shared.
-        present = [(v, pv) for v, pv in zip(VERSIONS, per_version) if v in served]
-        for k in sorted(set().union(*per_version)):
-            defs = [(v, pv.get(k)) for v, pv in present]
-            if all(d is not None and d == defs[0][1] for _, d in defs):
-                rows.append("        Param { " + ", ".join(defs[0][1]) + ", ..P },")
-                continue
-            for v, d in defs:
-                if d is not None:
-                    rows.append("        Param { " + ", ".join(d + [f"versions: {v}"]) + ", ..P },")
+        rows = param_rows(per_version, served, "        ")
         body = "\n".join(rows)
         eps.append(
             f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, {only}params: &[\n{body}\n    ]{base} }},"
             if rows
             else f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, {only}params: &[]{base} }},"
         )
+    guests = []
+    for const, method, path in GUESTS:
+        per_version, served = params_of(trees, method, path)
+        rows = param_rows(per_version, served, "    ", skip=CONTROL)
+        guests.append((const, method, path, "\n".join(rows)))
     names = ", ".join(os.path.basename(p) for p in paths)
-    print(f"// @generated by gen/schema_table.py from {names} (facts only: names,")
-    print("// types, enums, formats, limits). Do not edit by hand; tests/sim/conformance.rs checks it against")
-    print("// each schema.")
+    print(f"// @generated by gen/schema.py from {names} (facts only: names,")
+    print("// types, enums, formats, limits, patterns). Do not edit by hand; tests/conformance.rs checks it")
+    print("// against each schema.")
     print("#![allow(clippy::approx_constant, clippy::unreadable_literal)]\n")
-    print("use super::{Endpoint, Fmt, Param, Sub, Ty, Versions};\n")
+    print("use crate::{Endpoint, Fmt, Param, Sub, Ty, Versions};\n")
     print("const P: Param = Param::DEFAULT;")
     print("const S: Sub = Sub::DEFAULT;")
     print("const E: Endpoint = Endpoint::DEFAULT;")
     print("const V84: Versions = Versions::V8_4;")
     print("const V91: Versions = Versions::V9_1;\n")
-    print("/// Every implemented endpoint with its parameters, in the schema's order of paths.")
+    print("/// Every endpoint ProxOps uses with its parameters, in the generator's order.")
     print("pub static ENDPOINTS: &[Endpoint] = &[\n" + "\n".join(eps) + "\n];\n")
+    for const, method, path, body in guests:
+        print(f"/// The config keys of `{method} {path}`, by name.")
+        print(f"pub static {const}: &[Param] = &[\n{body}\n];\n")
     print("\n".join(sub_out))
 
 
