@@ -3,8 +3,6 @@
 //! the engine, so that the planner, the executor, the privileges and the planes read a config
 //! the same way without importing one another.
 
-use proxops_pve::GuestType;
-
 /// The config key without its index (`net0` -> `net`).
 pub(crate) fn family(key: &str) -> &str {
     key.trim_end_matches(|c: char| c.is_ascii_digit())
@@ -15,29 +13,8 @@ pub(crate) fn indexed(key: &str, fam: &str) -> bool {
     family(key) == fam && key.len() > fam.len()
 }
 
-/// Whether a qemu key is a drive slot (disk, cdrom, cloud-init, EFI, TPM; qemu-server
-/// `is_valid_drivename`).
-pub(crate) fn qemu_drive(key: &str) -> bool {
-    ["ide", "sata", "scsi", "virtio"]
-        .iter()
-        .any(|f| indexed(key, f))
-        || key == "efidisk0"
-        || key == "tpmstate0"
-}
-
-/// Whether an LXC key is a volume (`rootfs`, `mp[n]`).
-pub(crate) fn lxc_volume(key: &str) -> bool {
-    key == "rootfs" || indexed(key, "mp")
-}
-
-/// Whether a key holds a volume of the guest kind (`unused[n]` included).
-pub(crate) fn is_volume(guest: GuestType, key: &str) -> bool {
-    indexed(key, "unused")
-        || match guest {
-            GuestType::Qemu => qemu_drive(key),
-            GuestType::Lxc => lxc_volume(key),
-        }
-}
+/// Whether a key holds a volume (`proxops-pve-schema`'s one definition).
+pub(crate) use proxops_pve_schema::is_volume;
 
 /// Whether a guest's `agent` config value enables the QEMU guest agent (qemu-server
 /// `PVE/QemuServer/Agent.pm` `parse_guest_agent`: `enabled` is the default key, off by default).

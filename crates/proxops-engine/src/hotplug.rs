@@ -11,59 +11,12 @@
 //! anyway shows in `GET .../pending` and is restarted for on the next plan.
 
 use proxops_pve::GuestType;
+use proxops_pve_schema::{LXC_FAST_PLUG, QEMU_FAST_PLUG, hotplug_classes};
 use std::collections::BTreeMap;
-
-const QEMU_FAST_PLUG: &[&str] = &[
-    "description",
-    "hookscript",
-    "lock",
-    "migrate_downtime",
-    "migrate_speed",
-    "name",
-    "onboot",
-    "protection",
-    "shares",
-    "startup",
-    "tags",
-    "vmstatestorage",
-    "cicustom",
-    "cipassword",
-    "citype",
-    "ciupgrade",
-    "ciuser",
-    "nameserver",
-    "searchdomain",
-    "sshkeys",
-];
-
-const LXC_FAST_PLUG: &[&str] = &[
-    "description",
-    "onboot",
-    "startup",
-    "protection",
-    "hostname",
-    "hookscript",
-    "cores",
-    "tags",
-    "lock",
-];
 
 fn indexed(key: &str, family: &str) -> bool {
     key.strip_prefix(family)
         .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The enabled hotplug classes (`0`: none; unset or `1`: `network,disk,usb`).
-fn classes(live: &BTreeMap<String, String>) -> Vec<String> {
-    match live.get("hotplug").map_or("1", String::as_str) {
-        "0" => Vec::new(),
-        "1" => ["network", "disk", "usb"].map(String::from).to_vec(),
-        other => other
-            .split([',', ';', ' '])
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    }
 }
 
 /// Whether writing `key` (to `value`, `None`: deleting it) on a running guest with the live
@@ -84,8 +37,8 @@ fn qemu_pending(key: &str, value: Option<&str>, live: &BTreeMap<String, String>)
     if QEMU_FAST_PLUG.contains(&key) || indexed(key, "ipconfig") {
         return false;
     }
-    let hot = classes(live);
-    let has = |c: &str| hot.iter().any(|h| h == c);
+    let hot = hotplug_classes(live.get("hotplug").map(String::as_str));
+    let has = |c: &str| hot.contains(&c);
     match key {
         "cpulimit" | "cpuunits" => false,
         // Turning the balloon device on or off is not hot-pluggable; a new minimum is.

@@ -6,17 +6,24 @@
 //!   and the config keys of each guest type ([`keys`], [`key`]), each definition marked with
 //!   the [`Versions`] that have it. `tests/conformance.rs` checks the table against both dumps.
 //! - By hand, once: [`GuestType`] (PVE's two guest types), [`PveRelease`], [`parse_bool`]
-//!   (PVE's boolean spellings) and the indexed families' limits ([`max_index`]).
+//!   (PVE's boolean spellings), the indexed families' limits ([`max_index`]), and the groups of
+//!   keys PVE's code treats alike: fast-plug keys, hotplug classes, privilege option groups,
+//!   volume keys ([`is_volume`]).
 //!
 //! A leaf crate: it depends on no other ProxOps crate, so each of them can use it.
 
 mod def;
+mod groups;
 mod guest;
 mod release;
 #[rustfmt::skip]
 mod table;
 
 pub use def::{Endpoint, Fmt, Param, Sub, Ty, endpoint};
+pub use groups::{
+    LXC_FAST_PLUG, QEMU_CLOUDINIT_OPTIONS, QEMU_CPU_OPTIONS, QEMU_FAST_PLUG, QEMU_GENERAL_OPTIONS,
+    QEMU_HWTYPE_OPTIONS, QEMU_MEMORY_OPTIONS, hotplug_classes, is_drive_key, is_volume,
+};
 pub use guest::{key, keys, max_index, releases_of, split_indexed};
 pub use release::{PveRelease, Versions};
 pub use table::ENDPOINTS;
@@ -24,10 +31,15 @@ pub use table::ENDPOINTS;
 use serde::{Deserialize, Serialize};
 
 /// The two guest types PVE has, as its paths and `/cluster/resources` name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+///
+/// The default, `Qemu`, is only for records that do not say (the simulator's state files).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum GuestType {
     /// QEMU virtual machines (`/nodes/{node}/qemu`).
+    #[default]
     Qemu,
     /// LXC containers (`/nodes/{node}/lxc`).
     Lxc,
@@ -39,6 +51,14 @@ impl GuestType {
         match self {
             GuestType::Qemu => "qemu",
             GuestType::Lxc => "lxc",
+        }
+    }
+
+    /// `VM` or `CT`, as PVE's messages name them.
+    pub fn word(self) -> &'static str {
+        match self {
+            GuestType::Qemu => "VM",
+            GuestType::Lxc => "CT",
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::error::{ApiError, with_reason};
 use crate::reset;
 use crate::rng::{fnv1a, seeded_f64};
 use crate::server::{Shared, lock};
-use crate::state::GuestKind;
+use crate::state::GuestType;
 
 /// A reproducible draw in `[0, 1)` for (seed, fault kind, key, n).
 pub fn draw(seed: u64, fault: &str, key: &str, n: u64) -> f64 {
@@ -86,7 +86,7 @@ pub(crate) fn lock_contention(
     shared: &Shared,
     key: &str,
     n: u64,
-    kind: GuestKind,
+    kind: GuestType,
     vmid: u32,
 ) -> Result<(), ApiError> {
     let f = &lock(&shared.faults).clone();

@@ -11,7 +11,7 @@
 //! node lacks is added (and reported), since the guest proves the real cluster has it.
 
 use crate::error::SimError;
-use crate::state::{Guest, GuestKind, Node, State, Storage, Volume};
+use crate::state::{Guest, GuestType, Node, State, Storage, Volume};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub struct ConfigSeed {
     /// The guests created, by vmid, with their node and type.
-    pub guests: Vec<(u32, String, GuestKind)>,
+    pub guests: Vec<(u32, String, GuestType)>,
     /// Storages added to a node because a config names them (`node/storage`).
     pub storages_added: Vec<String>,
     /// Lines PVE's parser would warn about and skip, with the file.
@@ -47,7 +47,7 @@ pub struct ParsedConfig {
 /// Seeds `state` with every config file under `dir`.
 pub fn seed_guest_configs(state: &mut State, dir: &Path) -> Result<ConfigSeed, SimError> {
     let mut files = Vec::new();
-    for (sub, kind) in [("qemu-server", GuestKind::Qemu), ("lxc", GuestKind::Lxc)] {
+    for (sub, kind) in [("qemu-server", GuestType::Qemu), ("lxc", GuestType::Lxc)] {
         for file in conf_files(&dir.join(sub))? {
             files.push((None, kind, file));
         }
@@ -56,7 +56,7 @@ pub fn seed_guest_configs(state: &mut State, dir: &Path) -> Result<ConfigSeed, S
     if nodes_dir.is_dir() {
         for node in sorted_entries(&nodes_dir)? {
             let name = node.file_name().map(|n| n.to_string_lossy().into_owned());
-            for (sub, kind) in [("qemu-server", GuestKind::Qemu), ("lxc", GuestKind::Lxc)] {
+            for (sub, kind) in [("qemu-server", GuestType::Qemu), ("lxc", GuestType::Lxc)] {
                 for file in conf_files(&node.join(sub))? {
                     files.push((name.clone(), kind, file));
                 }
@@ -156,7 +156,7 @@ fn conf_files(dir: &Path) -> Result<Vec<PathBuf>, SimError> {
 }
 
 /// Parses a config file's text (never fails: what PVE would skip is in `skipped`).
-pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
+pub fn parse_guest_config(kind: GuestType, text: &str) -> ParsedConfig {
     #[derive(PartialEq)]
     enum Section {
         Main,
@@ -173,8 +173,8 @@ pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
         let header = line.trim_end();
         if let Some(name) = header.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
             let pending = match kind {
-                GuestKind::Qemu => name.eq_ignore_ascii_case("PENDING"),
-                GuestKind::Lxc => name.eq_ignore_ascii_case("pve:pending"),
+                GuestType::Qemu => name.eq_ignore_ascii_case("PENDING"),
+                GuestType::Lxc => name.eq_ignore_ascii_case("pve:pending"),
             };
             section = if pending {
                 Section::Pending
@@ -203,7 +203,7 @@ pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
         } else {
             &mut out.pending
         };
-        if kind == GuestKind::Lxc
+        if kind == GuestType::Lxc
             && let Some(pair) = raw_lxc_line(line)
         {
             if section == Section::Main {
@@ -230,7 +230,7 @@ pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
                 );
             }
             "snapstate" => {}
-            "cdrom" if kind == GuestKind::Qemu => {
+            "cdrom" if kind == GuestType::Qemu => {
                 target.insert("ide2".into(), value);
             }
             _ => {
@@ -243,14 +243,14 @@ pub fn parse_guest_config(kind: GuestKind, text: &str) -> ParsedConfig {
     // line included, when it is not empty (`$conf->{description} = $descr if $descr`).
     if let Some(d) = description {
         match kind {
-            GuestKind::Qemu => {
+            GuestType::Qemu => {
                 out.config
                     .insert("description".into(), d.trim_end().to_owned());
             }
-            GuestKind::Lxc if !d.is_empty() => {
+            GuestType::Lxc if !d.is_empty() => {
                 out.config.insert("description".into(), d);
             }
-            GuestKind::Lxc => {}
+            GuestType::Lxc => {}
         }
     }
     out
@@ -264,13 +264,13 @@ fn is_snapshot_name(name: &str) -> bool {
 
 /// `key: value` as qemu-server reads it (`^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$`) and
 /// pve-container (`^([a-z][a-z_]*\d*):\s*(.+?)\s*$`, no `-` in a key).
-fn key_value(kind: GuestKind, line: &str) -> Option<(String, String)> {
+fn key_value(kind: GuestType, line: &str) -> Option<(String, String)> {
     let (key, rest) = line.split_once(':')?;
     let mut chars = key.chars();
     let starts = chars.next().is_some_and(|c| c.is_ascii_lowercase());
     let name_end = key.find(|c: char| c.is_ascii_digit()).unwrap_or(key.len());
     let name_char =
-        |c: char| c.is_ascii_lowercase() || c == '_' || (c == '-' && kind == GuestKind::Qemu);
+        |c: char| c.is_ascii_lowercase() || c == '_' || (c == '-' && kind == GuestType::Qemu);
     let well_formed = starts
         && key[..name_end].chars().all(name_char)
         && key[name_end..].chars().all(|c| c.is_ascii_digit());
@@ -301,23 +301,23 @@ fn decode_text(text: &str) -> String {
 }
 
 /// The keys naming volumes, and what they hold.
-fn volume_key(kind: GuestKind, key: &str) -> bool {
+fn volume_key(kind: GuestType, key: &str) -> bool {
     let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
     let indexed = family.len() < key.len();
     match kind {
-        GuestKind::Qemu => {
+        GuestType::Qemu => {
             indexed
                 && matches!(
                     family,
                     "ide" | "sata" | "scsi" | "virtio" | "efidisk" | "tpmstate" | "unused"
                 )
         }
-        GuestKind::Lxc => key == "rootfs" || (indexed && matches!(family, "mp" | "unused")),
+        GuestType::Lxc => key == "rootfs" || (indexed && matches!(family, "mp" | "unused")),
     }
 }
 
 /// The volumes a config names: `(storage, volume)`.
-fn volumes(kind: GuestKind, vmid: u32, config: &BTreeMap<String, String>) -> Vec<(String, Volume)> {
+fn volumes(kind: GuestType, vmid: u32, config: &BTreeMap<String, String>) -> Vec<(String, Volume)> {
     let mut out = Vec::new();
     for (_, value) in config.iter().filter(|(k, _)| volume_key(kind, k)) {
         let mut parts = value.split(',');
@@ -334,7 +334,7 @@ fn volumes(kind: GuestKind, vmid: u32, config: &BTreeMap<String, String>) -> Vec
         let iso = opts.get("media") == Some(&"cdrom") || name.starts_with("iso/");
         let content = if iso {
             "iso"
-        } else if kind == GuestKind::Lxc {
+        } else if kind == GuestType::Lxc {
             "rootdir"
         } else {
             "images"
@@ -442,7 +442,7 @@ mod tests {
 
     #[test]
     fn a_qemu_file_reads_as_parse_vm_config_reads_it() {
-        let p = parse_guest_config(GuestKind::Qemu, VM);
+        let p = parse_guest_config(GuestType::Qemu, VM);
         assert_eq!(p.config["description"], "first line: with a colon\nsecond");
         assert_eq!(p.config["memory"], "2048");
         assert_eq!(p.config["ide2"], "none,media=cdrom");
@@ -451,7 +451,7 @@ mod tests {
         assert_eq!(p.pending_delete, ["agent"]);
         assert_eq!(p.snapshots, ["before"]);
         assert!(p.skipped.is_empty(), "{:?}", p.skipped);
-        let vols = volumes(GuestKind::Qemu, 100, &p.config);
+        let vols = volumes(GuestType::Qemu, 100, &p.config);
         let ids: Vec<&str> = vols.iter().map(|(_, v)| v.volid.as_str()).collect();
         assert_eq!(ids, ["local-lvm:vm-100-disk-0", "local-lvm:vm-100-disk-9"]);
         assert_eq!(vols[0].1.size, 32 << 30);
@@ -460,7 +460,7 @@ mod tests {
     #[test]
     fn an_lxc_file_keeps_raw_keys_bind_mounts_and_its_pending_section() {
         let text = "arch: amd64\nhostname: ct\nmp0: /srv/data,mp=/data\nrootfs: local-lvm:vm-200-disk-0,size=8G\nlxc.cgroup2.devices.allow: c 226:* rwm\nlxc.mount.entry = /dev/dri dev/dri none bind,optional,create=dir\n[pve:pending]\nmemory: 1024\n";
-        let p = parse_guest_config(GuestKind::Lxc, text);
+        let p = parse_guest_config(GuestType::Lxc, text);
         assert_eq!(
             p.raw_lxc,
             [
@@ -475,7 +475,7 @@ mod tests {
             ]
         );
         assert_eq!(p.pending["memory"], "1024");
-        let vols = volumes(GuestKind::Lxc, 200, &p.config);
+        let vols = volumes(GuestType::Lxc, 200, &p.config);
         assert_eq!(vols.len(), 1, "the bind mount is no volume");
         assert_eq!(vols[0].1.content, "rootdir");
     }
@@ -483,12 +483,12 @@ mod tests {
     #[test]
     fn descriptions_and_blank_values_read_as_each_parser_reads_them() {
         let text = "# GATEWAY 192.168.6.1/24\n#WAN%3A ETH1 -> vmbr0 \nboot:\nmemory: 512\n";
-        let ct = parse_guest_config(GuestKind::Lxc, text);
+        let ct = parse_guest_config(GuestType::Lxc, text);
         assert_eq!(
             ct.config["description"],
             " GATEWAY 192.168.6.1/24\nWAN: ETH1 -> vmbr0 \n"
         );
-        let vm = parse_guest_config(GuestKind::Qemu, text);
+        let vm = parse_guest_config(GuestType::Qemu, text);
         assert_eq!(
             vm.config["description"],
             " GATEWAY 192.168.6.1/24\nWAN: ETH1 -> vmbr0"
@@ -498,10 +498,10 @@ mod tests {
             assert!(!p.config.contains_key("boot"));
             assert_eq!(p.skipped, ["boot:"]);
         }
-        let blank = parse_guest_config(GuestKind::Qemu, "boot: \n");
+        let blank = parse_guest_config(GuestType::Qemu, "boot: \n");
         assert_eq!(blank.config["boot"], " ");
         // A `-` in a key is qemu-server's only.
-        let ct = parse_guest_config(GuestKind::Lxc, "cpu-units: 2\n");
+        let ct = parse_guest_config(GuestType::Lxc, "cpu-units: 2\n");
         assert_eq!(ct.skipped, ["cpu-units: 2"]);
     }
 
@@ -511,7 +511,7 @@ mod tests {
         assert_eq!(parse_size("1.5G"), Some(3 << 29));
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("x"), None);
-        let p = parse_guest_config(GuestKind::Qemu, "memory 2048\nCores: 2\n");
+        let p = parse_guest_config(GuestType::Qemu, "memory 2048\nCores: 2\n");
         assert_eq!(p.skipped, ["memory 2048", "Cores: 2"]);
     }
 }

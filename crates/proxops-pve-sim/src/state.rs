@@ -358,34 +358,8 @@ pub struct Volume {
     pub vmid: Option<u32>,
 }
 
-/// Guest type.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum GuestKind {
-    /// A QEMU virtual machine.
-    #[default]
-    Qemu,
-    /// An LXC container.
-    Lxc,
-}
-
-impl GuestKind {
-    /// `qemu` or `lxc`, as in paths and `/cluster/resources`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GuestKind::Qemu => "qemu",
-            GuestKind::Lxc => "lxc",
-        }
-    }
-
-    /// `VM` or `CT`, as in PVE's messages.
-    pub fn word(self) -> &'static str {
-        match self {
-            GuestKind::Qemu => "VM",
-            GuestKind::Lxc => "CT",
-        }
-    }
-}
+/// Guest type: PVE's two, as `proxops-pve-schema` defines them once.
+pub use proxops_pve_schema::GuestType;
 
 /// One guest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -395,7 +369,7 @@ pub struct Guest {
     pub vmid: u32,
     /// qemu or lxc.
     #[serde(rename = "type")]
-    pub kind: GuestKind,
+    pub kind: GuestType,
     /// Node it lives on.
     pub node: String,
     /// `running` or `stopped`.
@@ -499,8 +473,8 @@ impl Guest {
     /// Its name (`name` for qemu, `hostname` for lxc).
     pub fn name(&self) -> String {
         let key = match self.kind {
-            GuestKind::Qemu => "name",
-            GuestKind::Lxc => "hostname",
+            GuestType::Qemu => "name",
+            GuestType::Lxc => "hostname",
         };
         self.config
             .get(key)
@@ -713,9 +687,9 @@ impl State {
 }
 
 /// The HA sid of a guest: `vm:<vmid>` or `ct:<vmid>` (pve-ha-manager `PVE::HA::Tools::get_ha_resource_type`).
-pub fn ha_sid(kind: GuestKind, vmid: u32) -> String {
+pub fn ha_sid(kind: GuestType, vmid: u32) -> String {
     match kind {
-        GuestKind::Qemu => format!("vm:{vmid}"),
-        GuestKind::Lxc => format!("ct:{vmid}"),
+        GuestType::Qemu => format!("vm:{vmid}"),
+        GuestType::Lxc => format!("ct:{vmid}"),
     }
 }

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::api::{Ctx, disks, setconfig};
 use crate::error::{ApiError, with_reason};
 use crate::server::{Shared, lock};
-use crate::state::{GuestKind, State};
+use crate::state::{GuestType, State};
 
 /// A guest's config lock, held across a config write and its work.
 pub(crate) type GuestLock = tokio::sync::OwnedMutexGuard<()>;
@@ -41,10 +41,10 @@ pub(crate) struct Deferred {
 }
 
 /// The lock file PVE names when a guest's config lock is not to be had.
-pub(crate) fn lock_file(kind: GuestKind, vmid: u32) -> String {
+pub(crate) fn lock_file(kind: GuestType, vmid: u32) -> String {
     match kind {
-        GuestKind::Qemu => format!("/var/lock/qemu-server/lock-{vmid}.conf"),
-        GuestKind::Lxc => format!("/run/lock/lxc/pve-config-{vmid}.lock"),
+        GuestType::Qemu => format!("/var/lock/qemu-server/lock-{vmid}.conf"),
+        GuestType::Lxc => format!("/run/lock/lxc/pve-config-{vmid}.lock"),
     }
 }
 
@@ -52,7 +52,7 @@ pub(crate) fn lock_file(kind: GuestKind, vmid: u32) -> String {
 /// 10 s, pve-guest-common `PVE/AbstractConfig.pm` `lock_config`), else PVE's refusal.
 pub(crate) async fn lock_guest(
     shared: &Shared,
-    kind: GuestKind,
+    kind: GuestType,
     vmid: u32,
 ) -> Result<GuestLock, ApiError> {
     let m = lock(&shared.config_locks).entry(vmid).or_default().clone();
@@ -69,16 +69,16 @@ pub(crate) async fn lock_guest(
 
 /// The config write routes that take the guest's config lock before their handler runs (the
 /// synchronous ones; POST config takes it in its worker). Returns the guest.
-pub(crate) fn locking_route(method: &str, template: &str) -> Option<GuestKind> {
+pub(crate) fn locking_route(method: &str, template: &str) -> Option<GuestType> {
     match (method, template) {
-        ("PUT", "/nodes/{node}/qemu/{vmid}/config") => Some(GuestKind::Qemu),
-        ("PUT", "/nodes/{node}/lxc/{vmid}/config") => Some(GuestKind::Lxc),
+        ("PUT", "/nodes/{node}/qemu/{vmid}/config") => Some(GuestType::Qemu),
+        ("PUT", "/nodes/{node}/lxc/{vmid}/config") => Some(GuestType::Lxc),
         _ => None,
     }
 }
 
 /// The synchronous work of a config write: the sum over the volumes it allocates or imports.
-pub(crate) fn work_of_request(ctx: &Ctx, kind: GuestKind) -> Duration {
+pub(crate) fn work_of_request(ctx: &Ctx, kind: GuestType) -> Duration {
     let durations = lock(&ctx.shared.durations).clone();
     let version = lock(&ctx.shared.state).pve_version;
     setconfig::requested(ctx)
@@ -91,7 +91,7 @@ pub(crate) fn work_of_request(ctx: &Ctx, kind: GuestKind) -> Duration {
 /// A synchronous config write (PUT): made at once when it allocates nothing; otherwise checked
 /// at once against a copy of the state (a refusal answers without delay) and left as
 /// [`Deferred`] work that makes it again on the real state when the work is done.
-pub(crate) fn write(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn write(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let work = work_of_request(ctx, kind);
     let mut st = ctx.state();
     if work.is_zero() {

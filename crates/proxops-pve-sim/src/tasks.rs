@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::auth::now;
 use crate::faults;
 use crate::server::{Shared, lock};
-use crate::state::{GuestKind, State, Task};
+use crate::state::{GuestType, State, Task};
 
 /// The work of a task, run when its time is up: it changes the state and returns log lines, or
 /// the error text. `failed` says that an injected fault makes it fail: the job undoes what it
@@ -100,7 +100,7 @@ pub(crate) fn spawn_holding(
     kind: &str,
     id: &str,
     user: &str,
-    guest: (GuestKind, u32),
+    guest: (GuestType, u32),
     job: Job,
 ) -> String {
     spawn_inner(shared, st, node, kind, id, user, None, Some(guest), job)
@@ -115,7 +115,7 @@ fn spawn_inner(
     id: &str,
     user: &str,
     work: Option<Work>,
-    hold: Option<(GuestKind, u32)>,
+    hold: Option<(GuestType, u32)>,
     job: Job,
 ) -> String {
     // PIDs grow by small steps, as other processes take numbers in between.

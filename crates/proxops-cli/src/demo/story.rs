@@ -246,7 +246,7 @@ impl Story<'_> {
                 .split(';')
                 .find_map(|t| t.strip_prefix(&tag_prefix))?
                 .to_owned();
-            let plain = g.kind == proxops_pve_sim::GuestKind::Qemu
+            let plain = g.kind == proxops_pve_sim::GuestType::Qemu
                 && g.status == "stopped"
                 && !g.config.contains_key("template");
             plain.then(|| (*vmid, g.clone(), name))

@@ -2,7 +2,7 @@ use super::*;
 use proxops_model::Registry;
 use proxops_model::diagnostic::SourceFile;
 use proxops_model::manifest::load_manifest;
-use proxops_pve_sim::{GuestKind, parse_guest_config};
+use proxops_pve_sim::{GuestType, parse_guest_config};
 use std::path::PathBuf;
 
 fn ctx() -> AdoptContext {
@@ -14,11 +14,7 @@ fn ctx() -> AdoptContext {
 }
 
 fn live(vmid: u32, guest: GuestType, text: &str) -> LiveGuest {
-    let kind = match guest {
-        GuestType::Qemu => GuestKind::Qemu,
-        GuestType::Lxc => GuestKind::Lxc,
-    };
-    let parsed = parse_guest_config(kind, text);
+    let parsed = parse_guest_config(guest, text);
     LiveGuest {
         vmid,
         node: "pve1".into(),

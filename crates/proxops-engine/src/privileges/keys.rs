@@ -6,9 +6,14 @@
 //! [`Need`] with its remedy.
 
 use super::{Need, Network, storage, vms};
-use crate::guest_config::{indexed, is_volume, lxc_volume, qemu_drive};
+use crate::guest_config::{indexed, is_volume};
 use proxops_pve::GuestType;
 use proxops_pve::props::PropertyString;
+use proxops_pve_schema::is_drive_key;
+use proxops_pve_schema::{
+    QEMU_CLOUDINIT_OPTIONS, QEMU_CPU_OPTIONS, QEMU_GENERAL_OPTIONS, QEMU_HWTYPE_OPTIONS,
+    QEMU_MEMORY_OPTIONS,
+};
 use std::collections::BTreeMap;
 
 /// A property string's entries (a bare part under `default_key`), leniently.
@@ -37,62 +42,6 @@ const LXC_CREATE_ONLY: &[&str] = &[
     "restore",
     "ignore-unpack-errors",
     "unprivileged",
-];
-
-const QEMU_CPU: &[&str] = &[
-    "cores",
-    "cpu",
-    "runningcpu",
-    "cpulimit",
-    "cpuunits",
-    "numa",
-    "smp",
-    "sockets",
-    "vcpus",
-];
-const QEMU_MEMORY: &[&str] = &["memory", "balloon", "shares", "allow-ksm"];
-const QEMU_HWTYPE: &[&str] = &[
-    "acpi",
-    "hotplug",
-    "kvm",
-    "machine",
-    "runningmachine",
-    "scsihw",
-    "smbios1",
-    "tablet",
-    "vga",
-    "watchdog",
-    "audio0",
-    "rng0",
-];
-const QEMU_GENERAL: &[&str] = &[
-    "agent",
-    "autostart",
-    "bios",
-    "description",
-    "keyboard",
-    "localtime",
-    "migrate_downtime",
-    "migrate_speed",
-    "name",
-    "onboot",
-    "ostype",
-    "protection",
-    "reboot",
-    "startdate",
-    "startup",
-    "tdf",
-    "template",
-];
-const QEMU_CLOUDINIT: &[&str] = &[
-    "cicustom",
-    "cipassword",
-    "citype",
-    "ciuser",
-    "ciupgrade",
-    "nameserver",
-    "searchdomain",
-    "sshkeys",
 ];
 
 /// Writes of one guest's config keys, by one call (a create, or a config update).
@@ -170,7 +119,7 @@ impl Writes<'_> {
             // `assert_tag_permissions`.
             return out.push(self.vm("VM.Config.Options", d()));
         }
-        if qemu_drive(key)
+        if is_drive_key(GuestType::Qemu, key)
             || key == "cdrom"
             || ["unused", "serial", "usb", "hostpci", "virtiofs"]
                 .iter()
@@ -178,13 +127,13 @@ impl Writes<'_> {
         {
             return;
         }
-        if QEMU_CPU.contains(&key) || indexed(key, "numa") {
+        if QEMU_CPU_OPTIONS.contains(&key) || indexed(key, "numa") {
             out.push(self.vm("VM.Config.CPU", d()));
-        } else if QEMU_MEMORY.contains(&key) {
+        } else if QEMU_MEMORY_OPTIONS.contains(&key) {
             out.push(self.vm("VM.Config.Memory", d()));
-        } else if QEMU_HWTYPE.contains(&key) {
+        } else if QEMU_HWTYPE_OPTIONS.contains(&key) {
             out.push(self.vm("VM.Config.HWType", d()));
-        } else if QEMU_GENERAL.contains(&key) {
+        } else if QEMU_GENERAL_OPTIONS.contains(&key) {
             out.push(self.vm("VM.Config.Options", d()));
             // "special case for startup since it changes host behaviour"
             if key == "startup" {
@@ -196,7 +145,7 @@ impl Writes<'_> {
             out.push(self.vm("VM.Config.Disk", d()));
         } else if indexed(key, "net") || key == "running-nets-host-mtu" {
             out.push(self.vm("VM.Config.Network", d()));
-        } else if QEMU_CLOUDINIT.contains(&key) || indexed(key, "ipconfig") {
+        } else if QEMU_CLOUDINIT_OPTIONS.contains(&key) || indexed(key, "ipconfig") {
             out.push(
                 Need::any(
                     self.purpose,
@@ -221,7 +170,7 @@ impl Writes<'_> {
         let d = || detail.to_owned();
         if indexed(key, "unused") {
             out.push(self.vm("VM.Config.Disk", d()));
-        } else if qemu_drive(key) {
+        } else if is_drive_key(GuestType::Qemu, key) {
             // A create checks drives by storage only.
             if side == Side::Created {
                 return;
@@ -310,7 +259,7 @@ impl Writes<'_> {
             }
             "hookscript" => out.push(self.root(d(), "hookscript: only root@pam may set it".into())),
             "features" => self.lxc_features(new, old, d(), out),
-            _ if lxc_volume(key) => {
+            _ if is_drive_key(GuestType::Lxc, key) => {
                 out.push(self.vm("VM.Config.Disk", d()));
                 let Some(value) = new else {
                     return;

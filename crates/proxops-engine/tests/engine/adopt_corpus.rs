@@ -13,7 +13,7 @@ use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_model::kind::GuestType;
 use proxops_pve::props::canonical_value;
 use proxops_pve::{ConfigChange, GuestRef, PveClient};
-use proxops_pve_sim::{GuestKind, SimHandle, parse_guest_config};
+use proxops_pve_sim::{SimHandle, parse_guest_config};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -177,7 +177,7 @@ async fn corpus_vms_adopt_clean_and_the_report_accounts_for_every_key() {
     let (mut typed, mut via_pve_config, mut reported) = (0, 0, 0);
     for vm in &s.vms {
         // The report of the config file as it is (snapshot sections included) ...
-        let parsed = parse_guest_config(GuestKind::Qemu, &vm.text);
+        let parsed = parse_guest_config(GuestType::Qemu, &vm.text);
         let mut expected: Vec<String> = parsed.config.keys().cloned().collect();
         expected.extend(parsed.snapshots.iter().map(|n| format!("snapshot:{n}")));
         expected.sort();

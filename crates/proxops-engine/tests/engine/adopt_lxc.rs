@@ -11,7 +11,7 @@ use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::{ClusterPlan, Verb};
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_pve::{ConfigChange, DestroyOptions, GuestRef, PveClient, WaitOptions};
-use proxops_pve_sim::{GuestKind, SimHandle, parse_guest_config};
+use proxops_pve_sim::{GuestType, SimHandle, parse_guest_config};
 use std::collections::BTreeMap;
 
 const CLUSTER: &str = "t";
@@ -384,7 +384,7 @@ async fn corpus_containers_adopt_with_one_tagging_action_then_nothing_and_drift_
     let report = execute(&client, &p, &ExecOptions::default()).await;
     assert!(report.all_succeeded(), "{report:#?}");
     for (vmid, text) in &configs {
-        let parsed = parse_guest_config(GuestKind::Lxc, text);
+        let parsed = parse_guest_config(GuestType::Lxc, text);
         let live = config(&client, *vmid).await;
         for key in &drifted[vmid] {
             assert_eq!(live.values.get(key), parsed.config.get(key), "{vmid} {key}");
@@ -409,7 +409,7 @@ async fn corpus_containers_every_key_is_accounted_for() {
     let (mut typed, mut via, mut reported) = (0, 0, 0);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for (vmid, text) in &configs {
-        let parsed = parse_guest_config(GuestKind::Lxc, text);
+        let parsed = parse_guest_config(GuestType::Lxc, text);
         let mut want: Vec<String> = parsed.config.keys().cloned().collect();
         want.extend(parsed.raw_lxc.iter().map(|(k, _)| k.clone()));
         want.extend(parsed.snapshots.iter().map(|s| format!("snapshot:{s}")));

@@ -241,7 +241,7 @@ async fn a_guest_at_our_vmid_that_is_not_ours_is_an_anomaly_and_its_dependants_w
             200,
             proxops_pve_sim::Guest {
                 vmid: 200,
-                kind: proxops_pve_sim::GuestKind::Lxc,
+                kind: proxops_pve_sim::GuestType::Lxc,
                 node: "pve1".into(),
                 status: "running".into(),
                 config: [("hostname".to_owned(), "someone-else".to_owned())].into(),

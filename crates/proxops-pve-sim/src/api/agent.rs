@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{Ctx, guest, interfaces};
 use crate::error::ApiError;
 use crate::schema::parse_bool;
-use crate::state::{Guest, GuestKind};
+use crate::state::{Guest, GuestType};
 use crate::version::PveVersion;
 
 /// The commands served, with their HTTP method.
@@ -28,7 +28,7 @@ const COMMANDS: &[(&str, &str)] = &[
 pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     let st = ctx.state();
-    guest(&st, GuestKind::Qemu, &node, vmid)?;
+    guest(&st, GuestType::Qemu, &node, vmid)?;
     Ok(Value::Array(
         COMMANDS
             .iter()
@@ -73,7 +73,7 @@ fn available(ctx: &Ctx) -> Result<Guest, ApiError> {
     } else {
         ctx.require(&path, "VM.Monitor")?;
     }
-    let g = guest(&st, GuestKind::Qemu, &node, vmid)?;
+    let g = guest(&st, GuestType::Qemu, &node, vmid)?;
     if !g.config.contains_key("agent") {
         return Err(ApiError::fail("No QEMU guest agent configured"));
     }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::Ctx;
 use crate::error::ApiError;
 use crate::schema::split_list;
-use crate::state::{GuestKind, State, Volume};
+use crate::state::{GuestType, State, Volume};
 use crate::tasks::{self, INJECTED};
 
 /// Parameters that are not job options.
@@ -288,7 +288,7 @@ pub(crate) fn included_volumes(ctx: &mut Ctx) -> Result<Value, ApiError> {
         };
         let mut volumes = Vec::new();
         for (key, value) in &g.config {
-            if !super::disks::is_disk_key(g.kind, key) || key.starts_with("unused") {
+            if !super::disks::is_volume(g.kind, key) || key.starts_with("unused") {
                 continue;
             }
             let Some(file) = value.split(',').next() else {
@@ -305,7 +305,7 @@ pub(crate) fn included_volumes(ctx: &mut Ctx) -> Result<Value, ApiError> {
                     .map(|v| matches!(v, "1" | "yes" | "on" | "true"))
             };
             let (included, reason) = match g.kind {
-                GuestKind::Qemu => {
+                GuestType::Qemu => {
                     if value.split(',').any(|p| p == "media=cdrom") {
                         continue;
                     }
@@ -323,10 +323,10 @@ pub(crate) fn included_volumes(ctx: &mut Ctx) -> Result<Value, ApiError> {
                         (backup.unwrap_or(true), reason)
                     }
                 }
-                GuestKind::Lxc if key == "rootfs" => (true, "rootfs"),
-                GuestKind::Lxc if file.starts_with('/') => (false, "not a volume"),
-                GuestKind::Lxc if flag("backup=") == Some(true) => (true, "enabled"),
-                GuestKind::Lxc => (false, "disabled"),
+                GuestType::Lxc if key == "rootfs" => (true, "rootfs"),
+                GuestType::Lxc if file.starts_with('/') => (false, "not a volume"),
+                GuestType::Lxc if flag("backup=") == Some(true) => (true, "enabled"),
+                GuestType::Lxc => (false, "disabled"),
             };
             volumes.push(json!({
                 "id": format!("{vmid}:{key}"),
@@ -337,8 +337,8 @@ pub(crate) fn included_volumes(ctx: &mut Ctx) -> Result<Value, ApiError> {
             }));
         }
         let name = match g.kind {
-            GuestKind::Qemu => g.config.get("name"),
-            GuestKind::Lxc => g.config.get("hostname"),
+            GuestType::Qemu => g.config.get("name"),
+            GuestType::Lxc => g.config.get("hostname"),
         };
         let leaf = u8::from(volumes.is_empty());
         children.push(json!({
@@ -592,8 +592,8 @@ impl BackupRun {
 fn archive(st: &mut State, node: &str, storage: &str, vmid: u32) -> Option<String> {
     let g = st.guests.get(&vmid)?;
     let (kind, ext) = match g.kind {
-        GuestKind::Qemu => ("qemu", "vma.zst"),
-        GuestKind::Lxc => ("lxc", "tar.zst"),
+        GuestType::Qemu => ("qemu", "vma.zst"),
+        GuestType::Lxc => ("lxc", "tar.zst"),
     };
     let size = super::cluster::guest_maxdisk(g) / 4;
     let stamp = archive_time(crate::auth::now());

@@ -5,16 +5,16 @@
 
 use serde_json::Value;
 
-use super::disks::{self, is_disk_key, volid_of};
+use super::disks::{self, is_volume, volid_of};
 use super::guest::check_lock;
 use super::{Ctx, check_node, guest};
 use crate::auth::now;
 use crate::error::ApiError;
 use crate::rng;
-use crate::state::{Guest, GuestKind, State, Volume};
+use crate::state::{Guest, GuestType, State, Volume};
 use crate::tasks::{self, INJECTED};
 
-pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn clone(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     let newid: u32 = ctx.req("newid")?.parse().unwrap_or(0);
     ctx.require(&format!("/vms/{vmid}"), "VM.Clone")?;
@@ -57,7 +57,7 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         .config
         .iter()
         .filter(|(k, v)| {
-            is_disk_key(kind, k) && !k.starts_with("unused") && !v.contains("media=cdrom")
+            is_volume(kind, k) && !k.starts_with("unused") && !v.contains("media=cdrom")
         })
         .filter_map(|(k, v)| volid_of(v).map(|vol| (k.clone(), vol.to_string())))
         .collect();
@@ -66,7 +66,7 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let cloudinit_keys: Vec<(String, String)> = src
         .config
         .iter()
-        .filter(|(k, v)| is_disk_key(kind, k) && v.contains("media=cdrom"))
+        .filter(|(k, v)| is_volume(kind, k) && v.contains("media=cdrom"))
         .filter_map(|(k, v)| volid_of(v).map(|vol| (k.clone(), vol.to_string())))
         .filter(|(_, vol)| vol.ends_with(&format!("vm-{}-cloudinit", src.vmid)))
         .collect();
@@ -93,13 +93,13 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let mut config = src.config.clone();
     config.remove("template");
     config.retain(|k, _| !k.starts_with("unused"));
-    let name_key = if kind == GuestKind::Qemu {
+    let name_key = if kind == GuestType::Qemu {
         "name"
     } else {
         "hostname"
     };
     let name = ctx
-        .p(if kind == GuestKind::Qemu {
+        .p(if kind == GuestType::Qemu {
             "name"
         } else {
             "hostname"
@@ -171,14 +171,14 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             let stripped: Vec<&str> = v.split(',').filter(|p| !p.starts_with("hwaddr=")).collect();
             let base = stripped.join(",");
             let without_mac = match kind {
-                GuestKind::Qemu => {
+                GuestType::Qemu => {
                     base.split_once('=')
                         .map(|(m, rest)| match rest.split_once(',') {
                             Some((_, tail)) => format!("{m},{tail}"),
                             None => m.to_string(),
                         })
                 }
-                GuestKind::Lxc => Some(base),
+                GuestType::Lxc => Some(base),
             };
             if let Some(fresh) =
                 without_mac.and_then(|w| disks::process_nic(version, kind, k, &w).ok())
@@ -187,7 +187,7 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             }
         }
     }
-    if kind == GuestKind::Qemu {
+    if kind == GuestType::Qemu {
         // qemu-server's clone always gives the copy a new SMBIOS uuid (keeping the other smbios1
         // fields), and a new vmgenid only when the source had one.
         let kept: Vec<&str> = config
@@ -230,7 +230,7 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             if full { "full" } else { "linked" }
         )])
     });
-    let kind_s = if kind == GuestKind::Qemu {
+    let kind_s = if kind == GuestType::Qemu {
         "qmclone"
     } else {
         "vzclone"

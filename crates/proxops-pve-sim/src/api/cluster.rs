@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{Ctx, check_node};
 use crate::auth;
 use crate::error::ApiError;
-use crate::state::{Guest, GuestKind, GuestStats, State, Stats};
+use crate::state::{Guest, GuestStats, GuestType, State, Stats};
 use crate::version::PveVersion;
 
 /// pve-manager `PVE/API2.pm` `version`: the pve-manager version, the point release and the
@@ -89,7 +89,7 @@ pub(crate) fn node_status(ctx: &mut Ctx) -> Result<Value, ApiError> {
 
 /// Memory of a guest in bytes, from its config.
 pub(crate) fn guest_maxmem(g: &Guest) -> u64 {
-    let default = if g.kind == GuestKind::Qemu { 2048 } else { 512 };
+    let default = if g.kind == GuestType::Qemu { 2048 } else { 512 };
     let mb = g
         .config
         .get("memory")
@@ -103,7 +103,7 @@ pub(crate) fn guest_maxmem(g: &Guest) -> u64 {
 pub(crate) fn guest_maxdisk(g: &Guest) -> u64 {
     g.config
         .iter()
-        .filter(|(k, _)| super::disks::is_disk_key(g.kind, k))
+        .filter(|(k, _)| super::disks::is_volume(g.kind, k))
         .filter_map(|(_, v)| super::disks::size_of(v))
         .max()
         .unwrap_or(0)
@@ -113,8 +113,8 @@ pub(crate) fn guest_maxdisk(g: &Guest) -> u64 {
 fn guest_cpus(g: &Guest) -> u64 {
     let get = |k: &str, d: u64| g.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
     match g.kind {
-        GuestKind::Qemu => get("cores", 1) * get("sockets", 1),
-        GuestKind::Lxc => get("cores", 1),
+        GuestType::Qemu => get("cores", 1) * get("sockets", 1),
+        GuestType::Lxc => get("cores", 1),
     }
 }
 
@@ -158,7 +158,7 @@ fn row(version: PveVersion, g: &Guest, stats: Option<&GuestStats>) -> Value {
             obj.extend(more);
         }
         if version >= PveVersion::V9_1 {
-            let memhost = if g.kind == GuestKind::Qemu { s.mem } else { 0 };
+            let memhost = if g.kind == GuestType::Qemu { s.mem } else { 0 };
             row["memhost"] = memhost.into();
         }
     }
@@ -181,7 +181,7 @@ fn row(version: PveVersion, g: &Guest, stats: Option<&GuestStats>) -> Value {
 /// (0 when stopped), which [`row`] gives every guest with stats.
 pub(crate) fn guest_row(version: PveVersion, g: &Guest, uptime_now: u64) -> Value {
     let mut r = row(version, g, Some(&current_stats(g, uptime_now)));
-    if g.kind == GuestKind::Lxc
+    if g.kind == GuestType::Lxc
         && let Some(obj) = r.as_object_mut()
     {
         obj.remove("memhost");

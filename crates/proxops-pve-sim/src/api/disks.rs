@@ -6,22 +6,11 @@ use crate::auth::now;
 use crate::error::ApiError;
 use crate::rng;
 use crate::schema::{self, PropMap, Sub};
-use crate::state::{GuestKind, State, Volume};
+use crate::state::{GuestType, State, Volume};
 use crate::version::PveVersion;
 
-/// Whether a config key holds a disk of the guest kind.
-pub(crate) fn is_disk_key(kind: GuestKind, key: &str) -> bool {
-    let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
-    let indexed = family.len() < key.len();
-    match kind {
-        GuestKind::Qemu => {
-            (indexed && matches!(family, "ide" | "sata" | "scsi" | "virtio" | "unused"))
-                || key == "efidisk0"
-                || key == "tpmstate0"
-        }
-        GuestKind::Lxc => key == "rootfs" || (indexed && matches!(family, "mp" | "unused")),
-    }
-}
+/// Whether a key holds a volume (`proxops-pve-schema`'s one definition).
+pub(crate) use proxops_pve_schema::is_volume;
 
 /// Parses a PVE size (`32G`, `512M`, `1.5T`, bytes when bare).
 pub(crate) fn parse_size(s: &str) -> Option<u64> {
@@ -66,10 +55,10 @@ pub(crate) fn volid_of(value: &str) -> Option<&str> {
     (first.contains(':') && !first.starts_with('/')).then_some(first)
 }
 
-fn keys(version: PveVersion, kind: GuestKind, key: &str) -> &'static [Sub] {
+fn keys(version: PveVersion, kind: GuestType, key: &str) -> &'static [Sub] {
     let path = match kind {
-        GuestKind::Qemu => "/nodes/{node}/qemu",
-        GuestKind::Lxc => "/nodes/{node}/lxc",
+        GuestType::Qemu => "/nodes/{node}/qemu",
+        GuestType::Lxc => "/nodes/{node}/lxc",
     };
     schema::prop_keys(version, "POST", path, key).unwrap_or(&[])
 }
@@ -102,7 +91,7 @@ pub(crate) fn allocate(
     vmid: u32,
     size: u64,
     format: Option<&str>,
-    kind: GuestKind,
+    kind: GuestType,
 ) -> Result<String, ApiError> {
     allocate_named(st, node, sid, vmid, size, format, kind, None)
 }
@@ -117,7 +106,7 @@ pub(crate) fn allocate_named(
     vmid: u32,
     size: u64,
     format: Option<&str>,
-    kind: GuestKind,
+    kind: GuestType,
     fixed: Option<&str>,
 ) -> Result<String, ApiError> {
     let storage = st
@@ -125,8 +114,8 @@ pub(crate) fn allocate_named(
         .ok_or_else(|| ApiError::fail(format!("storage '{sid}' does not exist")))?
         .clone();
     let (content, what) = match kind {
-        GuestKind::Qemu => ("images", "vm images"),
-        GuestKind::Lxc => ("rootdir", "container directories"),
+        GuestType::Qemu => ("images", "vm images"),
+        GuestType::Lxc => ("rootdir", "container directories"),
     };
     // A cloud-init drive (a fixed name) is allocated whatever the storage's content types:
     // qemu-server `API2/Qemu.pm` `create_disks` calls `PVE::Storage::vdisk_alloc`, which checks
@@ -138,7 +127,7 @@ pub(crate) fn allocate_named(
     }
     let file = storage.file_based();
     let fmt = match (format, storage.kind.as_str(), kind) {
-        (_, "zfspool", GuestKind::Lxc) => "subvol",
+        (_, "zfspool", GuestType::Lxc) => "subvol",
         (Some(f), _, _) if file => f,
         _ => "raw",
     }
@@ -182,11 +171,11 @@ pub(crate) fn allocate_named(
 /// cases as [`process_drive`].
 pub(crate) fn work_of(
     version: PveVersion,
-    kind: GuestKind,
+    kind: GuestType,
     key: &str,
     value: &str,
 ) -> Option<&'static str> {
-    if !is_disk_key(kind, key) || key.starts_with("unused") {
+    if !is_volume(kind, key) || key.starts_with("unused") {
         return None;
     }
     let map = schema::parse_property_string(keys(version, kind, key), value).ok()?;
@@ -198,7 +187,7 @@ pub(crate) fn work_of(
     if get(&map, "import-from").is_some() {
         return Some("import");
     }
-    if rest == "cloudinit" && kind == GuestKind::Qemu {
+    if rest == "cloudinit" && kind == GuestType::Qemu {
         return Some("alloc");
     }
     let cdrom = get(&map, "media") == Some("cdrom");
@@ -211,7 +200,7 @@ pub(crate) fn process_drive(
     st: &mut State,
     node: &str,
     vmid: u32,
-    kind: GuestKind,
+    kind: GuestType,
     key: &str,
     value: &str,
 ) -> Result<String, ApiError> {
@@ -222,7 +211,7 @@ pub(crate) fn process_drive(
         .or_else(|| get(&map, "volume"))
         .unwrap_or("")
         .to_string();
-    let file_key = if kind == GuestKind::Lxc {
+    let file_key = if kind == GuestType::Lxc {
         "volume"
     } else {
         "file"
@@ -234,7 +223,7 @@ pub(crate) fn process_drive(
     }
     let (sid, rest) = file.split_once(':').unwrap_or(("", &file));
     // `STORAGE:cloudinit` makes the cloud-init drive `vm-N-cloudinit`, a 4 MiB cdrom.
-    if rest == "cloudinit" && kind == GuestKind::Qemu {
+    if rest == "cloudinit" && kind == GuestType::Qemu {
         let name = format!("vm-{vmid}-cloudinit");
         let volid = allocate_named(st, node, sid, vmid, 4 << 20, Some("raw"), kind, Some(&name))?;
         set(&mut map, file_key, volid);
@@ -315,7 +304,7 @@ fn random_mac() -> String {
 /// Completes a NIC value: a MAC when missing; qemu writes `model=MAC` first, lxc `type=veth`.
 pub(crate) fn process_nic(
     version: PveVersion,
-    kind: GuestKind,
+    kind: GuestType,
     key: &str,
     value: &str,
 ) -> Result<String, ApiError> {
@@ -323,7 +312,7 @@ pub(crate) fn process_nic(
     let mut map =
         schema::parse_property_string(subs, value).map_err(|e| ApiError::param(key, e))?;
     match kind {
-        GuestKind::Qemu => {
+        GuestType::Qemu => {
             let model = get(&map, "model").unwrap_or("virtio").to_string();
             let mac = get(&map, "macaddr")
                 .map(str::to_uppercase)
@@ -336,7 +325,7 @@ pub(crate) fn process_nic(
                 format!("{model}={mac},{rest}")
             })
         }
-        GuestKind::Lxc => {
+        GuestType::Lxc => {
             if get(&map, "hwaddr").is_none() {
                 map.push(("hwaddr".into(), random_mac()));
             }
@@ -362,7 +351,7 @@ pub(crate) fn destroy_volumes(
     let referenced: Vec<String> = g
         .config
         .iter()
-        .filter(|(k, _)| is_disk_key(g.kind, k))
+        .filter(|(k, _)| is_volume(g.kind, k))
         .filter_map(|(_, v)| volid_of(v).map(str::to_string))
         .collect();
     let mut doomed: Vec<String> = st

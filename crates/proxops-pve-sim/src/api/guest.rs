@@ -5,24 +5,24 @@ use serde_json::{Value, json};
 
 use super::clone::clone;
 use super::cluster::{guest_maxdisk, guest_maxmem};
-use super::disks::{self, format_size, is_disk_key, parse_size, volid_of};
+use super::disks::{self, format_size, is_volume, parse_size, volid_of};
 use super::{Ctx, guest};
 use crate::auth::now;
 use crate::error::ApiError;
 use crate::faults;
 use crate::schema::{self, Ty};
 
-use crate::state::{Guest, GuestKind, State, ha_sid};
+use crate::state::{Guest, GuestType, State, ha_sid};
 use crate::tasks::{self, INJECTED};
 use crate::version::PveVersion;
 
 /// The machine a running VM reports (`running-machine`) and a suspend to disk records.
 pub(crate) const RUNNING_MACHINE: &str = "pc-i440fx-9.0+pve0";
 
-fn kind_path(kind: GuestKind) -> &'static str {
+fn kind_path(kind: GuestType) -> &'static str {
     match kind {
-        GuestKind::Qemu => "/nodes/{node}/qemu/{vmid}/config",
-        GuestKind::Lxc => "/nodes/{node}/lxc/{vmid}/config",
+        GuestType::Qemu => "/nodes/{node}/qemu/{vmid}/config",
+        GuestType::Lxc => "/nodes/{node}/lxc/{vmid}/config",
     }
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn digest(g: &Guest) -> String {
 }
 
 /// A config value typed as the schema types it (integers and booleans as numbers).
-pub(crate) fn typed(version: PveVersion, kind: GuestKind, key: &str, value: &str) -> Value {
+pub(crate) fn typed(version: PveVersion, kind: GuestType, key: &str, value: &str) -> Value {
     let ty = schema::endpoint("PUT", kind_path(kind))
         .and_then(|ep| ep.param(version.schema(), key))
         .map(|p| p.ty);
@@ -78,16 +78,16 @@ pub(crate) fn check_lock(ctx: &Ctx, g: &Guest) -> Result<(), ApiError> {
     faults::lock_contention(&ctx.shared, &ctx.key(), ctx.n, g.kind, g.vmid)
 }
 
-fn index(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn index(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     guest(&ctx.state(), kind, &node, vmid)?;
     let subdirs: &[&str] = match kind {
-        GuestKind::Qemu => &[
+        GuestType::Qemu => &[
             "config", "pending", "status", "clone", "template", "resize", "snapshot", "firewall",
             "agent", "rrd", "rrddata",
         ],
-        GuestKind::Lxc => &[
+        GuestType::Lxc => &[
             "config", "pending", "status", "clone", "template", "resize", "snapshot", "firewall",
             "rrd", "rrddata",
         ],
@@ -97,7 +97,7 @@ fn index(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     ))
 }
 
-fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn config(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     let st = ctx.state();
@@ -140,7 +140,7 @@ fn masked<'a>(key: &str, value: &'a str) -> &'a str {
     }
 }
 
-fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn pending(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     let st = ctx.state();
@@ -179,7 +179,7 @@ fn pending(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     Ok(Value::Array(rows))
 }
 
-fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn current(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     let st = ctx.state();
@@ -202,7 +202,7 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             None => json!({ "managed": 0 }),
         };
         obj.insert("ha".into(), ha);
-        if kind == GuestKind::Qemu {
+        if kind == GuestType::Qemu {
             let qmp = if g.paused {
                 "paused".to_owned()
             } else {
@@ -234,7 +234,7 @@ fn current(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
 /// template, running), then a forked worker (`qmtemplate`, `vztemplate`) converts. Qemu answers
 /// the UPID; LXC answers null although it forked, so its caller finds the task in the node's
 /// task list.
-fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn template(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
     let shared = ctx.shared.clone();
@@ -242,8 +242,8 @@ fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let g = guest(&st, kind, &node, vmid)?;
     check_lock(ctx, g)?;
     let (what, it) = match kind {
-        GuestKind::Qemu => ("VM", "VM"),
-        GuestKind::Lxc => ("CT", "the CT"),
+        GuestType::Qemu => ("VM", "VM"),
+        GuestType::Lxc => ("CT", "the CT"),
     };
     if !g.snapshots.is_empty() {
         return Err(ApiError::fail(format!(
@@ -262,7 +262,7 @@ fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         if fail {
             return Err(INJECTED.into());
         }
-        if kind == GuestKind::Lxc {
+        if kind == GuestType::Lxc {
             lacks_template_feature(st, vmid)?;
         }
         convert_to_template(st, vmid);
@@ -272,7 +272,7 @@ fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         &shared,
         &mut st,
         &node,
-        if kind == GuestKind::Qemu {
+        if kind == GuestType::Qemu {
             "qmtemplate"
         } else {
             "vztemplate"
@@ -283,9 +283,9 @@ fn template(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         job,
     );
     Ok(match kind {
-        GuestKind::Qemu => upid.into(),
+        GuestType::Qemu => upid.into(),
         // pve-container returns `undef` after `fork_worker`.
-        GuestKind::Lxc => Value::Null,
+        GuestType::Lxc => Value::Null,
     })
 }
 
@@ -297,7 +297,7 @@ fn lacks_template_feature(st: &State, vmid: u32) -> Result<(), String> {
         return Err(format!("CT {vmid} does not exist"));
     };
     for (k, v) in &g.config {
-        if !is_disk_key(g.kind, k) || k.starts_with("unused") {
+        if !is_volume(g.kind, k) || k.starts_with("unused") {
             continue;
         }
         let Some(volid) = volid_of(v) else { continue };
@@ -323,7 +323,7 @@ fn convert_to_template(st: &mut State, vmid: u32) {
     let kind = g.kind;
     let mut renames = Vec::new();
     for (k, v) in g.config.iter_mut() {
-        if is_disk_key(kind, k)
+        if is_volume(kind, k)
             && !k.starts_with("unused")
             && let Some(old) = volid_of(v).map(str::to_string)
         {
@@ -341,7 +341,7 @@ fn convert_to_template(st: &mut State, vmid: u32) {
     }
 }
 
-fn resize(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn resize(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Config.Disk")?;
     let disk = ctx.req("disk")?;
@@ -360,7 +360,7 @@ fn resize(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     let value = g
         .config
         .get(&disk)
-        .filter(|_| is_disk_key(kind, &disk))
+        .filter(|_| is_volume(kind, &disk))
         .ok_or_else(|| ApiError::fail(format!("disk '{disk}' does not exist")))?
         .clone();
     if value.contains("media=cdrom") {
@@ -428,7 +428,7 @@ fn resize(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     .into())
 }
 
-fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn destroy(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Allocate")?;
     let shared = ctx.shared.clone();
@@ -452,11 +452,11 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     check_lock(ctx, g)?;
     // pve-container `destroy_vm` refuses a running CT unless `force` (then stops it first);
     // qemu-server's has no `force` and its own wording.
-    let force = kind == GuestKind::Lxc && ctx.flag("force").unwrap_or(false);
+    let force = kind == GuestType::Lxc && ctx.flag("force").unwrap_or(false);
     if g.running() && !force {
         return Err(ApiError::fail(match kind {
-            GuestKind::Qemu => format!("{word} {vmid} is running - destroy failed"),
-            GuestKind::Lxc => format!("unable to destroy CT {vmid} - container is running"),
+            GuestType::Qemu => format!("{word} {vmid} is running - destroy failed"),
+            GuestType::Lxc => format!("unable to destroy CT {vmid} - container is running"),
         }));
     }
     let sid = ha_sid(kind, vmid);
@@ -481,7 +481,7 @@ fn destroy(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         }
         Ok(log)
     });
-    let kind_s = if kind == GuestKind::Qemu {
+    let kind_s = if kind == GuestType::Qemu {
         "qmdestroy"
     } else {
         "vzdestroy"
@@ -503,7 +503,7 @@ macro_rules! both {
     ($($name:ident => $f:ident $(($arg:expr))?;)*) => {
         $(
             pub(crate) fn $name(ctx: &mut Ctx) -> Result<Value, ApiError> {
-                let kind = if stringify!($name).starts_with("qemu") { GuestKind::Qemu } else { GuestKind::Lxc };
+                let kind = if stringify!($name).starts_with("qemu") { GuestType::Qemu } else { GuestType::Lxc };
                 $f(ctx, kind $(, $arg)?)
             }
         )*

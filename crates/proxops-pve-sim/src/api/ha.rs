@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use crate::error::ApiError;
-use crate::state::{GuestKind, HaResource, State, ha_sid};
+use crate::state::{GuestType, HaResource, State, ha_sid};
 
 /// pve-ha-manager `src/PVE/HA/Config.pm` `parse_sid`: `vm:100`, `ct:101`, or a bare VMID whose
 /// type comes from the cluster's VM list.
@@ -109,8 +109,8 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     }
     // `PVE::HA::Resources::PVEVM`/`PVECT` `exists`.
     let want = match kind.as_str() {
-        "vm" => GuestKind::Qemu,
-        "ct" => GuestKind::Lxc,
+        "vm" => GuestType::Qemu,
+        "ct" => GuestType::Lxc,
         _ => return Err(ApiError::fail(format!("unknown resource type '{kind}'"))),
     };
     let vmid = name.parse::<u32>().ok();
@@ -121,7 +121,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
             )));
         }
         Some(g) if g.kind != want => {
-            let what = if want == GuestKind::Qemu {
+            let what = if want == GuestType::Qemu {
                 "VM"
             } else {
                 "container"

@@ -10,45 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::disks::is_disk_key;
-use crate::state::GuestKind;
-
-/// qemu-server `$fast_plug_option` and the keys of `$confdesc_cloudinit`.
-const QEMU_FAST_PLUG: &[&str] = &[
-    "description",
-    "hookscript",
-    "lock",
-    "migrate_downtime",
-    "migrate_speed",
-    "name",
-    "onboot",
-    "protection",
-    "shares",
-    "startup",
-    "tags",
-    "vmstatestorage",
-    "cicustom",
-    "cipassword",
-    "citype",
-    "ciupgrade",
-    "ciuser",
-    "nameserver",
-    "searchdomain",
-    "sshkeys",
-];
-
-/// pve-container `$LXC_FASTPLUG_OPTIONS`.
-const LXC_FAST_PLUG: &[&str] = &[
-    "description",
-    "onboot",
-    "startup",
-    "protection",
-    "hostname",
-    "hookscript",
-    "cores",
-    "tags",
-    "lock",
-];
+use super::disks::is_volume;
+use crate::state::GuestType;
+use proxops_pve_schema::{LXC_FAST_PLUG, QEMU_FAST_PLUG, hotplug_classes};
 
 /// qemu NIC models (`PVE::QemuServer::Network` `$nic_model_list`): the key naming the model.
 const NIC_MODELS: &[&str] = &[
@@ -74,22 +38,6 @@ fn family(key: &str) -> &str {
 
 fn indexed(key: &str, fam: &str) -> bool {
     family(key) == fam && key.len() > fam.len()
-}
-
-/// qemu-server `parse_hotplug_features`: `0` none, `1` (or unset) the default classes.
-fn hotplug_features(config: &BTreeMap<String, String>) -> BTreeSet<String> {
-    let value = config.get("hotplug").map_or("1", String::as_str);
-    let value = match value {
-        "0" => return BTreeSet::new(),
-        "1" => "network,disk,usb",
-        other => other,
-    };
-    value
-        .split([',', ';', ' '])
-        .map(str::trim)
-        .filter(|f| !f.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// A property string's `key=value` parts; a part without `=` is stored under `default`.
@@ -129,7 +77,7 @@ fn differs(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>, key: &str
 
 /// `vmconfig_update_net`: a model, MAC, queues or MTU change (or a non-bridged NIC) needs
 /// network hotplug; bridge, VLAN, rate, firewall and link changes apply regardless.
-fn qemu_net(old: Option<&String>, new: &str, hot: &BTreeSet<String>) -> bool {
+fn qemu_net(old: Option<&String>, new: &str, hot: &BTreeSet<&str>) -> bool {
     let network = hot.contains("network");
     let Some(old) = old else {
         return network;
@@ -145,7 +93,7 @@ fn qemu_net(old: Option<&String>, new: &str, hot: &BTreeSet<String>) -> bool {
 /// `vmconfig_update_disk`: a new disk or another volume needs disk hotplug (not on ide/sata);
 /// a change of `aio`, `discard`, `iothread`, `queues`, `product`, `cache`, `ssd`, `vendor` or
 /// `ro` stays pending; throttles, sizes and cdrom media apply.
-fn qemu_disk(key: &str, old: Option<&String>, new: &str, hot: &BTreeSet<String>) -> bool {
+fn qemu_disk(key: &str, old: Option<&String>, new: &str, hot: &BTreeSet<&str>) -> bool {
     if key == "efidisk0" || key == "tpmstate0" {
         return false;
     }
@@ -195,23 +143,23 @@ fn qemu_agent(old: Option<&String>, new: &str) -> bool {
 /// Whether setting `key` to `new` on the running guest whose current config is `config` takes
 /// effect at once (else it stays pending).
 pub(crate) fn applies_live(
-    kind: GuestKind,
+    kind: GuestType,
     config: &BTreeMap<String, String>,
     key: &str,
     new: &str,
 ) -> bool {
     match kind {
-        GuestKind::Qemu => qemu_set(config, key, new),
-        GuestKind::Lxc => lxc_set(config, key),
+        GuestType::Qemu => qemu_set(config, key, new),
+        GuestType::Lxc => lxc_set(config, key),
     }
 }
 
 /// Whether deleting `key` from the running guest whose current config is `config` takes effect
 /// at once (else it stays pending).
-pub(crate) fn deletes_live(kind: GuestKind, config: &BTreeMap<String, String>, key: &str) -> bool {
+pub(crate) fn deletes_live(kind: GuestType, config: &BTreeMap<String, String>, key: &str) -> bool {
     match kind {
-        GuestKind::Qemu => qemu_delete(config, key),
-        GuestKind::Lxc => {
+        GuestType::Qemu => qemu_delete(config, key),
+        GuestType::Lxc => {
             LXC_FAST_PLUG.contains(&key)
                 || indexed(key, "unused")
                 || indexed(key, "net")
@@ -224,7 +172,9 @@ fn qemu_set(config: &BTreeMap<String, String>, key: &str, new: &str) -> bool {
     if QEMU_FAST_PLUG.contains(&key) || indexed(key, "ipconfig") {
         return true;
     }
-    let hot = hotplug_features(config);
+    let hot: BTreeSet<&str> = hotplug_classes(config.get("hotplug").map(String::as_str))
+        .into_iter()
+        .collect();
     let old = config.get(key);
     match key {
         "hotplug" => {
@@ -247,7 +197,7 @@ fn qemu_set(config: &BTreeMap<String, String>, key: &str, new: &str) -> bool {
         "agent" => qemu_agent(old, new),
         _ if indexed(key, "usb") => usb_hotplug(config, &hot),
         _ if indexed(key, "net") => qemu_net(old, new, &hot),
-        _ if is_disk_key(GuestKind::Qemu, key) && !indexed(key, "unused") => {
+        _ if is_volume(GuestType::Qemu, key) && !indexed(key, "unused") => {
             qemu_disk(key, old, new, &hot)
         }
         _ => false,
@@ -258,7 +208,9 @@ fn qemu_delete(config: &BTreeMap<String, String>, key: &str) -> bool {
     if QEMU_FAST_PLUG.contains(&key) || indexed(key, "ipconfig") {
         return true;
     }
-    let hot = hotplug_features(config);
+    let hot: BTreeSet<&str> = hotplug_classes(config.get("hotplug").map(String::as_str))
+        .into_iter()
+        .collect();
     match key {
         "hotplug" => !config
             .get("hotplug")
@@ -270,7 +222,7 @@ fn qemu_delete(config: &BTreeMap<String, String>, key: &str) -> bool {
         "cpuunits" | "cpulimit" => true,
         _ if indexed(key, "usb") => usb_hotplug(config, &hot),
         _ if indexed(key, "net") => hot.contains("network"),
-        _ if is_disk_key(GuestKind::Qemu, key) => {
+        _ if is_volume(GuestType::Qemu, key) => {
             hot.contains("disk") && !matches!(family(key), "ide" | "sata" | "efidisk" | "tpmstate")
         }
         _ => false,
@@ -279,7 +231,7 @@ fn qemu_delete(config: &BTreeMap<String, String>, key: &str) -> bool {
 
 /// USB hotplug needs the `usb` class and an `l26` or Windows 8+ guest (the machine version
 /// check, 7.1 or newer, always holds in the simulator).
-fn usb_hotplug(config: &BTreeMap<String, String>, hot: &BTreeSet<String>) -> bool {
+fn usb_hotplug(config: &BTreeMap<String, String>, hot: &BTreeSet<&str>) -> bool {
     hot.contains("usb")
         && config
             .get("ostype")
@@ -318,7 +270,7 @@ mod tests {
             ("net0", "virtio=BC:24:11:00:00:01,bridge=vmbr0"),
             ("scsi0", "local-lvm:vm-100-disk-0,size=8G"),
         ]);
-        let q = GuestKind::Qemu;
+        let q = GuestType::Qemu;
         assert!(applies_live(q, &c, "name", "x"));
         assert!(applies_live(q, &c, "ciuser", "x"));
         assert!(!applies_live(q, &c, "cores", "4"));
@@ -388,7 +340,7 @@ mod tests {
     #[test]
     fn lxc_classes() {
         let c = conf(&[("mp0", "local-lvm:subvol-200-disk-1,mp=/a")]);
-        let l = GuestKind::Lxc;
+        let l = GuestType::Lxc;
         assert!(applies_live(l, &c, "cores", "4"));
         assert!(applies_live(l, &c, "memory", "1024"));
         assert!(applies_live(l, &c, "mp1", "local-lvm:1,mp=/b"));

@@ -16,7 +16,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::{Ctx, check_node};
 use crate::error::ApiError;
-use crate::state::{Guest, GuestKind};
+use crate::state::{Guest, GuestType};
 
 /// One address: IPv4 or not, the address, its prefix length.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,23 +130,23 @@ pub(crate) fn nics(g: &Guest, up: bool) -> Vec<Nic> {
     for (i, value) in nets {
         // qemu-server writes `virtio=<MAC>,bridge=..`, pve-container `name=eth0,hwaddr=<MAC>`.
         let mac_text = match g.kind {
-            GuestKind::Qemu => value
+            GuestType::Qemu => value
                 .split(',')
                 .filter_map(|p| p.split_once('='))
                 .map(|(_, v)| v)
                 .find(|v| parse_mac(v).is_some()),
-            GuestKind::Lxc => prop(value, "hwaddr"),
+            GuestType::Lxc => prop(value, "hwaddr"),
         };
         let Some(mac) = mac_text.and_then(parse_mac) else {
             continue;
         };
         let (name, ip, ip6) = match g.kind {
-            GuestKind::Qemu => {
+            GuestType::Qemu => {
                 let ipc = g.config.get(&format!("ipconfig{i}"));
                 let ip = ipc.and_then(|c| prop(c, "ip")).unwrap_or("dhcp");
                 (format!("eth{i}"), ip, ipc.and_then(|c| prop(c, "ip6")))
             }
-            GuestKind::Lxc => (
+            GuestType::Lxc => (
                 prop(value, "name").map_or_else(|| format!("eth{i}"), str::to_owned),
                 prop(value, "ip").unwrap_or("manual"),
                 prop(value, "ip6"),
@@ -263,7 +263,7 @@ pub(crate) fn lxc(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let Some(g) = st
         .guests
         .get(&vmid)
-        .filter(|g| g.kind == GuestKind::Lxc && g.node == node && g.running())
+        .filter(|g| g.kind == GuestType::Lxc && g.node == node && g.running())
     else {
         return Ok(Value::Null);
     };
@@ -274,7 +274,7 @@ pub(crate) fn lxc(ctx: &mut Ctx) -> Result<Value, ApiError> {
 mod tests {
     use super::*;
 
-    fn guest(kind: GuestKind, conf: &[(&str, &str)]) -> Guest {
+    fn guest(kind: GuestType, conf: &[(&str, &str)]) -> Guest {
         Guest {
             vmid: 100,
             kind,
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn static_addresses_at_once_leases_from_the_mac_once_up() {
         let vm = guest(
-            GuestKind::Qemu,
+            GuestType::Qemu,
             &[
                 ("net0", "virtio=BC:24:11:0A:0B:0C,bridge=vmbr0"),
                 ("net1", "virtio=BC:24:11:00:00:FF,bridge=vmbr0"),
@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn a_container_names_its_interfaces_and_has_no_address_without_ip() {
         let ct = guest(
-            GuestKind::Lxc,
+            GuestType::Lxc,
             &[
                 (
                     "net0",

@@ -5,14 +5,14 @@ use serde_json::Value;
 
 use super::{Ctx, check_node, perms, setconfig};
 use crate::error::ApiError;
-use crate::state::{Guest, GuestKind, State};
+use crate::state::{Guest, GuestType, State};
 use crate::tasks;
 
 pub(crate) fn list(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let node = ctx.node();
     let st = ctx.state();
     check_node(&st, &node)?;
-    Ok(super::qemu::list_rows(ctx, &st, GuestKind::Lxc, &node))
+    Ok(super::qemu::list_rows(ctx, &st, GuestType::Lxc, &node))
 }
 
 /// The `ostype` PVE derives from a template's file name.
@@ -103,7 +103,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     setconfig::check_storage_access(
         ctx,
         &st,
-        GuestKind::Lxc,
+        GuestType::Lxc,
         &requested,
         setconfig::Write::Create,
     )?;
@@ -121,7 +121,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {
-        match setconfig::stored_value(&mut st, &node, vmid, GuestKind::Lxc, &k, &v) {
+        match setconfig::stored_value(&mut st, &node, vmid, GuestType::Lxc, &k, &v) {
             Ok(stored) => {
                 conf.insert(k, stored);
             }
@@ -151,7 +151,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         vmid,
         Guest {
             vmid,
-            kind: GuestKind::Lxc,
+            kind: GuestType::Lxc,
             node: node.clone(),
             status: "stopped".into(),
             config: conf,
@@ -183,5 +183,5 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
 /// new mount point's volume is allocated inside the call, under the config lock, with no
 /// worker, so the answer waits for it ([`crate::sync_work`]).
 pub(crate) fn config_sync(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    crate::sync_work::write(ctx, GuestKind::Lxc)
+    crate::sync_work::write(ctx, GuestType::Lxc)
 }

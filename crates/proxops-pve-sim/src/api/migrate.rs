@@ -11,18 +11,18 @@ use serde_json::Value;
 use super::guest::check_lock;
 use super::{Ctx, guest, locks};
 use crate::error::ApiError;
-use crate::state::{GuestKind, State};
+use crate::state::{GuestType, State};
 use crate::tasks::{self, INJECTED};
 
 pub(crate) fn qemu(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    migrate(ctx, GuestKind::Qemu)
+    migrate(ctx, GuestType::Qemu)
 }
 
 pub(crate) fn lxc(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    migrate(ctx, GuestKind::Lxc)
+    migrate(ctx, GuestType::Lxc)
 }
 
-fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+fn migrate(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Migrate")?;
     let target = ctx.req("target")?;
@@ -42,19 +42,19 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
     check_lock(ctx, g)?;
     let running = g.running();
     match kind {
-        GuestKind::Qemu if running && !online => {
+        GuestType::Qemu if running && !online => {
             return Err(ApiError::fail("can't migrate running VM without --online"));
         }
         // qemu-server `migrate_vm`: "VM isn't running. Doing offline migration instead."
-        GuestKind::Qemu if !running => online = false,
-        GuestKind::Lxc if running && !online && !restart => {
+        GuestType::Qemu if !running => online = false,
+        GuestType::Lxc if running && !online && !restart => {
             return Err(ApiError::fail(
                 "can't migrate running container without --online or --restart",
             ));
         }
         _ => {}
     }
-    if kind == GuestKind::Qemu {
+    if kind == GuestType::Qemu {
         // qemu-server `PVE/QemuServer.pm` `check_storage_availability`, before the worker.
         storage_availability(&st, g, &target).map_err(ApiError::fail)?;
     }
@@ -88,7 +88,7 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         .into());
     }
     // PVE's task types: `qmigrate` (sic) and `vzmigrate`.
-    let task = if kind == GuestKind::Qemu {
+    let task = if kind == GuestType::Qemu {
         "qmigrate"
     } else {
         "vzmigrate"
@@ -104,11 +104,11 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         );
         let result = if fail {
             Err(INJECTED.to_string())
-        } else if kind == GuestKind::Lxc && online && running {
+        } else if kind == GuestType::Lxc && online && running {
             // pve-container `PVE/LXC/Migrate.pm` `prepare`: only for a running container.
             Err("lxc live migration is currently not implemented".to_string())
         } else {
-            let allow_local = kind == GuestKind::Lxc || !running || local_disks;
+            let allow_local = kind == GuestType::Lxc || !running || local_disks;
             move_guest(st, vmid, &target, allow_local, false)
         };
         match result {
@@ -148,7 +148,7 @@ fn migrate(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
 /// (`storage_check_enabled`: `storage 'X' is not available on node 'Y'`).
 fn storage_availability(st: &State, g: &crate::state::Guest, target: &str) -> Result<(), String> {
     for (key, value) in &g.config {
-        if !super::disks::is_disk_key(g.kind, key) {
+        if !super::disks::is_volume(g.kind, key) {
             continue;
         }
         let Some((sid, _)) = super::disks::volid_of(value).and_then(|v| v.split_once(':')) else {
@@ -171,14 +171,14 @@ pub(crate) fn qemu_precondition(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Migrate")?;
     let st = ctx.state();
-    let g = guest(&st, GuestKind::Qemu, &node, vmid)?;
+    let g = guest(&st, GuestType::Qemu, &node, vmid)?;
     if let Some(l) = g.lock() {
         return Err(ApiError::fail(format!("VM is locked ({l})")));
     }
     let mut local_disks = Vec::new();
     let mut sids = std::collections::BTreeSet::new();
     for (key, value) in &g.config {
-        if !super::disks::is_disk_key(GuestKind::Qemu, key) {
+        if !super::disks::is_volume(GuestType::Qemu, key) {
             continue;
         }
         let Some(volid) = super::disks::volid_of(value) else {
@@ -289,7 +289,7 @@ fn move_guest(
     let mut moved = Vec::new();
     // pve-container `PVE/LXC/Migrate.pm` `prepare`: bind and device mount points only with
     // `shared=1`.
-    if g.kind == GuestKind::Lxc {
+    if g.kind == GuestType::Lxc {
         for (key, value) in &g.config {
             let mp = key
                 .strip_prefix("mp")
@@ -308,7 +308,7 @@ fn move_guest(
         }
     }
     for (key, value) in &g.config {
-        if !super::disks::is_disk_key(g.kind, key) {
+        if !super::disks::is_volume(g.kind, key) {
             continue;
         }
         let Some(volid) = super::disks::volid_of(value) else {
@@ -351,7 +351,7 @@ fn move_guest(
     }
     if let Some(g) = st.guests.get_mut(&vmid) {
         g.node = target.to_owned();
-        if g.kind == GuestKind::Lxc && g.running() {
+        if g.kind == GuestType::Lxc && g.running() {
             // Restart mode: stopped on the source, started on the target.
             g.mark_started();
         }
@@ -376,7 +376,7 @@ fn is_cloud_init(volid: &str) -> bool {
 fn snapshot_check(st: &State, g: &crate::state::Guest, source: &str) -> Result<(), String> {
     for snapshot in g.snapshot_data.values() {
         for (key, value) in &snapshot.config {
-            if key == "vmstate" || !super::disks::is_disk_key(g.kind, key) {
+            if key == "vmstate" || !super::disks::is_volume(g.kind, key) {
                 continue;
             }
             let Some(volid) = super::disks::volid_of(value) else {
@@ -391,7 +391,7 @@ fn snapshot_check(st: &State, g: &crate::state::Guest, source: &str) -> Result<(
             if storage.shared || is_cloud_init(volid) {
                 continue;
             }
-            let why = if g.kind == GuestKind::Lxc {
+            let why = if g.kind == GuestType::Lxc {
                 // pve-container `PVE/LXC/Migrate.pm` `prepare`: zfspool and btrfs only.
                 (storage.kind != "zfspool" && storage.kind != "btrfs")
                     .then_some("non-migratable snapshot exists")

@@ -52,7 +52,7 @@ use crate::dispatch::percent_decode;
 use crate::error::ApiError;
 use crate::schema::parse_bool;
 use crate::server::{Shared, lock};
-use crate::state::{Guest, GuestKind, State};
+use crate::state::{Guest, GuestType, State};
 
 /// A handler: reads the context, answers the `data` value.
 pub(crate) type Handler = fn(&mut Ctx) -> Result<Value, ApiError>;
@@ -169,10 +169,10 @@ pub(crate) fn check_node(st: &State, node: &str) -> Result<(), ApiError> {
 }
 
 /// PVE's message for a guest whose config file is not on that node.
-pub(crate) fn no_config(kind: GuestKind, node: &str, vmid: u32) -> ApiError {
+pub(crate) fn no_config(kind: GuestType, node: &str, vmid: u32) -> ApiError {
     let dir = match kind {
-        GuestKind::Qemu => "qemu-server",
-        GuestKind::Lxc => "lxc",
+        GuestType::Qemu => "qemu-server",
+        GuestType::Lxc => "lxc",
     };
     ApiError::fail(format!(
         "Configuration file 'nodes/{node}/{dir}/{vmid}.conf' does not exist"
@@ -182,7 +182,7 @@ pub(crate) fn no_config(kind: GuestKind, node: &str, vmid: u32) -> ApiError {
 /// The guest of a kind on a node.
 pub(crate) fn guest<'a>(
     st: &'a State,
-    kind: GuestKind,
+    kind: GuestType,
     node: &str,
     vmid: u32,
 ) -> Result<&'a Guest, ApiError> {

@@ -11,7 +11,7 @@ use super::disks::{allocate, volid_of};
 use super::guest::{check_lock, digest};
 use super::{Ctx, guest};
 use crate::error::ApiError;
-use crate::state::{GuestKind, State};
+use crate::state::{GuestType, State};
 use crate::tasks::{self, INJECTED};
 
 /// `POST /nodes/{node}/qemu/{vmid}/move_disk`.
@@ -25,7 +25,7 @@ pub(crate) fn move_disk(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let delete = ctx.flag("delete").unwrap_or(false);
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
-    let g = guest(&st, GuestKind::Qemu, &node, vmid)?;
+    let g = guest(&st, GuestType::Qemu, &node, vmid)?;
     check_lock(ctx, g)?;
     if let Some(d) = ctx.p("digest")
         && d != digest(g)
@@ -81,7 +81,7 @@ pub(crate) fn move_disk(ctx: &mut Ctx) -> Result<Value, ApiError> {
             vmid,
             source.size,
             fmt.as_deref(),
-            GuestKind::Qemu,
+            GuestType::Qemu,
         )
         .map_err(|e| format!("{e:?}"))?;
         let Some(g) = st.guests.get_mut(&vmid) else {
@@ -119,7 +119,7 @@ pub(crate) fn move_disk(ctx: &mut Ctx) -> Result<Value, ApiError> {
         "qmmove",
         &vmid.to_string(),
         &ctx.who().task_user(),
-        (GuestKind::Qemu, vmid),
+        (GuestType::Qemu, vmid),
         job,
     )
     .into())

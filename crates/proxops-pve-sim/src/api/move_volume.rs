@@ -11,7 +11,7 @@ use super::disks::{allocate, volid_of};
 use super::guest::{check_lock, digest};
 use super::{Ctx, guest};
 use crate::error::ApiError;
-use crate::state::{GuestKind, State};
+use crate::state::{GuestType, State};
 use crate::tasks::{self, INJECTED};
 
 pub(crate) fn move_volume(ctx: &mut Ctx) -> Result<Value, ApiError> {
@@ -49,7 +49,7 @@ pub(crate) fn move_volume(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require(&format!("/storage/{target}"), "Datastore.AllocateSpace")?;
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
-    let g = guest(&st, GuestKind::Lxc, &node, vmid)?;
+    let g = guest(&st, GuestType::Lxc, &node, vmid)?;
     check_lock(ctx, g)?;
     if g.running() {
         return Err(ApiError::fail("cannot move volumes of a running container"));
@@ -108,7 +108,7 @@ pub(crate) fn move_volume(ctx: &mut Ctx) -> Result<Value, ApiError> {
             vmid,
             source.size,
             Some(&source.format),
-            GuestKind::Lxc,
+            GuestType::Lxc,
         ) {
             Ok(v) => v,
             Err(e) => {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Ctx, check_node};
 use crate::error::ApiError;
-use crate::state::{Guest, GuestKind, State};
+use crate::state::{Guest, GuestType, State};
 
 /// The node's interfaces, sorted by name (`hash_to_array` of the sorted hash).
 pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
@@ -100,7 +100,7 @@ pub(crate) fn start_refusal(st: &mut State, g: &Guest, task_kind: &str) -> Optio
         t.log.push(format!("bridge '{bridge}' does not exist"));
     }
     Some(match g.kind {
-        GuestKind::Qemu => "start failed: QEMU exited with code 1".to_string(),
-        GuestKind::Lxc => format!("startup for container '{}' failed", g.vmid),
+        GuestType::Qemu => "start failed: QEMU exited with code 1".to_string(),
+        GuestType::Lxc => format!("startup for container '{}' failed", g.vmid),
     })
 }

@@ -5,10 +5,14 @@
 //! not even `root@pam!name` ([`crate::auth::Principal::is_root`]), though the principal token
 //! holds every privilege.
 
+use proxops_pve_schema::{
+    QEMU_CLOUDINIT_OPTIONS, QEMU_CPU_OPTIONS, QEMU_GENERAL_OPTIONS, QEMU_HWTYPE_OPTIONS,
+    QEMU_MEMORY_OPTIONS,
+};
 use std::collections::BTreeMap;
 
 use super::Ctx;
-use super::disks::is_disk_key;
+use super::disks::is_volume;
 use crate::error::ApiError;
 use crate::state::State;
 
@@ -62,67 +66,12 @@ fn fail(msg: String) -> Result<(), ApiError> {
 /// option list; a key in none of them is root-only ("only root can set '$opt' config"). Drives,
 /// `cdrom`, `unused`, `serial`, `usb`, `hostpci`, `virtiofs` and `tags` are checked by value.
 fn qemu_key(ctx: &Ctx, vmid: u32, key: &str) -> Result<(), ApiError> {
-    const CPU: &[&str] = &[
-        "cores",
-        "cpu",
-        "runningcpu",
-        "cpulimit",
-        "cpuunits",
-        "numa",
-        "smp",
-        "sockets",
-        "vcpus",
-    ];
-    const MEMORY: &[&str] = &["memory", "balloon", "shares", "allow-ksm"];
-    const HWTYPE: &[&str] = &[
-        "acpi",
-        "hotplug",
-        "kvm",
-        "machine",
-        "runningmachine",
-        "scsihw",
-        "smbios1",
-        "tablet",
-        "vga",
-        "watchdog",
-        "audio0",
-        "rng0",
-    ];
-    const GENERAL: &[&str] = &[
-        "agent",
-        "autostart",
-        "bios",
-        "description",
-        "keyboard",
-        "localtime",
-        "migrate_downtime",
-        "migrate_speed",
-        "name",
-        "onboot",
-        "ostype",
-        "protection",
-        "reboot",
-        "startdate",
-        "startup",
-        "tdf",
-        "template",
-    ];
-    const CLOUDINIT: &[&str] = &[
-        "cicustom",
-        "cipassword",
-        "citype",
-        "ciuser",
-        "ciupgrade",
-        "nameserver",
-        "searchdomain",
-        "sshkeys",
-    ];
     if key == "tags" {
         // Skipped here, checked by `assert_tag_permissions` (pve-guest-common
         // `GuestHelpers.pm`) in the worker: `VM.Config.Options`.
         return vm(ctx, vmid, "VM.Config.Options");
     }
-    if is_disk_key(crate::state::GuestKind::Qemu, key)
+    if is_volume(crate::state::GuestType::Qemu, key)
         || key == "cdrom"
         || ["unused", "serial", "usb", "hostpci", "virtiofs"]
             .iter()
@@ -130,13 +79,13 @@ fn qemu_key(ctx: &Ctx, vmid: u32, key: &str) -> Result<(), ApiError> {
     {
         return Ok(());
     }
-    if CPU.contains(&key) || indexed(key, "numa") {
+    if QEMU_CPU_OPTIONS.contains(&key) || indexed(key, "numa") {
         vm(ctx, vmid, "VM.Config.CPU")
-    } else if MEMORY.contains(&key) {
+    } else if QEMU_MEMORY_OPTIONS.contains(&key) {
         vm(ctx, vmid, "VM.Config.Memory")
-    } else if HWTYPE.contains(&key) {
+    } else if QEMU_HWTYPE_OPTIONS.contains(&key) {
         vm(ctx, vmid, "VM.Config.HWType")
-    } else if GENERAL.contains(&key) {
+    } else if QEMU_GENERAL_OPTIONS.contains(&key) {
         vm(ctx, vmid, "VM.Config.Options")?;
         // "special case for startup since it changes host behaviour"
         if key == "startup" {
@@ -149,7 +98,7 @@ fn qemu_key(ctx: &Ctx, vmid: u32, key: &str) -> Result<(), ApiError> {
         vm(ctx, vmid, "VM.Config.Disk")
     } else if indexed(key, "net") || key == "running-nets-host-mtu" {
         vm(ctx, vmid, "VM.Config.Network")
-    } else if CLOUDINIT.contains(&key) || indexed(key, "ipconfig") {
+    } else if QEMU_CLOUDINIT_OPTIONS.contains(&key) || indexed(key, "ipconfig") {
         ctx.require_any(
             &format!("/vms/{vmid}"),
             &["VM.Config.Cloudinit", "VM.Config.Network"],
@@ -340,7 +289,7 @@ pub(crate) fn qemu_update(
         let Some(val) = req.old_value(k) else {
             continue;
         };
-        if is_disk_key(crate::state::GuestKind::Qemu, k) {
+        if is_volume(crate::state::GuestType::Qemu, k) {
             qemu_drive(ctx, vmid, k, val)?;
         } else if indexed(k, "serial") {
             if val == "socket" {
@@ -362,7 +311,7 @@ pub(crate) fn qemu_update(
     }
     for (k, v) in req.sets {
         let old = req.old_value(k);
-        if is_disk_key(crate::state::GuestKind::Qemu, k) {
+        if is_volume(crate::state::GuestType::Qemu, k) {
             if let Some(old) = old {
                 qemu_drive(ctx, vmid, k, old)?;
             }

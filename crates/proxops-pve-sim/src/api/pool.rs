@@ -63,8 +63,8 @@ fn members(st: &State, poolid: &str, only: Option<&str>) -> Vec<Value> {
         .filter(|g| g.pool.as_deref() == Some(poolid))
         .filter(|g| {
             only.is_none_or(|t| match g.kind {
-                crate::GuestKind::Qemu => t == "qemu",
-                crate::GuestKind::Lxc => t == "lxc",
+                crate::GuestType::Qemu => t == "qemu",
+                crate::GuestType::Lxc => t == "lxc",
             })
         })
         .map(|g| guest_row(st.pve_version, g, now))

@@ -12,7 +12,7 @@ use super::{Ctx, disks, guest, locks};
 use crate::error::ApiError;
 use crate::faults;
 use crate::server::{Shared, lock};
-use crate::state::{Guest, GuestKind, State, ha_sid};
+use crate::state::{Guest, GuestType, State, ha_sid};
 use crate::tasks::{self, INJECTED};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -34,7 +34,7 @@ enum Power {
 /// What the synchronous part decided and the worker needs.
 #[derive(Clone)]
 struct Request {
-    kind: GuestKind,
+    kind: GuestType,
     vmid: u32,
     action: Power,
     skiplock: bool,
@@ -57,7 +57,7 @@ pub(crate) fn skiplock(ctx: &Ctx) -> Result<bool, ApiError> {
     Ok(skiplock)
 }
 
-fn power(ctx: &mut Ctx, kind: GuestKind, mut action: Power) -> Result<Value, ApiError> {
+fn power(ctx: &mut Ctx, kind: GuestType, mut action: Power) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.PowerMgmt")?;
     let skiplock = skiplock(ctx)?;
@@ -65,7 +65,7 @@ fn power(ctx: &mut Ctx, kind: GuestKind, mut action: Power) -> Result<Value, Api
     let mut st = ctx.state();
     let g = guest(&st, kind, &node, vmid)?.clone();
     let ha_managed = st.ha_of(vmid).is_some_and(|r| r.state != "ignored");
-    let to_disk = if kind == GuestKind::Qemu && action == Power::Suspend {
+    let to_disk = if kind == GuestType::Qemu && action == Power::Suspend {
         suspend_target(ctx, &st, &g, ha_managed)?
     } else {
         refuse_before_fork(&g, action)?;
@@ -74,7 +74,7 @@ fn power(ctx: &mut Ctx, kind: GuestKind, mut action: Power) -> Result<Value, Api
     let task = task_name(kind, action, to_disk.is_some());
     // qemu-server `vm_shutdown`: a paused VM would never see the ACPI request, so it is
     // refused, or stopped instead with `forceStop`.
-    if kind == GuestKind::Qemu && action == Power::Shutdown && g.paused {
+    if kind == GuestType::Qemu && action == Power::Shutdown && g.paused {
         if ctx.flag("forceStop") != Some(true) {
             return Err(ApiError::fail("VM is paused - cannot shutdown"));
         }
@@ -128,22 +128,22 @@ fn power(ctx: &mut Ctx, kind: GuestKind, mut action: Power) -> Result<Value, Api
 
 /// The worker type each action forks. A paused VM's shutdown with `forceStop` still runs as
 /// `qmshutdown`, so the name follows the endpoint, not the stop it turned into.
-fn task_name(kind: GuestKind, action: Power, to_disk: bool) -> &'static str {
+fn task_name(kind: GuestType, action: Power, to_disk: bool) -> &'static str {
     match (kind, action) {
-        (GuestKind::Qemu, Power::Start) => "qmstart",
-        (GuestKind::Qemu, Power::Stop) => "qmstop",
-        (GuestKind::Qemu, Power::Shutdown) => "qmshutdown",
-        (GuestKind::Qemu, Power::Reboot) => "qmreboot",
-        (GuestKind::Qemu, Power::Reset) => "qmreset",
-        (GuestKind::Qemu, Power::Suspend) if to_disk => "qmsuspend",
-        (GuestKind::Qemu, Power::Suspend) => "qmpause",
-        (GuestKind::Qemu, Power::Resume) => "qmresume",
-        (GuestKind::Lxc, Power::Start) => "vzstart",
-        (GuestKind::Lxc, Power::Stop) => "vzstop",
-        (GuestKind::Lxc, Power::Shutdown) => "vzshutdown",
-        (GuestKind::Lxc, Power::Reboot | Power::Reset) => "vzreboot",
-        (GuestKind::Lxc, Power::Suspend) => "vzsuspend",
-        (GuestKind::Lxc, Power::Resume) => "vzresume",
+        (GuestType::Qemu, Power::Start) => "qmstart",
+        (GuestType::Qemu, Power::Stop) => "qmstop",
+        (GuestType::Qemu, Power::Shutdown) => "qmshutdown",
+        (GuestType::Qemu, Power::Reboot) => "qmreboot",
+        (GuestType::Qemu, Power::Reset) => "qmreset",
+        (GuestType::Qemu, Power::Suspend) if to_disk => "qmsuspend",
+        (GuestType::Qemu, Power::Suspend) => "qmpause",
+        (GuestType::Qemu, Power::Resume) => "qmresume",
+        (GuestType::Lxc, Power::Start) => "vzstart",
+        (GuestType::Lxc, Power::Stop) => "vzstop",
+        (GuestType::Lxc, Power::Shutdown) => "vzshutdown",
+        (GuestType::Lxc, Power::Reboot | Power::Reset) => "vzreboot",
+        (GuestType::Lxc, Power::Suspend) => "vzsuspend",
+        (GuestType::Lxc, Power::Resume) => "vzresume",
     }
 }
 
@@ -152,24 +152,24 @@ fn refuse_before_fork(g: &Guest, action: Power) -> Result<(), ApiError> {
     let vmid = g.vmid;
     let running = g.running();
     let text = match (g.kind, action) {
-        (GuestKind::Qemu, Power::Reboot) if g.paused => {
+        (GuestType::Qemu, Power::Reboot) if g.paused => {
             Some("VM is paused - cannot shutdown".into())
         }
-        (GuestKind::Qemu, Power::Reboot | Power::Reset) if !running => {
+        (GuestType::Qemu, Power::Reboot | Power::Reset) if !running => {
             Some(format!("VM {vmid} not running"))
         }
         // `vm_resume`: a VM suspended to disk is stopped but resumable.
-        (GuestKind::Qemu, Power::Resume) if !running && g.lock() != Some("suspended") => {
+        (GuestType::Qemu, Power::Resume) if !running && g.lock() != Some("suspended") => {
             Some(format!("VM {vmid} not running"))
         }
-        (GuestKind::Lxc, Power::Start | Power::Resume) if running => {
+        (GuestType::Lxc, Power::Start | Power::Resume) if running => {
             Some(format!("CT {vmid} already running"))
         }
-        (GuestKind::Lxc, Power::Stop | Power::Shutdown | Power::Suspend) if !running => {
+        (GuestType::Lxc, Power::Stop | Power::Shutdown | Power::Suspend) if !running => {
             Some(format!("CT {vmid} not running"))
         }
         // pve-container `vm_reboot` says "VM" here.
-        (GuestKind::Lxc, Power::Reboot) if !running => Some(format!("VM {vmid} not running")),
+        (GuestType::Lxc, Power::Reboot) if !running => Some(format!("VM {vmid} not running")),
         _ => None,
     };
     text.map_or(Ok(()), |t| Err(ApiError::fail(t)))
@@ -225,18 +225,18 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
         _ => Ok(()),
     };
     match (r.kind, r.action) {
-        (GuestKind::Qemu, Power::Start) => start_vm(st, &g, r.skiplock),
-        (GuestKind::Qemu, Power::Resume) if r.suspended => start_vm(st, &g, r.skiplock),
+        (GuestType::Qemu, Power::Start) => start_vm(st, &g, r.skiplock),
+        (GuestType::Qemu, Power::Resume) if r.suspended => start_vm(st, &g, r.skiplock),
         // `_do_vm_stop`: a VM that does not run is done before the lock is looked at.
-        (GuestKind::Qemu, Power::Stop | Power::Shutdown | Power::Reboot) if !g.running() => {
+        (GuestType::Qemu, Power::Stop | Power::Shutdown | Power::Reboot) if !g.running() => {
             Ok(Vec::new())
         }
-        (GuestKind::Qemu, Power::Stop | Power::Shutdown) => {
+        (GuestType::Qemu, Power::Stop | Power::Shutdown) => {
             locked(&[])?;
             with_guest(st, vmid, stop_now)
         }
-        (GuestKind::Qemu, Power::Reboot) | (GuestKind::Lxc, Power::Reboot) => {
-            if r.kind == GuestKind::Qemu {
+        (GuestType::Qemu, Power::Reboot) | (GuestType::Lxc, Power::Reboot) => {
+            if r.kind == GuestType::Qemu {
                 locked(&[])?;
             } else if !g.running() {
                 return Ok(Vec::new());
@@ -245,11 +245,11 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
             // qmeventd (qemu) or the reboot hook (lxc) starts it again, pending applied.
             start_checked(st, vmid, task_name(r.kind, r.action, false))
         }
-        (GuestKind::Qemu, Power::Reset) => {
+        (GuestType::Qemu, Power::Reset) => {
             locked(&[])?;
             with_guest(st, vmid, |g| g.paused = false)
         }
-        (GuestKind::Qemu, Power::Suspend) => {
+        (GuestType::Qemu, Power::Suspend) => {
             let backing_up = lock == Some("backup");
             if !backing_up {
                 locked(&[])?;
@@ -260,7 +260,7 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
                 None => with_guest(st, vmid, |g| g.paused = true),
             }
         }
-        (GuestKind::Qemu, Power::Resume) => {
+        (GuestType::Qemu, Power::Resume) => {
             if g.is_template() {
                 return Err(format!("VM {vmid} is a template and cannot be resumed!"));
             }
@@ -270,7 +270,7 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
             locked(&["backup"])?;
             with_guest(st, vmid, |g| g.paused = false)
         }
-        (GuestKind::Lxc, Power::Start) => {
+        (GuestType::Lxc, Power::Start) => {
             if g.is_template() {
                 return Err("you can't start a CT if it's a template".into());
             }
@@ -280,18 +280,18 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
             }
             start_checked(st, vmid, "vzstart")
         }
-        (GuestKind::Lxc, Power::Stop) => {
+        (GuestType::Lxc, Power::Stop) => {
             locked(&["mounted"])?;
             with_guest(st, vmid, stop_now)
         }
         // pve-container `vm_shutdown` checks the lock even with `skiplock`-less callers only.
-        (GuestKind::Lxc, Power::Shutdown) => {
+        (GuestType::Lxc, Power::Shutdown) => {
             if let Some(l) = lock {
                 return Err(format!("{word} is locked ({l})"));
             }
             with_guest(st, vmid, stop_now)
         }
-        (GuestKind::Lxc, Power::Suspend) => {
+        (GuestType::Lxc, Power::Suspend) => {
             if let Some(l) = lock {
                 return Err(format!("{word} is locked ({l})"));
             }
@@ -301,7 +301,7 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
                 g.paused = true;
             })
         }
-        (GuestKind::Lxc, Power::Resume) => {
+        (GuestType::Lxc, Power::Resume) => {
             if !g.paused {
                 return Err(format!(
                     "command 'lxc-checkpoint -n {vmid} -r --foreground -D /var/lib/vz/dump' \
@@ -314,7 +314,7 @@ fn work(st: &mut State, r: &Request) -> Result<Vec<String>, String> {
                 g.paused = false;
             })
         }
-        (GuestKind::Lxc, Power::Reset) => Err("no reset for containers".into()),
+        (GuestType::Lxc, Power::Reset) => Err("no reset for containers".into()),
     }
 }
 
@@ -386,7 +386,7 @@ fn suspend_to_disk(st: &mut State, g: &Guest, storage: &str) -> Result<Vec<Strin
         vmid,
         size,
         Some("raw"),
-        GuestKind::Qemu,
+        GuestType::Qemu,
         Some(&name),
     )
     .map_err(|e| e.text())?;
@@ -473,7 +473,7 @@ macro_rules! endpoints {
     ($($name:ident => $kind:ident $action:ident;)*) => {
         $(
             pub(crate) fn $name(ctx: &mut Ctx) -> Result<Value, ApiError> {
-                power(ctx, GuestKind::$kind, Power::$action)
+                power(ctx, GuestType::$kind, Power::$action)
             }
         )*
     };

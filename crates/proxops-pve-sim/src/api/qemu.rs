@@ -9,18 +9,18 @@ use crate::auth::now;
 use crate::dispatch::percent_decode;
 use crate::error::ApiError;
 use crate::rng;
-use crate::state::{Guest, GuestKind, State};
+use crate::state::{Guest, GuestType, State};
 use crate::tasks::{self, INJECTED};
 
 pub(crate) fn list(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let node = ctx.node();
     let st = ctx.state();
     check_node(&st, &node)?;
-    Ok(list_rows(ctx, &st, GuestKind::Qemu, &node))
+    Ok(list_rows(ctx, &st, GuestType::Qemu, &node))
 }
 
 /// The guest rows of a list endpoint (only guests the caller may audit).
-pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> Value {
+pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestType, node: &str) -> Value {
     let now = now();
     Value::Array(
         st.guests
@@ -40,7 +40,7 @@ pub(crate) fn list_rows(ctx: &Ctx, st: &State, kind: GuestKind, node: &str) -> V
                     }
                     // qemu-server `PVE/QemuServer.pm` `vmstatus` keeps `disk: 0` ("no info
                     // available"), though the schema does not list it.
-                    if kind == GuestKind::Lxc {
+                    if kind == GuestType::Lxc {
                         obj.insert("type".into(), "lxc".into());
                     }
                 }
@@ -65,7 +65,7 @@ fn default_boot(conf: &std::collections::BTreeMap<String, String>) -> Option<Str
     let mut drives: Vec<&String> = conf
         .keys()
         .filter(|k| {
-            super::disks::is_disk_key(GuestKind::Qemu, k)
+            super::disks::is_volume(GuestType::Qemu, k)
                 && !k.starts_with("unused")
                 && *k != "efidisk0"
                 && *k != "tpmstate0"
@@ -113,7 +113,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     setconfig::check_storage_access(
         ctx,
         &st,
-        GuestKind::Qemu,
+        GuestType::Qemu,
         &requested,
         setconfig::Write::Create,
     )?;
@@ -127,7 +127,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let before = st.volumes.len();
     let mut conf = std::collections::BTreeMap::new();
     for (k, v) in requested {
-        match setconfig::stored_value(&mut st, &node, vmid, GuestKind::Qemu, &k, &v) {
+        match setconfig::stored_value(&mut st, &node, vmid, GuestType::Qemu, &k, &v) {
             Ok(stored) => {
                 conf.insert(k, stored);
             }
@@ -155,7 +155,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         vmid,
         Guest {
             vmid,
-            kind: GuestKind::Qemu,
+            kind: GuestType::Qemu,
             node: node.clone(),
             status: "stopped".into(),
             config: conf,
@@ -212,8 +212,8 @@ fn check_sshkeys(ctx: &Ctx) -> Result<(), ApiError> {
 }
 
 /// The shared part of the config setters: lock, digest, then the update.
-pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(), ApiError> {
-    if kind == GuestKind::Qemu {
+pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestType) -> Result<(), ApiError> {
+    if kind == GuestType::Qemu {
         check_sshkeys(ctx)?;
     }
     let (node, vmid) = (ctx.node(), ctx.vmid());
@@ -226,8 +226,8 @@ pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(
         // (`$load_and_check_config`) dies "checksum mismatch", pve-container
         // `src/PVE/API2/LXC/Config.pm` `update_vm` calls `PVE::Tools::assert_if_modified`.
         return Err(ApiError::fail(match kind {
-            GuestKind::Qemu => "checksum mismatch (file change by other user?)",
-            GuestKind::Lxc => {
+            GuestType::Qemu => "checksum mismatch (file change by other user?)",
+            GuestType::Lxc => {
                 "detected modified configuration - file changed by other user? Try again."
             }
         }));
@@ -238,7 +238,7 @@ pub(crate) fn set_config(ctx: &Ctx, st: &mut State, kind: GuestKind) -> Result<(
 /// PUT: synchronous (qemu-server `update_vm`, `&$update_vm_api($param, 1)`); work that allocates
 /// or imports storage delays the answer ([`crate::sync_work`]).
 pub(crate) fn config_sync(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    crate::sync_work::write(ctx, GuestKind::Qemu)
+    crate::sync_work::write(ctx, GuestType::Qemu)
 }
 
 /// What qemu-server logs as a config worker starts: `update VM 100: -cores 2 -delete tags`
@@ -272,17 +272,17 @@ fn update_line(ctx: &Ctx, vmid: u32) -> String {
 pub(crate) fn config_async(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let shared = ctx.shared.clone();
     let (node, vmid) = (ctx.node(), ctx.vmid());
-    let work = crate::sync_work::work_of_request(ctx, GuestKind::Qemu);
+    let work = crate::sync_work::work_of_request(ctx, GuestType::Qemu);
     let mut st = ctx.state();
     let mut scratch = st.clone();
-    set_config(ctx, &mut scratch, GuestKind::Qemu)?;
+    set_config(ctx, &mut scratch, GuestType::Qemu)?;
     drop(scratch);
     let detached = ctx.detached();
     let line = update_line(ctx, vmid);
     let held = std::sync::Arc::new(std::sync::Mutex::new(None));
     let (held2, shared2) = (held.clone(), shared.clone());
     let pre: tasks::Work = Box::pin(async move {
-        let guard = crate::sync_work::lock_guest(&shared2, GuestKind::Qemu, vmid)
+        let guard = crate::sync_work::lock_guest(&shared2, GuestType::Qemu, vmid)
             .await
             .map_err(|e| e.text())?;
         tokio::time::sleep(work).await;
@@ -293,7 +293,7 @@ pub(crate) fn config_async(ctx: &mut Ctx) -> Result<Value, ApiError> {
         let result = if fail {
             Err(INJECTED.into())
         } else {
-            set_config(&detached, st, GuestKind::Qemu)
+            set_config(&detached, st, GuestType::Qemu)
                 .map(|()| Vec::new())
                 .map_err(|e| e.text())
         };

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{Ctx, check_node};
 use crate::error::ApiError;
-use crate::state::GuestKind;
+use crate::state::GuestType;
 
 pub(crate) fn not_backed_up(ctx: &mut Ctx) -> Result<Value, ApiError> {
     ctx.require("/", "Sys.Audit")?;
@@ -25,8 +25,8 @@ pub(crate) fn not_backed_up(ctx: &mut Ctx) -> Result<Value, ApiError> {
         .filter(|g| ctx.allowed(&format!("/vms/{}", g.vmid), "VM.Audit"))
         .map(|g| {
             let (kind, key) = match g.kind {
-                GuestKind::Qemu => ("qemu", "name"),
-                GuestKind::Lxc => ("lxc", "hostname"),
+                GuestType::Qemu => ("qemu", "name"),
+                GuestType::Lxc => ("lxc", "hostname"),
             };
             let mut row = json!({ "vmid": g.vmid, "type": kind });
             if let Some(name) = g.config.get(key) {

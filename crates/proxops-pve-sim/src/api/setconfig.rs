@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 
 use super::Ctx;
-use super::disks::{self, is_disk_key, volid_of};
+use super::disks::{self, is_volume, volid_of};
 use super::{hotplug, perms};
 use crate::error::ApiError;
 use crate::schema::{self, Ty, split_list};
-use crate::state::{GuestKind, State};
+use crate::state::{GuestType, State};
 use crate::version::PveVersion;
 
 /// Parameters of the config endpoints that are not config keys.
@@ -67,10 +67,10 @@ pub(crate) fn normalise_tags(v: &str) -> String {
     tags.join(";")
 }
 
-fn param_type(version: PveVersion, kind: GuestKind, key: &str) -> Option<Ty> {
+fn param_type(version: PveVersion, kind: GuestType, key: &str) -> Option<Ty> {
     let path = match kind {
-        GuestKind::Qemu => "/nodes/{node}/qemu",
-        GuestKind::Lxc => "/nodes/{node}/lxc",
+        GuestType::Qemu => "/nodes/{node}/qemu",
+        GuestType::Lxc => "/nodes/{node}/lxc",
     };
     schema::endpoint("POST", path)
         .and_then(|e| e.param(version.schema(), key))
@@ -81,14 +81,14 @@ fn param_type(version: PveVersion, kind: GuestKind, key: &str) -> Option<Ty> {
 /// `write_vm_config` and pve-container `write_pct_config` write `split(/\n/)` (trailing empty
 /// lines dropped), qemu-server's `parse_vm_config` strips trailing whitespace, pve-container's
 /// `parse_pct_config` ends every line with a newline.
-pub(crate) fn description_read_back(kind: GuestKind, value: &str) -> String {
+pub(crate) fn description_read_back(kind: GuestType, value: &str) -> String {
     let mut lines: Vec<&str> = value.split('\n').collect();
     while lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
     }
     match kind {
-        GuestKind::Qemu => lines.join("\n").trim_end().to_owned(),
-        GuestKind::Lxc => lines.iter().map(|l| format!("{l}\n")).collect(),
+        GuestType::Qemu => lines.join("\n").trim_end().to_owned(),
+        GuestType::Lxc => lines.iter().map(|l| format!("{l}\n")).collect(),
     }
 }
 
@@ -97,11 +97,11 @@ pub(crate) fn stored_value(
     st: &mut State,
     node: &str,
     vmid: u32,
-    kind: GuestKind,
+    kind: GuestType,
     key: &str,
     value: &str,
 ) -> Result<String, ApiError> {
-    if is_disk_key(kind, key) && family(key) != "unused" {
+    if is_volume(kind, key) && family(key) != "unused" {
         return disks::process_drive(st, node, vmid, kind, key, value);
     }
     if family(key) == "net" {
@@ -161,13 +161,13 @@ pub(crate) enum Write {
 pub(crate) fn check_storage_access(
     ctx: &Ctx,
     st: &State,
-    kind: GuestKind,
+    kind: GuestType,
     sets: &BTreeMap<String, String>,
     write: Write,
 ) -> Result<(), ApiError> {
     let node = ctx.node();
     for (k, v) in sets {
-        if !is_disk_key(kind, k) || family(k) == "unused" {
+        if !is_volume(kind, k) || family(k) == "unused" {
             continue;
         }
         let first = v.split(',').next().unwrap_or_default();
@@ -182,8 +182,8 @@ pub(crate) fn check_storage_access(
         };
         let new = !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.');
         let checked = match kind {
-            GuestKind::Qemu => new && !cdrom,
-            GuestKind::Lxc => true,
+            GuestType::Qemu => new && !cdrom,
+            GuestType::Lxc => true,
         };
         if !checked {
             continue;
@@ -195,19 +195,19 @@ pub(crate) fn check_storage_access(
             .storage(&node, sid)
             .ok_or_else(|| ApiError::fail(format!("storage '{sid}' does not exist")))?;
         match (kind, write) {
-            (GuestKind::Qemu, _) if !storage.has_content("images") => {
+            (GuestType::Qemu, _) if !storage.has_content("images") => {
                 return Err(ApiError::param(
                     "storage",
                     format!("storage '{sid}' does not support vm images"),
                 ));
             }
-            (GuestKind::Lxc, Write::Create) if !storage.has_content("rootdir") => {
+            (GuestType::Lxc, Write::Create) if !storage.has_content("rootdir") => {
                 return Err(ApiError::param(
                     "storage",
                     format!("storage '{sid}' does not support container directories"),
                 ));
             }
-            (GuestKind::Lxc, Write::Update) if !storage.has_content("rootdir") => {
+            (GuestType::Lxc, Write::Update) if !storage.has_content("rootdir") => {
                 return Err(ApiError::fail(format!(
                     "storage '{sid}' does not allow content type 'rootdir' (Container)"
                 )));
@@ -222,7 +222,7 @@ pub(crate) fn check_storage_access(
 pub(crate) fn update(
     ctx: &Ctx,
     st: &mut State,
-    kind: GuestKind,
+    kind: GuestType,
     vmid: u32,
 ) -> Result<(), ApiError> {
     let node = ctx.node();
@@ -235,7 +235,7 @@ pub(crate) fn update(
             "you can't change and delete the same option",
         ));
     }
-    if kind == GuestKind::Lxc && deletes.iter().any(|k| k == "rootfs") {
+    if kind == GuestType::Lxc && deletes.iter().any(|k| k == "rootfs") {
         return Err(ApiError::param(
             "rootfs",
             "unable to delete required option 'rootfs'",
@@ -251,10 +251,10 @@ pub(crate) fn update(
         old: Some(&g.config),
     };
     match kind {
-        GuestKind::Qemu => perms::qemu_update(ctx, st, &req, || {
+        GuestType::Qemu => perms::qemu_update(ctx, st, &req, || {
             check_storage_access(ctx, st, kind, &sets, Write::Update)
         })?,
-        GuestKind::Lxc => {
+        GuestType::Lxc => {
             let unprivileged = g.config.get("unprivileged").is_some_and(|v| v == "1");
             perms::lxc(ctx, st, &req, unprivileged)?;
             check_storage_access(ctx, st, kind, &sets, Write::Update)?;
@@ -287,7 +287,7 @@ pub(crate) fn update(
         let Some(old) = g.config.remove(k) else {
             continue;
         };
-        if is_disk_key(kind, k)
+        if is_volume(kind, k)
             && let Some(vol) = volid_of(&old)
         {
             freed.push((k.clone(), vol.to_string()));
@@ -296,7 +296,7 @@ pub(crate) fn update(
     for (k, v) in stored {
         if let Some(old) = g.config.get(&k) {
             // A replaced disk is kept as unused, as PVE does.
-            if is_disk_key(kind, &k)
+            if is_volume(kind, &k)
                 && volid_of(old) != volid_of(&v)
                 && let Some(vol) = volid_of(old)
             {

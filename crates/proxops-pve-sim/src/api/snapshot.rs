@@ -9,18 +9,18 @@ use serde_json::{Value, json};
 use super::{Ctx, disks, guest, locks};
 use crate::auth::now;
 use crate::error::ApiError;
-use crate::state::{GuestKind, Snapshot, State};
+use crate::state::{GuestType, Snapshot, State};
 use crate::tasks::{self, INJECTED};
 
-fn task_prefix(kind: GuestKind) -> &'static str {
+fn task_prefix(kind: GuestType) -> &'static str {
     match kind {
-        GuestKind::Qemu => "qm",
-        GuestKind::Lxc => "vz",
+        GuestType::Qemu => "qm",
+        GuestType::Lxc => "vz",
     }
 }
 
 /// `GET .../snapshot`: every snapshot, then `current` ("You are here!").
-pub(crate) fn list(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn list(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     let st = ctx.state();
@@ -33,7 +33,7 @@ pub(crate) fn list(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
             "snaptime": s.snaptime,
             "description": s.description,
         });
-        if kind == GuestKind::Qemu {
+        if kind == GuestType::Qemu {
             item["vmstate"] = json!(u8::from(s.vmstate));
         }
         if let Some(p) = &s.parent {
@@ -46,7 +46,7 @@ pub(crate) fn list(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
         "description": "You are here!",
         "digest": super::guest::digest(g),
     });
-    if kind == GuestKind::Qemu {
+    if kind == GuestType::Qemu {
         current["running"] = json!(u8::from(g.running()));
     }
     if let Some(p) = g.config.get("parent") {
@@ -63,13 +63,13 @@ pub(crate) fn list(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
 fn snapshot_feature(
     st: &State,
     node: &str,
-    kind: GuestKind,
+    kind: GuestType,
     config: &std::collections::BTreeMap<String, String>,
 ) -> bool {
     config
         .iter()
         .filter(|(k, v)| {
-            super::disks::is_disk_key(kind, k)
+            super::disks::is_volume(kind, k)
                 && !k.starts_with("unused")
                 && !v.split(',').any(|p| p == "media=cdrom")
         })
@@ -141,22 +141,22 @@ fn vmstate_blockers(config: &std::collections::BTreeMap<String, String>) -> Vec<
 /// `POST .../snapshot`: the reserved names refused at once; the rest in the worker, whose first
 /// step (`__snapshot_prepare` under the config lock) refuses a template, a locked guest, a used
 /// name and storage without snapshots, then sets `lock: snapshot` until `__snapshot_commit`.
-pub(crate) fn create(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn create(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Snapshot")?;
     let name = ctx.req("snapname")?;
     // qemu-server `snapshot`: `current` and `pending`; pve-container `snapshot`: `current`
     // and `vzdump` (the name vzdump's snapshot mode uses).
     let reserved = match kind {
-        GuestKind::Qemu => name == "current" || name.eq_ignore_ascii_case("pending"),
-        GuestKind::Lxc => name == "current" || name == "vzdump",
+        GuestType::Qemu => name == "current" || name.eq_ignore_ascii_case("pending"),
+        GuestType::Lxc => name == "current" || name == "vzdump",
     };
     if reserved {
         return Err(ApiError::fail(format!(
             "unable to use snapshot name '{name}' (reserved name)"
         )));
     }
-    let vmstate = kind == GuestKind::Qemu && ctx.flag("vmstate").unwrap_or(false);
+    let vmstate = kind == GuestType::Qemu && ctx.flag("vmstate").unwrap_or(false);
     let description = ctx.p("description").unwrap_or_default().to_string();
     let shared = ctx.shared.clone();
     let mut st = ctx.state();
@@ -231,7 +231,7 @@ pub(crate) fn create(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
 fn prepare_snapshot(
     st: &mut State,
     vmid: u32,
-    kind: GuestKind,
+    kind: GuestType,
     name: &str,
     vmstate: bool,
 ) -> Result<(std::collections::BTreeMap<String, String>, Option<String>), String> {
@@ -330,7 +330,7 @@ pub(crate) fn vmstate_storage(
     let sids: Vec<&str> = config
         .iter()
         .filter(|(k, v)| {
-            disks::is_disk_key(GuestKind::Qemu, k) && !is_unused(k) && !v.contains("media=cdrom")
+            disks::is_volume(GuestType::Qemu, k) && !is_unused(k) && !v.contains("media=cdrom")
         })
         .filter_map(|(_, v)| disks::volid_of(v)?.split_once(':').map(|(sid, _)| sid))
         .collect();
@@ -350,7 +350,7 @@ fn snapshot_of<'a>(g: &'a crate::state::Guest, name: &str) -> Result<&'a Snapsho
 }
 
 /// `GET .../snapshot/{snapname}`: the commands under it.
-pub(crate) fn index(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn index(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     let st = ctx.state();
     let g = guest(&st, kind, &node, vmid)?;
@@ -359,7 +359,7 @@ pub(crate) fn index(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
 }
 
 /// `GET .../snapshot/{snapname}/config`.
-pub(crate) fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn config(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Audit")?;
     let st = ctx.state();
@@ -380,7 +380,7 @@ pub(crate) fn config(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
 }
 
 /// `PUT .../snapshot/{snapname}/config`: only the description changes.
-pub(crate) fn update(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn update(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Snapshot")?;
     let name = ctx.req("snapname")?;
@@ -399,7 +399,7 @@ pub(crate) fn update(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> 
 /// `DELETE .../snapshot/{snapname}`: its children and the current state take its parent. In
 /// the worker (`snapshot_delete`): a missing snapshot, a template, a locked guest (unless
 /// `force`), then `lock: snapshot-delete` until the end; its vmstate volume goes with it.
-pub(crate) fn delete(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn delete(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require(&format!("/vms/{vmid}"), "VM.Snapshot")?;
     let name = ctx.req("snapname")?;
@@ -485,7 +485,7 @@ fn prepare_delete(st: &mut State, vmid: u32, name: &str, force: bool) -> Result<
 /// `description` and `unusedN` and turning disks the snapshot does not have into `unusedN`
 /// (qemu-server `__snapshot_rollback_get_unused`), `parent` naming the snapshot; started again
 /// when it holds RAM or `start` says so.
-pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError> {
+pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
     let (node, vmid) = (ctx.node(), ctx.vmid());
     ctx.require_any(
         &format!("/vms/{vmid}"),
@@ -493,7 +493,7 @@ pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError
     )?;
     let name = ctx.req("snapname")?;
     let start = ctx.flag("start").unwrap_or(false);
-    if start && kind == GuestKind::Qemu {
+    if start && kind == GuestType::Qemu {
         ctx.require(&format!("/vms/{vmid}"), "VM.PowerMgmt")?;
     }
     let shared = ctx.shared.clone();
@@ -515,7 +515,7 @@ pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError
             let in_snapshot: Vec<&str> = snap
                 .config
                 .iter()
-                .filter(|(k, v)| super::disks::is_disk_key(kind, k) && !v.contains("media=cdrom"))
+                .filter(|(k, v)| super::disks::is_volume(kind, k) && !v.contains("media=cdrom"))
                 .filter_map(|(_, v)| super::disks::volid_of(v))
                 .collect();
             let mut unused: Vec<String> = g
@@ -525,8 +525,7 @@ pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError
                 .map(|(_, v)| v.clone())
                 .collect();
             for (k, v) in &g.config {
-                if !super::disks::is_disk_key(kind, k) || is_unused(k) || v.contains("media=cdrom")
-                {
+                if !super::disks::is_volume(kind, k) || is_unused(k) || v.contains("media=cdrom") {
                     continue;
                 }
                 if let Some(volid) = super::disks::volid_of(v)
@@ -576,7 +575,7 @@ pub(crate) fn rollback(ctx: &mut Ctx, kind: GuestKind) -> Result<Value, ApiError
 
 /// `snapshot_rollback`'s prepare pass: the checks, the guest stopped
 /// (`__snapshot_rollback_vm_stop`), `lock: rollback`.
-fn prepare_rollback(st: &mut State, vmid: u32, kind: GuestKind, name: &str) -> Result<(), String> {
+fn prepare_rollback(st: &mut State, vmid: u32, kind: GuestType, name: &str) -> Result<(), String> {
     let Some(g) = st.guests.get(&vmid) else {
         return Err("guest vanished".into());
     };
@@ -607,18 +606,18 @@ macro_rules! per_kind {
 }
 
 per_kind! {
-    qemu_list => list, GuestKind::Qemu;
-    qemu_create => create, GuestKind::Qemu;
-    qemu_index => index, GuestKind::Qemu;
-    qemu_config => config, GuestKind::Qemu;
-    qemu_update => update, GuestKind::Qemu;
-    qemu_delete => delete, GuestKind::Qemu;
-    qemu_rollback => rollback, GuestKind::Qemu;
-    lxc_list => list, GuestKind::Lxc;
-    lxc_create => create, GuestKind::Lxc;
-    lxc_index => index, GuestKind::Lxc;
-    lxc_config => config, GuestKind::Lxc;
-    lxc_update => update, GuestKind::Lxc;
-    lxc_delete => delete, GuestKind::Lxc;
-    lxc_rollback => rollback, GuestKind::Lxc;
+    qemu_list => list, GuestType::Qemu;
+    qemu_create => create, GuestType::Qemu;
+    qemu_index => index, GuestType::Qemu;
+    qemu_config => config, GuestType::Qemu;
+    qemu_update => update, GuestType::Qemu;
+    qemu_delete => delete, GuestType::Qemu;
+    qemu_rollback => rollback, GuestType::Qemu;
+    lxc_list => list, GuestType::Lxc;
+    lxc_create => create, GuestType::Lxc;
+    lxc_index => index, GuestType::Lxc;
+    lxc_config => config, GuestType::Lxc;
+    lxc_update => update, GuestType::Lxc;
+    lxc_delete => delete, GuestType::Lxc;
+    lxc_rollback => rollback, GuestType::Lxc;
 }

@@ -184,7 +184,7 @@ async fn containers_use_ct_sids_and_ignored_resources_are_not_managed() {
             200,
             proxops_pve_sim::Guest {
                 vmid: 200,
-                kind: proxops_pve_sim::GuestKind::Lxc,
+                kind: proxops_pve_sim::GuestType::Lxc,
                 node: "pve1".into(),
                 status: "stopped".into(),
                 ..Default::default()

@@ -239,7 +239,7 @@ async fn running_ct_applies_fast_plug_keys_and_keeps_the_rest_pending() {
     sim.h.with_state(|st| {
         let mut g = proxops_pve_sim::Guest {
             vmid: 210,
-            kind: proxops_pve_sim::GuestKind::Lxc,
+            kind: proxops_pve_sim::GuestType::Lxc,
             node: "pve1".into(),
             status: "running".into(),
             ..Default::default()

@@ -4,7 +4,7 @@
 //! container's checkpoint).
 
 use crate::support::{Auth, Sim, config};
-use proxops_pve_sim::{AclEntry, ApiToken, Guest, GuestKind};
+use proxops_pve_sim::{AclEntry, ApiToken, Guest, GuestType};
 use std::time::Duration;
 
 const VM: &str = "/nodes/pve1/qemu/100";
@@ -39,7 +39,7 @@ fn add_ct(sim: &Sim, status: &str, lock: Option<&str>) {
     sim.h.with_state(|st| {
         let mut g = Guest {
             vmid: 200,
-            kind: GuestKind::Lxc,
+            kind: GuestType::Lxc,
             node: "pve1".into(),
             status: status.into(),
             ..Default::default()

@@ -2,7 +2,7 @@
 //! published them): every guest is served through the API with every key of its file.
 
 use crate::support::{Sim, config};
-use proxops_pve_sim::{GuestKind, State, parse_guest_config, seed_guest_configs};
+use proxops_pve_sim::{GuestType, State, parse_guest_config, seed_guest_configs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -13,16 +13,16 @@ fn corpus() -> Option<PathBuf> {
 
 /// Each corpus config as `/etc/pve` would hold it, at vmid 1000 + its number (qemu) or 2000 +
 /// its number (lxc), on node `pve1` (qemu) or in the first node's directory (lxc).
-fn etc_pve(corpus: &Path, to: &Path) -> Vec<(u32, GuestKind, String)> {
+fn etc_pve(corpus: &Path, to: &Path) -> Vec<(u32, GuestType, String)> {
     let mut out = Vec::new();
     for (sub, kind, base, dest) in [
         (
             "qemu",
-            GuestKind::Qemu,
+            GuestType::Qemu,
             1000,
             to.join("nodes/pve1/qemu-server"),
         ),
-        ("lxc", GuestKind::Lxc, 2000, to.join("lxc")),
+        ("lxc", GuestType::Lxc, 2000, to.join("lxc")),
     ] {
         std::fs::create_dir_all(&dest).unwrap();
         let mut dirs: Vec<_> = std::fs::read_dir(corpus.join(sub))
@@ -67,8 +67,8 @@ async fn every_corpus_config_is_served_with_every_key_of_its_file() {
             skipped += 1;
         }
         let path = match kind {
-            GuestKind::Qemu => format!("/nodes/pve1/qemu/{vmid}/config?current=1"),
-            GuestKind::Lxc => format!("/nodes/pve1/lxc/{vmid}/config?current=1"),
+            GuestType::Qemu => format!("/nodes/pve1/qemu/{vmid}/config?current=1"),
+            GuestType::Lxc => format!("/nodes/pve1/lxc/{vmid}/config?current=1"),
         };
         let served = sim.get(&path).await.ok();
         for (key, value) in &parsed.config {

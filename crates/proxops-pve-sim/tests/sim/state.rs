@@ -1,7 +1,7 @@
 //! State: JSON dump and load, a state file across restarts, partial seeds, the debug dump.
 
 use crate::support::{Sim, config, read};
-use proxops_pve_sim::{GuestKind, State};
+use proxops_pve_sim::{GuestType, State};
 
 #[tokio::test]
 async fn dump_and_load_round_trip() {
@@ -56,7 +56,7 @@ async fn partial_seed_and_interrupted_tasks() {
         "tasks": [{"upid": "UPID:a:00001000:00000001:65000000:vzstart:300:root@pam:", "node": "a", "type": "vzstart", "id": "300", "user": "root@pam", "status": "running", "starttime": 1694498816}]
     }"#;
     let state = State::from_json(seed).unwrap();
-    assert_eq!(state.guests[&300].kind, GuestKind::Lxc);
+    assert_eq!(state.guests[&300].kind, GuestType::Lxc);
     let mut cfg = config();
     cfg.state = state;
     let sim = Sim::with(cfg).await;

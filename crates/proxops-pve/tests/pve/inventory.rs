@@ -3,7 +3,7 @@
 
 use crate::support::{Sim, config};
 use proxops_pve::{GuestRef, GuestType};
-use proxops_pve_sim::{FaultConfig, Guest, GuestKind, Node, State, Storage};
+use proxops_pve_sim::{FaultConfig, Guest, Node, State, Storage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,11 +33,11 @@ fn big_state() -> State {
     for i in 0..GUESTS {
         let vmid = 1000 + i;
         let kind = if i % 5 == 0 {
-            GuestKind::Lxc
+            GuestType::Lxc
         } else {
-            GuestKind::Qemu
+            GuestType::Qemu
         };
-        let name_key = if kind == GuestKind::Lxc {
+        let name_key = if kind == GuestType::Lxc {
             "hostname"
         } else {
             "name"
