@@ -646,10 +646,7 @@ async fn every_config_the_engine_writes_for_the_examples_reads_back_in_pves_form
             let state = sim.state();
             assert!(!state.guests.is_empty(), "{name}");
             for (vmid, g) in &state.guests {
-                let kind = match g.kind {
-                    proxops_pve_sim::GuestKind::Qemu => "qemu",
-                    proxops_pve_sim::GuestKind::Lxc => "lxc",
-                };
+                let kind = g.kind.as_str();
                 let ep =
                     endpoint("PUT", &format!("/nodes/{{node}}/{kind}/{{vmid}}/config")).unwrap();
                 assert!(g.pending.is_empty(), "{name} {vmid}: {:?}", g.pending);
