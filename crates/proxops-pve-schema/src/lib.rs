@@ -8,13 +8,15 @@
 //! - By hand, once: [`GuestType`] (PVE's two guest types), [`PveRelease`], [`parse_bool`]
 //!   (PVE's boolean spellings), the indexed families' limits ([`max_index`]), and the groups of
 //!   keys PVE's code treats alike: fast-plug keys, hotplug classes, privilege option groups,
-//!   volume keys ([`is_volume`]).
+//!   volume keys ([`is_volume`]); and the reading of a property string
+//!   ([`split_property_string`]), which the model and the client share.
 //!
 //! A leaf crate: it depends on no other ProxOps crate, so each of them can use it.
 
 mod def;
 mod groups;
 mod guest;
+mod props;
 mod release;
 #[rustfmt::skip]
 mod table;
@@ -25,6 +27,7 @@ pub use groups::{
     QEMU_HWTYPE_OPTIONS, QEMU_MEMORY_OPTIONS, hotplug_classes, is_drive_key, is_volume,
 };
 pub use guest::{key, keys, max_index, releases_of, split_indexed};
+pub use props::{PropertyStringError, SubKeys, UnknownKeys, split_property_string};
 pub use release::{PveRelease, Versions};
 pub use table::ENDPOINTS;
 

@@ -4,6 +4,7 @@
 use super::formats::{check_named, matches_pattern};
 use super::{Fmt, Key, PveRelease, Sub, Ty, key};
 use crate::names::GuestType;
+use proxops_pve_schema::{PropertyStringError, UnknownKeys, split_property_string};
 
 pub(crate) use proxops_pve_schema::parse_bool;
 
@@ -123,49 +124,27 @@ fn sub_rules(s: &Sub) -> Rules<'static> {
     }
 }
 
-/// Parses `value` against a property string's sub-keys as PVE's `parse_property_string` does:
-/// comma-separated parts, a bare part for the default key, aliases resolved, every value
-/// checked, no key twice, the required keys present. Returns (canonical key, value) pairs.
+/// Parses `value` against a property string's sub-keys as PVE's `parse_property_string` does
+/// (`proxops_pve_schema::split_property_string`: a bare part for the default key, aliases
+/// resolved, no key twice, unknown keys refused), then checks every value and that the
+/// required keys are present. Returns (canonical key, value) pairs.
 pub fn parse_property_string(subs: &[Sub], value: &str) -> Result<Vec<(String, String)>, String> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for part in value.split(',') {
-        if part.trim().is_empty() {
-            continue;
-        }
-        let (mut k, v) = match part.split_once('=') {
-            Some((k, v)) => (k.trim().to_owned(), v.to_owned()),
-            None => match subs.iter().find(|s| s.default_key) {
-                Some(d) => (d.name.to_owned(), part.to_owned()),
-                None => {
-                    return Err(format!(
-                        "`{part}` has no `key=` and the property string has no default key"
-                    ));
-                }
-            },
-        };
-        let Some(mut def) = subs.iter().find(|s| s.name == k) else {
+    let out = split_property_string(subs, value, UnknownKeys::Refuse).map_err(|e| match e {
+        PropertyStringError::UnknownKey { key } => {
             let known = subs
                 .iter()
                 .filter(|s| s.alias.is_none())
                 .map(|s| s.name)
                 .collect::<Vec<_>>()
                 .join(", ");
-            return Err(format!(
-                "`{k}` is not a key of this property string (it has {known})"
-            ));
-        };
-        if let Some(target) = def.alias {
-            if let Some(ka) = def.key_alias {
-                out.push((ka.to_owned(), k.clone()));
-            }
-            k = target.to_owned();
-            def = subs.iter().find(|s| s.name == target).unwrap_or(def);
+            format!("`{key}` is not a key of this property string (it has {known})")
         }
-        if out.iter().any(|(have, _)| *have == k) {
-            return Err(format!("`{k}` is given twice"));
+        other => other.to_string(),
+    })?;
+    for (k, v) in &out {
+        if let Some(def) = subs.iter().find(|s| s.name == k.as_str()) {
+            check_rules(&sub_rules(def), v).map_err(|e| format!("`{k}`: {e}"))?;
         }
-        check_rules(&sub_rules(def), &v).map_err(|e| format!("`{k}`: {e}"))?;
-        out.push((k, v));
     }
     for s in subs {
         if !s.optional && s.alias.is_none() && !out.iter().any(|(k, _)| k == s.name) {

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::LazyLock;
 
+use proxops_pve_schema::{SubKeys, UnknownKeys, split_property_string};
+
 use crate::error::PveError;
 use crate::lenient::parse_bool;
 use crate::types::GuestType;
@@ -68,6 +70,24 @@ impl Format {
     /// A sub-key by name.
     pub fn key(&self, name: &str) -> Option<&KeyDef> {
         self.keys.iter().find(|k| k.name == name)
+    }
+}
+
+impl SubKeys for Format {
+    fn default_key(&self) -> Option<&str> {
+        self.default_key
+    }
+
+    fn knows(&self, key: &str) -> bool {
+        self.key(key).is_some()
+    }
+
+    fn alias(&self, key: &str) -> Option<(&str, Option<&str>)> {
+        match self.key(key)?.kind {
+            KeyKind::Alias(target) => Some((target, None)),
+            KeyKind::KeyAlias { key, value } => Some((value, Some(key))),
+            KeyKind::Plain | KeyKind::Bool | KeyKind::DiskSize => None,
+        }
     }
 }
 
@@ -186,41 +206,16 @@ impl PropertyString {
         PropertyString::parse(format, text)
     }
 
-    /// Parses as PVE does. Keys the format does not know are kept (a newer PVE may add some) and
-    /// listed by [`PropertyString::unknown_keys`].
+    /// Parses as PVE does (`proxops_pve_schema::split_property_string`). Keys the format does
+    /// not know are kept (a newer PVE may add some) and listed by
+    /// [`PropertyString::unknown_keys`].
     pub fn parse(format: &'static Format, text: &str) -> Result<PropertyString, PveError> {
+        let pairs = split_property_string(format, text, UnknownKeys::Keep)
+            .map_err(|e| invalid(format, text, e.to_string()))?;
         let mut out = PropertyString::new(format);
-        for part in text.split(',') {
-            if part.trim().is_empty() {
-                continue;
-            }
-            let (mut key, value) = match part.split_once('=') {
-                Some((k, v)) if !k.is_empty() => (k.to_string(), v.to_string()),
-                _ => {
-                    let Some(dk) = format.default_key else {
-                        return Err(invalid(
-                            format,
-                            text,
-                            format!("value without key: '{part}'"),
-                        ));
-                    };
-                    (dk.to_string(), part.to_string())
-                }
-            };
-            match format.key(&key).map(|k| k.kind) {
-                Some(KeyKind::Alias(target)) => key = target.to_string(),
-                Some(KeyKind::KeyAlias { key: k, value: v }) => {
-                    if out.entries.insert(k.to_string(), key.clone()).is_some() {
-                        return Err(invalid(format, text, format!("duplicate key '{k}'")));
-                    }
-                    key = v.to_string();
-                }
-                _ => {}
-            }
+        for (key, value) in pairs {
             let value = out.normalize(&key, value);
-            if out.entries.insert(key.clone(), value).is_some() {
-                return Err(invalid(format, text, format!("duplicate key '{key}'")));
-            }
+            out.entries.insert(key, value);
         }
         Ok(out)
     }
