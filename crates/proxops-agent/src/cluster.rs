@@ -106,7 +106,7 @@ async fn cycle(
     _started_at: SystemTime,
     out: &mut CycleOutcome,
 ) -> CycleResult {
-    if pass.repo.cluster(name).is_some() && !pass.graphs.contains_key(name) {
+    if pass.repo().cluster(name).is_some() && pass.workspace.graph(name).is_none() {
         out.record.errors = pass.errors_of(name);
         return CycleResult::Invalid;
     }
@@ -143,9 +143,12 @@ async fn cycle(
         .record_planes(true)
         .options(options)
         .build();
-    // The work tree at the fetched commit holds the SOPS files, for either backend.
-    let source = Source::new(&pass.repo, pass.graphs.get(name), &pass.fetched.dir)
-        .at(Some(pass.fetched.commit));
+    // The work tree at the fetched commit holds the SOPS files, for either backend. A cluster
+    // the repository lacks still gets a source: the reconciler reports it as unknown.
+    let ws = &pass.workspace;
+    let source = ws
+        .source(name)
+        .unwrap_or_else(|| Source::new(ws.repo(), None, ws.dir()).at(ws.revision()));
     let run = reconciler.cycle(source, name, pass.stop.clone()).await;
     out.lease_events = std::mem::take(&mut *lock(&lease_events));
     out.record.candidate = run.candidate.clone();
@@ -203,7 +206,7 @@ async fn read_view(
     desired: Option<Arc<DesiredState>>,
     out: &mut CycleOutcome,
 ) {
-    let Ok(planes) = Planes::from_config(pass.fetched.store.clone(), &pass.repo, name) else {
+    let Ok(planes) = Planes::from_config(pass.fetched.store.clone(), pass.repo(), name) else {
         return;
     };
     let (store, refs) = (planes.store.clone(), planes.refs.clone());

@@ -70,7 +70,7 @@ pub use status::{
 use load::LoadCache;
 use metrics::Metrics;
 use metrics::prometheus_client::registry::Registry as MetricRegistry;
-use proxops_graph::Graph;
+use proxops_engine::workspace::Workspace;
 use proxops_model::{Registry, Repository};
 use proxops_store::documents::{hex, utc_timestamp};
 use source::Fetched;
@@ -557,9 +557,9 @@ pub(crate) enum Declared {
 /// What one pass works with.
 pub struct Pass {
     fetched: Fetched,
-    /// Shared with the agent's [`LoadCache`] while the commit stays the same.
-    repo: Arc<Repository>,
-    graphs: Arc<BTreeMap<String, Graph>>,
+    /// The repository at the fetched commit, shared with the agent's [`LoadCache`] while the
+    /// commit stays the same.
+    workspace: Arc<Workspace>,
     registry: Arc<Registry>,
     options: Arc<AgentOptions>,
     stop: watch::Receiver<bool>,
@@ -569,9 +569,14 @@ pub struct Pass {
 }
 
 impl Pass {
+    /// The repository the pass reconciles.
+    fn repo(&self) -> &Repository {
+        self.workspace.repo()
+    }
+
     /// The errors that make `cluster` invalid, one line each.
     fn errors_of(&self, cluster: &str) -> Vec<String> {
-        self.repo
+        self.repo()
             .diagnostics
             .iter()
             .filter(|d| d.is_error() && d.cluster.as_deref().is_none_or(|c| c == cluster))
@@ -840,10 +845,10 @@ async fn run_pass(
     let pass = match loaded {
         Ok(load::Source {
             fetched,
-            repo,
-            graphs,
+            workspace,
             loaded,
         }) => {
+            let repo = workspace.repo();
             if loaded {
                 shared.metrics.source_loaded();
             }
@@ -870,22 +875,20 @@ async fn run_pass(
                         })
                         .collect(),
                 );
-                lock(&shared.hooks).followed = followed(&options.source, &repo);
+                lock(&shared.hooks).followed = followed(&options.source, repo);
             }
             *lock(&shared.view) = Some(Arc::new(dashboard::View {
                 store: fetched.store.clone(),
-                repo: Arc::clone(&repo),
-                graphs: Arc::clone(&graphs),
+                workspace: Arc::clone(&workspace),
             }));
             shared.changed();
             shared
                 .notifier
-                .configure(options.notifications.as_ref(), &repo, &fetched.dir);
+                .configure(options.notifications.as_ref(), repo, workspace.dir());
             shared.notifier.source_read(&hex(fetched.commit));
             Arc::new(Pass {
                 fetched,
-                repo,
-                graphs,
+                workspace,
                 registry: Arc::clone(registry),
                 options: Arc::clone(&options),
                 stop,
@@ -905,7 +908,12 @@ async fn run_pass(
     };
     if options.clusters.is_empty() {
         let store = pass.fetched.store.clone();
-        let known: Vec<String> = pass.repo.clusters.iter().map(|c| c.name.clone()).collect();
+        let known: Vec<String> = pass
+            .repo()
+            .clusters
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
         let vanished = tokio::task::spawn_blocking(move || {
             let known: Vec<&str> = known.iter().map(String::as_str).collect();
             proxops_engine::reconcile::vanished_clusters(&store, &known)
@@ -918,7 +926,7 @@ async fn run_pass(
         lock(&shared.status).vanished = vanished.iter().map(ToString::to_string).collect();
     }
     let names: Vec<String> = pass
-        .repo
+        .repo()
         .clusters
         .iter()
         .map(|c| c.name.clone())
@@ -931,7 +939,7 @@ async fn run_pass(
         tasks.spawn(async move {
             let _permit = limit.acquire_owned().await;
             let drift = pass
-                .repo
+                .repo()
                 .cluster(&name)
                 .and_then(|c| c.entry.as_ref())
                 .and_then(|e| e.drift)
@@ -942,7 +950,7 @@ async fn run_pass(
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok((mut outcome, drift)) => {
-                lock(&shared.waits).observe(&pass.repo, &mut outcome, SystemTime::now());
+                lock(&shared.waits).observe(pass.repo(), &mut outcome, SystemTime::now());
                 shared.record(&outcome, drift);
                 shared.notifier.cycle_ended(&outcome, drift);
             }

@@ -1,59 +1,46 @@
 //! The repository a pass reconciles: fetched every pass, loaded and checked only when the
 //! commit changed.
 //!
-//! What [`load_repository`] and [`check_repository`] make of a commit depends on nothing but
-//! that commit's tree, the registry and the cluster filter, and the last two are fixed for the
-//! life of an agent. So a pass on the commit the previous one loaded reuses its repository and
-//! graphs: re-reading 10 x 1,000 manifests every pass allocated ~43 MiB that was freed right
-//! after, a peak per pass that fragments the allocator's arenas. A new commit (a push, a
-//! webhook's fetch) is loaded as before, after the old one is let go.
+//! What [`Workspace::at_revision`] makes of a commit depends on nothing but that commit's tree,
+//! the registry and the cluster filter, and the last two are fixed for the life of an agent. So
+//! a pass on the commit the previous one loaded reuses its workspace (repository and graphs):
+//! re-reading 10 x 1,000 manifests every pass allocated ~43 MiB that was freed right after, a
+//! peak per pass that fragments the allocator's arenas. A new commit (a push, a webhook's fetch)
+//! is loaded as before, after the old one is let go.
 
 use super::source::{self, Fetched};
 use super::{AgentError, AgentOptions};
-use proxops_graph::{Graph, check_repository};
-use proxops_model::{LoadOptions, Registry, Repository, load_repository};
+use proxops_engine::workspace::Workspace;
+use proxops_model::Registry;
 use proxops_store::ObjectId;
 use proxops_store::documents::hex;
-use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
-
-/// The graphs of a repository's valid clusters, by cluster.
-pub(crate) type Graphs = Arc<BTreeMap<String, Graph>>;
-
-/// A repository loaded and checked at one commit.
-#[derive(Debug)]
-pub(crate) struct Loaded {
-    /// The commit it was read at.
-    pub(crate) commit: ObjectId,
-    /// The repository, diagnostics included.
-    pub(crate) repo: Arc<Repository>,
-    /// The graphs of its valid clusters.
-    pub(crate) graphs: Graphs,
-}
 
 /// The last load, kept between passes.
 #[derive(Debug, Default)]
 pub(crate) struct LoadCache {
-    last: Option<Loaded>,
+    /// The workspace last loaded, by the commit it was read at ([`Workspace::revision`]).
+    last: Option<Arc<Workspace>>,
     /// The git token the last loaded repository's SOPS files give ([`source::sops_git_token`]).
     sops_token: Option<proxops_store::GitToken>,
 }
 
 impl LoadCache {
-    /// The loaded repository at `commit`, if it is the one kept.
-    fn at(&self, commit: ObjectId) -> Option<(Arc<Repository>, Graphs)> {
+    /// The workspace loaded at `commit`, if it is the one kept.
+    fn at(&self, commit: ObjectId) -> Option<Arc<Workspace>> {
         self.last
             .as_ref()
-            .filter(|l| l.commit == commit)
-            .map(|l| (Arc::clone(&l.repo), Arc::clone(&l.graphs)))
+            .filter(|w| w.revision() == Some(commit))
+            .map(Arc::clone)
     }
 }
 
 /// What a pass works with, and whether it was loaded afresh.
 pub(crate) struct Source {
     pub(crate) fetched: Fetched,
-    pub(crate) repo: Arc<Repository>,
-    pub(crate) graphs: Graphs,
+    /// The repository at the fetched commit, its files in the fetched work tree.
+    pub(crate) workspace: Arc<Workspace>,
     /// Whether the repository was loaded by this call (not taken from the cache).
     pub(crate) loaded: bool,
 }
@@ -72,18 +59,17 @@ pub(crate) async fn load(
         let checkout = options.data_dir.join("source");
         if checkout.join(".git").is_dir() {
             let registry = Arc::clone(registry);
-            cache.sops_token = tokio::task::spawn_blocking(move || token_in(&checkout, &registry))
+            cache.sops_token = tokio::task::spawn_blocking(move || token_in(&checkout, registry))
                 .await
                 .map_err(|e| AgentError::Source(format!("reading the clone failed: {e}")))??;
         }
     }
     let location = options.source.with_token(cache.sops_token.as_ref());
     let fetched = source::refresh(&location, &options.data_dir).await?;
-    if let Some((repo, graphs)) = cache.at(fetched.commit) {
+    if let Some(workspace) = cache.at(fetched.commit) {
         return Ok(Source {
             fetched,
-            repo,
-            graphs,
+            workspace,
             loaded: false,
         });
     }
@@ -95,66 +81,40 @@ pub(crate) async fn load(
         options.clusters.clone(),
         fetched.clone(),
     );
-    let (repo, graphs) = tokio::task::spawn_blocking(move || load_at(&f, &registry, clusters))
-        .await
-        .map_err(|e| AgentError::Source(format!("loading failed: {e}")))??;
-    let repo = Arc::new(repo);
+    let workspace = tokio::task::spawn_blocking(move || {
+        let revision = hex(f.commit);
+        Workspace::at_revision(&f.store, Some(&revision), &f.dir, registry, &clusters)
+    })
+    .await
+    .map_err(|e| AgentError::Source(format!("loading failed: {e}")))?
+    .map_err(|e| AgentError::Source(e.to_string()))?;
+    let workspace = Arc::new(workspace);
     if let source::SourceLocation::Remote { .. } = &options.source {
-        let (dir, r) = (fetched.dir.clone(), Arc::clone(&repo));
-        cache.sops_token = tokio::task::spawn_blocking(move || source::sops_git_token(&r, &dir))
-            .await
-            .map_err(|e| AgentError::Source(format!("reading secrets failed: {e}")))??;
+        let ws = Arc::clone(&workspace);
+        cache.sops_token =
+            tokio::task::spawn_blocking(move || source::sops_git_token(ws.repo(), ws.dir()))
+                .await
+                .map_err(|e| AgentError::Source(format!("reading secrets failed: {e}")))??;
     }
-    let graphs = Arc::new(graphs);
-    cache.last = Some(Loaded {
-        commit: fetched.commit,
-        repo: Arc::clone(&repo),
-        graphs: Arc::clone(&graphs),
-    });
+    cache.last = Some(Arc::clone(&workspace));
     Ok(Source {
         fetched,
-        repo,
-        graphs,
+        workspace,
         loaded: true,
     })
 }
 
-/// The SOPS git token of the clone at `checkout`, at its checked-out commit.
+/// The SOPS git token of the clone at `checkout`, at its checked-out commit (every cluster:
+/// the token serves the fetch of the whole repository, whatever the agent reconciles).
 fn token_in(
-    checkout: &std::path::Path,
-    registry: &Registry,
+    checkout: &Path,
+    registry: Arc<Registry>,
 ) -> Result<Option<proxops_store::GitToken>, AgentError> {
     let store =
         proxops_store::Store::open(checkout).map_err(|e| AgentError::Source(e.to_string()))?;
-    let source = store
-        .source(Some("HEAD"))
+    let ws = Workspace::at_revision(&store, Some("HEAD"), checkout, registry, &[])
         .map_err(|e| AgentError::Source(e.to_string()))?;
-    let repo = load_repository(&source, registry, &LoadOptions::default())
-        .map_err(|e| AgentError::Source(e.to_string()))?;
-    source::sops_git_token(&repo, checkout)
-}
-
-/// Loads and checks the repository at the fetched commit.
-fn load_at(
-    f: &Fetched,
-    registry: &Registry,
-    clusters: Vec<String>,
-) -> Result<(Repository, BTreeMap<String, Graph>), AgentError> {
-    let source = f
-        .store
-        .source(Some(&hex(f.commit)))
-        .map_err(|e| AgentError::Source(e.to_string()))?;
-    let mut repo = load_repository(
-        &source,
-        registry,
-        &LoadOptions::default().with_clusters(clusters),
-    )
-    .map_err(|e| AgentError::Source(e.to_string()))?;
-    let graphs = check_repository(registry, &mut repo)
-        .into_iter()
-        .filter_map(|c| c.graph.map(|g| (c.name, g)))
-        .collect();
-    Ok((repo, graphs))
+    source::sops_git_token(ws.repo(), checkout)
 }
 
 #[cfg(test)]
@@ -165,27 +125,23 @@ mod tests {
         ObjectId::from_bytes([byte; 20])
     }
 
-    fn empty() -> Repository {
-        Repository {
-            config: None,
-            clusters: Vec::new(),
-            diagnostics: Vec::new(),
-        }
+    /// An empty repository, read as if at `commit`.
+    fn empty_at(commit: ObjectId) -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        let source = proxops_model::FsSource::new(dir.path()).unwrap();
+        let registry = Arc::new(Registry::builtin());
+        Workspace::from_source(&source, dir.path(), registry, &[], Some(commit)).unwrap()
     }
 
     #[test]
     fn the_cache_answers_for_its_own_commit_only() {
         let mut cache = LoadCache::default();
         assert!(cache.at(id(1)).is_none());
-        let repo = Arc::new(empty());
-        cache.last = Some(Loaded {
-            commit: id(1),
-            repo: Arc::clone(&repo),
-            graphs: Arc::new(BTreeMap::new()),
-        });
-        let (hit, _) = cache.at(id(1)).expect("the kept commit");
+        let workspace = Arc::new(empty_at(id(1)));
+        cache.last = Some(Arc::clone(&workspace));
+        let hit = cache.at(id(1)).expect("the kept commit");
         assert!(
-            Arc::ptr_eq(&hit, &repo),
+            Arc::ptr_eq(&hit, &workspace),
             "the same load is shared, not a copy"
         );
         assert!(cache.at(id(2)).is_none(), "another commit is not served");

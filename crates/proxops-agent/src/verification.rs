@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 pub(crate) async fn run(shared: &Arc<Shared>, pass: &Arc<Pass>) {
     let suspensions = lock(&shared.suspensions).clone();
     let names: Vec<String> = pass
-        .repo
+        .repo()
         .clusters
         .iter()
         .map(|c| c.name.clone())
@@ -60,8 +60,8 @@ pub(crate) async fn run(shared: &Arc<Shared>, pass: &Arc<Pass>) {
                 verify_cluster(
                     &pass.fetched.store,
                     &backend,
-                    &pass.repo,
-                    &pass.fetched.dir,
+                    pass.repo(),
+                    pass.workspace.dir(),
                     &name,
                     &options,
                 ),

@@ -11,7 +11,7 @@ use proxops_model::settings::{ClusterSettings, FlagSettings};
 use proxops_model::{
     Cluster, FsSource, LoadError, LoadOptions, Registry, RepoSource, Repository, load_repository,
 };
-use proxops_store::{GitSource, ObjectId};
+use proxops_store::{GitSource, ObjectId, Store, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -32,6 +32,10 @@ pub enum WorkspaceError {
     /// The loader refused (an unknown cluster was asked for, a file unreadable).
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The git repository has no such revision, or it cannot be read.
+    // Transparent: the store's message already names the revision.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// A loaded repository.
@@ -67,6 +71,21 @@ impl Workspace {
         clusters: &[String],
     ) -> Result<Workspace, WorkspaceError> {
         Workspace::from_source(source, dir, registry, clusters, Some(source.commit()))
+    }
+
+    /// The repository at `revision` of `store` (`None`: `HEAD`), its files on disk under `dir`
+    /// (the store's work tree, or a checkout of it). For a caller that holds a git repository
+    /// and a revision rather than a [`GitSource`]: the agent at each fetched commit, the
+    /// reconciler at a gated cluster's live desired commit.
+    pub fn at_revision(
+        store: &Store,
+        revision: Option<&str>,
+        dir: &Path,
+        registry: Arc<Registry>,
+        clusters: &[String],
+    ) -> Result<Workspace, WorkspaceError> {
+        let source = store.source(revision)?;
+        Workspace::at_commit(&source, dir, registry, clusters)
     }
 
     /// The repository as any `source` reads it (`revision`: the commit it is, if one).
@@ -189,6 +208,35 @@ mod tests {
         assert_eq!(
             graph.resources().len(),
             tree.graph("lab").unwrap().resources().len()
+        );
+    }
+
+    #[test]
+    fn a_revision_of_the_store_loads_as_its_commit_and_an_unknown_one_is_refused() {
+        let repo = TestRepo::homelab();
+        let registry = Arc::new(Registry::builtin());
+        let store = proxops_store::Store::open(repo.path()).unwrap();
+        let head = store.source(None).unwrap().commit();
+        let ws =
+            Workspace::at_revision(&store, None, repo.path(), Arc::clone(&registry), &[]).unwrap();
+        assert_eq!(ws.revision(), Some(head));
+        assert_eq!(ws.dir(), repo.path());
+        let named = proxops_store::documents::hex(head);
+        let again = Workspace::at_revision(
+            &store,
+            Some(&named),
+            repo.path(),
+            Arc::clone(&registry),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(again.revision(), Some(head));
+        assert_eq!(again.graphs().len(), ws.graphs().len());
+        let missing =
+            Workspace::at_revision(&store, Some("no-such-ref"), repo.path(), registry, &[]);
+        assert!(
+            matches!(missing, Err(WorkspaceError::Store(_))),
+            "{missing:?}"
         );
     }
 }

@@ -44,7 +44,7 @@ pub(crate) struct Commit {
 
 /// Reads `key`'s documents of `cluster` (blocking: git reads).
 pub(crate) fn read(view: &View, cluster: &str, key: &ResourceKey) -> Result<Detail, StoreError> {
-    let planes = Planes::from_config(view.store.clone(), &view.repo, cluster)?;
+    let planes = Planes::from_config(view.store.clone(), view.workspace.repo(), cluster)?;
     let (store, refs) = (&planes.store, &planes.refs);
     let mut detail = Detail::default();
     let desired = store.read_desired(refs, None)?;

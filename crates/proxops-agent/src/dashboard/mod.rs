@@ -28,9 +28,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use maud::Markup;
+use proxops_engine::workspace::Workspace;
 use proxops_graph::Graph;
-use proxops_model::{Repository, ResourceKey};
-use std::collections::BTreeMap;
+use proxops_model::ResourceKey;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,11 +46,10 @@ const COALESCE: Duration = Duration::from_millis(100);
 const STYLE: &str = include_str!("assets/style.css");
 const SCRIPT: &str = include_str!("assets/app.js");
 
-/// What the last loaded pass read: the planes' store, the repository, the graphs.
+/// What the last loaded pass read: the planes' store, the repository with its graphs.
 pub(crate) struct View {
     pub(crate) store: proxops_store::Store,
-    pub(crate) repo: Arc<Repository>,
-    pub(crate) graphs: Arc<BTreeMap<String, Graph>>,
+    pub(crate) workspace: Arc<Workspace>,
 }
 
 /// The dashboard's routes.
@@ -125,7 +124,7 @@ async fn graph_page(State(shared): State<Arc<Shared>>, Path(name): Path<String>)
         return not_found(format!("The agent has no cluster `{name}`."));
     };
     let view = lock(&shared.view).clone();
-    let graph = view.as_ref().and_then(|v| v.graphs.get(&name));
+    let graph = view.as_ref().and_then(|v| v.workspace.graph(&name));
     let markup = detail_pages::graph(
         &name,
         graph.map(|g| graph::svg(&name, g, Some(&state))),
@@ -144,8 +143,8 @@ async fn resource(
     };
     let view = lock(&shared.view).clone();
     let declared = view.as_ref().is_some_and(|v| {
-        v.graphs
-            .get(&name)
+        v.workspace
+            .graph(&name)
             .is_some_and(|g| g.find(&kind, &resource).is_some())
     });
     let in_planes = state

@@ -96,14 +96,9 @@ fn path_segments_are_percent_encoded() {
 #[test]
 fn the_graph_svg_has_one_box_per_step_linking_to_its_resource() {
     let repo = proxops_test_support::homelab();
-    let registry = proxops_model::Registry::builtin();
-    let source = proxops_model::FsSource::new(&repo).unwrap();
-    let mut loaded =
-        proxops_model::load_repository(&source, &registry, &proxops_model::LoadOptions::default())
-            .unwrap();
-    let graphs = proxops_graph::check_repository(&registry, &mut loaded);
-    let lab = graphs.iter().find(|g| g.name == "lab").unwrap();
-    let graph: &Graph = lab.graph.as_ref().unwrap();
+    let registry = std::sync::Arc::new(proxops_model::Registry::builtin());
+    let ws = proxops_engine::workspace::Workspace::open(&repo, registry, &[]).unwrap();
+    let graph: &Graph = ws.graph("lab").unwrap();
     assert!(graph.step_count() > 1);
     let svg = super::graph::svg("lab", graph, Some(&ClusterState::new("lab"))).into_string();
     assert_eq!(

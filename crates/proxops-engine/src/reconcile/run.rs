@@ -496,11 +496,14 @@ impl Reconciler {
             reason,
         };
         let loaded = tokio::task::spawn_blocking(move || {
-            let source = store
-                .source(Some(&hex(revision)))
-                .map_err(|e| e.to_string())?;
-            let ws = Workspace::at_commit(&source, &dir, registry, std::slice::from_ref(&name))
-                .map_err(|e| e.to_string())?;
+            let ws = Workspace::at_revision(
+                &store,
+                Some(&hex(revision)),
+                &dir,
+                registry,
+                std::slice::from_ref(&name),
+            )
+            .map_err(|e| e.to_string())?;
             if ws.graph(&name).is_none() {
                 return Err(format!("cluster `{name}` is invalid there"));
             }
