@@ -31,6 +31,8 @@ struct Cli {
     /// Log line format on stderr.
     #[arg(long, global = true, value_enum, value_name = "FORMAT", default_value_t = logging::LogFormat::Text)]
     log_format: logging::LogFormat,
+    #[command(flatten)]
+    repo: session::RepoArgs,
     #[command(subcommand)]
     command: commands::Command,
 }
@@ -63,8 +65,12 @@ fn main() -> ExitCode {
         }
     };
     // The default level comes from the repository's proxops.yaml, so find the repository the
-    // subcommand reads (its `--repo`, else the current git work tree).
-    let repo = cli.command.repo().map(std::path::Path::to_path_buf);
+    // subcommand reads (`--repo`, else its own default, else the current git work tree).
+    let repo = cli
+        .repo
+        .dir
+        .clone()
+        .or_else(|| cli.command.default_repo().map(std::path::Path::to_path_buf));
     // The agent's own configuration file (`run --config`) comes before the repository's.
     let agent_config = cli
         .command
@@ -86,7 +92,7 @@ fn main() -> ExitCode {
         log_level: cli.log_level,
         ..FlagSettings::default()
     });
-    match commands::run(cli.command) {
+    match commands::run(cli.command, &cli.repo) {
         Ok(code) => code,
         Err(e) => e.report(),
     }

@@ -35,15 +35,16 @@ pub fn configured_log_level(repo: Option<&Path>) -> Option<LogLevel> {
     proxops_model::settings::configured_log_level(&text)
 }
 
-/// `--repo` and `--cluster`: the repository and the clusters of it a command works on.
-#[derive(Debug, Clone, clap::Args)]
+/// `--repo`: the repository every command works on. A global flag, one for all commands, so
+/// that it goes before or after the subcommand (`proxops --repo X validate`,
+/// `proxops validate --repo X`) and `main` finds it without asking each command.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct RepoArgs {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long = "repo", value_name = "DIR")]
+    /// The repository (default: the git work tree of the current directory; for `run`,
+    /// `git.path` first; for `demo`, examples/homelab).
+    // The id is `repo`, not the field's name: `init` has a positional `dir` of its own.
+    #[arg(id = "repo", long = "repo", value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
-    /// Only this cluster (repeatable; default: every cluster of the repository).
-    #[arg(long = "cluster", value_name = "C")]
-    pub clusters: Vec<String>,
 }
 
 impl RepoArgs {
@@ -53,26 +54,19 @@ impl RepoArgs {
     }
 }
 
-/// `--repo` alone, for the commands that name one cluster with their own `--cluster`.
+/// `--cluster`: the clusters of the repository a command works on.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RepoDirArgs {
-    /// The repository (default: the git work tree of the current directory).
-    #[arg(long = "repo", value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+pub struct ClustersArgs {
+    /// Only this cluster (repeatable; default: every cluster of the repository).
+    #[arg(long = "cluster", value_name = "C")]
+    pub names: Vec<String>,
 }
 
-impl RepoDirArgs {
-    /// The repository directory (see [`repo_dir`]).
-    pub fn resolve(&self) -> Result<PathBuf, CommandError> {
-        repo_dir(self.dir.as_deref())
-    }
-}
-
-/// The repository, its clusters and the backend: what a command that talks to PVE is given.
+/// The clusters and the backend: what a command that talks to PVE is given (with `--repo`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LiveArgs {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub clusters: ClustersArgs,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -90,44 +84,36 @@ pub struct PlanArgs {
     pub tuning: TuningArgs,
 }
 
-/// The planes a reading command opens (`get`, `status`): the repository with its clusters,
-/// and the remote whose branches count.
+/// The planes a reading command opens (`get`, `status`): the clusters, and the remote whose
+/// branches count.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PlanesReadArgs {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub clusters: ClustersArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
 }
 
 impl PlanesReadArgs {
-    /// The planes of the repository.
-    pub fn open(&self) -> Result<proxops_store::Store, CommandError> {
-        open_planes(self.repo.dir.as_deref(), &self.remote)
+    /// The planes of the repository `repo`.
+    pub fn open(&self, repo: &RepoArgs) -> Result<proxops_store::Store, CommandError> {
+        self.remote.store(&repo.resolve()?)
     }
 }
 
-/// The planes a command of one named cluster opens (`promote`, `rollback`, `lease`).
+/// The planes a command of one named cluster opens (`promote`, `rollback`, `lease`): the
+/// remote whose branches count (the command names its cluster with its own `--cluster`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterPlanesArgs {
-    #[command(flatten)]
-    pub repo: RepoDirArgs,
     #[command(flatten)]
     pub remote: RemoteArgs,
 }
 
 impl ClusterPlanesArgs {
-    /// The planes of the repository.
-    pub fn open(&self) -> Result<proxops_store::Store, CommandError> {
-        open_planes(self.repo.dir.as_deref(), &self.remote)
+    /// The planes of the repository `repo`.
+    pub fn open(&self, repo: &RepoArgs) -> Result<proxops_store::Store, CommandError> {
+        self.remote.store(&repo.resolve()?)
     }
-}
-
-fn open_planes(
-    repo: Option<&Path>,
-    remote: &RemoteArgs,
-) -> Result<proxops_store::Store, CommandError> {
-    remote.store(&repo_dir(repo)?)
 }
 
 /// The repository directory: `--repo`, else the git work tree holding the current directory,

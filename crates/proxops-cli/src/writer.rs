@@ -92,7 +92,7 @@ impl Writer<'_> {
         let planes = self.cycle.planes.wanted(self.dir, &plan.source);
         let (mut loaded, revision) =
             plan.source
-                .load(self.dir, &plan.live.repo.clusters, planes)?;
+                .load(self.dir, &plan.live.clusters.names, planes)?;
         plan.tuning.apply_to(&mut loaded);
         let mut failed = loaded.any_invalid();
         // The lease needs the repository's git, planes or not.
@@ -151,7 +151,7 @@ impl Writer<'_> {
             ));
         }
         if let Some(store) = &store
-            && self.cycle.plan.live.repo.clusters.is_empty()
+            && self.cycle.plan.live.clusters.names.is_empty()
         {
             let known: Vec<&str> = loaded
                 .repo()

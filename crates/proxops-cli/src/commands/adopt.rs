@@ -2,8 +2,7 @@
 
 use crate::error::CommandError;
 use crate::render::Format as Output;
-use crate::session::RepoDirArgs;
-use crate::session::{BackendArgs, load, runtime};
+use crate::session::{BackendArgs, RepoArgs, load, runtime};
 use proxops_engine::adopt::{
     AdoptContext, AdoptReport, Outcome, Selection, adopt_live, manifest_path, write,
 };
@@ -20,8 +19,6 @@ use std::process::ExitCode;
 /// is refused with the reason (exit 1).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[command(flatten)]
-    pub repo: RepoDirArgs,
     /// The cluster to adopt into.
     #[arg(long, value_name = "C")]
     pub cluster: String,
@@ -47,8 +44,8 @@ pub struct Args {
 }
 
 /// Runs `proxops adopt`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
     let loaded = load(&dir, std::slice::from_ref(&args.cluster))?;
     let cluster = loaded.repo().cluster(&args.cluster).ok_or_else(|| {
         CommandError::usage(

@@ -1,6 +1,7 @@
 //! `proxops apply`.
 
 use crate::error::CommandError;
+use crate::session::RepoArgs;
 use crate::writer::{CycleArgs, Writer};
 use std::process::ExitCode;
 
@@ -33,8 +34,8 @@ pub struct Args {
 }
 
 /// Runs `proxops apply`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.cycle.plan.live.repo.resolve()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
     Writer {
         holder: "apply",
         dir: &dir,

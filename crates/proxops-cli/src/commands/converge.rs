@@ -1,6 +1,7 @@
 //! `proxops converge`.
 
 use crate::error::CommandError;
+use crate::session::RepoArgs;
 use crate::writer::{CycleArgs, Writer};
 use std::process::ExitCode;
 
@@ -24,8 +25,8 @@ pub struct Args {
 }
 
 /// Runs `proxops converge`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.cycle.plan.live.repo.resolve()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
     Writer {
         holder: "converge",
         dir: &dir,

@@ -1,7 +1,7 @@
 //! `proxops delete`.
 
 use crate::error::CommandError;
-use crate::session::ClusterPlanesArgs;
+use crate::session::{ClusterPlanesArgs, RepoArgs};
 use proxops_model::ResourceKey;
 use proxops_store::deletion::{DeletionRequestOptions, DeletionTarget};
 use proxops_store::documents::hex;
@@ -56,7 +56,7 @@ fn parse_target(text: &str) -> Result<ResourceKey, CommandError> {
 }
 
 /// Runs `proxops delete`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
     if args.uid.is_some() && args.targets.len() != 1 {
         return Err(CommandError::usage(
             "--uid fences one resource: name exactly one",
@@ -67,7 +67,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     for text in &args.targets {
         targets.push(DeletionTarget::new(parse_target(text)?).with_uid(args.uid.clone()));
     }
-    let store = args.planes.open()?;
+    let store = args.planes.open(repo)?;
     let refs = super::get::cluster_refs(&store, std::slice::from_ref(&args.cluster))?
         .into_iter()
         .next()

@@ -3,10 +3,10 @@
 use crate::demo::{DemoEvent, DemoOptions, DemoReport};
 use crate::error::CommandError;
 use crate::render;
-use crate::session::runtime;
+use crate::session::{RepoArgs, runtime};
 use crate::writer::print_event;
 use proxops_engine::execute::Progress;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -22,9 +22,6 @@ use std::sync::Arc;
 /// step showed what it should, 1 otherwise, 2 for usage or I/O problems.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository.
-    #[arg(long, value_name = "DIR", default_value = "examples/homelab")]
-    pub repo: PathBuf,
     /// Keep the temporary repository and the simulators' state (their paths are printed).
     #[arg(long)]
     pub keep: bool,
@@ -36,6 +33,9 @@ pub struct Args {
     pub output: Output,
 }
 
+/// The repository the demo copies when `--repo` is not given (a ProxOps checkout's example).
+pub const DEFAULT_REPO: &str = "examples/homelab";
+
 /// Output formats of `demo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -46,14 +46,18 @@ pub enum Output {
 }
 
 /// Runs `proxops demo`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    if !args.repo.is_dir() {
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let repo: PathBuf = repo
+        .dir
+        .clone()
+        .unwrap_or_else(|| Path::new(DEFAULT_REPO).to_path_buf());
+    if !repo.is_dir() {
         return Err(CommandError::usage(
-            format!("no repository at {}", args.repo.display()),
+            format!("no repository at {}", repo.display()),
             Some("run it from a ProxOps checkout, or pass --repo DIR".into()),
         ));
     }
-    let mut options = DemoOptions::new(&args.repo).with_keep(args.keep);
+    let mut options = DemoOptions::new(&repo).with_keep(args.keep);
     if args.output == Output::Text && !args.quiet {
         options = options.with_events(Arc::new(print));
     }

@@ -3,7 +3,7 @@
 use crate::error::CommandError;
 use crate::render;
 use crate::render::Format as Output;
-use crate::session::{PlanArgs, open_store, runtime};
+use crate::session::{PlanArgs, RepoArgs, open_store, runtime};
 use proxops_engine::plan::Plan;
 use proxops_engine::{Event, PlanState, ReconcileOptions, Reconciler, Source};
 use std::io::Write;
@@ -38,8 +38,8 @@ pub struct Args {
 
 /// Runs `proxops diff`. With `--detailed-exitcode` every error exits 1, as Terraform's does:
 /// 2 and 3 then mean only "changes" and "stuck", never a usage error.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    match plan(args) {
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    match plan(args, repo) {
         Err(e) if args.detailed_exitcode => {
             e.report();
             Ok(ExitCode::from(1))
@@ -48,10 +48,10 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     }
 }
 
-fn plan(args: &Args) -> Result<ExitCode, CommandError> {
+fn plan(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
     let plan = &args.plan;
-    let dir = plan.live.repo.resolve()?;
-    let (mut loaded, revision) = plan.source.load(&dir, &plan.live.repo.clusters, false)?;
+    let dir = repo.resolve()?;
+    let (mut loaded, revision) = plan.source.load(&dir, &plan.live.clusters.names, false)?;
     plan.tuning.apply_to(&mut loaded);
     let mut failed = loaded.any_invalid();
     // Read-only: the planes' previous documents, never a lease or a publication.

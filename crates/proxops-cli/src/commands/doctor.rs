@@ -1,7 +1,7 @@
 //! `proxops doctor`.
 
 use crate::error::CommandError;
-use crate::session::{BackendKind, LiveArgs, load, runtime};
+use crate::session::{BackendKind, LiveArgs, RepoArgs, load, runtime};
 use proxops_engine::doctor::{self, DoctorInput, DoctorLine, Status};
 use proxops_engine::secrets::ClusterSecrets;
 use std::io::Write;
@@ -29,9 +29,9 @@ pub struct Args {
 }
 
 /// Runs `proxops doctor`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.live.repo.resolve()?;
-    let loaded = load(&dir, &args.live.repo.clusters)?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
+    let loaded = load(&dir, &args.live.clusters.names)?;
     let pve = args.live.backend.backend == BackendKind::Pve;
     let mut failed = false;
     runtime()?.block_on(async {

@@ -1,7 +1,7 @@
 //! `proxops get`.
 
 use crate::error::CommandError;
-use crate::session::PlanesReadArgs;
+use crate::session::{PlanesReadArgs, RepoArgs};
 use proxops_engine::planes::{
     MaterializedList, ResourceItem, ResourceList, Selector, materialized_items, resource_items,
 };
@@ -48,14 +48,14 @@ pub enum Output {
 }
 
 /// Runs `proxops get`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let store = args.planes.open()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let store = args.planes.open(repo)?;
     let selector = Selector::parse(args.selector.as_deref());
     if args.materialized {
         return materialized(args, &store, &selector);
     }
     let mut items = Vec::new();
-    for refs in cluster_refs(&store, &args.planes.repo.clusters)? {
+    for refs in cluster_refs(&store, &args.planes.clusters.names)? {
         let view = store.view(&refs).map_err(CommandError::from)?;
         items.extend(resource_items(&view, &selector));
     }
@@ -92,7 +92,7 @@ fn print(text: &str) -> Result<ExitCode, CommandError> {
 /// `get --materialized`.
 fn materialized(args: &Args, store: &Store, selector: &Selector) -> Result<ExitCode, CommandError> {
     let mut items = Vec::new();
-    for refs in cluster_refs(store, &args.planes.repo.clusters)? {
+    for refs in cluster_refs(store, &args.planes.clusters.names)? {
         items.extend(materialized_items(store, &refs, selector).map_err(CommandError::from)?);
     }
     if let (Some(kind), Some(name), true) = (&selector.kind, &selector.name, items.is_empty()) {

@@ -1,7 +1,7 @@
 //! `proxops graph`.
 
 use crate::error::CommandError;
-use crate::session::RepoArgs;
+use crate::session::{ClustersArgs, RepoArgs};
 use proxops_graph::{Graph, GraphReport};
 use std::io::Write;
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub clusters: ClustersArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -31,9 +31,9 @@ pub enum Format {
 }
 
 /// Runs `proxops graph`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let loaded = crate::session::load(&dir, &args.repo.clusters)?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
+    let loaded = crate::session::load(&dir, &args.clusters.names)?;
     // Every selected cluster, with its graph when it is valid.
     let graphs: Vec<(&str, Option<&Graph>)> = loaded
         .repo()

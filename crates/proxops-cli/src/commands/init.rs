@@ -1,7 +1,7 @@
 //! `proxops init`.
 
 use crate::error::CommandError;
-use crate::session::{BackendArgs, runtime};
+use crate::session::{BackendArgs, RepoArgs, runtime};
 use proxops_engine::init::{InitCredentials, InitOptions, InitReport, init};
 use proxops_model::Registry;
 use proxops_secrets::Secret;
@@ -20,7 +20,7 @@ use std::process::ExitCode;
 /// first commit.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The repository to make [default: the current directory].
+    /// The repository to make (or give it as `--repo`) [default: the current directory].
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// The cluster's name (lowercase words joined by `-`).
@@ -73,10 +73,16 @@ pub enum Auth {
 }
 
 /// Runs `proxops init`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = match &args.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = match (&args.dir, &repo.dir) {
+        (Some(_), Some(_)) => {
+            return Err(CommandError::usage(
+                "the repository is given twice, as DIR and as --repo",
+                Some("give one of them".into()),
+            ));
+        }
+        (Some(d), None) | (None, Some(d)) => d.clone(),
+        (None, None) => std::env::current_dir()
             .map_err(|e| CommandError::io("cannot read the current directory", e))?,
     };
     if args.auth == Auth::Ticket && args.user.is_none() && !args.no_credentials {

@@ -1,7 +1,7 @@
 //! `proxops lease`.
 
 use crate::error::CommandError;
-use crate::session::ClusterPlanesArgs;
+use crate::session::{ClusterPlanesArgs, RepoArgs};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -27,8 +27,8 @@ pub struct Args {
 }
 
 /// Runs `proxops lease`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let store = args.planes.open()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let store = args.planes.open(repo)?;
     if args.break_it {
         return match store
             .break_lease(&args.cluster, args.token.as_deref())

@@ -27,6 +27,7 @@ pub mod validate;
 pub mod verify;
 
 use crate::error::CommandError;
+use crate::session::RepoArgs;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -61,65 +62,45 @@ pub enum Command {
     Man(man::Args),
 }
 
-/// Runs a subcommand.
-pub fn run(command: Command) -> Result<ExitCode, CommandError> {
+/// Runs a subcommand on the repository of `--repo`.
+pub fn run(command: Command, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
     match command {
-        Command::Validate(args) => validate::run(&args),
+        Command::Validate(args) => validate::run(&args, repo),
         Command::Schema(args) => schema::run(&args),
-        Command::Graph(args) => graph::run(&args),
+        Command::Graph(args) => graph::run(&args, repo),
         Command::Sim(args) => sim::run(&args),
-        Command::Diff(args) => diff::run(&args),
-        Command::Doctor(args) => doctor::run(&args),
-        Command::Apply(args) => apply::run(&args),
-        Command::Demo(args) => demo::run(&args),
-        Command::Converge(args) => converge::run(&args),
-        Command::Get(args) => get::run(&args),
-        Command::Status(args) => status::run(&args),
-        Command::Verify(args) => verify::run(&args),
-        Command::Run(args) => run::run(&args),
+        Command::Diff(args) => diff::run(&args, repo),
+        Command::Doctor(args) => doctor::run(&args, repo),
+        Command::Apply(args) => apply::run(&args, repo),
+        Command::Demo(args) => demo::run(&args, repo),
+        Command::Converge(args) => converge::run(&args, repo),
+        Command::Get(args) => get::run(&args, repo),
+        Command::Status(args) => status::run(&args, repo),
+        Command::Verify(args) => verify::run(&args, repo),
+        Command::Run(args) => run::run(&args, repo),
         Command::Reconcile(args) => reconcile::run(&args),
         Command::Suspend(args) => suspend::run(&args),
         Command::Resume(args) => resume::run(&args),
-        Command::Lease(args) => lease::run(&args),
-        Command::Promote(args) => promote::run(&args),
-        Command::Rollback(args) => rollback::run(&args),
-        Command::Delete(args) => delete::run(&args),
-        Command::Adopt(args) => adopt::run(&args),
-        Command::Init(args) => init::run(&args),
+        Command::Lease(args) => lease::run(&args, repo),
+        Command::Promote(args) => promote::run(&args, repo),
+        Command::Rollback(args) => rollback::run(&args, repo),
+        Command::Delete(args) => delete::run(&args, repo),
+        Command::Adopt(args) => adopt::run(&args, repo),
+        Command::Init(args) => init::run(&args, repo),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),
     }
 }
 
 impl Command {
-    /// The repository the command reads, when its `--repo` says (`main` reads the default log
+    /// The repository the command reads when `--repo` is not given, where that is not the
+    /// current git work tree: `demo`'s example, `init`'s `DIR` (`main` reads the default log
     /// level from its `proxops.yaml`).
-    pub fn repo(&self) -> Option<&Path> {
+    pub fn default_repo(&self) -> Option<&Path> {
         match self {
-            Command::Validate(a) => a.repo.dir.as_deref(),
-            Command::Graph(a) => a.repo.dir.as_deref(),
-            Command::Diff(a) => a.plan.live.repo.dir.as_deref(),
-            Command::Apply(a) => a.cycle.plan.live.repo.dir.as_deref(),
-            Command::Converge(a) => a.cycle.plan.live.repo.dir.as_deref(),
-            Command::Get(a) => a.planes.repo.dir.as_deref(),
-            Command::Status(a) => a.planes.repo.dir.as_deref(),
-            Command::Verify(a) => a.planes.repo.dir.as_deref(),
-            Command::Doctor(a) => a.live.repo.dir.as_deref(),
-            Command::Adopt(a) => a.repo.dir.as_deref(),
+            Command::Demo(_) => Some(Path::new(demo::DEFAULT_REPO)),
             Command::Init(a) => a.dir.as_deref(),
-            Command::Lease(a) => a.planes.repo.dir.as_deref(),
-            Command::Promote(a) => a.planes.repo.dir.as_deref(),
-            Command::Rollback(a) => a.planes.repo.dir.as_deref(),
-            Command::Delete(a) => a.planes.repo.dir.as_deref(),
-            Command::Demo(a) => Some(&a.repo),
-            Command::Run(a) => a.repo.as_deref(),
-            Command::Schema(_)
-            | Command::Sim(_)
-            | Command::Reconcile(_)
-            | Command::Suspend(_)
-            | Command::Resume(_)
-            | Command::Completions(_)
-            | Command::Man(_) => None,
+            _ => None,
         }
     }
 

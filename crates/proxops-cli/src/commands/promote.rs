@@ -1,7 +1,7 @@
 //! `proxops promote`.
 
 use crate::error::CommandError;
-use crate::session::{ClusterPlanesArgs, load_from};
+use crate::session::{ClusterPlanesArgs, RepoArgs, load_from};
 use proxops_store::documents::hex;
 use proxops_store::promotion::PromotionRequest;
 use std::process::ExitCode;
@@ -32,8 +32,8 @@ pub struct Args {
 }
 
 /// Runs `proxops promote`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.planes.repo.resolve()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
     let store = args.planes.remote.store(&dir)?;
     let source = store.source(None).map_err(CommandError::from)?;
     let loaded = load_from(&source, &dir, &[args.from.clone(), args.to.clone()])?;

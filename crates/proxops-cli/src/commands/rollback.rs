@@ -1,7 +1,7 @@
 //! `proxops rollback`.
 
 use crate::error::CommandError;
-use crate::session::ClusterPlanesArgs;
+use crate::session::{ClusterPlanesArgs, RepoArgs};
 use proxops_store::documents::hex;
 use proxops_store::rollback::RollbackRequest;
 use std::process::ExitCode;
@@ -33,8 +33,8 @@ pub struct Args {
 }
 
 /// Runs `proxops rollback`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let store = args.planes.open()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let store = args.planes.open(repo)?;
     let refs = super::get::cluster_refs(&store, std::slice::from_ref(&args.cluster))?
         .into_iter()
         .next()

@@ -2,8 +2,7 @@
 
 use super::agent_url::{control_token, read_agent_config};
 use crate::error::CommandError;
-use crate::session::repo_dir;
-use crate::session::{BackendArgs, BackendKind, runtime};
+use crate::session::{BackendArgs, BackendKind, RepoArgs, repo_dir, runtime};
 use proxops_agent::hooks::Receivers;
 use proxops_agent::notify::ConfiguredSinks;
 use proxops_agent::{Agent, AgentBackend, AgentOptions, PassHook, SourceLocation};
@@ -55,11 +54,8 @@ pub struct Args {
     /// An agent configuration file (the `proxops.yaml` shape; see packaging/debian/agent.yaml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The repository, a local git work tree (default: `git.path`, else the one holding the
-    /// current directory).
-    #[arg(long, value_name = "DIR", conflicts_with = "url")]
-    pub repo: Option<PathBuf>,
-    /// Follow a remote repository instead (default: `git.url`): cloned into the data
+    /// Follow a remote repository instead of a local work tree (`--repo`, default: `git.path`,
+    /// else the one holding the current directory); default: `git.url`. Cloned into the data
     /// directory, fetched each pass.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
@@ -139,7 +135,15 @@ pub(crate) fn read_config(dir: &Path, file: &str) -> Result<Option<ConfigFile>, 
 }
 
 /// Runs `proxops run`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    // Checked here, not by clap: `--repo` is global, and clap sees no conflict between a flag
+    // given before the subcommand and one of the subcommand's.
+    if repo.dir.is_some() && args.url.is_some() {
+        return Err(CommandError::usage(
+            "--repo and --url name two repositories",
+            Some("give --repo for a local work tree, or --url for a remote".into()),
+        ));
+    }
     let (file, file_dir) = match &args.config {
         Some(path) => {
             let (config, dir) = read_agent_config(path)?;
@@ -173,8 +177,8 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
             None,
         ),
         None => {
-            let repo = args
-                .repo
+            let repo = repo
+                .dir
                 .clone()
                 .or_else(|| git.path.as_ref().map(|p| file_dir.join(p)));
             let dir = repo_dir(repo.as_deref())?;

@@ -2,7 +2,7 @@
 
 use super::get::{cluster_refs, table};
 use crate::error::CommandError;
-use crate::session::PlanesReadArgs;
+use crate::session::{PlanesReadArgs, RepoArgs};
 use proxops_engine::planes::{ClusterStatus, Head, StatusList, cluster_status};
 use std::io::Write;
 use std::process::ExitCode;
@@ -31,10 +31,10 @@ pub enum Output {
 }
 
 /// Runs `proxops status`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let store = args.planes.open()?;
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let store = args.planes.open(repo)?;
     let mut clusters = Vec::new();
-    for refs in cluster_refs(&store, &args.planes.repo.clusters)? {
+    for refs in cluster_refs(&store, &args.planes.clusters.names)? {
         clusters.push(cluster_status(&store, &refs).map_err(CommandError::from)?);
     }
     let text = match args.output {
@@ -48,7 +48,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
         .lock()
         .write_all(text.as_bytes())
         .map_err(CommandError::output)?;
-    if args.planes.repo.clusters.is_empty() {
+    if args.planes.clusters.names.is_empty() {
         for v in vanished(&store) {
             eprintln!("warning[proxops::planes::vanished]: {v}");
         }

@@ -2,7 +2,7 @@
 
 use crate::error::CommandError;
 use crate::render::Format as Output;
-use crate::session::RepoArgs;
+use crate::session::{ClustersArgs, RepoArgs};
 use proxops_model::report::ValidationReport;
 use std::io::Write;
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub repo: RepoArgs,
+    pub clusters: ClustersArgs,
     /// Output format: `human`, miette's graphical report on stderr and a summary on stdout; or
     /// `json`, the `ValidationReport` JSON document on stdout.
     #[arg(long, value_enum, default_value_t = Output::Human)]
@@ -22,9 +22,9 @@ pub struct Args {
 }
 
 /// Runs `proxops validate`.
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.repo.resolve()?;
-    let mut repo = crate::session::open(&dir, &args.repo.clusters)?
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
+    let mut repo = crate::session::open(&dir, &args.clusters.names)?
         .ws
         .into_repo();
     // What only the planes can tell: a `fromPromotion` in a cluster never promoted.

@@ -3,7 +3,7 @@
 use crate::commands::get::table;
 use crate::error::CommandError;
 use crate::render::Format as Output;
-use crate::session::{BackendArgs, PlanesReadArgs, load_from, runtime};
+use crate::session::{BackendArgs, PlanesReadArgs, RepoArgs, load_from, runtime};
 use proxops_engine::verify::{
     ClusterVerification, ResourceVerification, VerifyOptions, VerifyReport, VerifyState,
     verify_cluster,
@@ -42,8 +42,8 @@ pub struct Args {
 
 /// Runs `proxops verify`. With `--detailed-exitcode` every error exits 1, so that 3 means only
 /// "drift".
-pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
-    match verify(args) {
+pub fn run(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    match verify(args, repo) {
         Err(e) if args.detailed_exitcode => {
             e.report();
             Ok(ExitCode::from(1))
@@ -52,12 +52,12 @@ pub fn run(args: &Args) -> Result<ExitCode, CommandError> {
     }
 }
 
-fn verify(args: &Args) -> Result<ExitCode, CommandError> {
-    let dir = args.planes.repo.resolve()?;
-    let store = args.planes.open()?;
+fn verify(args: &Args, repo: &RepoArgs) -> Result<ExitCode, CommandError> {
+    let dir = repo.resolve()?;
+    let store = args.planes.open(repo)?;
     // The clusters' configurations (endpoint, credentials, plane branches) as committed.
     let source = store.source(None).map_err(CommandError::from)?;
-    let loaded = load_from(&source, &dir, &args.planes.repo.clusters)?;
+    let loaded = load_from(&source, &dir, &args.planes.clusters.names)?;
     let options = VerifyOptions::default()
         .with_registry(Arc::clone(loaded.registry()))
         .with_flags(loaded.flags.clone());
