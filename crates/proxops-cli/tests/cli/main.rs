@@ -76,6 +76,52 @@ fn validates_the_homelab_example() {
     assert!(stdout.ends_with("0 errors, 0 warnings\n"), "{stdout}");
 }
 
+/// `--repo` is global: before the subcommand it means what it means after it, for a command
+/// that reads a repository and for one that writes (`run`'s conflict with `--url` included).
+#[test]
+fn repo_goes_before_or_after_the_subcommand() {
+    let repo = homelab();
+    let after = proxops()
+        .args(["validate", "--cluster", "lab", "--repo"])
+        .arg(&repo)
+        .assert()
+        .success();
+    let before = proxops()
+        .arg("--repo")
+        .arg(&repo)
+        .args(["validate", "--cluster", "lab"])
+        .assert()
+        .success();
+    assert_eq!(before.get_output().stdout, after.get_output().stdout);
+    let graph = proxops()
+        .arg("--repo")
+        .arg(&repo)
+        .args(["graph", "--cluster", "lab", "--format", "json"])
+        .assert()
+        .success();
+    assert!(!graph.get_output().stdout.is_empty());
+    for args in [
+        [
+            "--repo",
+            "/nonexistent/proxops-repo",
+            "run",
+            "--url",
+            "file:///x",
+        ],
+        [
+            "run",
+            "--url",
+            "file:///x",
+            "--repo",
+            "/nonexistent/proxops-repo",
+        ],
+    ] {
+        let out = proxops().args(args).assert().code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(stderr.contains("--repo and --url"), "{stderr}");
+    }
+}
+
 #[test]
 fn json_report_has_the_documented_shape() {
     let repo = broken_repo();
