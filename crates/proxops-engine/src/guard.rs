@@ -20,6 +20,7 @@
 
 use crate::desired::DesiredGuest;
 use crate::diff::{Change, Removal};
+use crate::execute::guest_ops::{Edit, apply_changes, restart_guest, start_guest};
 use crate::execute::options::{ExecOptions, wait};
 // Defined with the executor's other reports (an action's result holds it); its path is here.
 pub use crate::execute::report::GuardReport;
@@ -282,16 +283,16 @@ pub(crate) async fn run(
                 }
             }
             let result = async {
-                let edit = crate::execute::Edit {
+                let edit = Edit {
                     desired,
                     changes: &[],
                     removals: &[],
                     resizes,
                     digest: None,
                 };
-                crate::execute::apply_changes(client, &guard.guest, edit, options, upids).await?;
+                apply_changes(client, &guard.guest, edit, options, upids).await?;
                 if *restart {
-                    crate::execute::restart_guest(client, &guard.guest, options, upids).await?;
+                    restart_guest(client, &guard.guest, options, upids).await?;
                 }
                 Ok::<(), PveError>(())
             }
@@ -308,7 +309,7 @@ pub(crate) async fn run(
             )
         }
         Op::GuardedStart { guest, guard } => {
-            let result = crate::execute::start_guest(client, guest, options, upids).await;
+            let result = start_guest(client, guest, options, upids).await;
             Some(
                 after(
                     client,

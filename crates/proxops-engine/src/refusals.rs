@@ -14,7 +14,8 @@
 //! the same way, their fingerprint the desired document's id: the same document is not tried
 //! again (an anomaly instead) until the manifest changes ([`Refusals::updates_of`]).
 
-use crate::execute::{CycleReport, FailureKind, Outcome};
+use crate::execute::report::{CycleReport, Outcome};
+use crate::failure::FailureKind;
 use crate::plan::{ClusterPlan, Verb};
 use proxops_model::ResourceKey;
 use std::collections::BTreeMap;

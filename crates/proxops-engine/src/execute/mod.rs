@@ -7,16 +7,17 @@
 //! request lets running actions finish and starts no new one.
 
 pub(crate) mod config_write;
+pub(crate) mod guest_ops;
 pub(crate) mod options;
 pub(crate) mod report;
 
 use crate::desired::{DesiredArtifact, DesiredGuest};
-use crate::diff::{Change, Removal, Resize, after_clone};
+use crate::diff::after_clone;
 pub use crate::failure::{ActionError, FailureKind};
 use crate::plan::{Action, ClusterPlan, HaWrite, Op};
+use guest_ops::{Edit, apply_changes, restart_guest, start_guest, wait_power};
 pub use options::ExecOptions;
 pub(crate) use options::wait;
-use proxops_pve::props::format_size;
 use proxops_pve::{
     CloneRequest, DestroyOptions, DownloadUrl, GuestRef, GuestType, PveClient, PveError,
     TaskFilter, Upid, WaitOptions,
@@ -251,29 +252,6 @@ async fn run_action(
     }
 }
 
-/// Waits for a power task; after an HA request (`hastart`/`hastop`, which only queues the
-/// request to the HA manager) also for the guest's live status to reach `want`, within the
-/// same timeout, so the action succeeds only once the guest runs (or stopped).
-async fn wait_power(
-    client: &PveClient,
-    options: &ExecOptions,
-    guest: &GuestRef,
-    upid: Upid,
-    want: &str,
-    upids: &mut Vec<String>,
-) -> Result<(), PveError> {
-    let opts = options
-        .wait
-        .clone()
-        .unwrap_or_else(|| WaitOptions::for_task(&upid.kind));
-    let ha = upid.is_ha_request();
-    wait(client, options, upid, upids).await?;
-    if ha {
-        client.wait_guest_status(guest, want, &opts).await?;
-    }
-    Ok(())
-}
-
 async fn run(
     client: &PveClient,
     action: &Action,
@@ -381,31 +359,6 @@ async fn run(
             wait(client, options, upid, upids).await
         }
     }
-}
-
-/// Shuts a guest down and starts it again, waiting for each.
-pub(crate) async fn restart_guest(
-    client: &PveClient,
-    target: &GuestRef,
-    options: &ExecOptions,
-    upids: &mut Vec<String>,
-) -> Result<(), PveError> {
-    let upid = client
-        .shutdown(target, Some(options.shutdown_timeout), Some(true))
-        .await?;
-    wait_power(client, options, target, upid, "stopped", upids).await?;
-    start_guest(client, target, options, upids).await
-}
-
-/// Starts a guest and waits until it runs.
-pub(crate) async fn start_guest(
-    client: &PveClient,
-    guest: &GuestRef,
-    options: &ExecOptions,
-    upids: &mut Vec<String>,
-) -> Result<(), PveError> {
-    let upid = client.start(guest).await?;
-    wait_power(client, options, guest, upid, "running", upids).await
 }
 
 /// Migrates a guest and waits for the task; an HA guest's `hamigrate` only asks the HA
@@ -523,54 +476,6 @@ pub(crate) fn guest_ref(d: &DesiredGuest) -> GuestRef {
         GuestType::Qemu => GuestRef::qemu(&d.node, d.vmid),
         GuestType::Lxc => GuestRef::lxc(&d.node, d.vmid),
     }
-}
-
-/// What one update writes to a guest.
-pub(crate) struct Edit<'a> {
-    /// What the guest should be.
-    pub desired: &'a DesiredGuest,
-    pub changes: &'a [Change],
-    pub removals: &'a [Removal],
-    pub resizes: &'a [Resize],
-    /// The digest of the config read the edit was computed from.
-    pub digest: Option<String>,
-}
-
-pub(crate) async fn apply_changes(
-    client: &PveClient,
-    target: &GuestRef,
-    edit: Edit<'_>,
-    options: &ExecOptions,
-    upids: &mut Vec<String>,
-) -> Result<(), PveError> {
-    let Edit {
-        desired,
-        changes,
-        removals,
-        resizes,
-        digest,
-    } = edit;
-    if !changes.is_empty() || !removals.is_empty() {
-        // One write, so the digest guards the deletions too; POST when it allocates or imports
-        // qemu disks, read back when its answer is lost.
-        let write = config_write::Write {
-            target,
-            desired,
-            changes,
-            removals,
-            digest,
-        };
-        config_write::write(client, write, options, upids).await?;
-    }
-    for r in resizes {
-        if let Some(upid) = client
-            .resize(target, &r.disk, &format_size(r.to), None)
-            .await?
-        {
-            wait(client, options, upid, upids).await?;
-        }
-    }
-    Ok(())
 }
 
 /// Creates a guest, or clones it and writes what differs from the template; makes templates and
