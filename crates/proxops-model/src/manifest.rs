@@ -1,20 +1,21 @@
 //! The manifest envelope (`apiVersion`, `kind`, `metadata`, `spec`) and decoding one manifest file
 //! into a [`Resource`].
 
+// Defined in children below the kinds (see each): re-exported at their public paths.
+pub(crate) mod metadata;
+pub(crate) mod spec;
+
+pub use metadata::Metadata;
+pub use spec::{CustomSpec, Spec};
+
 use crate::de::{Problem, Sink, decode};
 use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::kind::{KindDef, Reference, ReferenceSource, Registry, SpecContext};
-use crate::kinds::{ArtifactSpec, LxcSpec, VmSpec};
 pub use crate::names::ResourceKey;
 use crate::names::is_valid_name;
 use crate::stack::origin::StackOrigin;
 use crate::yaml::{Node, NodeValue, PathSeg, Span, SpanTree, parse_documents};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::any::Any;
-use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 /// The only `apiVersion` manifests may carry.
@@ -28,59 +29,6 @@ pub const RECONCILE: &str = "proxops/reconcile";
 
 /// Annotations in the `proxops/` namespace that ProxOps understands.
 pub const KNOWN_ANNOTATIONS: &[&str] = &[DEPENDS_ON, RECONCILE];
-
-/// `metadata` of a manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct Metadata {
-    /// The resource's identity within its kind and cluster: lowercase letters and digits in words
-    /// joined by single hyphens, at most 63 characters.
-    pub name: String,
-    /// Unused; accepted for compatibility.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// Free-form labels.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// Annotations; `proxops/depends-on` adds dependencies.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-}
-
-/// A spec of an embedder-registered kind.
-pub trait CustomSpec: Any + fmt::Debug + Send + Sync {
-    /// For downcasting to the concrete type.
-    fn as_any(&self) -> &dyn Any;
-    /// The spec as JSON (for output and the planes).
-    fn to_json(&self) -> serde_json::Value;
-}
-
-/// The decoded `spec` of a manifest.
-// Resources live behind an `Arc` each; boxing the large variants would only add an allocation.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Spec {
-    /// `VM` and `TemplateVM`.
-    Vm(VmSpec),
-    /// `LXC` and `TemplateCT`.
-    Lxc(LxcSpec),
-    /// `ISO`, `CTTemplate` and `DiskImage`.
-    Artifact(ArtifactSpec),
-    /// A kind registered by an embedder.
-    Custom(Arc<dyn CustomSpec>),
-}
-
-impl Serialize for Spec {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Spec::Vm(v) => v.serialize(s),
-            Spec::Lxc(v) => v.serialize(s),
-            Spec::Artifact(v) => v.serialize(s),
-            Spec::Custom(v) => v.to_json().serialize(s),
-        }
-    }
-}
 
 /// One decoded, individually valid manifest.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! What several kinds share and that needs nothing of them: the power state, the node-name
 //! check, slot numbering.
 
-use crate::kind::SpecContext;
+use crate::kind::context::SpecContext;
 use crate::names::is_valid_node;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;

@@ -1,7 +1,7 @@
 //! Types and checks shared by several kinds.
 
 use crate::Code;
-use crate::kind::SpecContext;
+use crate::kind::context::SpecContext;
 use crate::names::GuestType;
 pub use crate::names::{is_valid_name, is_valid_node, is_valid_storage};
 use crate::quantity::Quantity;

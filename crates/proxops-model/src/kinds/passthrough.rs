@@ -5,7 +5,7 @@
 //! `src/PVE/API2/Qemu.pm` `check_hostpci_perm`, `check_usb_perm`).
 
 use super::basics::slot_in;
-use crate::kind::SpecContext;
+use crate::kind::context::SpecContext;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

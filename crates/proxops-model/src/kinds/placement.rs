@@ -3,7 +3,8 @@
 //! `VM` and `LXC`; templates are pinned and never HA-managed.
 
 use super::basics::{PowerState, check_node};
-use crate::kind::{PlacementView, SpecContext};
+use crate::kind::context::SpecContext;
+use crate::kind::terms::PlacementView;
 use crate::yaml::PathSeg;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

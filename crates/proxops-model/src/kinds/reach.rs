@@ -8,9 +8,12 @@
 //! `placement` (`{node, reason}`), and a downloaded file's `file` (`{volid, nodes: {NODE: {volid,
 //! size, format}}, checksum}`). A consumer waiting on anything else would wait forever.
 
-use crate::kind::Unreachable;
-use crate::kinds::placement::HaState;
-use crate::kinds::{ArtifactSpec, LxcSpec, PowerState, VmSpec};
+use super::artifact_spec::ArtifactSpec;
+use super::basics::PowerState;
+use super::lxc_spec::LxcSpec;
+use super::placement::HaState;
+use super::vm_spec::VmSpec;
+use crate::kind::terms::Unreachable;
 use crate::pointer::{Pointer, array_index};
 use crate::pve_config::PveConfig;
 

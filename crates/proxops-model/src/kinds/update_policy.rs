@@ -9,7 +9,7 @@
 //! `snapshot` has no `vmstate`), nor ask a container's guest agent (there is none).
 
 use super::basics::PowerState;
-use crate::kind::SpecContext;
+use crate::kind::context::SpecContext;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -3,10 +3,11 @@
 
 use super::basics::slot_in;
 use super::common::{self, check_name_ref};
-use super::vm::{Balloon, CloudInitData, IpConfig, IpFamily, VmDisk, VmHardware, VmSpec};
+use super::vm_devices::Balloon;
 use super::vm_devices::PVE_VM_CPU_FLAGS;
+use super::vm_spec::{CloudInitData, IpConfig, IpFamily, VmDisk, VmHardware, VmSpec};
 use crate::Code;
-use crate::kind::SpecContext;
+use crate::kind::context::SpecContext;
 use crate::names::GuestType;
 use crate::pve_config;
 use crate::yaml::PathSeg;

@@ -4,7 +4,7 @@
 
 use super::{KeyClass, check_value, classify, keys, normalize_value, split_indexed};
 use crate::Code;
-use crate::kind::SpecContext;
+use crate::kind::context::SpecContext;
 use crate::names::GuestType;
 use crate::yaml::PathSeg;
 use serde::de::{self, Visitor};
