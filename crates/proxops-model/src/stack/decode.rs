@@ -2,7 +2,9 @@
 //! file: a template's own structure and expressions).
 
 use super::expr::{self, Expression};
-use super::{ParameterType, STACK, STACK_TEMPLATE, StackDocument, StackSpec, StackTemplateSpec};
+use super::spec::{
+    ParameterType, STACK, STACK_TEMPLATE, StackDocument, StackSpec, StackTemplateSpec,
+};
 use crate::de::{Problem, RequiredFields, Sink, decode};
 use crate::diagnostic::{Code, Diagnostic, SourceFile};
 use crate::manifest::{API_VERSION, Metadata, to_diagnostics};
@@ -23,7 +25,7 @@ pub struct LoadedStack {
 pub(super) fn required() -> &'static RequiredFields {
     static REQUIRED: OnceLock<RequiredFields> = OnceLock::new();
     REQUIRED.get_or_init(|| {
-        let mut generator = crate::schema::generator();
+        let mut generator = crate::kind::generator();
         generator.subschema_for::<Metadata>();
         generator.subschema_for::<StackSpec>();
         generator.subschema_for::<StackTemplateSpec>();
@@ -132,9 +134,9 @@ fn decode_document(
         found => {
             let other = if kind == STACK { STACK_TEMPLATE } else { STACK };
             let root = if kind == STACK {
-                super::STACK_ROOT
+                super::spec::STACK_ROOT
             } else {
-                super::TEMPLATE_ROOT
+                super::spec::TEMPLATE_ROOT
             };
             let code = if found.is_some_and(|v| v.as_str() == Some(other)) {
                 Code::WrongKindRoot

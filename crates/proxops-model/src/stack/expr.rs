@@ -188,8 +188,8 @@ pub fn to_json(node: &Node) -> Value {
 }
 
 /// The YAML type of a scalar as a parameter type sees it.
-pub(crate) fn scalar_type(node: &Node) -> Option<super::ItemFieldType> {
-    use super::ItemFieldType as T;
+pub(crate) fn scalar_type(node: &Node) -> Option<super::spec::ItemFieldType> {
+    use super::spec::ItemFieldType as T;
     match &node.value {
         NodeValue::Scalar(_, ScalarKind::Quoted) => Some(T::String),
         NodeValue::Scalar(s, ScalarKind::Plain) => match CoreScalar::of(s) {

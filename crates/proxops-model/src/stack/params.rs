@@ -1,7 +1,7 @@
 //! Parameter values checked against their declarations.
 
 use super::expr;
-use super::{ItemFieldType, ParameterDecl, ParameterType};
+use super::spec::{ItemFieldType, ParameterDecl, ParameterType};
 use crate::yaml::{Node, NodeValue, ScalarKind, Span};
 
 /// A parameter's value: the node, and where the Stack wrote it (`None`: the default).

@@ -4,12 +4,12 @@
 
 use super::decode::unknown_parameter;
 use super::expr::{self, Expression};
+use super::origin::StackOrigin;
 use super::params::{ParamValue, type_errors};
-use super::substitute::{Substitution, projected_doc};
-use super::{
-    ItemFieldType, STACK, STACK_TEMPLATE, StackDocument, StackInstance, StackOrigin,
-    StackTemplateSpec,
+use super::spec::{
+    ItemFieldType, STACK, STACK_TEMPLATE, StackDocument, StackInstance, StackTemplateSpec,
 };
+use super::substitute::{Substitution, projected_doc};
 use crate::de::{Sink, decode};
 use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic};

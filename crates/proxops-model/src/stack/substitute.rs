@@ -2,11 +2,12 @@
 //! projected manifest built around the result.
 
 use super::expr::{self, Expression};
+use super::origin::StackValue;
 use super::params::ParamValue;
 use super::project::Projector;
+use super::spec::StackDocument;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::manifest::API_VERSION;
-use crate::stack::{StackDocument, StackValue};
 use crate::yaml::{Node, NodeValue, PathSeg, ScalarKind, Span};
 use std::collections::BTreeMap;
 
