@@ -71,6 +71,27 @@ pub fn releases_of(guest: GuestType, name: &str) -> Vec<PveRelease> {
         .collect()
 }
 
+/// The values key `name` (`scsihw`), or its property-string sub-key `sub` (`net0` `model`),
+/// allows in `release` (`None`: the newest release that defines it); empty when any value is.
+pub fn allowed_values(
+    guest: GuestType,
+    name: &str,
+    sub: Option<&str>,
+    release: Option<PveRelease>,
+) -> &'static [&'static str] {
+    let Some(def) = key(guest, name, release) else {
+        return &[];
+    };
+    match sub {
+        None => def.enums,
+        Some(sub) => def
+            .format
+            .sub_keys()
+            .and_then(|subs| subs.iter().find(|s| s.name == sub))
+            .map_or(&[], |s| s.enums),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +105,20 @@ mod tests {
         assert!(key(GuestType::Qemu, "scsi31", None).is_none());
         assert!(key(GuestType::Lxc, "mp200", None).is_some());
         assert!(key(GuestType::Lxc, "scsi0", None).is_none());
+    }
+
+    #[test]
+    fn allowed_values_come_from_the_key_or_its_sub_key() {
+        assert!(
+            allowed_values(GuestType::Qemu, "scsihw", None, None).contains(&"virtio-scsi-single")
+        );
+        assert!(allowed_values(GuestType::Qemu, "net3", Some("model"), None).contains(&"virtio"));
+        assert_eq!(
+            allowed_values(GuestType::Lxc, "net0", Some("type"), None),
+            ["veth"]
+        );
+        assert!(allowed_values(GuestType::Qemu, "name", None, None).is_empty());
+        assert!(allowed_values(GuestType::Qemu, "nonesuch", None, None).is_empty());
     }
 
     #[test]

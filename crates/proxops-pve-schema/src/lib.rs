@@ -26,7 +26,7 @@ pub use groups::{
     LXC_FAST_PLUG, QEMU_CLOUDINIT_OPTIONS, QEMU_CPU_OPTIONS, QEMU_FAST_PLUG, QEMU_GENERAL_OPTIONS,
     QEMU_HWTYPE_OPTIONS, QEMU_MEMORY_OPTIONS, hotplug_classes, is_drive_key, is_volume,
 };
-pub use guest::{key, keys, max_index, releases_of, split_indexed};
+pub use guest::{allowed_values, key, keys, max_index, releases_of, split_indexed};
 pub use props::{PropertyStringError, SubKeys, UnknownKeys, split_property_string};
 pub use release::{PveRelease, Versions};
 pub use table::ENDPOINTS;

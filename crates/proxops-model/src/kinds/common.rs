@@ -6,6 +6,7 @@ use crate::names::GuestType;
 pub use crate::names::{is_valid_name, is_valid_node, is_valid_storage};
 use crate::quantity::Quantity;
 use crate::yaml::PathSeg;
+use proxops_pve_schema::{PveRelease, allowed_values};
 
 pub use super::basics::PowerState;
 pub(crate) use super::basics::check_node;
@@ -256,55 +257,31 @@ pub(crate) fn check_secret_ref(
     }
 }
 
-/// PVE 8.4's spellings of the NIC model (`net<n>` `model`); PVE compares them case-sensitively.
-/// A test checks these lists against the official schema.
-pub const PVE_NIC_MODELS: &[&str] = &[
-    "e1000",
-    "e1000-82540em",
-    "e1000-82544gc",
-    "e1000-82545em",
-    "e1000e",
-    "i82551",
-    "i82557b",
-    "i82559er",
-    "ne2k_isa",
-    "ne2k_pci",
-    "pcnet",
-    "rtl8139",
-    "virtio",
-    "vmxnet3",
-];
+/// PVE 8.4's spellings of the NIC model (`net<n>` `model`), from the schema table; PVE
+/// compares them case-sensitively.
+pub fn pve_nic_models() -> &'static [&'static str] {
+    allowed_values(
+        GuestType::Qemu,
+        "net0",
+        Some("model"),
+        Some(PveRelease::V8_4),
+    )
+}
 
 /// PVE 8.4's display types (`vga` `type`).
-pub const PVE_VGA_TYPES: &[&str] = &[
-    "cirrus",
-    "qxl",
-    "qxl2",
-    "qxl3",
-    "qxl4",
-    "none",
-    "serial0",
-    "serial1",
-    "serial2",
-    "serial3",
-    "std",
-    "virtio",
-    "virtio-gl",
-    "vmware",
-];
+pub fn pve_vga_types() -> &'static [&'static str] {
+    allowed_values(GuestType::Qemu, "vga", Some("type"), Some(PveRelease::V8_4))
+}
 
 /// PVE 8.4's SCSI controller models (`scsihw`).
-pub const PVE_SCSI_CONTROLLERS: &[&str] = &[
-    "lsi",
-    "lsi53c810",
-    "virtio-scsi-pci",
-    "virtio-scsi-single",
-    "megasas",
-    "pvscsi",
-];
+pub fn pve_scsi_controllers() -> &'static [&'static str] {
+    allowed_values(GuestType::Qemu, "scsihw", None, Some(PveRelease::V8_4))
+}
 
 /// PVE 8.4's container interface types (LXC `net<n>` `type`).
-pub const PVE_LXC_NET_TYPES: &[&str] = &["veth"];
+pub fn pve_lxc_net_types() -> &'static [&'static str] {
+    allowed_values(GuestType::Lxc, "net0", Some("type"), Some(PveRelease::V8_4))
+}
 
 /// Reports `value` at `at` unless it is one of PVE's `accepted` spellings of `what`; the help
 /// lists them, with "did you mean" when only the case differs (PVE would refuse it at apply).

@@ -153,7 +153,7 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
                 kind: (
                     kind,
                     "type",
-                    common::PVE_LXC_NET_TYPES,
+                    common::pve_lxc_net_types(),
                     "container interface type",
                 ),
             },

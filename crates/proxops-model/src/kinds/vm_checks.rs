@@ -206,7 +206,7 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         common::check_pve_enum(
             cx,
             c,
-            common::PVE_SCSI_CONTROLLERS,
+            common::pve_scsi_controllers(),
             "SCSI controller",
             &path!["disks", *i, "controller"],
         );
@@ -495,7 +495,7 @@ fn validate_networks(spec: &VmSpec, cx: &SpecContext<'_>) {
         let model = (
             net.model.as_deref(),
             "model",
-            common::PVE_NIC_MODELS,
+            common::pve_nic_models(),
             "NIC model",
         );
         let nic = common::Nic {
@@ -563,7 +563,7 @@ fn validate_hardware(spec: &VmSpec, hw: &VmHardware, cx: &SpecContext<'_>) {
         common::check_pve_enum(
             cx,
             display,
-            common::PVE_VGA_TYPES,
+            common::pve_vga_types(),
             "display type",
             &path!["hardware", "display"],
         );
@@ -582,7 +582,7 @@ fn validate_hardware(spec: &VmSpec, hw: &VmHardware, cx: &SpecContext<'_>) {
         common::check_pve_enum(
             cx,
             c,
-            common::PVE_SCSI_CONTROLLERS,
+            common::pve_scsi_controllers(),
             "SCSI controller",
             &path!["hardware", "scsi-controller"],
         );

@@ -4,7 +4,7 @@
 
 use crate::support::shared;
 use proxops_model::kinds::common::{
-    PVE_LXC_NET_TYPES, PVE_NIC_MODELS, PVE_SCSI_CONTROLLERS, PVE_VGA_TYPES,
+    pve_lxc_net_types, pve_nic_models, pve_scsi_controllers, pve_vga_types,
 };
 use serde_json::Value;
 
@@ -51,14 +51,18 @@ fn enum_lists_match_the_pve_8_4_schema() {
         (
             "qemu net[n] model",
             &q["net[n]"]["format"]["model"],
-            PVE_NIC_MODELS,
+            pve_nic_models(),
         ),
-        ("qemu vga type", &q["vga"]["format"]["type"], PVE_VGA_TYPES),
-        ("qemu scsihw", &q["scsihw"], PVE_SCSI_CONTROLLERS),
+        (
+            "qemu vga type",
+            &q["vga"]["format"]["type"],
+            pve_vga_types(),
+        ),
+        ("qemu scsihw", &q["scsihw"], pve_scsi_controllers()),
         (
             "lxc net[n] type",
             &l["net[n]"]["format"]["type"],
-            PVE_LXC_NET_TYPES,
+            pve_lxc_net_types(),
         ),
     ];
     for (what, schema, ours) in checks {

@@ -12,25 +12,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::disks::is_volume;
 use crate::state::GuestType;
-use proxops_pve_schema::{LXC_FAST_PLUG, QEMU_FAST_PLUG, hotplug_classes};
+use proxops_pve_schema::{LXC_FAST_PLUG, QEMU_FAST_PLUG, allowed_values, hotplug_classes};
 
-/// qemu NIC models (`PVE::QemuServer::Network` `$nic_model_list`): the key naming the model.
-const NIC_MODELS: &[&str] = &[
-    "e1000",
-    "e1000-82540em",
-    "e1000-82544gc",
-    "e1000-82545em",
-    "e1000e",
-    "i82551",
-    "i82557b",
-    "i82559er",
-    "ne2k_isa",
-    "ne2k_pci",
-    "pcnet",
-    "rtl8139",
-    "virtio",
-    "vmxnet3",
-];
+/// qemu NIC models (`PVE::QemuServer::Network` `$nic_model_list`, the `net[n]` `model` enum of
+/// the schema table): a key naming one is the model with its MAC.
+fn nic_models() -> &'static [&'static str] {
+    allowed_values(GuestType::Qemu, "net0", Some("model"), None)
+}
 
 fn family(key: &str) -> &str {
     key.trim_end_matches(|c: char| c.is_ascii_digit())
@@ -61,7 +49,7 @@ fn nic(value: &str) -> BTreeMap<String, String> {
     let mut p = parts(value, "model");
     if let Some((model, mac)) = p
         .iter()
-        .find(|(k, _)| NIC_MODELS.contains(&k.as_str()))
+        .find(|(k, _)| nic_models().contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
     {
         p.remove(&model);
