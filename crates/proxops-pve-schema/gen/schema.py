@@ -38,8 +38,9 @@ ENDPOINTS = [
     ("GET", "/cluster/ha/rules"), ("POST", "/cluster/ha/rules"),
     ("GET", "/cluster/ha/rules/{rule}"), ("PUT", "/cluster/ha/rules/{rule}"),
     ("DELETE", "/cluster/ha/rules/{rule}"),
-    ("GET", "/cluster/mapping/pci"), ("GET", "/cluster/mapping/pci/{id}"),
-    ("GET", "/cluster/mapping/usb"), ("GET", "/cluster/mapping/usb/{id}"),
+    *[(m, f"/cluster/mapping/{t}{p}")
+      for t in ("pci", "usb")
+      for (m, p) in (("GET", ""), ("POST", ""), ("GET", "/{id}"), ("PUT", "/{id}"), ("DELETE", "/{id}"))],
     ("GET", "/cluster/sdn/vnets"), ("GET", "/cluster/config/join"),
     *[("GET", f"/cluster/firewall/{p}") for p in ("options", "rules", "aliases", "ipset", "groups")],
     *[("GET", f"/nodes/{{node}}/firewall/{p}") for p in ("options", "rules")],
@@ -250,6 +251,9 @@ def param_fields(k, d):
     fields += limits(d)
     if d.get("requires"):
         fields.append(f"requires: Some({rs(d['requires'])})")
+    items = (d.get("items") or {}).get("format")
+    if isinstance(items, dict):
+        fields.append(f"items: Fmt::Prop({sub_const(items)})")
     return fields
 
 

@@ -149,6 +149,8 @@ pub struct Param {
     pub pattern: Option<&'static str>,
     /// Another parameter that must be given with this one.
     pub requires: Option<&'static str>,
+    /// For an array: the format of each item (a mapping's `map` entries are property strings).
+    pub items: Fmt,
     /// The releases whose schema defines the parameter so.
     pub versions: Versions,
 }
@@ -166,6 +168,7 @@ impl Param {
         max_len: None,
         pattern: None,
         requires: None,
+        items: Fmt::None,
         versions: Versions::ALL,
     };
 

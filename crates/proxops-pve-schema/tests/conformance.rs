@@ -101,6 +101,22 @@ fn check_param(p: &Param, d: &Value, at: &str, errs: &mut Vec<String>) {
     if p.pattern != d["pattern"].as_str() || p.requires != d["requires"].as_str() {
         errs.push(format!("{at}: pattern or requires differ"));
     }
+    match (p.items, &d["items"]["format"]) {
+        (Fmt::Prop(subs), Value::Object(keys)) => {
+            let ours: BTreeSet<&str> = subs.iter().map(|s| s.name).collect();
+            let theirs: BTreeSet<&str> = keys.keys().map(String::as_str).collect();
+            if ours != theirs {
+                errs.push(format!("{at}: item keys differ"));
+            }
+            for s in subs {
+                if let Some(k) = keys.get(s.name) {
+                    check_sub(s, k, &format!("{at}[]"), errs);
+                }
+            }
+        }
+        (Fmt::None, Value::Null | Value::String(_)) => {}
+        (ours, theirs) => errs.push(format!("{at}: item format {ours:?} != {theirs}")),
+    }
     match (p.format, &d["format"]) {
         (Fmt::None, Value::Null) => {}
         (Fmt::Named(f), Value::String(s)) if f == s => {}

@@ -120,6 +120,11 @@ pub struct Mappings {
 pub struct Mapping {
     /// Free-form description.
     pub description: Option<String>,
+    /// PCI: whether the device is a mediated-device parent (`mdev`).
+    pub mdev: Option<bool>,
+    /// PCI: whether guests with the device may be live-migrated (`live-migration-capable`).
+    #[serde(rename = "live-migration-capable")]
+    pub live_migration_capable: Option<bool>,
     /// Per-node entries as PVE stores them: `id=1000:0087,node=pve2,path=0000:03:00.0` (PCI) or
     /// `id=0951:1666,node=pve1` (USB).
     pub map: Vec<String>,

@@ -1,4 +1,5 @@
-//! Cluster resource mappings, `GET /cluster/mapping/{pci,usb}[/{id}]`, as pve-manager
+//! Cluster resource mappings, `/cluster/mapping/{pci,usb}[/{id}]` (read, create, update,
+//! delete), as pve-manager
 //! `PVE/API2/Cluster/Mapping/PCI.pm` and `USB.pm` answer them: each entry is the mapping's whole
 //! config (`type`, `map`, `description`) with its `id` and the config `digest`; the list shows
 //! only the mappings the caller holds `Mapping.Modify`, `Mapping.Use` or `Mapping.Audit` on
@@ -31,6 +32,12 @@ fn entry(kind: &str, m: &Mapping, digest: &str) -> Value {
     let mut v = json!({ "type": kind, "map": m.map, "digest": digest });
     if let Some(d) = &m.description {
         v["description"] = d.clone().into();
+    }
+    if let Some(b) = m.mdev {
+        v["mdev"] = u8::from(b).into();
+    }
+    if let Some(b) = m.live_migration_capable {
+        v["live-migration-capable"] = u8::from(b).into();
     }
     v
 }
@@ -102,6 +109,134 @@ pub(crate) fn usb_list(ctx: &mut Ctx) -> Result<Value, ApiError> {
 
 pub(crate) fn usb_get(ctx: &mut Ctx) -> Result<Value, ApiError> {
     get(ctx, "usb")
+}
+
+/// The options a mapping of `kind` has besides `map` (pve-guest-common `Mapping/PCI.pm` and
+/// `USB.pm` `options`).
+fn options(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "pci" => &["description", "mdev", "live-migration-capable", "map"],
+        _ => &["description", "map"],
+    }
+}
+
+/// Sets the options given in the request.
+fn set_options(ctx: &Ctx, m: &mut Mapping) {
+    if let Some(map) = ctx.p("map") {
+        m.map = map.lines().map(str::to_owned).collect();
+    }
+    if let Some(d) = ctx.p("description") {
+        m.description = Some(d.to_owned());
+    }
+    if let Some(b) = ctx.flag("mdev") {
+        m.mdev = Some(b);
+    }
+    if let Some(b) = ctx.flag("live-migration-capable") {
+        m.live_migration_capable = Some(b);
+    }
+}
+
+fn table_mut<'a>(st: &'a mut State, kind: &str) -> &'a mut BTreeMap<String, Mapping> {
+    match kind {
+        "usb" => &mut st.mappings.usb,
+        _ => &mut st.mappings.pci,
+    }
+}
+
+/// pve-manager `PVE/API2/Cluster/Mapping/PCI.pm` / `USB.pm` `create`: `Mapping.Modify` on
+/// `/mapping/<kind>`; an id already defined is refused inside `lock_pci_config`, whose message
+/// prefixes the error.
+fn create(ctx: &mut Ctx, kind: &str) -> Result<Value, ApiError> {
+    ctx.require(&format!("/mapping/{kind}"), "Mapping.Modify")?;
+    let id = ctx.req("id")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    let mappings = table_mut(&mut st, kind);
+    if mappings.contains_key(&id) {
+        return Err(ApiError::fail(format!(
+            "create hardware mapping failed: {kind} ID '{id}' already defined"
+        )));
+    }
+    let mut m = Mapping::default();
+    set_options(ctx, &mut m);
+    mappings.insert(id, m);
+    shared.persist(&st);
+    Ok(Value::Null)
+}
+
+/// `update`: `Mapping.Modify` on `/mapping/<kind>/<id>`; the digest, then the id's existence,
+/// then `PVE::SectionConfig::delete_from_config` for `delete`, then the options given.
+fn update(ctx: &mut Ctx, kind: &str) -> Result<Value, ApiError> {
+    let id = ctx.req("id")?;
+    ctx.require(&format!("/mapping/{kind}/{id}"), "Mapping.Modify")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    let fail = |msg: String| ApiError::fail(format!("update hardware mapping failed: {msg}"));
+    if let Some(d) = ctx.p("digest")
+        && d != digest(table(&st, kind))
+    {
+        return Err(fail(
+            "detected modified configuration - file changed by other user? Try again.".into(),
+        ));
+    }
+    let Some(m) = table_mut(&mut st, kind).get_mut(&id) else {
+        return Err(fail(format!("{kind} ID '{id}' does not exist")));
+    };
+    for key in ctx.p("delete").unwrap_or_default().split([',', ';', ' ']) {
+        match key {
+            "" => {}
+            k if !options(kind).contains(&k) => {
+                return Err(fail(format!("no such option '{k}'")));
+            }
+            "map" => return Err(fail("unable to delete required option 'map'".into())),
+            k if ctx.p(k).is_some() => {
+                return Err(fail(format!(
+                    "cannot set and delete property '{k}' at the same time!"
+                )));
+            }
+            "description" => m.description = None,
+            "mdev" => m.mdev = None,
+            _ => m.live_migration_capable = None,
+        }
+    }
+    set_options(ctx, m);
+    shared.persist(&st);
+    Ok(Value::Null)
+}
+
+/// `delete`: `Mapping.Modify` on `/mapping/<kind>`; an id that is not there is no error.
+fn delete(ctx: &mut Ctx, kind: &str) -> Result<Value, ApiError> {
+    ctx.require(&format!("/mapping/{kind}"), "Mapping.Modify")?;
+    let id = ctx.req("id")?;
+    let shared = ctx.shared.clone();
+    let mut st = ctx.state();
+    table_mut(&mut st, kind).remove(&id);
+    shared.persist(&st);
+    Ok(Value::Null)
+}
+
+pub(crate) fn pci_create(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    create(ctx, "pci")
+}
+
+pub(crate) fn pci_update(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    update(ctx, "pci")
+}
+
+pub(crate) fn pci_delete(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    delete(ctx, "pci")
+}
+
+pub(crate) fn usb_create(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    create(ctx, "usb")
+}
+
+pub(crate) fn usb_update(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    update(ctx, "usb")
+}
+
+pub(crate) fn usb_delete(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    delete(ctx, "usb")
 }
 
 /// Why a VM cannot start for its mappings: qemu-server `src/PVE/QemuServer/PCI.pm`

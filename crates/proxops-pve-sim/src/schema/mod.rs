@@ -34,6 +34,16 @@ pub fn validate(
                         .to_string(),
                 );
             }
+            Some(p) if p.ty == Ty::Array => {
+                // pve-common `check_prop` checks each item against `items`, at `name[i]`.
+                if let Some(keys) = p.items.sub_keys() {
+                    for (i, item) in value.lines().enumerate() {
+                        if let Err(msg) = parse_property_string(keys, item) {
+                            errors.insert(format!("{name}[{i}]"), msg);
+                        }
+                    }
+                }
+            }
             Some(p) => {
                 if let Err(msg) = check_value(p, value) {
                     errors.insert(name.clone(), msg);

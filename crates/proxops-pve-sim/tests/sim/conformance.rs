@@ -178,6 +178,7 @@ async fn scripted_session(version: PveVersion, idx: &BTreeMap<String, Value>) ->
         let mapping = |entry: &str| proxops_pve_sim::Mapping {
             description: Some("d".into()),
             map: vec![entry.into()],
+            ..Default::default()
         };
         st.mappings.pci.insert(
             "hba".into(),

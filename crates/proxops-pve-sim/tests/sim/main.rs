@@ -19,6 +19,7 @@ mod ha_config;
 mod ha_rules;
 mod journal;
 mod lxc;
+mod mapping;
 mod migrate;
 mod params;
 mod pool;

@@ -26,6 +26,7 @@ async fn sim() -> Sim {
             Mapping {
                 description: Some("SAS HBA".into()),
                 map: vec!["id=1000:0087,node=pve1,path=0000:03:00.0".into()],
+                ..Default::default()
             },
         );
         st.mappings.usb.insert(
@@ -33,6 +34,7 @@ async fn sim() -> Sim {
             Mapping {
                 description: None,
                 map: vec!["id=0951:1666,node=pve1".into()],
+                ..Default::default()
             },
         );
     });
@@ -611,6 +613,7 @@ async fn mappings_are_listed_by_privilege_and_needed_on_the_node_at_start() {
             Mapping {
                 description: None,
                 map: vec!["id=10de:2204,node=pve2,path=0000:17:00.0".into()],
+                ..Default::default()
             },
         );
     });
