@@ -6,7 +6,8 @@
 //! [`super::BuiltBatch::addresses`] and [`super::BuiltBatch::awaiting`]; what cannot be read is
 //! left out and the receipt is written all the same.
 
-use super::{BuiltBatch, addresses};
+use super::addresses;
+use super::batch::BuiltBatch;
 use crate::guest_config::is_mac;
 use proxops_model::kinds::reach::{FILE_ARTIFACT, MAC_ADDRESSES, PLACEMENT};
 use proxops_pve::{GuestRef, GuestType, PveClient, StorageVolume};

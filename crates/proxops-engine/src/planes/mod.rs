@@ -38,12 +38,14 @@ use crate::execute::{CycleReport, Outcome as ActionOutcome};
 use crate::plan::{ClusterPlan, Verb};
 
 pub mod addresses;
+mod batch;
 pub mod deleting;
 pub(crate) mod facts;
 mod list;
 mod promotion_check;
 mod refs;
 pub use addresses::agent_enabled;
+pub use batch::BuiltBatch;
 pub use facts::enrich;
 pub use list::*;
 pub use promotion_check::unresolvable_promotions;
@@ -54,8 +56,7 @@ use proxops_store::desired::{DesiredPublication, DesiredState};
 use proxops_store::documents::{DesiredPin, GuardRecord, Outcome, Receipt, hex, utc_timestamp};
 use proxops_store::observed::{DEFAULT_ATTEMPTS, Observation, ObservedState, Stored};
 use proxops_store::{
-    Candidate, DesiredOptions, ObjectId, ObservationBatch, PlaneRefs, Publication, Store,
-    StoreError, TeardownRecord,
+    Candidate, DesiredOptions, ObjectId, PlaneRefs, Publication, Store, StoreError, TeardownRecord,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -305,24 +306,6 @@ impl Planes {
             .await
             .map_err(joined)?
     }
-}
-
-/// A batch to publish and the resources left out of it.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct BuiltBatch {
-    /// Receipts and teardowns.
-    pub batch: ObservationBatch,
-    /// Desired resources without a receipt this cycle, with why.
-    pub withheld: Vec<(ResourceKey, String)>,
-    /// Receipts of the batch whose guests' addresses [`enrich`] reads: guests the plan found
-    /// running and able to tell them ([`ClusterPlan::addressable`]) that this cycle did not
-    /// create, start, stop or restart (a guest that just booted cannot answer yet).
-    pub addresses: BTreeSet<ResourceKey>,
-    /// Current receipts of such guests still without a complete `ip-addresses` artifact
-    /// ([`addresses::complete`]), rebuilt as they are: [`enrich`] reads the guest and adds
-    /// the receipt to the batch with its artifact when the guest answers with something new.
-    pub awaiting: Vec<Observation>,
 }
 
 /// One action of a resource, as the cycle ended it.

@@ -3,11 +3,10 @@
 //! resolve; waiting would never help, and publishing refuses it. `validate` says so at the
 //! expression, with the code publishing uses.
 
-use super::Planes;
 use proxops_model::Repository;
 use proxops_model::diagnostic::{Code, Diagnostic};
 use proxops_model::expr::Expr;
-use proxops_store::Store;
+use proxops_store::{PlaneRefs, Store};
 
 /// One error per `fromPromotion` in a cluster that was never promoted (no desired plane, or
 /// one without `promotion.yaml`). `store` is the repository's git store, if it has one (none:
@@ -27,10 +26,16 @@ pub fn unresolvable_promotions(store: Option<&Store>, repository: &Repository) -
         }
         let promoted = match store {
             None => Some(false),
-            Some(store) => Planes::from_config(store.clone(), repository, &cluster.name)
-                .and_then(|planes| planes.store.read_desired(&planes.refs, None))
-                .map(|plane| plane.is_some_and(|p| p.promotion.is_some()))
-                .ok(),
+            // The refs `Planes::from_config` reads, without the rest of a `Planes`.
+            Some(store) => PlaneRefs::from_config(
+                &cluster.name,
+                repository
+                    .cluster(&cluster.name)
+                    .and_then(|c| c.entry.as_ref()),
+            )
+            .and_then(|refs| store.read_desired(&refs, None))
+            .map(|plane| plane.is_some_and(|p| p.promotion.is_some()))
+            .ok(),
         };
         if promoted != Some(false) {
             continue;
