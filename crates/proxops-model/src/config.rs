@@ -11,7 +11,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod build;
+mod problem;
 mod simulation;
+mod url;
+pub use problem::ConfigProblem;
+use problem::{at, is_env_name};
+pub use url::{mask_url_credentials, redact_url};
 
 pub use simulation::{ContentType, SimPveVersion, SimStorage, SimulationConfig, StorageType};
 mod notify;
@@ -371,23 +376,6 @@ pub struct ReconcileConfig {
     pub verify_interval: Option<ConfigDuration>,
 }
 
-/// A problem in a configuration value, at a path from the file's root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigProblem {
-    /// The diagnostic code (mostly [`Code::InvalidValue`]).
-    pub code: Code,
-    /// Where.
-    pub path: Vec<PathSeg>,
-    /// What.
-    pub message: String,
-    /// How to fix it.
-    pub help: Option<String>,
-}
-
-fn at(segs: &[&str]) -> Vec<PathSeg> {
-    segs.iter().map(|s| PathSeg::from(*s)).collect()
-}
-
 impl ConfigFile {
     /// Checks of process-wide values that the types cannot express.
     pub fn check(&self) -> Vec<ConfigProblem> {
@@ -497,15 +485,6 @@ impl AgentConfig {
         }
         out
     }
-}
-
-/// `[A-Za-z_][A-Za-z0-9_]*`, the names a shell and systemd's `Environment=` accept.
-fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 impl ClusterEntry {
@@ -655,50 +634,6 @@ pub fn branch_name(name: &str) -> Result<&str, &'static str> {
         return Err("a component cannot start with `.` or end with `.lock`");
     }
     Ok(short)
-}
-
-/// The end of a URL's authority: the first `/`, `?`, `#`, whitespace or YAML flow character.
-fn authority_end(rest: &str) -> usize {
-    rest.find(|c: char| c.is_whitespace() || "/?#\"'`,]}".contains(c))
-        .unwrap_or(rest.len())
-}
-
-/// `url` with the userinfo of its authority (`user:password@`) replaced by `***`, so that a
-/// message can name the URL without echoing a password; unchanged when it has none.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority = &rest[..authority_end(rest)];
-    match authority.rfind('@') {
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
-}
-
-/// `text` with every URL's userinfo overwritten by `*`, byte for byte, so that spans into the
-/// original text still fit: what diagnostics show of a configuration file, which may hold a
-/// `base-url` with a password in it.
-pub fn mask_url_credentials(text: &str) -> std::borrow::Cow<'_, str> {
-    let mut masked: Option<Vec<u8>> = None;
-    let mut from = 0;
-    while let Some(found) = text[from..].find("://") {
-        let start = from + found + 3;
-        let rest = &text[start..];
-        let authority = &rest[..authority_end(rest)];
-        if let Some(at) = authority.rfind('@') {
-            let bytes = masked.get_or_insert_with(|| text.as_bytes().to_vec());
-            bytes[start..start + at].fill(b'*');
-        }
-        from = start;
-    }
-    match masked {
-        // Only ASCII replaced whole characters' bytes (`*` for each), so it stays UTF-8.
-        Some(bytes) => String::from_utf8(bytes)
-            .map(std::borrow::Cow::Owned)
-            .unwrap_or(std::borrow::Cow::Borrowed("")),
-        None => std::borrow::Cow::Borrowed(text),
-    }
 }
 
 fn check_base_url(url: &str) -> Result<(), &'static str> {

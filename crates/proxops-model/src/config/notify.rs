@@ -6,7 +6,9 @@
 //! variable, a file, or a key of a SOPS file. A value written in place is refused with
 //! [`Code::PlainSecret`] and masked in what the diagnostic shows ([`plain_secret_spans`]).
 
-use super::{ConfigProblem, Typed, is_env_name, redact_url};
+use super::problem::{ConfigProblem, is_env_name};
+use super::typed::{FromConfigText, Typed};
+use super::url::redact_url;
 use crate::diagnostic::Code;
 use crate::yaml::{Node, NodeValue, PathSeg, Span};
 use schemars::JsonSchema;
@@ -282,6 +284,17 @@ pub enum Reminder {
     After(std::time::Duration),
     /// Never: only changes are sent.
     Never,
+}
+
+/// `never`, or a positive duration.
+impl FromConfigText for Reminder {
+    fn from_config_text(text: &str) -> Option<Reminder> {
+        if text == "never" {
+            Some(Reminder::Never)
+        } else {
+            std::time::Duration::from_config_text(text).map(Reminder::After)
+        }
+    }
 }
 
 impl SinkConfig {

@@ -4,7 +4,7 @@
 //! storage to fit the manifests, so a manifest that names a storage PVE would not have, or puts
 //! content on one that does not hold it, fails under simulation as it would on PVE.
 
-use super::{ConfigProblem, at};
+use super::problem::{ConfigProblem, at};
 use crate::diagnostic::Code;
 use crate::names::{is_valid_node, is_valid_storage};
 use crate::yaml::PathSeg;

@@ -4,7 +4,7 @@
 //! [`ConfigFile::check`](super::ConfigFile::check) and the sinks' checks), and makes the file
 //! unusable: no one is handed such a configuration.
 
-use super::notify::Reminder;
+use crate::quantity::parse_duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
@@ -18,18 +18,7 @@ pub trait FromConfigText: Sized {
 /// A positive duration such as `30s`, `5m`, `1h30m` or `250ms`.
 impl FromConfigText for Duration {
     fn from_config_text(text: &str) -> Option<Duration> {
-        super::parse_duration(text).filter(|d| !d.is_zero())
-    }
-}
-
-/// `never`, or a positive duration.
-impl FromConfigText for Reminder {
-    fn from_config_text(text: &str) -> Option<Reminder> {
-        if text == "never" {
-            Some(Reminder::Never)
-        } else {
-            Duration::from_config_text(text).map(Reminder::After)
-        }
+        parse_duration(text).filter(|d| !d.is_zero())
     }
 }
 
@@ -104,6 +93,7 @@ impl<T> JsonSchema for Typed<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Reminder;
 
     #[test]
     fn texts_are_read_once_and_kept() {
