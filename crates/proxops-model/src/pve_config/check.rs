@@ -2,9 +2,11 @@
 //! `check_format`, `parse_property_string`): the same order of checks, messages close to PVE's.
 
 use super::formats::{check_named, matches_pattern};
-use super::{Fmt, Key, PveRelease, Sub, Ty, key};
 use crate::names::GuestType;
-use proxops_pve_schema::{PropertyStringError, UnknownKeys, split_property_string};
+use proxops_pve_schema::{
+    Fmt, Param as Key, PropertyStringError, PveRelease, Sub, Ty, UnknownKeys, key, releases_of,
+    split_property_string,
+};
 
 pub(crate) use proxops_pve_schema::parse_bool;
 
@@ -168,7 +170,7 @@ pub fn check_value(
             .ok_or_else(|| format!("PVE {} has no config key `{name}`", r.as_str()))?;
         return check_rules(&key_rules(def), value);
     }
-    let releases = super::releases_of(guest, name);
+    let releases = releases_of(guest, name);
     if releases.is_empty() {
         return Err(format!(
             "`{name}` is not a {} config key",

@@ -2,8 +2,8 @@
 //! or PVE's own (left alone, reported). A key a typed field manages is refused in `pve-config`
 //! with that field as the hint, whether the manifest sets the field or not: a key has one owner.
 
-use super::{key, split_indexed};
 use crate::names::GuestType;
+use proxops_pve_schema::{key, split_indexed};
 
 /// How a config key is expressed in a manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

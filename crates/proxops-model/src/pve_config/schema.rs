@@ -3,8 +3,9 @@
 //! schema's facts (type, values, sub-keys, releases): PVE's own descriptions are AGPL-licensed
 //! text of pve-docs and are not copied (../shared/pve-api/README.md).
 
-use super::{Fmt, Key, KeyClass, PveRelease, Sub, Ty, classify, keys};
+use super::classify::{KeyClass, classify};
 use crate::names::GuestType;
+use proxops_pve_schema::{Fmt, Param as Key, PveRelease, Sub, Ty, keys, max_index};
 use serde_json::{Map, Value, json};
 
 fn releases(k: &Key, guest: GuestType) -> String {
@@ -123,7 +124,7 @@ pub fn pve_config_schema(guest: GuestType) -> Value {
         match k.name.strip_suffix("[n]") {
             Some(family) => {
                 // Each index PVE allows (`parallel0`-`parallel2`), or any for a wide family.
-                let max = super::max_index(guest, family);
+                let max = max_index(guest, family);
                 let indices = if max <= 31 {
                     (0..=max)
                         .map(|i| i.to_string())

@@ -2,11 +2,13 @@
 //! schema of some PVE release accepts (the cluster's own release is checked at plan time, when
 //! the cluster says which it runs).
 
-use super::{KeyClass, check_value, classify, keys, normalize_value, split_indexed};
+use super::check::{check_value, normalize_value};
+use super::classify::{KeyClass, classify};
 use crate::Code;
 use crate::kind::context::SpecContext;
 use crate::names::GuestType;
 use crate::yaml::PathSeg;
+use proxops_pve_schema::{keys, split_indexed};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -114,8 +116,9 @@ pub(crate) fn check_pve_config(
                 )
             }
             KeyClass::Unknown => {
-                let out_of_range = split_indexed(key)
-                    .is_some_and(|(f, _)| super::key(guest, &format!("{f}0"), None).is_some());
+                let out_of_range = split_indexed(key).is_some_and(|(f, _)| {
+                    proxops_pve_schema::key(guest, &format!("{f}0"), None).is_some()
+                });
                 let help = if out_of_range {
                     Some("the index is beyond what PVE allows for this family".to_owned())
                 } else {
