@@ -1,7 +1,18 @@
 //! Compositions: what each cluster lists, planned, fetched and recorded; the kind roots
 //! scanned for files no cluster lists.
 
-use super::*;
+use super::cluster::Cluster;
+use super::config::read_yaml;
+use super::parallel::{Fetched, fetch};
+use super::shared::{Loader, Pending};
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
+use crate::manifest::scalar_text;
+use crate::names::is_valid_name;
+use crate::source::{ReadError, join_relative};
+use crate::stack;
+use crate::yaml::{Node, NodeValue, Span};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 impl Loader<'_> {
     /// Loads one cluster's config and checks its composition; returns the cluster and the
@@ -328,16 +339,6 @@ impl Loader<'_> {
     }
 }
 
-/// A file some composition lists.
-#[derive(Debug, Default)]
-pub(super) struct Listed {
-    pub(super) listers: Listers,
-    /// The manifest, once read.
-    pub(super) manifest: Option<LoadedManifest>,
-    /// A Stack or StackTemplate, once read.
-    pub(super) stack: Option<Arc<StackDocument>>,
-}
-
 /// Whether a file name ends in `.yaml` or `.yml`, in any case.
 pub(super) fn is_yaml_name(name: &str) -> bool {
     let name = name.as_bytes();
@@ -347,33 +348,6 @@ pub(super) fn is_yaml_name(name: &str) -> bool {
             .and_then(|start| name.get(start..))
             .is_some_and(|tail| tail.eq_ignore_ascii_case(ext))
     })
-}
-
-/// The clusters whose compositions list one file, as positions among the repository's clusters;
-/// one cluster needs no allocation.
-#[derive(Debug, Default)]
-pub(super) struct Listers {
-    pub(super) first: Option<usize>,
-    pub(super) more: Vec<usize>,
-}
-
-impl Listers {
-    pub(super) fn insert(&mut self, cluster: usize) {
-        match self.first {
-            None => self.first = Some(cluster),
-            Some(first) if first == cluster || self.more.contains(&cluster) => {}
-            Some(_) => self.more.push(cluster),
-        }
-    }
-
-    pub(super) fn contains(&self, cluster: usize) -> bool {
-        self.first == Some(cluster) || self.more.contains(&cluster)
-    }
-
-    /// The cluster, if exactly one lists the file.
-    pub(super) fn single(&self) -> Option<usize> {
-        self.first.filter(|_| self.more.is_empty())
-    }
 }
 
 /// One composition entry, in order: a finding to record, or the index of a file to read.
@@ -391,17 +365,6 @@ pub(super) struct Plan {
     pub(super) file: Arc<SourceFile>,
     pub(super) steps: Vec<Step>,
     pub(super) reads: Vec<Pending>,
-}
-
-/// A listed file to read.
-#[derive(Clone)]
-pub(super) struct Pending {
-    pub(super) target: String,
-    /// The composition entry listing it.
-    pub(super) span: Span,
-    pub(super) root_kind: Option<&'static str>,
-    /// Whether to decode it (no other cluster's composition has loaded it yet).
-    pub(super) load: bool,
 }
 
 pub(super) fn flat_layout(path: &str) -> Diagnostic {

@@ -1,6 +1,16 @@
 //! Reading the repository's and the clusters' configuration files.
 
-use super::*;
+use super::cluster::Cluster;
+use super::shared::Loader;
+use crate::config::ConfigFile;
+use crate::de::{Sink, decode};
+use crate::diagnostic::did_you_mean;
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
+use crate::kind::Registry;
+use crate::source::{ReadError, RepoSource};
+use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Reads one configuration file of the `proxops.yaml` shape on its own, such as an agent's
 /// `--config FILE`: the configuration when it has no error, and every finding, pinned to its

@@ -2,30 +2,27 @@
 //! listed manifests (each file once, however many clusters list it) and validates every cluster.
 //! Every problem is collected; one cluster's errors never hide another's results.
 
-use crate::config::{ClusterEntry, ConfigFile};
-use crate::de::{Sink, decode};
-use crate::diagnostic::did_you_mean;
-use crate::diagnostic::{Code, Diagnostic, SourceFile};
+use crate::config::ConfigFile;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::kind::Registry;
-use crate::manifest::{LoadedManifest, Resource, load_manifest, scalar_text};
-use crate::names::is_valid_name;
-use crate::source::{ReadError, RepoSource, join_relative};
-use crate::stack::{self, StackDocument, StackInstance};
+use crate::manifest::Resource;
+use crate::source::RepoSource;
+use crate::stack::{self, StackDocument};
 use crate::validate::validate_cluster;
-use crate::yaml::{Node, NodeValue, PathSeg, Span, parse_documents};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+mod cluster;
 mod composition;
 mod config;
 mod parallel;
+mod shared;
 
-use composition::*;
+pub use cluster::Cluster;
 pub use config::read_config_file;
-use config::*;
-use parallel::*;
+use parallel::in_parallel;
+use shared::{Loader, Pending};
 
 /// Which clusters to report on.
 #[derive(Debug, Clone, Default)]
@@ -67,25 +64,6 @@ pub enum LoadError {
     },
 }
 
-/// A cluster as loaded: its endpoint entry and the resources its composition lists.
-#[derive(Debug, Clone)]
-pub struct Cluster {
-    /// The name (its directory under `clusters/`).
-    pub name: String,
-    /// The `pve.clusters.<name>` entry, if the config was usable.
-    pub entry: Option<ClusterEntry>,
-    /// The cluster's whole config file, if usable: its `pve` and `reconcile` settings are
-    /// layered over `proxops.yaml` ([`crate::settings::effective`]).
-    pub config: Option<ConfigFile>,
-    /// The resources of the composition that decoded without error, in path order, then
-    /// those its Stacks projected, Stack by Stack.
-    pub resources: Vec<Arc<Resource>>,
-    /// The Stacks of the composition that projected without error, in path order.
-    pub stacks: Vec<StackInstance>,
-    /// Whether the cluster has no error (warnings allowed).
-    pub valid: bool,
-}
-
 /// A loaded repository: process-wide config, clusters and every finding.
 #[derive(Debug, Clone)]
 pub struct Repository {
@@ -107,17 +85,6 @@ impl Repository {
     pub fn cluster(&self, name: &str) -> Option<&Cluster> {
         self.clusters.iter().find(|c| c.name == name)
     }
-}
-
-struct Loader<'a> {
-    source: &'a dyn RepoSource,
-    registry: &'a Registry,
-    diagnostics: Vec<Diagnostic>,
-    /// Every file a composition lists (under a kind root): the clusters listing it, and the
-    /// manifest if it was read.
-    files: BTreeMap<String, Listed>,
-    /// How many threads may read and decode manifests.
-    threads: usize,
 }
 
 /// Loads and validates the repository behind `source`.
@@ -309,33 +276,9 @@ pub fn load_repository_with_threads(
     })
 }
 
-impl Loader<'_> {
-    /// The entry of a listed file, created if new.
-    fn listed(&mut self, path: &str) -> &mut Listed {
-        self.files.entry(path.to_owned()).or_default()
-    }
-
-    fn push_problems(&mut self, file: &Arc<SourceFile>, sink: &Sink, cluster: Option<&str>) {
-        for p in sink.take() {
-            let d = Diagnostic {
-                severity: if p.code == Code::UnknownAnnotation {
-                    crate::diagnostic::Severity::Warning
-                } else {
-                    crate::diagnostic::Severity::Error
-                },
-                ..Diagnostic::error(p.code, p.message)
-            };
-            self.diagnostics.push(
-                d.with_label(file, p.span, p.label)
-                    .with_help_opt(p.help)
-                    .in_cluster(cluster),
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::composition::is_yaml_name;
     use super::*;
     use crate::source::FsSource;
     use std::path::Path;

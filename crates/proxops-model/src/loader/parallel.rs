@@ -1,6 +1,13 @@
 //! Reading the listed files on several threads, results in a fixed order.
 
-use super::*;
+use super::shared::{Loader, Pending};
+use crate::diagnostic::{Code, Diagnostic, SourceFile};
+use crate::kind::Registry;
+use crate::manifest::{LoadedManifest, load_manifest};
+use crate::source::{ReadError, RepoSource};
+use crate::stack::{self, StackDocument};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What reading one listed file gave: its decoded manifest (if it was to be loaded), or why it
 /// could not be read.
