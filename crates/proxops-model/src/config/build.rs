@@ -2,7 +2,14 @@
 //! breaking change), so other crates build them from `Default` (or a constructor naming the
 //! required fields) and these `with_*` setters, one per field.
 
-use super::*;
+use super::{
+    AgentConfig, AuthMethod, ChangeGate, ClusterEntry, ConfigDuration, ConfigFile, ContentType,
+    DriftMode, EventKind, Forge, GitConfig, GitSecretKeys, LogConfig, LogLevel, NotifySeverity,
+    PlanesConfig, PromotionConfig, PromotionEvidence, PveConfig, PveSecretKeys, ReceiverConfig,
+    ReconcileConfig, Reminder, SecretSource, SecretsMapping, SimPveVersion, SimStorage,
+    SimulationConfig, SinkConfig, SinkKind, StorageType, Typed, WebhooksConfig,
+};
+use std::collections::BTreeMap;
 
 impl ConfigFile {
     /// Sets [`ConfigFile::log`]: logging.
