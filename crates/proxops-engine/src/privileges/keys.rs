@@ -16,16 +16,13 @@ use proxops_pve_schema::{
 };
 use std::collections::BTreeMap;
 
-/// A property string's entries (a bare part under `default_key`), leniently.
-fn props(value: &str, default_key: &str) -> BTreeMap<String, String> {
-    value
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
-            None => (default_key.to_owned(), p.trim().to_owned()),
-        })
-        .collect()
+/// The entries of config key `key`'s property string, read as PVE reads it (the client's codec
+/// over the schema table: default key, aliases, unknown keys kept); empty when PVE would refuse
+/// the value, which then needs no privilege: the write fails before any check.
+fn props(guest: GuestType, key: &str, value: &str) -> BTreeMap<String, String> {
+    PropertyString::parse_key(guest, key, value)
+        .map(|p| p.entries().clone())
+        .unwrap_or_default()
 }
 
 /// LXC create parameters PVE takes out before its per-key check (`unprivileged` included:
@@ -99,7 +96,7 @@ impl Writes<'_> {
             volume_needs(self.purpose, self.vmid, key, value, out);
         }
         if indexed(key, "net") {
-            bridge_needs(self.purpose, value, self.net, out);
+            bridge_needs(self.purpose, GuestType::Qemu, value, self.net, out);
         }
         if let Some(old) = old {
             self.qemu_value(key, old, &format!("change {key}"), Side::Old, out);
@@ -175,7 +172,7 @@ impl Writes<'_> {
             if side == Side::Created {
                 return;
             }
-            let p = props(value, "file");
+            let p = props(GuestType::Qemu, key, value);
             let file = p.get("file").map(String::as_str).unwrap_or_default();
             if is_cloudinit(file) {
                 let both = Need {
@@ -202,7 +199,7 @@ impl Writes<'_> {
             }
         } else if indexed(key, "usb") {
             out.push(self.vm("VM.Config.HWType", d()));
-            let p = props(value, "host");
+            let p = props(GuestType::Qemu, key, value);
             match (p.get("host"), p.get("mapping")) {
                 (Some(host), _) if host.eq_ignore_ascii_case("spice") => {}
                 (Some(host), _) => out.push(self.root(d(), raw(key, host, side, "USB"))),
@@ -212,7 +209,7 @@ impl Writes<'_> {
                 (None, None) => {}
             }
         } else if indexed(key, "hostpci") {
-            let p = props(value, "host");
+            let p = props(GuestType::Qemu, key, value);
             match (p.get("host"), p.get("mapping")) {
                 (Some(host), _) => out.push(self.root(d(), raw(key, host, side, "PCI"))),
                 (None, Some(id)) => {
@@ -232,7 +229,7 @@ impl Writes<'_> {
             }
         } else if indexed(key, "virtiofs") {
             out.push(self.vm("VM.Config.Disk", d()));
-            let p = props(value, "dirid");
+            let p = props(GuestType::Qemu, key, value);
             if let Some(dir) = p.get("dirid") {
                 out.push(
                     Need::one(self.purpose, format!("/mapping/dir/{dir}"), "Mapping.Use").at(d()),
@@ -240,7 +237,7 @@ impl Writes<'_> {
             }
         } else if indexed(key, "net") && matches!(side, Side::Old | Side::Deleted) {
             // The old bridge is checked too.
-            bridge_needs(self.purpose, value, self.net, out);
+            bridge_needs(self.purpose, GuestType::Qemu, value, self.net, out);
         }
     }
 
@@ -264,7 +261,7 @@ impl Writes<'_> {
                 let Some(value) = new else {
                     return;
                 };
-                let p = props(value, "volume");
+                let p = props(GuestType::Lxc, key, value);
                 let volume = p.get("volume").map(String::as_str).unwrap_or_default();
                 if volume.starts_with('/') {
                     let what = if volume.starts_with("/dev/") {
@@ -283,7 +280,7 @@ impl Writes<'_> {
             _ if indexed(key, "net") => {
                 out.push(self.vm("VM.Config.Network", d()));
                 for v in old.into_iter().chain(new) {
-                    bridge_needs(self.purpose, v, self.net, out);
+                    bridge_needs(self.purpose, GuestType::Lxc, v, self.net, out);
                 }
             }
             _ if indexed(key, "dev") => out.push(self.root(
@@ -309,12 +306,7 @@ impl Writes<'_> {
                 "features of a privileged container: only root@pam may change them; make the container unprivileged".into(),
             ));
         }
-        let parse = |v: &str| -> BTreeMap<String, String> {
-            match PropertyString::parse_key(GuestType::Lxc, "features", v) {
-                Ok(p) => p.entries().clone(),
-                Err(_) => props(v, ""),
-            }
-        };
+        let parse = |v: &str| -> BTreeMap<String, String> { props(GuestType::Lxc, "features", v) };
         let old = old.filter(|v| !v.trim().is_empty()).map(parse);
         let new = new.map(parse);
         let changed: Vec<String> = match (&new, &old) {
@@ -469,8 +461,14 @@ pub(super) fn volume_needs(purpose: &str, vmid: u32, key: &str, value: &str, out
 
 /// pve-guest-common `check_vnet_access`: `SDN.Use` on the bridge in its zone, on each VLAN of
 /// the tag or trunks (`/sdn/zones/<zone>/<bridge>/<tag>`), else on the bridge itself.
-pub(super) fn bridge_needs(purpose: &str, value: &str, net: &Network, out: &mut Vec<Need>) {
-    let p = props(value, "model");
+pub(super) fn bridge_needs(
+    purpose: &str,
+    guest: GuestType,
+    value: &str,
+    net: &Network,
+    out: &mut Vec<Need>,
+) {
+    let p = props(guest, "net0", value);
     let Some(bridge) = p.get("bridge") else {
         return;
     };

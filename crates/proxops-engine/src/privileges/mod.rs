@@ -290,7 +290,7 @@ pub(super) fn create_needs(
             }
         }
         for o in d.owned.iter().filter(|o| family(&o.key) == "net") {
-            bridge_needs(purpose, &o.value, net, out);
+            bridge_needs(purpose, d.guest, &o.value, net, out);
         }
         // What differs from the template is written after the clone: any owned key may be.
         let w = writes(purpose, d, false, net);
