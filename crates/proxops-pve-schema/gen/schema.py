@@ -52,6 +52,8 @@ ENDPOINTS = [
     ("GET", "/access/users/{userid}"), ("POST", "/storage"), ("PUT", "/nodes/{node}/dns"),
     ("GET", "/cluster/config/qdevice"), ("POST", "/access/users"),
     ("PUT", "/access/users/{userid}"), ("DELETE", "/access/users/{userid}"),
+    ("GET", "/access/users/{userid}/token"),
+    *[(m, "/access/users/{userid}/token/{tokenid}") for m in ("GET", "POST", "PUT", "DELETE")],
     ("PUT", "/access/password"), ("DELETE", "/storage/{storage}"),
     ("GET", "/storage/{storage}"), ("GET", "/cluster/backup-info/not-backed-up"),
     ("GET", "/cluster/backup"), ("POST", "/cluster/backup"), ("GET", "/cluster/backup/{id}"),

@@ -352,6 +352,32 @@ pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "DELETE", path: "/access/users/{userid}", params: &[
         Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
     ], ..E },
+    Endpoint { method: "GET", path: "/access/users/{userid}/token", params: &[
+        Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
+    ], ..E },
+    Endpoint { method: "GET", path: "/access/users/{userid}/token/{tokenid}", params: &[
+        Param { name: "tokenid", pattern: Some("(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)"), ..P },
+        Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
+    ], ..E },
+    Endpoint { method: "POST", path: "/access/users/{userid}/token/{tokenid}", params: &[
+        Param { name: "comment", optional: true, ..P },
+        Param { name: "expire", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
+        Param { name: "privsep", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "tokenid", pattern: Some("(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)"), ..P },
+        Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
+    ], ..E },
+    Endpoint { method: "PUT", path: "/access/users/{userid}/token/{tokenid}", params: &[
+        Param { name: "comment", optional: true, ..P },
+        Param { name: "delete", optional: true, format: Fmt::Named("pve-configid-list"), versions: V91, ..P },
+        Param { name: "expire", ty: Ty::Int, optional: true, min: Some(0.0), ..P },
+        Param { name: "privsep", ty: Ty::Bool, optional: true, ..P },
+        Param { name: "tokenid", pattern: Some("(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)"), ..P },
+        Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
+    ], ..E },
+    Endpoint { method: "DELETE", path: "/access/users/{userid}/token/{tokenid}", params: &[
+        Param { name: "tokenid", pattern: Some("(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)"), ..P },
+        Param { name: "userid", format: Fmt::Named("pve-userid"), max_len: Some(64), ..P },
+    ], ..E },
     Endpoint { method: "PUT", path: "/access/password", params: &[
         Param { name: "confirmation-password", optional: true, max_len: Some(64), ..P },
         Param { name: "password", max_len: Some(64), ..P },

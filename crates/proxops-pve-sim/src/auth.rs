@@ -12,7 +12,7 @@ use crate::config::AclEntry;
 use crate::dispatch::percent_decode;
 use crate::error::ApiError;
 use crate::rng::base64;
-use crate::server::Shared;
+use crate::server::{Shared, lock};
 use crate::state::State;
 use std::collections::BTreeMap;
 
@@ -128,14 +128,26 @@ pub(crate) fn authenticate(
         let (user, name) = id
             .split_once('!')
             .ok_or_else(|| unauthorized("authentication failure"))?;
-        let known = std::iter::once(&shared.config.token)
+        let configured = std::iter::once(&shared.config.token)
             .chain(shared.config.extra_tokens.iter())
-            .find(|t| t.id == id);
+            .find(|t| t.id == id)
+            .map(|t| (t.secret.clone(), 0));
+        // Tokens made through the API (pve-access-control `AccessControl.pm` `verify_token`:
+        // existence, expiry, then the value).
+        let known = configured.or_else(|| {
+            lock(&shared.state)
+                .tokens
+                .get(id)
+                .map(|t| (t.secret.clone(), t.expire))
+        });
         return match known {
             None => Err(unauthorized(&format!(
                 "no such token '{name}' for user '{user}'"
             ))),
-            Some(t) if t.secret != secret => Err(unauthorized("invalid token value!")),
+            Some((_, expire)) if expire != 0 && expire < now() => {
+                Err(unauthorized(&format!("token '{name}' access expired")))
+            }
+            Some((known, _)) if known != secret => Err(unauthorized("invalid token value!")),
             Some(_) => Ok(Principal {
                 userid: user.to_string(),
                 tokenid: Some(id.to_string()),
@@ -189,6 +201,8 @@ fn covers(acl_path: &str, path: &str) -> bool {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Access {
     acl: Vec<AclEntry>,
+    /// The privilege separation of the tokens made through the API.
+    token_privsep: BTreeMap<String, bool>,
     /// `/vms/N` and `/storage/S` -> the pools holding them.
     pools: BTreeMap<String, Vec<String>>,
 }
@@ -215,6 +229,11 @@ impl Access {
         }
         Access {
             acl: st.acl.clone(),
+            token_privsep: st
+                .tokens
+                .iter()
+                .map(|(id, t)| (id.clone(), t.privsep))
+                .collect(),
             pools,
         }
     }
@@ -267,13 +286,17 @@ pub(crate) fn allowed(
     let Some(tokenid) = &who.tokenid else {
         return access.grants(&who.userid, path, privilege);
     };
-    let Some(token) = cfg.extra_tokens.iter().find(|t| t.id == *tokenid) else {
-        return false;
+    let privsep = match cfg.extra_tokens.iter().find(|t| t.id == *tokenid) {
+        Some(token) => token.privsep,
+        None => match access.token_privsep.get(tokenid) {
+            Some(privsep) => *privsep,
+            None => return false,
+        },
     };
     let user_holds = who.userid == "root@pam" || access.grants(&who.userid, path, privilege);
     // A privilege-separated token holds what is granted to it and its user alike (root@pam's
     // tokens: what is granted to them); one without separation holds its user's.
-    if token.privsep {
+    if privsep {
         user_holds && access.grants(tokenid, path, privilege)
     } else {
         user_holds

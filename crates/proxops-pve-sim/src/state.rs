@@ -39,6 +39,9 @@ pub struct State {
     pub ha_rules: BTreeMap<String, HaRule>,
     /// Cluster resource mappings (`/etc/pve/mapping/pci.cfg` and `usb.cfg`).
     pub mappings: Mappings,
+    /// API tokens created through the API (`user.cfg` `token:` lines, secrets in
+    /// `priv/token.cfg`), by `USER@REALM!TOKENID`; the configured ones are `SimConfig`'s.
+    pub tokens: BTreeMap<String, UserToken>,
     /// SDN VNets by name (`/etc/pve/sdn/vnets.cfg`); a bridge not listed is a plain Linux
     /// bridge of the `localnetwork` zone.
     pub vnets: BTreeMap<String, Vnet>,
@@ -112,6 +115,21 @@ pub struct Mappings {
     pub pci: BTreeMap<String, Mapping>,
     /// USB mappings (`usbN: mapping=<id>`).
     pub usb: BTreeMap<String, Mapping>,
+}
+
+/// An API token created through the API (pve-access-control `PVE/API2/User.pm`
+/// `generate_token`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct UserToken {
+    /// The secret `generate_token` returned (a UUID).
+    pub secret: String,
+    /// Privilege separation (PVE's default 1).
+    pub privsep: bool,
+    /// Expiry, seconds since the epoch (0: never).
+    pub expire: u64,
+    /// Comment.
+    pub comment: Option<String>,
 }
 
 /// One resource mapping: a logical device with one entry per node that has it.

@@ -109,7 +109,10 @@ pub(crate) fn token_row(t: &crate::ApiToken) -> Value {
 /// users and the owners of the accepted tokens, each `enable: 1`; with `full=1` their tokens.
 pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let cfg = &ctx.shared.config;
-    let accounts = ctx.state().users.clone();
+    let (accounts, made) = {
+        let st = ctx.state();
+        (st.users.clone(), st.tokens.clone())
+    };
     let (ids, tokens) = known_users(cfg, &accounts);
     let full = ctx.flag("full").unwrap_or(false);
     let rows = ids
@@ -128,12 +131,26 @@ pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
             let mut row = super::access_write::user_fields(&account);
             row["userid"] = Value::from(id.clone());
             if full {
-                let list: Vec<Value> = tokens
+                let prefix = format!("{id}!");
+                let mut list: Vec<Value> = tokens
                     .get(&id)
                     .into_iter()
                     .flatten()
                     .map(|t| token_row(t))
                     .collect();
+                // Tokens made through the API (`/access/users/{userid}/token/{tokenid}`).
+                list.extend(made.iter().filter_map(|(full, t)| {
+                    let name = full.strip_prefix(&prefix)?;
+                    let mut row = serde_json::json!({
+                        "tokenid": name,
+                        "privsep": u8::from(t.privsep),
+                        "expire": t.expire,
+                    });
+                    if let Some(c) = &t.comment {
+                        row["comment"] = c.clone().into();
+                    }
+                    Some(row)
+                }));
                 row["tokens"] = Value::Array(list);
             }
             row

@@ -41,6 +41,7 @@ pub(crate) mod snapshot;
 pub(crate) mod storage;
 pub(crate) mod storage_config;
 pub(crate) mod tasks;
+pub(crate) mod tokens;
 pub(crate) mod upload;
 
 use serde_json::Value;
@@ -253,6 +254,11 @@ routes! {
     "POST" "/access/users" => access_write::create_user,
     "PUT" "/access/users/{userid}" => access_write::update_user,
     "DELETE" "/access/users/{userid}" => access_write::delete_user,
+    "GET" "/access/users/{userid}/token" => tokens::list,
+    "GET" "/access/users/{userid}/token/{tokenid}" => tokens::read,
+    "POST" "/access/users/{userid}/token/{tokenid}" => tokens::create,
+    "PUT" "/access/users/{userid}/token/{tokenid}" => tokens::update,
+    "DELETE" "/access/users/{userid}/token/{tokenid}" => tokens::delete,
     "PUT" "/access/password" => access_write::change_password,
     "DELETE" "/storage/{storage}" => storage_config::delete,
     "POST" "/storage" => storage_config::create,

@@ -34,5 +34,6 @@ mod state;
 mod storage;
 mod tasks;
 mod tls;
+mod tokens;
 mod tools;
 mod versions;
