@@ -324,6 +324,9 @@ def main():
     print("const E: Endpoint = Endpoint::DEFAULT;")
     print("const V84: Versions = Versions::V8_4;")
     print("const V91: Versions = Versions::V9_1;\n")
+    print("/// The parameters of the config update endpoints that steer the request instead of")
+    print("/// setting a config key (the guest keys below are the endpoints' parameters without these).")
+    print("pub static CONFIG_CONTROL: &[&str] = &[" + ", ".join(rs(c) for c in sorted(CONTROL)) + "];\n")
     print("/// Every endpoint ProxOps uses with its parameters, in the generator's order.")
     print("pub static ENDPOINTS: &[Endpoint] = &[\n" + "\n".join(eps) + "\n];\n")
     for const, method, path, body in guests:

@@ -29,7 +29,7 @@ pub use groups::{
 pub use guest::{allowed_values, key, keys, max_index, releases_of, split_indexed};
 pub use props::{PropertyStringError, SubKeys, UnknownKeys, split_property_string};
 pub use release::{PveRelease, Versions};
-pub use table::ENDPOINTS;
+pub use table::{CONFIG_CONTROL, ENDPOINTS};
 
 use serde::{Deserialize, Serialize};
 

@@ -11,6 +11,10 @@ const E: Endpoint = Endpoint::DEFAULT;
 const V84: Versions = Versions::V8_4;
 const V91: Versions = Versions::V9_1;
 
+/// The parameters of the config update endpoints that steer the request instead of
+/// setting a config key (the guest keys below are the endpoints' parameters without these).
+pub static CONFIG_CONTROL: &[&str] = &["background_delay", "delete", "digest", "force", "import-working-storage", "node", "revert", "skiplock", "vmid"];
+
 /// Every endpoint ProxOps uses with its parameters, in the generator's order.
 pub static ENDPOINTS: &[Endpoint] = &[
     Endpoint { method: "GET", path: "/version", params: &[], ..E },

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proxops_pve_schema::{
-    ENDPOINTS, Fmt, GuestType, Param, PveRelease, Sub, Ty, endpoint, key, keys,
+    CONFIG_CONTROL, ENDPOINTS, Fmt, GuestType, Param, PveRelease, Sub, Ty, endpoint, key, keys,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -224,19 +224,6 @@ fn every_endpoint_agrees_with_each_schema() {
     );
 }
 
-/// Parameters of the config update endpoints that are not config keys.
-const CONTROL: &[&str] = &[
-    "node",
-    "vmid",
-    "delete",
-    "digest",
-    "revert",
-    "skiplock",
-    "force",
-    "background_delay",
-    "import-working-storage",
-];
-
 #[test]
 fn the_guest_keys_are_the_config_endpoints_parameters() {
     let mut errs = Vec::new();
@@ -252,7 +239,7 @@ fn the_guest_keys_are_the_config_endpoints_parameters() {
             check_rows(
                 rows,
                 props,
-                CONTROL,
+                CONFIG_CONTROL,
                 &format!("{} {guest:?} keys", release.as_str()),
                 &mut errs,
             );

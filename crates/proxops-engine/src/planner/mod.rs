@@ -27,7 +27,8 @@ use crate::plan::{
 use proxops_graph::{Deferral, Graph, ResourceId, Step, StepId};
 use proxops_model::{Resource, ResourceKey};
 use proxops_pve::{
-    GuestConfig, GuestRef, GuestType, Inventory, PendingEntry, PveClient, PveError, Version,
+    GuestConfig, GuestInfo, GuestRef, GuestType, Inventory, PendingEntry, PveClient, PveError,
+    Version,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -465,51 +466,49 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// The declared guests that exist live with a config read, each with its desired state.
+    fn declared_live<'s>(
+        &'s self,
+        configs: &'s Configs,
+        options: &'s PlanOptions,
+    ) -> impl Iterator<Item = (&'s GuestInfo, Box<DesiredGuest>)> + 's {
+        let graph = self.graph();
+        graph.steps().iter().filter_map(move |step| {
+            let live = self.inventory.guest(step.vmid?)?;
+            if !configs.contains_key(&live.vmid) {
+                return None;
+            }
+            match options
+                .drivers
+                .desired(&self.cx, graph.resource(step.resource))
+            {
+                Ok(Desired::Guest(d)) => Some((live, d)),
+                _ => None,
+            }
+        })
+    }
+
     /// The guests of ours found off their nodes, which may be migrated: what their snapshots
     /// hold decides whether PVE would take it.
     fn movers(&self, configs: &Configs, options: &PlanOptions) -> Vec<GuestRef> {
-        let graph = self.graph();
-        graph
-            .steps()
-            .iter()
-            .filter_map(|step| {
-                let live = self.inventory.guest(step.vmid?)?;
-                let Ok(Desired::Guest(d)) = options
-                    .drivers
-                    .desired(&self.cx, graph.resource(step.resource))
-                else {
-                    return None;
-                };
-                let off = if d.placed {
+        self.declared_live(configs, options)
+            .filter(|(live, d)| {
+                if d.placed {
                     !d.nodes.contains(&live.node)
                 } else {
                     d.node != live.node
-                };
-                (off && configs.contains_key(&live.vmid)).then(|| live.guest_ref())
+                }
             })
+            .map(|(live, _)| live.guest_ref())
             .collect()
     }
 
     /// The guests of ours whose updates are guarded by snapshots: their snapshots name the
     /// next one, tell which are ProxOps's to prune, and remember a rollback.
     fn guarded_guests(&self, configs: &Configs, options: &PlanOptions) -> Vec<GuestRef> {
-        let graph = self.graph();
-        graph
-            .steps()
-            .iter()
-            .filter_map(|step| {
-                let live = self.inventory.guest(step.vmid?)?;
-                let Ok(Desired::Guest(d)) = options
-                    .drivers
-                    .desired(&self.cx, graph.resource(step.resource))
-                else {
-                    return None;
-                };
-                (crate::guard::policy(&d).is_some()
-                    && owned_by_proxops(live)
-                    && configs.contains_key(&live.vmid))
-                .then(|| live.guest_ref())
-            })
+        self.declared_live(configs, options)
+            .filter(|(live, d)| crate::guard::policy(d).is_some() && owned_by_proxops(live))
+            .map(|(live, _)| live.guest_ref())
             .collect()
     }
 

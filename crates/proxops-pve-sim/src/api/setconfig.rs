@@ -13,17 +13,9 @@ use crate::schema::{self, Ty, split_list};
 use crate::state::{GuestType, State};
 use crate::version::PveVersion;
 
-/// Parameters of the config endpoints that are not config keys.
-pub(crate) const CONTROL: &[&str] = &[
-    "node",
-    "vmid",
-    "delete",
-    "digest",
-    "revert",
-    "skiplock",
-    "force",
-    "background_delay",
-    "import-working-storage",
+/// Parameters of the create endpoints that are not config keys, beyond the config endpoints'
+/// own ([`proxops_pve_schema::CONFIG_CONTROL`]).
+const CREATE_ONLY: &[&str] = &[
     "archive",
     "bwlimit",
     "live-restore",
@@ -37,6 +29,11 @@ pub(crate) const CONTROL: &[&str] = &[
     "restore",
     "ignore-unpack-errors",
 ];
+
+/// Whether a request parameter steers the request rather than setting a config key.
+fn is_control(name: &str) -> bool {
+    proxops_pve_schema::CONFIG_CONTROL.contains(&name) || CREATE_ONLY.contains(&name)
+}
 
 fn family(key: &str) -> &str {
     key.trim_end_matches(|c: char| c.is_ascii_digit())
@@ -128,7 +125,7 @@ pub(crate) fn stored_value(
 pub(crate) fn requested(ctx: &Ctx) -> BTreeMap<String, String> {
     ctx.params
         .iter()
-        .filter(|(k, _)| !CONTROL.contains(&k.as_str()))
+        .filter(|(k, _)| !is_control(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
