@@ -32,6 +32,18 @@ async fn start_backup(sim: &SimHandle, client: &PveClient, vmid: u32, secs: u64)
     upid.as_str().unwrap().to_owned()
 }
 
+/// The vzdump worker takes the guest's lock after the POST answered with its UPID, as PVE's
+/// `PVE::VZDump::exec_backup_task` does; waits (bounded) until it holds.
+async fn wait_for_lock(sim: &SimHandle, vmid: u32, name: &str) {
+    for _ in 0..500 {
+        if config_of(sim, vmid).get("lock").map(String::as_str) == Some(name) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("guest {vmid} never got the lock '{name}'");
+}
+
 fn config_of(sim: &SimHandle, vmid: u32) -> std::collections::BTreeMap<String, String> {
     sim.with_state(|st| st.guests[&vmid].config.clone())
 }
@@ -56,10 +68,7 @@ async fn a_guest_locked_by_a_backup_is_deferred_not_failed_and_not_written() {
     let p = plan(&client, std::slice::from_ref(&bigger)).await;
     assert_eq!(p.actions.len(), 1, "{p:#?}");
     let backup = start_backup(&sim, &client, 101, 8).await;
-    assert_eq!(
-        config_of(&sim, 101).get("lock").map(String::as_str),
-        Some("backup")
-    );
+    wait_for_lock(&sim, 101, "backup").await;
     let before = config_of(&sim, 101);
     let report = execute(&client, &p, &ExecOptions::default()).await;
     match &report.results[0].outcome {
