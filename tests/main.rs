@@ -17,6 +17,7 @@ mod interop;
 mod locks;
 mod materialized;
 mod migration_refusals;
+mod objects;
 mod placement;
 mod placement_prop;
 mod placement_rules;

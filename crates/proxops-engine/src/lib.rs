@@ -107,6 +107,7 @@ pub mod identity;
 pub mod init;
 mod lease;
 pub mod materialize;
+pub mod objects;
 pub mod plan;
 pub mod planes;
 pub mod planner;

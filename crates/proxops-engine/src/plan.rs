@@ -167,6 +167,8 @@ pub(crate) enum Op {
         check: Check,
         timeout: std::time::Duration,
     },
+    /// One API call on a cluster object ([`crate::objects`]).
+    Object(crate::objects::ObjectRequest),
     /// ProxOps's snapshots beyond `keep`, oldest first.
     PruneSnapshots {
         guest: GuestRef,

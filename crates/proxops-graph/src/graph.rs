@@ -317,11 +317,18 @@ fn resolve(
     problems: &mut Vec<Problem>,
 ) -> Rows<Dependency> {
     // A hash lookup touches one candidate; a binary search would chase a dozen scattered names.
-    let index: Index<'_> = resources
+    let mut index: Index<'_> = resources
         .iter()
         .enumerate()
         .map(|(i, r)| ((r.kind, r.name()), i as u32))
         .collect();
+    // A cluster object whose PVE id differs from its name (`id: local_zfs`) is reached by that
+    // id too: a guest's disk names the storage, not the manifest.
+    for (i, r) in resources.iter().enumerate() {
+        if let Some(id) = registry.get(r.kind).and_then(|k| k.pve_id(&r.spec)) {
+            index.entry((r.kind, id)).or_insert(i as u32);
+        }
+    }
     let mut rows = Rows::with_capacity(resources.len(), resources.len() * 2);
     for r in resources {
         for_each_reference(registry, r, |x| {
@@ -332,6 +339,8 @@ fn resolve(
                     source: x.source,
                     same_node: x.same_node,
                 }),
+                // An inferred reference to an object nobody declares (PVE's `local`) is no edge.
+                None if x.source == ReferenceSource::Inferred => {}
                 None => problems.push(Problem::UnknownTarget {
                     resource: Arc::clone(r),
                     reference: with_path(registry, r, x.field, &x.target_kind, &x.target_name),

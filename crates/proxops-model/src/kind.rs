@@ -1,7 +1,7 @@
 //! The kind registry: one [`KindDef`] per manifest kind, consulted by the loader, validation and
 //! (later) the graph and the engine, instead of per-kind special cases spread through the code.
 //!
-//! The seven built-in kinds are registered by [`Registry::builtin`]. An embedder adds its own kind
+//! The built-in kinds are registered by [`Registry::builtin`]. An embedder adds its own kind
 //! by implementing [`KindDef`] and calling [`Registry::register`].
 //!
 //! The trait, the terms it answers in and [`SpecContext`] are defined in child modules below the
@@ -75,12 +75,13 @@ impl Registry {
         }
     }
 
-    /// The seven built-in kinds.
+    /// The built-in kinds: the seven guest and artifact kinds, then the cluster objects.
     pub fn builtin() -> Registry {
         use crate::kinds::artifact::ArtifactKind;
         use crate::kinds::lxc::LxcKind;
         use crate::kinds::vm::VmKind;
         let mut r = Registry::empty();
+        use crate::kinds::object::ObjectKind;
         let builtin: [Arc<dyn KindDef>; 7] = [
             Arc::new(VmKind::VM),
             Arc::new(VmKind::TEMPLATE),
@@ -90,7 +91,8 @@ impl Registry {
             Arc::new(ArtifactKind::CT_TEMPLATE),
             Arc::new(ArtifactKind::DISK_IMAGE),
         ];
-        for kind in builtin {
+        let objects = ObjectKind::all().map(|k| Arc::new(k) as Arc<dyn KindDef>);
+        for kind in builtin.into_iter().chain(objects) {
             // The built-in kinds do not clash with each other.
             let _ = r.register(kind);
         }

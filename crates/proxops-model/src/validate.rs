@@ -31,7 +31,21 @@ pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
         .get(r.kind)
         .map(|k| k.references(&r.spec))
         .unwrap_or_default();
-    for dep in r.depends_on.iter().cloned().chain(expression_references(r)) {
+    let stored = storage_references(registry, r).map(|v| Reference {
+        field: v.field,
+        target_kind: v.target_kind.into_owned(),
+        target_name: v.target_name.into_owned(),
+        path: Vec::new(),
+        same_node: false,
+        source: v.source,
+    });
+    for dep in r
+        .depends_on
+        .iter()
+        .cloned()
+        .chain(expression_references(r))
+        .chain(stored)
+    {
         if !refs
             .iter()
             .any(|x| x.target_kind == dep.target_kind && x.target_name == dep.target_name)
@@ -40,6 +54,25 @@ pub fn references(registry: &Registry, r: &Resource) -> Vec<Reference> {
         }
     }
     refs
+}
+
+/// The storages `r` puts data on, as inferred references to the `Storage` resources that may
+/// declare them: a declared storage is created before what sits on it and pruned after.
+fn storage_references<'s>(
+    registry: &Registry,
+    r: &'s Resource,
+) -> impl Iterator<Item = ReferenceView<'s>> + 's {
+    let uses = registry
+        .get(r.kind)
+        .map(|k| k.storages(&r.spec))
+        .unwrap_or_default();
+    uses.into_iter().map(|u| ReferenceView {
+        field: "storage",
+        target_kind: std::borrow::Cow::Borrowed("Storage"),
+        target_name: std::borrow::Cow::Owned(u.storage),
+        same_node: false,
+        source: crate::kind::ReferenceSource::Inferred,
+    })
 }
 
 /// The producers the reference expressions of `r` read (`fromArtifact`, `fromReceipt`).
@@ -93,6 +126,23 @@ pub fn for_each_reference(
             .any(|d| d.target_kind == x.target_kind && d.target_name == x.target_name);
         if !repeated {
             visit(&x.view());
+        }
+    }
+    let stored: Vec<ReferenceView<'_>> = storage_references(registry, r).collect();
+    for (i, x) in stored.iter().enumerate() {
+        let same = |kind: &str, name: &str| x.target_kind == kind && x.target_name == name;
+        let repeated = structured
+            .iter()
+            .any(|s| same(&s.target_kind, &s.target_name))
+            || r.depends_on
+                .iter()
+                .chain(&exprs)
+                .any(|d| same(&d.target_kind, &d.target_name))
+            || stored[..i]
+                .iter()
+                .any(|s| same(&s.target_kind, &s.target_name));
+        if !repeated {
+            visit(x);
         }
     }
 }
@@ -162,9 +212,18 @@ pub fn validate_cluster(
             }
         }
     }
+    out.extend(
+        object_id_collisions(registry, &index)
+            .into_iter()
+            .map(in_cluster),
+    );
     // References.
     for r in index.values() {
         for reference in references(registry, r) {
+            // An inferred reference names an object that may be PVE's own or made by hand.
+            if reference.source == crate::kind::ReferenceSource::Inferred {
+                continue;
+            }
             let target = ResourceKey {
                 kind: reference.target_kind.clone(),
                 name: reference.target_name.clone(),
@@ -361,4 +420,45 @@ fn unknown_reference(
             format!("{target} is not in cluster `{cluster}`"),
         )
         .with_help(help)
+}
+
+/// Two resources of one cluster-object kind that name the same PVE id (`id:`, `userid`, or
+/// `metadata.name`): both would manage one object.
+fn object_id_collisions(
+    registry: &Registry,
+    index: &BTreeMap<ResourceKey, &Arc<Resource>>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<(&str, &str), &Arc<Resource>> = BTreeMap::new();
+    for r in index.values() {
+        let Some(kind) = registry.get(r.kind) else {
+            continue;
+        };
+        if kind.identity() != Identity::ClusterObject {
+            continue;
+        }
+        let Some(id) = kind.pve_id(&r.spec) else {
+            continue;
+        };
+        match seen.get(&(r.kind, id)) {
+            Some(first) => out.push(
+                Diagnostic::error(
+                    Code::DuplicateResource,
+                    format!(
+                        "{} and {} both manage the {} `{id}`",
+                        first.key(),
+                        r.key(),
+                        r.kind
+                    ),
+                )
+                .with_resource_label(r, &name_path(), format!("also `{id}`"))
+                .with_resource_label(first, &name_path(), format!("`{id}` first here"))
+                .with_help("one resource per PVE object: remove one, or give it another id"),
+            ),
+            None => {
+                seen.insert((r.kind, id), r);
+            }
+        }
+    }
+    out
 }

@@ -56,6 +56,17 @@ pub(crate) fn guest_template(kind: GuestType, rest: &str) -> &'static str {
 }
 
 impl Request {
+    /// Any request: `template` names the endpoint (`/storage/{storage}`), `path` is the
+    /// concrete one with its segments percent-encoded.
+    pub fn new(method: Method, template: &'static str, path: String, params: Params) -> Request {
+        Request {
+            method,
+            template,
+            path,
+            params,
+        }
+    }
+
     fn guest(method: Method, g: &GuestRef, rest: &str, params: Params) -> Request {
         Request {
             method,

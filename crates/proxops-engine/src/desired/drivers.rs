@@ -18,6 +18,9 @@ pub enum Desired {
     Guest(Box<DesiredGuest>),
     /// A file on each of some nodes.
     Artifact(DesiredArtifact),
+    /// Cluster objects: a storage, pool, backup job, mapping, user, group or role, or the
+    /// entries of an ACL ([`crate::objects`]).
+    Objects(Vec<crate::objects::DesiredObject>),
 }
 
 /// The code for one kind: from its manifest to what PVE should have.
@@ -50,6 +53,20 @@ impl Driver for ArtifactDriver {
     fn desired(&self, _cx: &Context<'_>, resource: &Resource) -> Result<Desired, DesiredError> {
         artifact(resource)
             .map(Desired::Artifact)
+            .ok_or_else(|| DesiredError::NotAGuest(resource.key().to_string()))
+    }
+}
+
+struct ObjectDriver(&'static str);
+
+impl Driver for ObjectDriver {
+    fn kind(&self) -> &'static str {
+        self.0
+    }
+
+    fn desired(&self, cx: &Context<'_>, resource: &Resource) -> Result<Desired, DesiredError> {
+        crate::objects::objects(cx.cluster, resource)
+            .map(Desired::Objects)
             .ok_or_else(|| DesiredError::NotAGuest(resource.key().to_string()))
     }
 }
@@ -87,7 +104,7 @@ impl Drivers {
         }
     }
 
-    /// The drivers of the seven built-in kinds.
+    /// The drivers of the built-in kinds.
     pub fn builtin() -> Drivers {
         let mut drivers: Vec<Arc<dyn Driver>> = Vec::new();
         for kind in ["VM", "TemplateVM", "LXC", "TemplateCT"] {
@@ -95,6 +112,9 @@ impl Drivers {
         }
         for kind in ["ISO", "CTTemplate", "DiskImage"] {
             drivers.push(Arc::new(ArtifactDriver(kind)));
+        }
+        for class in proxops_model::kinds::ObjectClass::ALL {
+            drivers.push(Arc::new(ObjectDriver(class.kind())));
         }
         Drivers { drivers }
     }

@@ -313,6 +313,17 @@ async fn run(
             }
         }
         Op::HaRuleRemove { id } => client.ha_rule_delete(id).await,
+        // A cluster object's write is synchronous in PVE (its config file under a lock); sent
+        // once, since a create whose answer was lost is found by the next plan.
+        Op::Object(request) => client
+            .call_json_once(
+                request.method.clone(),
+                request.template,
+                &request.path,
+                &request.params,
+            )
+            .await
+            .map(drop),
         Op::Start { guest } | Op::GuardedStart { guest, .. } => {
             start_guest(client, guest, options, upids).await
         }

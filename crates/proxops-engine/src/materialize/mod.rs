@@ -7,6 +7,7 @@
 
 mod artifact;
 mod guest;
+mod objects;
 
 use crate::desired::{Context, Desired, Drivers};
 use proxops_graph::Graph;
@@ -73,6 +74,8 @@ impl Materializer {
             (Desired::Guest(d), _) => guest::create(cx, &self.drivers, &d),
             (Desired::Artifact(a), Some(Desired::Artifact(p))) => artifact::update(&a, &p),
             (Desired::Artifact(a), _) => artifact::create(&a),
+            (Desired::Objects(d), Some(Desired::Objects(p))) => objects::update(&d, &p),
+            (Desired::Objects(d), _) => objects::create(&d),
         };
         notes.append(&mut out.notes);
         out.notes = notes;

@@ -36,6 +36,7 @@ mod create;
 mod guarded;
 mod ha;
 mod ha_rules;
+mod objects;
 mod options;
 mod placement;
 mod power;
@@ -93,8 +94,10 @@ pub async fn plan_cluster(
         pendings: &pendings,
         restarts: options.restarts,
     };
+    planner.read_objects(client, options).await;
     planner.plan_steps(client, options, &live).await;
     planner.prunes(client, options).await;
+    planner.object_prunes(client, options).await;
     Ok(planner.plan)
 }
 
@@ -208,6 +211,8 @@ struct Planner<'a> {
     guard_snapshots: BTreeMap<u32, Result<Vec<proxops_pve::SnapshotEntry>, String>>,
     /// [`PlanOptions::source_revision`].
     source_revision: Option<String>,
+    /// The cluster-object lists read (`objects.rs`).
+    objects: objects::ObjectLists,
 }
 
 impl<'a> Planner<'a> {
@@ -256,6 +261,7 @@ impl<'a> Planner<'a> {
             refused_updates: &options.refused_updates,
             guard_snapshots: BTreeMap::new(),
             source_revision: options.source_revision.clone(),
+            objects: BTreeMap::new(),
         }
     }
 
@@ -599,6 +605,11 @@ impl<'a> Planner<'a> {
                     _ => None,
                 };
                 self.guest_step(step.id, *d, before.as_deref(), live)
+            }
+            Ok(Desired::Objects(objs)) => {
+                let before = previous(&cx, options, resource);
+                let before = before.as_ref().and_then(objects::as_objects);
+                self.object_step(step.id, resource, objs, before, options);
             }
             Err(e @ (DesiredError::Secret { .. } | DesiredError::SshKey { .. })) => {
                 self.unusable_secret(step.id, &e)

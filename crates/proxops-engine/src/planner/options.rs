@@ -50,6 +50,11 @@ pub struct PlanOptions {
     /// name. `None`: the planes are not recorded; removed keys cannot be proven ours and are
     /// reported, never removed. A resource missing from the map is new to the planes.
     pub previous: Option<BTreeMap<ResourceKey, Arc<Resource>>>,
+    /// The resources with a receipt on the observed plane: what ProxOps reconciled. It proves
+    /// a cluster object without a free-text field for ProxOps's mark (a storage, a role, an
+    /// ACL entry) ours, to change and to prune. `None`: the planes are not recorded; such an
+    /// object is then only created, or left as it is when it matches.
+    pub receipts: Option<std::collections::BTreeSet<ResourceKey>>,
     /// Resources `proxops delete` marked, with the reason given
     /// ([`crate::planes::deleting`]): left out of the graph, their guests are pruned, and the
     /// prune says why.
@@ -71,6 +76,7 @@ impl Default for PlanOptions {
             suspended: BTreeMap::new(),
             waiting: BTreeMap::new(),
             marked: BTreeMap::new(),
+            receipts: None,
             refused: BTreeMap::new(),
             refused_updates: BTreeMap::new(),
             source_revision: None,
@@ -121,6 +127,14 @@ impl PlanOptions {
     /// Sets the cluster's SOPS secrets.
     pub fn with_secrets(mut self, secrets: Option<ClusterSecrets>) -> Self {
         self.secrets = secrets;
+        self
+    }
+    /// Sets the resources with a receipt (`None`: the planes are not recorded).
+    pub fn with_receipts(
+        mut self,
+        receipts: Option<std::collections::BTreeSet<ResourceKey>>,
+    ) -> Self {
+        self.receipts = receipts;
         self
     }
     /// Sets the previous desired documents (`None`: the planes are not recorded).

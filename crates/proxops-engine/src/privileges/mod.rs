@@ -344,6 +344,7 @@ fn rollback_needs(purpose: &str, guard: &crate::plan::Guard, out: &mut Vec<Need>
 pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<Need> {
     let mut out = Vec::new();
     match &action.op {
+        Op::Object(_) => {}
         Op::Download { artifact } | Op::Replace { artifact } => {
             let purpose = format!(
                 "download {}/{} to {}",
@@ -542,6 +543,9 @@ pub fn planning_needs(
                     out.push(need);
                 }
             }
+            // Cluster objects: their lists' and writes' privileges come from the schema's
+            // permission checks (`object_needs`).
+            Ok(Desired::Objects(_)) => {}
             Ok(Desired::Artifact(a)) => {
                 if storages.insert(a.storage.clone()) {
                     out.push(

@@ -16,7 +16,7 @@ pub(crate) mod previous;
 mod run;
 
 pub(crate) use previous::resource_of;
-pub use previous::{Vanished, previous_documents, vanished_clusters};
+pub use previous::{Vanished, previous_and_receipted, previous_documents, vanished_clusters};
 
 use crate::backend::{Backend, ConnectError};
 use crate::desired::Drivers;

@@ -7,7 +7,7 @@ use proxops_model::{Registry, Resource, ResourceKey};
 use proxops_store::desired::DesiredState;
 use proxops_store::documents::{ResourceDoc, parse_id};
 use proxops_store::{ObjectId, PlaneRefs, Store, StoreError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The previous desired document of each resource of `refs`' cluster: the one its latest
@@ -23,6 +23,21 @@ pub fn previous_documents(
     prior: Option<&DesiredState>,
     registry: &Registry,
 ) -> Result<BTreeMap<ResourceKey, Arc<Resource>>, StoreError> {
+    previous_and_receipted(store, refs, prior, registry).map(|(previous, _)| previous)
+}
+
+/// Resources by key.
+pub type Documents = BTreeMap<ResourceKey, Arc<Resource>>;
+
+/// [`previous_documents`], and the resources with a receipt on the observed plane (what
+/// ProxOps reconciled: the ownership proof of a cluster object PVE gives no free-text field),
+/// from one read of the plane.
+pub fn previous_and_receipted(
+    store: &Store,
+    refs: &PlaneRefs,
+    prior: Option<&DesiredState>,
+    registry: &Registry,
+) -> Result<(Documents, BTreeSet<ResourceKey>), StoreError> {
     // Each document is read and turned into a resource on its own, and `prior`'s are borrowed:
     // no map of every document of the cluster is built on the side (with 1,000 resources
     // that was megabytes per cycle and cluster).
@@ -77,7 +92,7 @@ pub fn previous_documents(
             }
         }
     }
-    Ok(out)
+    Ok((out, pinned.into_keys().collect()))
 }
 
 /// A desired document as a resource, through the manifest loader (the document is the model's

@@ -1,7 +1,7 @@
 //! The body of [`Reconciler::cycle`]: lease, desired plane and gate, connection, cycles.
 
 use super::{
-    ClusterRun, CycleRun, Event, Reconciler, RunError, RunResult, Source, previous_documents,
+    ClusterRun, CycleRun, Event, Reconciler, RunError, RunResult, Source, previous_and_receipted,
 };
 use crate::backend::{Connection, connect_with, settings_for};
 use crate::execute::{ExecOptions, Outcome, execute};
@@ -12,7 +12,7 @@ use crate::planner::plan_cluster;
 use crate::workspace::Workspace;
 use proxops_graph::Graph;
 use proxops_model::config::DriftMode;
-use proxops_model::{Cluster, Repository, Resource, ResourceKey};
+use proxops_model::{Cluster, Repository, ResourceKey};
 use proxops_store::desired::DesiredState;
 use proxops_store::documents::hex;
 use proxops_store::{Holder, ObjectId, StoreError};
@@ -21,6 +21,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::sync::watch;
+
+/// The previous desired documents and the resources with a receipt.
+type Previous = (
+    super::previous::Documents,
+    std::collections::BTreeSet<ResourceKey>,
+);
 
 fn joined(e: tokio::task::JoinError) -> StoreError {
     StoreError::Invalid(format!("task failed: {e}"))
@@ -345,7 +351,9 @@ impl Reconciler {
             options.marked = marked;
             options.prunes_used = run.deleted;
             options.restarts = self.options.restarts;
+            let (previous, receipts) = previous.unzip();
             options.previous = previous;
+            options.receipts = receipts;
             let mut plan = plan_cluster(&conn.client, name, graph, &options).await?;
             plan.anomalies.extend(held);
             self.emit(&Event::Planned {
@@ -458,18 +466,19 @@ impl Reconciler {
         Ok(Some(published))
     }
 
-    /// The previous desired documents (off the async threads: git reads).
+    /// The previous desired documents and the receipted resources (off the async threads:
+    /// git reads).
     async fn previous(
         &self,
         planes: &Planes,
         prior: Option<&Arc<DesiredState>>,
-    ) -> Result<BTreeMap<ResourceKey, Arc<Resource>>, RunError> {
+    ) -> Result<Previous, RunError> {
         // The plane is shared, not copied: a copy of 1,000 documents per cycle was the largest
         // single allocation of a converged cycle.
         let (planes, prior, registry) =
             (planes.clone(), prior.cloned(), Arc::clone(&self.registry));
         tokio::task::spawn_blocking(move || {
-            previous_documents(&planes.store, &planes.refs, prior.as_deref(), &registry)
+            previous_and_receipted(&planes.store, &planes.refs, prior.as_deref(), &registry)
         })
         .await
         .map_err(joined)

@@ -45,6 +45,11 @@ pub trait KindDef: Send + Sync + 'static {
     fn reference_views<'s>(&self, spec: &'s Spec) -> Vec<ReferenceView<'s>> {
         self.references(spec).into_iter().map(Into::into).collect()
     }
+    /// The id PVE knows the object by when the spec sets one that differs from `metadata.name`
+    /// (a storage's `id`, a user's `userid`): inferred references may name the resource by it.
+    fn pve_id<'s>(&self, _spec: &'s Spec) -> Option<&'s str> {
+        None
+    }
     /// The JSON Schema of the spec (use `generator.subschema_for::<YourSpec>()`).
     fn spec_schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
     /// Why artifact `name` of a resource with `spec` can never hold what `pointer` reads, when

@@ -21,6 +21,9 @@ pub enum Identity {
         /// PVE's content type (`iso`, `vztmpl`, `import`).
         content: &'static str,
     },
+    /// A cluster-wide object PVE identifies by an id of its own (a storage, a pool, a backup
+    /// job, a resource mapping, a user, a group, a role, an ACL entry).
+    ClusterObject,
     /// Something else (embedder kinds).
     Other,
 }
@@ -55,6 +58,10 @@ pub enum ReferenceSource {
     /// A reference expression (`fromArtifact`, `fromReceipt`): the consumer reads what the
     /// producer became, so it is created after it and pruned before it.
     Expression,
+    /// A value naming a cluster object that may or may not be declared (a disk's storage, a
+    /// passthrough mapping, a backup job's pool): an edge when the target is declared, nothing
+    /// when it is not (PVE's own `local`, an object made by hand).
+    Inferred,
 }
 
 impl ReferenceSource {
@@ -64,6 +71,7 @@ impl ReferenceSource {
             ReferenceSource::Structured => "structured",
             ReferenceSource::Annotation => "annotation",
             ReferenceSource::Expression => "expression",
+            ReferenceSource::Inferred => "inferred",
         }
     }
 }

@@ -108,6 +108,38 @@ impl VmKind {
                 });
             }
         }
+        // A passthrough mapping a ResourceMapping may declare: created before the VM.
+        let hardware = s.hardware.as_ref();
+        let pci = hardware.into_iter().flat_map(|h| h.pci_devices.iter());
+        for (i, d) in pci.enumerate() {
+            if let Some(id) = &d.mapping {
+                let mut v = view(
+                    "hardware.pci-devices[].mapping",
+                    "ResourceMapping",
+                    id,
+                    false,
+                );
+                v.source = ReferenceSource::Inferred;
+                visit(v, &|| {
+                    path!["hardware", "pci-devices", i, "mapping"].to_vec()
+                });
+            }
+        }
+        let usb = hardware.into_iter().flat_map(|h| h.usb_devices.iter());
+        for (i, d) in usb.enumerate() {
+            if let Some(id) = &d.mapping {
+                let mut v = view(
+                    "hardware.usb-devices[].mapping",
+                    "ResourceMapping",
+                    id,
+                    false,
+                );
+                v.source = ReferenceSource::Inferred;
+                visit(v, &|| {
+                    path!["hardware", "usb-devices", i, "mapping"].to_vec()
+                });
+            }
+        }
         if !self.template
             && let Some(clone) = &s.clone
         {
@@ -208,13 +240,15 @@ impl KindDef for VmKind {
     fn references(&self, spec: &Spec) -> Vec<Reference> {
         let mut refs = Vec::new();
         self.each_reference(spec, |v, path| {
-            refs.push(Reference::structured(
+            let mut r = Reference::structured(
                 v.field,
                 &v.target_kind,
                 &v.target_name,
                 &path(),
                 v.same_node,
-            ));
+            );
+            r.source = v.source;
+            refs.push(r);
         });
         refs
     }

@@ -3,6 +3,7 @@
 
 use crate::kinds::artifact_spec::ArtifactSpec;
 use crate::kinds::lxc_spec::LxcSpec;
+use crate::kinds::object_spec::ObjectSpec;
 use crate::kinds::vm_spec::VmSpec;
 use serde::Serialize;
 use std::any::Any;
@@ -29,6 +30,9 @@ pub enum Spec {
     Lxc(LxcSpec),
     /// `ISO`, `CTTemplate` and `DiskImage`.
     Artifact(ArtifactSpec),
+    /// A cluster object: `Storage`, `Pool`, `BackupJob`, `ResourceMapping`, `User`, `Group`,
+    /// `Role`, `Acl`.
+    Object(ObjectSpec),
     /// A kind registered by an embedder.
     Custom(Arc<dyn CustomSpec>),
 }
@@ -39,6 +43,7 @@ impl Serialize for Spec {
             Spec::Vm(v) => v.serialize(s),
             Spec::Lxc(v) => v.serialize(s),
             Spec::Artifact(v) => v.serialize(s),
+            Spec::Object(v) => v.serialize(s),
             Spec::Custom(v) => v.to_json().serialize(s),
         }
     }

@@ -205,6 +205,29 @@ pub fn check_sub_value(guest: GuestType, name: &str, sub: &str, value: &str) -> 
     check_rules(&sub_rules(def), value)
 }
 
+/// Checks `value` of an endpoint parameter (`POST /storage`'s `vgname`) as PVE's schema
+/// checker would: its type, enum, range, length, pattern and format. Booleans may be spelled as
+/// PVE takes them. `Err` says what PVE would refuse.
+pub fn check_param_value(param: &Key, value: &str) -> Result<(), String> {
+    let value = match param.ty {
+        Ty::Bool => match parse_bool(value) {
+            Some(b) => u8::from(b).to_string(),
+            None => value.to_owned(),
+        },
+        _ => value.to_owned(),
+    };
+    check_rules(&key_rules(param), &value)
+}
+
+/// Checks one item of an array parameter (a mapping's `map` entry) against the item format.
+pub fn check_param_item(param: &Key, value: &str) -> Result<(), String> {
+    match param.items {
+        Fmt::None => Ok(()),
+        Fmt::Named(f) => check_named(f, value),
+        Fmt::Prop(subs) | Fmt::NamedProp(_, subs) => parse_property_string(subs, value).map(|_| ()),
+    }
+}
+
 fn guest_name(guest: GuestType) -> &'static str {
     match guest {
         GuestType::Qemu => "QEMU",

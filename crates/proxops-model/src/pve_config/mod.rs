@@ -14,7 +14,10 @@ mod formats;
 mod schema;
 mod value;
 
-pub use check::{check_sub_value, check_value, normalize_value, parse_property_string};
+pub use check::{
+    check_param_item, check_param_value, check_sub_value, check_value, normalize_value,
+    parse_property_string,
+};
 
 /// Checks a value against one of PVE's named formats (`pve-volume-id`, `pve-cpuset`, ...);
 /// formats ProxOps does not know pass.

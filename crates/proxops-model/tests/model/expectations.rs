@@ -25,9 +25,13 @@ fn dev(repo: &proxops_model::Repository) -> &proxops_model::Cluster {
     repo.cluster(CLUSTER).expect("cluster dev")
 }
 
+/// The references the Go implementation knew: structured fields and annotations. The inferred
+/// references to cluster objects (a disk's `Storage`) are ProxOps's own, and no edge unless the
+/// repository declares the object.
 fn reference_sources(resource: &proxops_model::Resource) -> Vec<(String, String, ReferenceSource)> {
     proxops_model::validate::references(&proxops_model::Registry::builtin(), resource)
         .into_iter()
+        .filter(|r| r.source != ReferenceSource::Inferred)
         .map(|r| (r.target_kind, r.target_name, r.source))
         .collect()
 }

@@ -261,9 +261,12 @@ pub fn count_kind(cluster: &proxops_model::Cluster, kind: &str) -> usize {
 }
 
 /// The dependency edges of a resource as `Kind/name` strings, structured first, then annotation.
+/// Inferred references (a disk's `Storage`) are left out: they are edges only when the
+/// repository declares their target, which these examples do not.
 pub fn edges(resource: &proxops_model::Resource) -> Vec<String> {
     proxops_model::validate::references(&Registry::builtin(), resource)
         .into_iter()
+        .filter(|r| r.source != proxops_model::kind::ReferenceSource::Inferred)
         .map(|r| format!("{}/{}", r.target_kind, r.target_name))
         .collect()
 }

@@ -1,0 +1,76 @@
+//! The live cluster objects: one list request per list endpoint the plan needs, read into
+//! objects by id with their parameters as [`ObjValue`]s.
+
+use super::class::Endpoints;
+use super::desired::acl_id;
+use super::value::ObjValue;
+use proxops_pve::{Method, Params, PveClient, PveError};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One live object's parameters, by name.
+pub type LiveParams = BTreeMap<String, ObjValue>;
+
+/// The objects of one list endpoint, by id.
+pub type LiveList = BTreeMap<String, LiveParams>;
+
+/// Reads the list of `endpoints` (ACL entries are read into `path|type|ugid|role` ids).
+pub async fn read(client: &PveClient, endpoints: &Endpoints) -> Result<LiveList, PveError> {
+    // Users are listed with everything PVE keeps of them (`full=1`: their groups).
+    let params = if endpoints.list == "/access/users" {
+        Params::new().set("full", 1)
+    } else {
+        Params::new()
+    };
+    let data = client
+        .call_json(Method::GET, endpoints.list, endpoints.list, &params)
+        .await?;
+    Ok(parse(endpoints, &data))
+}
+
+/// The objects of a list response.
+pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
+    let mut out = LiveList::new();
+    for row in data.as_array().into_iter().flatten() {
+        let Some(fields) = row.as_object() else {
+            continue;
+        };
+        let text = |k: &str| fields.get(k).and_then(Value::as_str);
+        let id = if endpoints.id_field.is_empty() {
+            // `GET /access/acl`: one row per (path, principal, role).
+            match (text("path"), text("type"), text("ugid"), text("roleid")) {
+                (Some(p), Some(t), Some(u), Some(r)) => acl_id(p, t, u, r),
+                _ => continue,
+            }
+        } else {
+            match text(endpoints.id_field) {
+                Some(id) => id.to_owned(),
+                None => continue,
+            }
+        };
+        let params = fields
+            .iter()
+            .filter_map(|(k, v)| value_of(v).map(|v| (k.clone(), v)))
+            .collect();
+        out.insert(id, params);
+    }
+    out
+}
+
+/// A field of a list row: a scalar or array as [`ObjValue::from_json`] reads it; an object
+/// (a backup job's `prune-backups`) as the property string PVE takes for it.
+fn value_of(v: &Value) -> Option<ObjValue> {
+    match v {
+        Value::Object(map) => {
+            let parts: Vec<String> = map
+                .iter()
+                .filter_map(|(k, v)| match ObjValue::from_json(v)? {
+                    ObjValue::One(s) => Some(format!("{k}={s}")),
+                    ObjValue::Many(_) => None,
+                })
+                .collect();
+            Some(ObjValue::One(parts.join(",")))
+        }
+        other => ObjValue::from_json(other),
+    }
+}

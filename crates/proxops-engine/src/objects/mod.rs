@@ -1,0 +1,21 @@
+//! A cluster's own objects (issue 32): storages, pools, backup jobs, resource mappings, users,
+//! groups, roles and ACL entries, as the planner and executor handle them.
+//!
+//! - [`DesiredObject`] (`desired.rs`): what a manifest asks, as the parameters PVE's create
+//!   endpoint takes, with ProxOps's mark in the free-text field where PVE has one.
+//! - [`Endpoints`] (`class.rs`): where PVE keeps each class.
+//! - `live.rs`: one list request per class, read into objects by id.
+//! - [`ObjValue`] and [`same`] (`value.rs`): values compared in the form PVE keeps.
+//! - `request.rs`: the create, update and delete calls.
+
+mod class;
+mod desired;
+mod live;
+mod request;
+mod value;
+
+pub use class::{Endpoints, endpoints, endpoints_of_class};
+pub use desired::{DesiredObject, acl_id, mark, marks_in, objects, strip_marks};
+pub use live::{LiveList, LiveParams, parse, read};
+pub(crate) use request::{Found, ObjectRequest, create_request, delete_request, update_request};
+pub use value::{ObjValue, same};

@@ -1,0 +1,146 @@
+//! The API calls of cluster-object actions: create (`POST` of the collection; an ACL entry's
+//! `PUT /access/acl`), update (`PUT` of the object, `delete` for keys removed) and delete.
+
+use super::desired::DesiredObject;
+use super::value::ObjValue;
+use proxops_model::kinds::ObjectClass;
+use proxops_pve::{Method, Params, Request};
+
+/// How a live object differs from its manifest, on the keys ProxOps owns.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    /// Keys to write: (key, desired, live).
+    pub(crate) set: Vec<(String, ObjValue, Option<ObjValue>)>,
+    /// Keys ProxOps wrote before that the manifest no longer sets: (key, live).
+    pub(crate) unset: Vec<(String, ObjValue)>,
+    /// Keys PVE fixes at creation that differ, in words.
+    pub(crate) fixed: Vec<String>,
+}
+
+impl Found {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.unset.is_empty()
+    }
+
+    pub(crate) fn reason(&self) -> String {
+        let set: Vec<&str> = self.set.iter().map(|(k, _, _)| k.as_str()).collect();
+        let unset: Vec<&str> = self.unset.iter().map(|(k, _)| k.as_str()).collect();
+        match (set.is_empty(), unset.is_empty()) {
+            (false, true) => format!("changed: {}", set.join(", ")),
+            (true, false) => format!("removed: {}", unset.join(", ")),
+            _ => format!("changed: {}; removed: {}", set.join(", "), unset.join(", ")),
+        }
+    }
+
+    pub(crate) fn shown(&self) -> Vec<crate::plan::KeyChange> {
+        let mut out: Vec<crate::plan::KeyChange> = self
+            .set
+            .iter()
+            .map(|(k, d, l)| crate::plan::KeyChange {
+                key: k.clone(),
+                from: l.as_ref().map(ToString::to_string),
+                to: Some(d.to_string()),
+                delete: false,
+                removed: Vec::new(),
+            })
+            .chain(self.unset.iter().map(|(k, l)| crate::plan::KeyChange {
+                key: k.clone(),
+                from: Some(l.to_string()),
+                to: None,
+                delete: true,
+                removed: Vec::new(),
+            }))
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+}
+
+/// One API call of a cluster-object action, as the client sends it.
+pub(crate) type ObjectRequest = proxops_pve::Request;
+
+fn push_value(p: &mut Params, k: &str, v: &ObjValue) {
+    match v {
+        ObjValue::One(s) => p.push(k, s),
+        ObjValue::Many(items) => {
+            for i in items {
+                p.push(k, i);
+            }
+        }
+    }
+}
+
+/// `(path, type, ugid, role)` of an ACL entry id.
+fn acl_parts(id: &str) -> Option<(&str, &str, &str, &str)> {
+    let mut it = id.rsplitn(4, '|');
+    let role = it.next()?;
+    let ugid = it.next()?;
+    let kind = it.next()?;
+    let path = it.next()?;
+    Some((path, kind, ugid, role))
+}
+
+fn acl_params(id: &str) -> Params {
+    let mut p = Params::new();
+    if let Some((path, kind, ugid, role)) = acl_parts(id) {
+        p.push("path", path);
+        p.push("roles", role);
+        p.push(&format!("{kind}s"), ugid);
+    }
+    p
+}
+
+pub(crate) fn create_request(d: &DesiredObject) -> Request {
+    if d.class == ObjectClass::Acl {
+        let mut params = acl_params(&d.id);
+        for (k, v) in &d.params {
+            push_value(&mut params, k, v);
+        }
+        return Request::new(Method::PUT, "/access/acl", "/access/acl".to_owned(), params);
+    }
+    let mut params = Params::new();
+    params.push(d.endpoints.id_field, &d.id);
+    for (k, v) in d.create_only.iter().chain(&d.params) {
+        push_value(&mut params, k, v);
+    }
+    Request::new(
+        Method::POST,
+        d.endpoints.create,
+        d.endpoints.create.to_owned(),
+        params,
+    )
+}
+
+pub(crate) fn update_request(d: &DesiredObject, found: &Found) -> Request {
+    if d.class == ObjectClass::Acl {
+        return create_request(d);
+    }
+    let mut params = Params::new();
+    for (k, v, _) in &found.set {
+        push_value(&mut params, k, v);
+    }
+    if !found.unset.is_empty() {
+        let keys: Vec<&str> = found.unset.iter().map(|(k, _)| k.as_str()).collect();
+        params.push("delete", keys.join(","));
+    }
+    Request::new(
+        Method::PUT,
+        d.endpoints.item,
+        d.endpoints.item_path(&d.id),
+        params,
+    )
+}
+
+pub(crate) fn delete_request(d: &DesiredObject) -> Request {
+    if d.class == ObjectClass::Acl {
+        let mut params = acl_params(&d.id);
+        params.push("delete", 1);
+        return Request::new(Method::PUT, "/access/acl", "/access/acl".to_owned(), params);
+    }
+    Request::new(
+        Method::DELETE,
+        d.endpoints.item,
+        d.endpoints.item_path(&d.id),
+        Params::new(),
+    )
+}
