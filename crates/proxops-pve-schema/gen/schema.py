@@ -101,6 +101,21 @@ ENDPOINTS = [
     ("GET", "/nodes/{node}/aplinfo"), ("POST", "/nodes/{node}/aplinfo"),
     ("GET", "/nodes/{node}/tasks"), ("GET", "/nodes/{node}/tasks/{upid}/status"),
     ("GET", "/nodes/{node}/tasks/{upid}/log"), ("DELETE", "/nodes/{node}/tasks/{upid}"),
+    # sim-firewall: the firewall configuration written through the API (cluster, guests,
+    # security groups).
+    ("PUT", "/cluster/firewall/options"),
+    *[(m, f"{base}/firewall/{p}")
+      for base in ("/cluster", "/nodes/{node}/qemu/{vmid}", "/nodes/{node}/lxc/{vmid}")
+      for (m, p) in (("POST", "rules"), ("GET", "rules/{pos}"), ("PUT", "rules/{pos}"),
+                     ("DELETE", "rules/{pos}"), ("POST", "aliases"), ("GET", "aliases/{name}"),
+                     ("PUT", "aliases/{name}"), ("DELETE", "aliases/{name}"), ("POST", "ipset"),
+                     ("GET", "ipset/{name}"), ("POST", "ipset/{name}"), ("DELETE", "ipset/{name}"),
+                     ("GET", "ipset/{name}/{cidr}"), ("PUT", "ipset/{name}/{cidr}"),
+                     ("DELETE", "ipset/{name}/{cidr}"))],
+    *[("PUT", f"/nodes/{{node}}/{k}/{{vmid}}/firewall/options") for k in ("qemu", "lxc")],
+    ("POST", "/cluster/firewall/groups"),
+    *[(m, "/cluster/firewall/groups/{group}") for m in ("GET", "POST", "DELETE")],
+    *[(m, "/cluster/firewall/groups/{group}/{pos}") for m in ("GET", "PUT", "DELETE")],
 ]
 
 # The config update endpoints whose parameters are the guest config keys, and the parameters of

@@ -33,6 +33,7 @@ mod config;
 mod dispatch;
 mod error;
 mod faults;
+mod firewall;
 mod hashes;
 mod journal;
 mod multipart;
@@ -57,6 +58,7 @@ pub use config::{
 };
 pub use error::{ApiError, SimError};
 pub use faults::draw as fault_draw;
+pub use firewall::{Alias, Firewall, FwConf, Group, Ipset, IpsetEntry, Rule};
 pub use journal::JournalEntry;
 pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};

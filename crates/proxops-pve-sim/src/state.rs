@@ -64,6 +64,9 @@ pub struct State {
     /// then what `PUT /access/acl` grants and revokes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub acl: Vec<crate::config::AclEntry>,
+    /// The firewall configuration (`/etc/pve/firewall/cluster.fw` and `<vmid>.fw`).
+    #[serde(skip_serializing_if = "crate::firewall::Firewall::is_empty")]
+    pub firewall: crate::firewall::Firewall,
 }
 
 /// One user (pve-access-control `user.cfg`).

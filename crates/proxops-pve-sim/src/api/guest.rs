@@ -474,6 +474,8 @@ fn destroy(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
         }
         log.extend(disks::destroy_volumes(st, vmid, unreferenced)?);
         st.guests.remove(&vmid);
+        // `PVE::Firewall::remove_vmfw_conf($vmid)`: its `<vmid>.fw` goes with it.
+        st.firewall.guests.remove(&vmid);
         // `PVE::HA::Config::delete_service_from_config("vm:$vmid", $purge)` after the destroy.
         if purge {
             st.ha_resources.remove(&sid);

@@ -1,7 +1,7 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_rules`] (PVE 9), [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
-//! (VNets), [`firewall`] (reads), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
+//! (VNets), [`firewall`] (options; [`firewall_rules`], [`firewall_sets`] and [`firewall_groups`]), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`interfaces`] (a guest's addresses, agent and LXC), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
@@ -15,6 +15,9 @@ pub(crate) mod cluster;
 pub(crate) mod debug;
 pub(crate) mod disks;
 pub(crate) mod firewall;
+pub(crate) mod firewall_groups;
+pub(crate) mod firewall_rules;
+pub(crate) mod firewall_sets;
 pub(crate) mod guest;
 pub(crate) mod ha;
 pub(crate) mod ha_groups;
@@ -236,11 +239,34 @@ routes! {
     "DELETE" "/cluster/mapping/usb/{id}" => mapping::usb_delete,
     "GET" "/cluster/sdn/vnets" => sdn::vnets,
     "GET" "/cluster/config/join" => join::join_info,
-    "GET" "/cluster/firewall/options" => firewall::cluster_options,
-    "GET" "/cluster/firewall/rules" => firewall::cluster_list,
-    "GET" "/cluster/firewall/aliases" => firewall::cluster_list,
-    "GET" "/cluster/firewall/ipset" => firewall::cluster_list,
-    "GET" "/cluster/firewall/groups" => firewall::groups,
+    "GET" "/cluster/firewall/options" => firewall::get_options,
+    "PUT" "/cluster/firewall/options" => firewall::set_options,
+    "GET" "/cluster/firewall/rules" => firewall_rules::list,
+    "POST" "/cluster/firewall/rules" => firewall_rules::create,
+    "GET" "/cluster/firewall/rules/{pos}" => firewall_rules::read,
+    "PUT" "/cluster/firewall/rules/{pos}" => firewall_rules::update,
+    "DELETE" "/cluster/firewall/rules/{pos}" => firewall_rules::delete,
+    "GET" "/cluster/firewall/aliases" => firewall_sets::alias_list,
+    "POST" "/cluster/firewall/aliases" => firewall_sets::alias_create,
+    "GET" "/cluster/firewall/aliases/{name}" => firewall_sets::alias_read,
+    "PUT" "/cluster/firewall/aliases/{name}" => firewall_sets::alias_update,
+    "DELETE" "/cluster/firewall/aliases/{name}" => firewall_sets::alias_delete,
+    "GET" "/cluster/firewall/ipset" => firewall_sets::ipset_list,
+    "POST" "/cluster/firewall/ipset" => firewall_sets::ipset_create,
+    "GET" "/cluster/firewall/ipset/{name}" => firewall_sets::ipset_read,
+    "POST" "/cluster/firewall/ipset/{name}" => firewall_sets::ip_create,
+    "DELETE" "/cluster/firewall/ipset/{name}" => firewall_sets::ipset_delete,
+    "GET" "/cluster/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_read,
+    "PUT" "/cluster/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_update,
+    "DELETE" "/cluster/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_delete,
+    "GET" "/cluster/firewall/groups" => firewall_groups::list,
+    "POST" "/cluster/firewall/groups" => firewall_groups::create,
+    "GET" "/cluster/firewall/groups/{group}" => firewall_rules::list,
+    "POST" "/cluster/firewall/groups/{group}" => firewall_rules::create,
+    "DELETE" "/cluster/firewall/groups/{group}" => firewall_groups::delete,
+    "GET" "/cluster/firewall/groups/{group}/{pos}" => firewall_rules::read,
+    "PUT" "/cluster/firewall/groups/{group}/{pos}" => firewall_rules::update,
+    "DELETE" "/cluster/firewall/groups/{group}/{pos}" => firewall_rules::delete,
     "GET" "/nodes/{node}/firewall/options" => firewall::host_options,
     "GET" "/nodes/{node}/firewall/rules" => firewall::host_rules,
     "GET" "/access/permissions" => access::permissions,
@@ -309,10 +335,26 @@ routes! {
     "PUT" "/nodes/{node}/qemu/{vmid}/unlink" => move_disk::unlink,
     "POST" "/nodes/{node}/qemu/{vmid}/template" => guest::qemu_template,
     "PUT" "/nodes/{node}/qemu/{vmid}/resize" => guest::qemu_resize,
-    "GET" "/nodes/{node}/qemu/{vmid}/firewall/options" => firewall::guest_options,
-    "GET" "/nodes/{node}/qemu/{vmid}/firewall/rules" => firewall::guest_list,
-    "GET" "/nodes/{node}/qemu/{vmid}/firewall/aliases" => firewall::guest_list,
-    "GET" "/nodes/{node}/qemu/{vmid}/firewall/ipset" => firewall::guest_list,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/options" => firewall::get_options,
+    "PUT" "/nodes/{node}/qemu/{vmid}/firewall/options" => firewall::set_options,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/rules" => firewall_rules::list,
+    "POST" "/nodes/{node}/qemu/{vmid}/firewall/rules" => firewall_rules::create,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}" => firewall_rules::read,
+    "PUT" "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}" => firewall_rules::update,
+    "DELETE" "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}" => firewall_rules::delete,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/aliases" => firewall_sets::alias_list,
+    "POST" "/nodes/{node}/qemu/{vmid}/firewall/aliases" => firewall_sets::alias_create,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/aliases/{name}" => firewall_sets::alias_read,
+    "PUT" "/nodes/{node}/qemu/{vmid}/firewall/aliases/{name}" => firewall_sets::alias_update,
+    "DELETE" "/nodes/{node}/qemu/{vmid}/firewall/aliases/{name}" => firewall_sets::alias_delete,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/ipset" => firewall_sets::ipset_list,
+    "POST" "/nodes/{node}/qemu/{vmid}/firewall/ipset" => firewall_sets::ipset_create,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}" => firewall_sets::ipset_read,
+    "POST" "/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}" => firewall_sets::ip_create,
+    "DELETE" "/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}" => firewall_sets::ipset_delete,
+    "GET" "/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_read,
+    "PUT" "/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_update,
+    "DELETE" "/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_delete,
     "GET" "/nodes/{node}/qemu/{vmid}/agent" => agent::index,
     "POST" "/nodes/{node}/qemu/{vmid}/agent/ping" => agent::ping,
     "GET" "/nodes/{node}/qemu/{vmid}/agent/info" => agent::info,
@@ -347,10 +389,26 @@ routes! {
     "POST" "/nodes/{node}/lxc/{vmid}/move_volume" => move_volume::move_volume,
     "POST" "/nodes/{node}/lxc/{vmid}/template" => guest::lxc_template,
     "PUT" "/nodes/{node}/lxc/{vmid}/resize" => guest::lxc_resize,
-    "GET" "/nodes/{node}/lxc/{vmid}/firewall/options" => firewall::guest_options,
-    "GET" "/nodes/{node}/lxc/{vmid}/firewall/rules" => firewall::guest_list,
-    "GET" "/nodes/{node}/lxc/{vmid}/firewall/aliases" => firewall::guest_list,
-    "GET" "/nodes/{node}/lxc/{vmid}/firewall/ipset" => firewall::guest_list,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/options" => firewall::get_options,
+    "PUT" "/nodes/{node}/lxc/{vmid}/firewall/options" => firewall::set_options,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/rules" => firewall_rules::list,
+    "POST" "/nodes/{node}/lxc/{vmid}/firewall/rules" => firewall_rules::create,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/rules/{pos}" => firewall_rules::read,
+    "PUT" "/nodes/{node}/lxc/{vmid}/firewall/rules/{pos}" => firewall_rules::update,
+    "DELETE" "/nodes/{node}/lxc/{vmid}/firewall/rules/{pos}" => firewall_rules::delete,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/aliases" => firewall_sets::alias_list,
+    "POST" "/nodes/{node}/lxc/{vmid}/firewall/aliases" => firewall_sets::alias_create,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/aliases/{name}" => firewall_sets::alias_read,
+    "PUT" "/nodes/{node}/lxc/{vmid}/firewall/aliases/{name}" => firewall_sets::alias_update,
+    "DELETE" "/nodes/{node}/lxc/{vmid}/firewall/aliases/{name}" => firewall_sets::alias_delete,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/ipset" => firewall_sets::ipset_list,
+    "POST" "/nodes/{node}/lxc/{vmid}/firewall/ipset" => firewall_sets::ipset_create,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}" => firewall_sets::ipset_read,
+    "POST" "/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}" => firewall_sets::ip_create,
+    "DELETE" "/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}" => firewall_sets::ipset_delete,
+    "GET" "/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_read,
+    "PUT" "/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_update,
+    "DELETE" "/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}/{cidr}" => firewall_sets::ip_delete,
     "GET" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_list,
     "POST" "/nodes/{node}/lxc/{vmid}/snapshot" => snapshot::lxc_create,
     "GET" "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}" => snapshot::lxc_index,
@@ -385,8 +443,10 @@ fn match_template(template: &str, path: &str) -> Option<BTreeMap<String, String>
         let last = i + 1 == t.len();
         match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
             // A volume id may carry unescaped slashes (`local:iso/x.iso`): it takes the rest.
-            Some("volume") if last && p.len() > i => {
-                vars.insert("volume".into(), percent_decode(&p[i..].join("/"), false));
+            // So may an IP set entry's CIDR (`fragmentDelimiter => ''` in pve-firewall
+            // `IPSet.pm`): `.../ipset/{name}/10.0.0.0/8`.
+            Some(rest @ ("volume" | "cidr")) if last && p.len() > i => {
+                vars.insert(rest.into(), percent_decode(&p[i..].join("/"), false));
                 return Some(vars);
             }
             Some(name) => {

@@ -152,7 +152,8 @@ pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
             Ok(_) => Ok(()),
             Err(e) => bad(format!("invalid calendar event '{v}' - {e}")),
         },
-        _ => Ok(()),
+        // pve-firewall's formats (`pve-fw-addr-spec`, `IPorCIDR`, ...) and `pve-iface`.
+        _ => crate::firewall::verify::check_format(format, v).unwrap_or(Ok(())),
     }
 }
 
@@ -164,6 +165,8 @@ pub(crate) fn matches_known_pattern(pattern: &str, v: &str) -> bool {
         r"(?^:^(?^:[^\s:/]+)\@(?^:[A-Za-z][A-Za-z0-9\.\-_]+)(?:!(?^:[A-Za-z][A-Za-z0-9\.\-_]+))?$)" => {
             is_userid(v)
         }
+        // pve-firewall's alias, IP set and security group names.
+        r"[A-Za-z][A-Za-z0-9\-\_]+" => crate::firewall::verify::is_name(v),
         _ => true,
     }
 }

@@ -20,13 +20,13 @@ fn schema_file(version: PveVersion) -> &'static str {
 }
 
 /// The schema of a version, or `None` (test skipped) when ../shared is absent and not required.
-fn schema(version: PveVersion) -> Option<Value> {
+pub(crate) fn schema(version: PveVersion) -> Option<Value> {
     let path = proxops_test_support::shared(&format!("pve-api/{}", schema_file(version)))?;
     let text = std::fs::read_to_string(&path).unwrap();
     Some(serde_json::from_str(&text).expect("the schema is JSON"))
 }
 
-fn index(tree: &Value) -> BTreeMap<String, Value> {
+pub(crate) fn index(tree: &Value) -> BTreeMap<String, Value> {
     fn walk(n: &Value, out: &mut BTreeMap<String, Value>) {
         if let Some(p) = n["path"].as_str() {
             out.insert(p.to_string(), n["info"].clone());
@@ -102,7 +102,13 @@ fn beyond_schema(endpoint: &str) -> &'static [&'static str] {
 
 /// Checks a value against a schema `returns` node; `extra` names fields allowed beyond it, and
 /// (as `-name`) required fields PVE does not send.
-fn check_value(schema: &Value, v: &Value, at: &str, extra: &[&str], errs: &mut Vec<String>) {
+pub(crate) fn check_value(
+    schema: &Value,
+    v: &Value,
+    at: &str,
+    extra: &[&str],
+    errs: &mut Vec<String>,
+) {
     let ty = schema["type"].as_str();
     let ok = match ty {
         Some("object") => v.is_object(),

@@ -14,6 +14,7 @@ mod cluster;
 mod conformance;
 mod download;
 mod faults;
+mod firewall;
 mod ha;
 mod ha_config;
 mod ha_rules;
