@@ -216,10 +216,17 @@ pub(crate) fn clone(ctx: &mut Ctx, kind: GuestType) -> Result<Value, ApiError> {
             ..Guest::default()
         },
     );
+    // `PVE::Firewall::clone_vmfw_conf($vmid, $newid)`: the source's `<vmid>.fw` copied (a
+    // stale one of the new id removed); a failed clone removes it again.
+    match st.firewall.guests.get(&vmid).cloned() {
+        Some(fw) => st.firewall.guests.insert(newid, fw),
+        None => st.firewall.guests.remove(&newid),
+    };
     let job: tasks::Job = Box::new(move |st: &mut State, fail| {
         if fail {
             let _ = disks::destroy_volumes(st, newid, true);
             st.guests.remove(&newid);
+            st.firewall.guests.remove(&newid);
             return Err(INJECTED.into());
         }
         if let Some(g) = st.guests.get_mut(&newid) {

@@ -2,12 +2,13 @@
 //! (options, aliases, IP sets, rules and security groups) and `<vmid>.fw` (a guest's options,
 //! aliases, IP sets and rules). [`Firewall`] holds what those files hold: every write stores
 //! what `save_clusterfw_conf`/`save_vmfw_conf` would write and a later `load_*fw_conf` read back
-//! ([`FwConf::saved`]), and every read annotates it as the loader does ([`Loaded`]: each rule
-//! verified again with its `ipversion` and `errors`, a rule the parser rejects dropped, IP set
-//! entries checked). [`verify`] is `verify_rule` and the parameter formats; [`addr`] the address
-//! checks; [`tables`] the macros and name tables.
+//! ([`FwConf::saved`]), and every read annotates it as the loader does ([`LoadedRule`]: each
+//! rule verified again with its `ipversion` and `errors`, a rule the parser rejects dropped; IP
+//! set entries checked). [`verify`] is `verify_rule`, [`formats`] the names and parameter
+//! formats, [`addr`] the address checks, [`tables`] the macros and name tables.
 
 pub(crate) mod addr;
+pub(crate) mod formats;
 pub(crate) mod tables;
 pub(crate) mod verify;
 

@@ -478,10 +478,26 @@ async fn guest_files_keep_options_and_go_with_the_guest() {
     );
     assert!(sim.h.state().firewall.guests.contains_key(&100));
 
+    // A clone gets a copy of the file (`clone_vmfw_conf`).
+    let upid = sim
+        .post("/nodes/pve1/qemu/100/clone", &[("newid", "101")])
+        .await
+        .ok();
+    sim.wait_ok(&upid).await;
+    let cloned = sim.get("/nodes/pve1/qemu/101/firewall/rules").await.ok();
+    assert_eq!(cloned[0]["dest"], "guest/db");
+    assert_eq!(
+        sim.get("/nodes/pve1/qemu/101/firewall/options").await.ok()["policy_in"],
+        "DROP"
+    );
+
     // qemu-server `destroy_vm` calls `PVE::Firewall::remove_vmfw_conf`.
     let upid = sim.delete("/nodes/pve1/qemu/100", &[]).await.ok();
     sim.wait_ok(&upid).await;
-    assert!(sim.h.state().firewall.guests.is_empty());
+    assert_eq!(
+        sim.h.state().firewall.guests.keys().collect::<Vec<_>>(),
+        [&101]
+    );
     assert_eq!(
         sim.get(opts).await.ok(),
         json!({"digest": "da39a3ee5e6b4b0d3255bfef95601890afd80709"})
