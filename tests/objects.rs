@@ -249,3 +249,157 @@ async fn a_storage_without_a_receipt_is_never_changed_and_one_a_guest_uses_is_ne
     let storages = get(&client, "/storage").await;
     assert!(row(&storages, "storage", "nas").is_none());
 }
+
+/// A repository of cluster `t` (nodes pve1-pve3) listing `texts`, loaded.
+fn repository(dir: &std::path::Path, texts: &[String]) -> proxops_model::Cluster {
+    use proxops_model::{FsSource, LoadOptions, load_repository};
+    let cluster = dir.join("clusters/t");
+    std::fs::create_dir_all(&cluster).unwrap();
+    std::fs::write(
+        cluster.join("config.yaml"),
+        "pve:\n  clusters:\n    t:\n      base-url: https://pve.invalid:8006\n      nodes: [pve1, pve2, pve3]\n",
+    )
+    .unwrap();
+    let mut listed = String::from("resources:\n");
+    for (i, t) in texts.iter().enumerate() {
+        let registry = proxops_model::Registry::builtin();
+        let kind = t
+            .lines()
+            .find_map(|l| l.strip_prefix("kind: "))
+            .unwrap()
+            .trim();
+        let root = registry.get(kind).unwrap().root();
+        std::fs::create_dir_all(dir.join(root).join("t")).unwrap();
+        std::fs::write(dir.join(format!("{root}/t/m{i}.yaml")), t).unwrap();
+        listed.push_str(&format!("  - ../../{root}/t/m{i}.yaml\n"));
+    }
+    std::fs::write(cluster.join("resources.yaml"), listed).unwrap();
+    let repo = load_repository(
+        &FsSource::new(dir).unwrap(),
+        &proxops_model::Registry::builtin(),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    assert!(repo.diagnostics.is_empty(), "{:#?}", repo.diagnostics);
+    repo.cluster("t").unwrap().clone()
+}
+
+/// The manifests `proxops adopt --kind` writes for `class`, as texts.
+async fn adopted(
+    client: &PveClient,
+    cluster: &proxops_model::Cluster,
+    class: proxops_model::kinds::ObjectClass,
+) -> Vec<String> {
+    use proxops_engine::adopt::{ObjectOutcome, adopt_objects};
+    adopt_objects(client, cluster, class, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|o| match o {
+            ObjectOutcome::Adopted(a) => Some(a.to_yaml()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopt_writes_manifests_the_next_plan_takes_over_without_rewriting_anything() {
+    let (_sim, client) = sim().await;
+    call(
+        &client,
+        Method::POST,
+        "/pools",
+        Params::new()
+            .set("poolid", "Media_Pool")
+            .set("comment", "films"),
+    )
+    .await;
+    call(
+        &client,
+        Method::POST,
+        "/cluster/mapping/pci",
+        Params::new()
+            .set("id", "gpu")
+            .set("description", "the GPU")
+            .set("map", "node=pve1,path=0000:01:00.0,id=10de:1b80"),
+    )
+    .await;
+    call(
+        &client,
+        Method::POST,
+        "/cluster/backup",
+        Params::new()
+            .set("id", "weekly")
+            .set("schedule", "sun 03:00")
+            .set("storage", "local")
+            .set("vmid", "100,101")
+            .set("mode", "stop")
+            .set("prune-backups", "keep-last=3")
+            .set("compress", "zstd"),
+    )
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = repository(tmp.path(), &[]);
+    use proxops_model::kinds::ObjectClass;
+    let mut texts = Vec::new();
+    for class in [
+        ObjectClass::Pool,
+        ObjectClass::Mapping,
+        ObjectClass::BackupJob,
+    ] {
+        let found = adopted(&client, &empty, class).await;
+        assert_eq!(found.len(), 1, "{class:?}: {found:#?}");
+        texts.extend(found);
+    }
+    assert!(texts[0].contains("id: Media_Pool"), "{}", texts[0]);
+    let before = (
+        get(&client, "/pools").await,
+        get(&client, "/cluster/mapping/pci").await,
+        get(&client, "/cluster/backup").await,
+    );
+    // The adopted manifests load, and the plan only writes the marks.
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = repository(tmp.path(), &texts);
+    assert_eq!(cluster.resources.len(), 3);
+    let p = plan(&client, &texts).await;
+    assert_eq!(
+        verbs(&p),
+        vec![Verb::Adopt, Verb::Adopt, Verb::Adopt],
+        "{p:#?}"
+    );
+    for a in &p.actions {
+        let keys: Vec<&str> = a.changes.iter().map(|c| c.key.as_str()).collect();
+        assert!(keys == ["comment"] || keys == ["description"], "{a:#?}");
+    }
+    run(&client, &p).await;
+    assert!(plan(&client, &texts).await.is_empty());
+    let after = (
+        get(&client, "/pools").await,
+        get(&client, "/cluster/mapping/pci").await,
+        get(&client, "/cluster/backup").await,
+    );
+    // Only the free-text fields changed.
+    assert_eq!(
+        row(&after.0, "poolid", "Media_Pool").unwrap()["comment"],
+        "films [proxops.t.pool.media-pool]"
+    );
+    let job = |v: &Value| {
+        let mut r = row(v, "id", "weekly").unwrap().clone();
+        r.as_object_mut().unwrap().remove("comment");
+        r.as_object_mut().unwrap().remove("next-run");
+        r
+    };
+    assert_eq!(job(&before.2), job(&after.2));
+    let map = |v: &Value| row(v, "id", "gpu").unwrap()["map"].clone();
+    assert_eq!(map(&before.1), map(&after.1));
+    // Adopting again finds them managed.
+    let again = proxops_engine::adopt::adopt_objects(&client, &cluster, ObjectClass::Pool, None)
+        .await
+        .unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|o| !matches!(o, proxops_engine::adopt::ObjectOutcome::Adopted(_))),
+        "{again:#?}"
+    );
+}

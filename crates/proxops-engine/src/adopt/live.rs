@@ -171,6 +171,33 @@ pub struct Written {
 /// manifest, so a rerun after a failure goes on), every file is written to a temporary beside
 /// it, and the temporaries are renamed only once all of them are written.
 pub fn write(repo: &Path, cluster: &str, adopted: &[&Adopted]) -> Result<Written, AdoptError> {
+    let files: Vec<(PathBuf, String)> = adopted
+        .iter()
+        .map(|a| (manifest_path(cluster, a), a.to_yaml()))
+        .collect();
+    write_files(repo, cluster, &files)
+}
+
+/// [`write()`] for adopted cluster objects.
+pub fn write_objects(
+    repo: &Path,
+    cluster: &str,
+    adopted: &[&super::objects::AdoptedObject],
+) -> Result<Written, AdoptError> {
+    let files: Vec<(PathBuf, String)> = adopted
+        .iter()
+        .map(|a| (a.path(cluster), a.to_yaml()))
+        .collect();
+    write_files(repo, cluster, &files)
+}
+
+/// Writes manifests (repository-relative path, text) and lists them in the cluster's
+/// composition, as [`write()`] says.
+fn write_files(
+    repo: &Path,
+    cluster: &str,
+    adopted: &[(PathBuf, String)],
+) -> Result<Written, AdoptError> {
     let fail =
         |p: &Path, e: &dyn std::fmt::Display| AdoptError::Write(p.to_path_buf(), e.to_string());
     let comp = repo.join("clusters").join(cluster).join("resources.yaml");
@@ -183,12 +210,11 @@ pub fn write(repo: &Path, cluster: &str, adopted: &[&Adopted]) -> Result<Written
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     let mut manifests = Vec::new();
     let mut added = Vec::new();
-    for a in adopted {
-        let rel = manifest_path(cluster, a);
+    for (rel, text) in adopted {
+        let rel = rel.clone();
         let path = repo.join(&rel);
-        let text = a.to_yaml();
         match std::fs::read_to_string(&path) {
-            Ok(existing) if existing == text => {}
+            Ok(existing) if existing == *text => {}
             Ok(_) => {
                 return Err(fail(
                     &path,
@@ -196,7 +222,7 @@ pub fn write(repo: &Path, cluster: &str, adopted: &[&Adopted]) -> Result<Written
                 ));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                files.push((path.clone(), text));
+                files.push((path.clone(), text.clone()));
             }
             Err(e) => return Err(fail(&path, &e)),
         }

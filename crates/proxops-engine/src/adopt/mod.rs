@@ -11,6 +11,7 @@ mod composition;
 mod devices;
 mod live;
 mod lxc;
+mod objects;
 mod props;
 mod qemu_cloudinit;
 mod qemu_devices;
@@ -19,7 +20,10 @@ mod relations;
 mod report;
 mod typed;
 
-pub use live::{AdoptError, Outcome, Selection, Written, adopt_live, manifest_path, write};
+pub use live::{
+    AdoptError, Outcome, Selection, Written, adopt_live, manifest_path, write, write_objects,
+};
+pub use objects::{AdoptedObject, ObjectOutcome, adopt_objects};
 pub use report::{AdoptRefusal, AdoptReport, KeyPlacement, Placement};
 
 use crate::desired::{IDENTITY_PREFIX, OWNER_TAG};

@@ -248,12 +248,19 @@ fn seed_bridges(cluster: &Cluster, state: &mut State) {
     }
 }
 
-/// The PCI and USB resource mappings the cluster's VMs name, each with an entry for every node
+/// The PCI and USB resource mappings the cluster's VMs name and it does not declare, each with an entry for every node
 /// the VM may run on: an administrator creates them in PVE (Datacenter > Resource Mappings), and the
 /// simulator, having no hardware, maps each to a placeholder device (PCI `0000:00:00.0`, id
 /// `0000:0000`).
 fn seed_mappings(cluster: &Cluster) -> Mappings {
     let mut out = Mappings::default();
+    // A mapping the repository declares (`kind: ResourceMapping`) is ProxOps's to create.
+    let declared: std::collections::BTreeSet<&str> = cluster
+        .resources
+        .iter()
+        .filter(|r| r.kind == "ResourceMapping")
+        .map(|r| r.name())
+        .collect();
     let add = |table: &mut BTreeMap<String, Mapping>, id: &str, entry: String| {
         let m = table.entry(id.to_owned()).or_default();
         if !m.map.contains(&entry) {
@@ -268,11 +275,22 @@ fn seed_mappings(cluster: &Cluster) -> Mappings {
             continue;
         };
         for node in allowed_nodes(vm.node.as_deref(), &vm.nodes) {
-            for id in hw.pci_devices.iter().filter_map(|d| d.mapping.as_deref()) {
+            let undeclared = |id: &&str| !declared.contains(id);
+            for id in hw
+                .pci_devices
+                .iter()
+                .filter_map(|d| d.mapping.as_deref())
+                .filter(undeclared)
+            {
                 let entry = format!("id=0000:0000,node={node},path=0000:00:00.0");
                 add(&mut out.pci, id, entry);
             }
-            for id in hw.usb_devices.iter().filter_map(|d| d.mapping.as_deref()) {
+            for id in hw
+                .usb_devices
+                .iter()
+                .filter_map(|d| d.mapping.as_deref())
+                .filter(undeclared)
+            {
                 add(&mut out.usb, id, format!("id=0000:0000,node={node}"));
             }
         }
