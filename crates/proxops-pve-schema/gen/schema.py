@@ -4,11 +4,13 @@ each endpoint ProxOps or its simulator uses (`ENDPOINTS`), and the config keys o
 guests (`QEMU_KEYS`, `LXC_KEYS`: the parameters of the config update endpoints without the ones
 that steer the request), for both PVE versions ProxOps knows (8.4 and 9.1).
 
-Facts only: names, types, enums, limits, patterns and formats, never the schema's descriptions
-(the pve-docs files are AGPL-3.0; see ../shared/pve-api/README.md). A parameter whose facts are
+Facts only: names, types, enums, limits, patterns and formats, and each endpoint's permission
+check (`user`, `check`), never the schema's descriptions (the pve-docs files are AGPL-3.0; see
+../shared/pve-api/README.md). A parameter whose facts are
 the same in both versions is one row; one that differs, or exists in one version only, is a row
 per version (`versions: V84` / `V91`). An endpoint one version lacks (the HA rules of 9.x) is
-marked with the version that has it. Rows list only what differs from the defaults (`..P`, `..S`,
+marked with the version that has it. An endpoint's `permissions` are one row when the versions
+agree, else a row per version. Rows list only what differs from the defaults (`..P`, `..S`,
 `..E`), and equal property-string formats share one `PSn` constant.
 
 Named property-string formats (`pve-qm-smbios1`, `pve-qm-watchdog`, ...) have no sub-keys in the
@@ -306,6 +308,84 @@ def params_of(trees, method, path):
     return per_version, served
 
 
+PERM_USERS = {"all": "PermUser::All", "world": "PermUser::World"}
+USERID_PARAM = {"self": "UseridParam::SelfUser", "Realm.AllocateUser": "UseridParam::RealmAllocateUser"}
+GROUPS_PARAM = {"create": "GroupsParam::Create", "update": "GroupsParam::Update"}
+
+
+def check_options(check, rest, allowed):
+    """The `key, value` options after a check's fixed arguments; an unknown one stops the run."""
+    if len(rest) % 2:
+        sys.exit(f"odd options in permission check {check!r}")
+    opts = dict(zip(rest[::2], rest[1::2]))
+    if set(opts) - allowed:
+        sys.exit(f"unknown option in permission check {check!r}")
+    return opts
+
+
+def check_rs(c):
+    """A `Check` expression for one `check` of the schema; a form it does not know stops the run."""
+    if not isinstance(c, list) or not c:
+        sys.exit(f"permission check {c!r} is not a list")
+    head, args = c[0], c[1:]
+    if head in ("and", "or") and args:
+        return f"Check::{head.capitalize()}(&[" + ", ".join(check_rs(x) for x in args) + "])"
+    if head == "perm" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], list):
+        opts = check_options(c, args[2:], {"any", "require_param"})
+        rp = opts.get("require_param")
+        return (
+            f"Check::Perm {{ path: {rs(args[0])}, privs: {strs(args[1])}, "
+            f"any: {'true' if opts.get('any') else 'false'}, "
+            f"require_param: {('Some(' + rs(rp) + ')') if rp else 'None'} }}"
+        )
+    if head == "userid-param" and len(args) == 1 and args[0] in USERID_PARAM:
+        return f"Check::UseridParam({USERID_PARAM[args[0]]})"
+    if head == "userid-group" and args and isinstance(args[0], list):
+        gp = check_options(c, args[1:], {"groups_param"}).get("groups_param")
+        if gp is not None and gp not in GROUPS_PARAM:
+            sys.exit(f"unknown groups_param in permission check {c!r}")
+        return (
+            f"Check::UseridGroup {{ privs: {strs(args[0])}, "
+            f"groups_param: {('Some(' + GROUPS_PARAM[gp] + ')') if gp else 'None'} }}"
+        )
+    if head == "perm-modify" and len(args) == 1 and isinstance(args[0], str):
+        return f"Check::PermModify({rs(args[0])})"
+    sys.exit(f"unknown permission check {c!r}")
+
+
+def permissions_fields(perm):
+    """The fields of a `Permissions` row (without `versions`): `user` and `check`, never the
+    `description`."""
+    perm = perm or {}
+    if set(perm) - {"user", "check", "description"}:
+        sys.exit(f"unknown permissions keys {sorted(perm)}")
+    fields = []
+    if "user" in perm:
+        if perm["user"] not in PERM_USERS:
+            sys.exit(f"unknown permissions user {perm['user']!r}")
+        fields.append(f"user: Some({PERM_USERS[perm['user']]})")
+    if "check" in perm:
+        fields.append(f"check: Some({check_rs(perm['check'])})")
+    return fields
+
+
+def permissions_rows(trees, method, path):
+    """The `permissions` of an endpoint: one row when the versions that serve it agree, else one
+    per version."""
+    per_version = []
+    for v, idx in zip(VERSIONS, trees):
+        info = idx.get(path, {}).get("info", {}).get(method)
+        if info is not None:
+            per_version.append((v, permissions_fields(info.get("permissions"))))
+    if all(f == per_version[0][1] for _, f in per_version):
+        per_version = [(None, per_version[0][1])]
+    rows = []
+    for v, fields in per_version:
+        fields = fields + ([f"versions: {v}"] if v else [])
+        rows.append("Permissions { " + ", ".join(fields + ["..A"]) + " }")
+    return "permissions: &[" + ", ".join(rows) + "]"
+
+
 def main():
     paths = sys.argv[1:]
     if len(paths) != len(VERSIONS):
@@ -318,10 +398,11 @@ def main():
         base = "" if only else ", ..E"  # every field given: no base
         rows = param_rows(per_version, served, "        ")
         body = "\n".join(rows)
+        perms = permissions_rows(trees, method, path)
         eps.append(
-            f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, {only}params: &[\n{body}\n    ]{base} }},"
+            f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, {only}params: &[\n{body}\n    ], {perms}{base} }},"
             if rows
-            else f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, {only}params: &[]{base} }},"
+            else f"    Endpoint {{ method: {rs(method)}, path: {rs(path)}, {only}params: &[], {perms}{base} }},"
         )
     guests = []
     for const, method, path in GUESTS:
@@ -330,13 +411,14 @@ def main():
         guests.append((const, method, path, "\n".join(rows)))
     names = ", ".join(os.path.basename(p) for p in paths)
     print(f"// @generated by gen/schema.py from {names} (facts only: names,")
-    print("// types, enums, formats, limits, patterns). Do not edit by hand; tests/conformance.rs checks it")
+    print("// types, enums, formats, limits, patterns, permission checks). Do not edit by hand; tests/conformance.rs checks it")
     print("// against each schema.")
     print("#![allow(clippy::approx_constant, clippy::unreadable_literal)]\n")
-    print("use crate::{Endpoint, Fmt, Param, Sub, Ty, Versions};\n")
+    print("use crate::{Check, Endpoint, Fmt, GroupsParam, Param, PermUser, Permissions, Sub, Ty, UseridParam, Versions};\n")
     print("const P: Param = Param::DEFAULT;")
     print("const S: Sub = Sub::DEFAULT;")
     print("const E: Endpoint = Endpoint::DEFAULT;")
+    print("const A: Permissions = Permissions::DEFAULT;")
     print("const V84: Versions = Versions::V8_4;")
     print("const V91: Versions = Versions::V9_1;\n")
     print("/// The parameters of the config update endpoints that steer the request instead of")

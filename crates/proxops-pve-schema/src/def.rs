@@ -1,5 +1,6 @@
 //! The shapes of the generated table: an [`Endpoint`] with its [`Param`]s, a parameter's type
-//! ([`Ty`]) and format ([`Fmt`]), and the sub-keys of a property string ([`Sub`]).
+//! ([`Ty`]) and format ([`Fmt`]), the sub-keys of a property string ([`Sub`]), and the
+//! endpoint's permission check ([`Permissions`], [`Check`]).
 
 use crate::guest::{max_index, split_indexed};
 use crate::{GuestType, PveRelease, Versions};
@@ -178,6 +179,97 @@ impl Param {
     }
 }
 
+/// An endpoint's `permissions` as the schema states them, without the `description` prose.
+///
+/// How PVE's API server applies them (pve-access-control `PVE/RPCEnvironment.pm`,
+/// `check_api2_permissions`): `user: world` lets anyone in, even unauthenticated; `root@pam`
+/// passes every check; no `permissions` at all (or one with neither `user` nor `check`) lets
+/// only `root@pam` in; `user: all` lets every authenticated user in (the handler checks by
+/// itself) and then a `check` beside it is not run; otherwise the `check` decides.
+/// [`crate::required`] resolves this for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Permissions {
+    /// `user`: `all` or `world`.
+    pub user: Option<PermUser>,
+    /// `check`.
+    pub check: Option<Check>,
+    /// The releases whose schema states it so.
+    pub versions: Versions,
+}
+
+impl Permissions {
+    /// No `user` and no `check`: only `root@pam` (the generated table's base).
+    pub const DEFAULT: Permissions = Permissions {
+        user: None,
+        check: None,
+        versions: Versions::ALL,
+    };
+}
+
+/// The `user` of a method's `permissions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermUser {
+    /// `all`: any authenticated user; the handler checks what it needs itself.
+    All,
+    /// `world`: anyone, no login needed.
+    World,
+}
+
+/// A permission check as PVE's schema writes it (`check` of a method's `permissions`), one
+/// variant per form PVE's `exec_api2_perm_check` knows. Paths keep their `{param}` placeholders
+/// as PVE writes them (`/vms/{vmid}`, `/pool/{poolid}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// `["perm", path, [privs], options...]`: the privileges on the ACL path, all of them, or any
+    /// one with `"any", 1`; with `"require_param", p` the check fails when the request lacks `p`.
+    Perm {
+        /// ACL path template.
+        path: &'static str,
+        /// Privilege names.
+        privs: &'static [&'static str],
+        /// `any`: one of `privs` is enough.
+        any: bool,
+        /// `require_param`: the parameter the request must carry.
+        require_param: Option<&'static str>,
+    },
+    /// `["and", checks...]`: every one.
+    And(&'static [Check]),
+    /// `["or", checks...]`: at least one.
+    Or(&'static [Check]),
+    /// `["userid-param", test]`: a test on the request's `userid` parameter.
+    UseridParam(UseridParam),
+    /// `["userid-group", [privs], options...]`: any of `privs` on `/access/groups`, or on the
+    /// groups concerned (the `userid`'s groups; with `groups_param`, the groups of the `groups`
+    /// parameter too).
+    UseridGroup {
+        /// Privilege names (any one is enough).
+        privs: &'static [&'static str],
+        /// `groups_param`: the `groups` parameter names groups, of a new or an updated user.
+        groups_param: Option<GroupsParam>,
+    },
+    /// `["perm-modify", path]`: the right to change the ACL of the path (`Permissions.Modify`, or
+    /// the allocate privilege of the path's kind).
+    PermModify(&'static str),
+}
+
+/// The test of a `userid-param` check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UseridParam {
+    /// `self`: the caller is the user the `userid` parameter names.
+    SelfUser,
+    /// `Realm.AllocateUser`: that privilege on `/access/realm/<realm of userid>`.
+    RealmAllocateUser,
+}
+
+/// The `groups_param` option of a `userid-group` check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupsParam {
+    /// `create`: the user is new (not required to exist).
+    Create,
+    /// `update`: the user exists.
+    Update,
+}
+
 /// One endpoint: method, path template under `/api2/json`, and its parameters (path ones
 /// included) in every release.
 #[derive(Debug, Clone, Copy)]
@@ -191,16 +283,32 @@ pub struct Endpoint {
     pub params: &'static [Param],
     /// The releases whose schema has the endpoint.
     pub versions: Versions,
+    /// The permission check of each release: one row when the releases agree, else one per
+    /// release. Empty only for an endpoint built by hand (not from the table): not known.
+    pub permissions: &'static [Permissions],
 }
 
 impl Endpoint {
-    /// An endpoint of every release with no parameters (the generated table's base).
+    /// An endpoint of every release with no parameters and no known permission check (the
+    /// generated table's base).
     pub const DEFAULT: Endpoint = Endpoint {
         method: "",
         path: "",
         params: &[],
         versions: Versions::ALL,
+        permissions: &[],
     };
+
+    /// The permission check `release` defines, `None` when the table holds none for it (or the
+    /// release lacks the endpoint).
+    pub fn permissions_of(&self, release: PveRelease) -> Option<&'static Permissions> {
+        if !self.versions.contains(release) {
+            return None;
+        }
+        self.permissions
+            .iter()
+            .find(|p| p.versions.contains(release))
+    }
 
     /// The parameters `release` defines.
     pub fn params_of(&self, release: PveRelease) -> impl Iterator<Item = &'static Param> + '_ {

@@ -4,7 +4,10 @@
 //! - The one generated table of PVE's official API schemas 8.4 and 9.1 (`gen/schema.py`, facts
 //!   only): every [`Endpoint`] ProxOps uses with its [`Param`]s ([`ENDPOINTS`], [`endpoint`]),
 //!   and the config keys of each guest type ([`keys`], [`key`]), each definition marked with
-//!   the [`Versions`] that have it. `tests/conformance.rs` checks the table against both dumps.
+//!   the [`Versions`] that have it, and each endpoint's permission check ([`Permissions`],
+//!   [`Check`]). `tests/conformance.rs` checks the table against both dumps.
+//! - What one request needs to pass that check ([`required`]): alternatives of conjunctions of
+//!   privileges on ACL paths, with the request's values in the paths ([`Requirement`], [`Term`]).
 //! - By hand, once: [`GuestType`] (PVE's two guest types), [`PveRelease`], [`parse_bool`]
 //!   (PVE's boolean spellings), the indexed families' limits ([`max_index`]), and the groups of
 //!   keys PVE's code treats alike: fast-plug keys, hotplug classes, privilege option groups,
@@ -16,17 +19,21 @@
 mod def;
 mod groups;
 mod guest;
+mod perm;
 mod props;
 mod release;
 #[rustfmt::skip]
 mod table;
 
-pub use def::{Endpoint, Fmt, Param, Sub, Ty, endpoint};
+pub use def::{
+    Check, Endpoint, Fmt, GroupsParam, Param, PermUser, Permissions, Sub, Ty, UseridParam, endpoint,
+};
 pub use groups::{
     LXC_FAST_PLUG, QEMU_CLOUDINIT_OPTIONS, QEMU_CPU_OPTIONS, QEMU_FAST_PLUG, QEMU_GENERAL_OPTIONS,
     QEMU_HWTYPE_OPTIONS, QEMU_MEMORY_OPTIONS, hotplug_classes, is_drive_key, is_volume,
 };
 pub use guest::{allowed_values, key, keys, max_index, releases_of, split_indexed};
+pub use perm::{Requirement, Term, required};
 pub use props::{PropertyStringError, SubKeys, UnknownKeys, split_property_string};
 pub use release::{PveRelease, Versions};
 pub use table::{CONFIG_CONTROL, ENDPOINTS};

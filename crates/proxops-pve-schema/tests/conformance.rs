@@ -1,13 +1,14 @@
 //! The generated table against PVE's official API schemas (../shared/pve-api/, read only here):
 //! for each release, every endpoint's rows of that release equal the schema's parameters, and
 //! each guest type's config keys are exactly the config endpoint's parameters without the ones
-//! that steer the request.
+//! that steer the request; and each endpoint's permission check of each release is the schema's.
 
 // Test code may panic: a panic is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proxops_pve_schema::{
-    CONFIG_CONTROL, ENDPOINTS, Fmt, GuestType, Param, PveRelease, Sub, Ty, endpoint, key, keys,
+    CONFIG_CONTROL, Check, ENDPOINTS, Fmt, GroupsParam, GuestType, Param, PermUser, Permissions,
+    PveRelease, Sub, Ty, UseridParam, endpoint, key, keys,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -276,4 +277,216 @@ fn a_named_property_string_reads_its_keys_from_the_typetext() {
     assert!(model.default_key && model.optional);
     assert_eq!(model.enums, ["i6300esb", "ib700"]);
     assert_eq!(watchdog.ty, Ty::Str);
+}
+
+/// A check of the schema in one spelling (options by name), `?...` for a form it does not know.
+fn schema_check(c: &Value) -> String {
+    let Some((head, args)) = c.as_array().and_then(|a| a.split_first()) else {
+        return format!("?{c}");
+    };
+    let list = |v: &Value| format!("[{}]", strs(v).join(","));
+    // The `key, value` options after `fixed` arguments, by name.
+    let opts = |fixed: usize| {
+        let rest = args.get(fixed..).unwrap_or_default();
+        let mut o: Vec<String> = rest
+            .chunks(2)
+            .map(|kv| match kv {
+                [Value::String(k), v] if k == "any" => format!(";any={}", truthy(v)),
+                [Value::String(k), Value::String(v)] => format!(";{k}={v}"),
+                other => format!(";?{other:?}"),
+            })
+            .collect();
+        o.sort();
+        o.concat()
+    };
+    match (head.as_str().unwrap_or_default(), args) {
+        (h @ ("and" | "or"), subs) => {
+            let subs: Vec<String> = subs.iter().map(schema_check).collect();
+            format!("{h}({})", subs.join(","))
+        }
+        ("perm", [Value::String(path), privs, ..]) => {
+            format!("perm({path};{}{})", list(privs), opts(2))
+        }
+        ("userid-param", [Value::String(t)]) => format!("userid-param({t})"),
+        ("userid-group", [privs, ..]) => format!("userid-group({}{})", list(privs), opts(1)),
+        ("perm-modify", [Value::String(path)]) => format!("perm-modify({path})"),
+        _ => format!("?{c}"),
+    }
+}
+
+/// One of the table's checks in the spelling of [`schema_check`].
+fn our_check(c: &Check) -> String {
+    let list = |privs: &[&str]| format!("[{}]", privs.join(","));
+    match c {
+        Check::And(subs) | Check::Or(subs) => {
+            let h = if matches!(c, Check::And(_)) {
+                "and"
+            } else {
+                "or"
+            };
+            let subs: Vec<String> = subs.iter().map(our_check).collect();
+            format!("{h}({})", subs.join(","))
+        }
+        Check::Perm {
+            path,
+            privs,
+            any,
+            require_param,
+        } => {
+            let mut o = Vec::new();
+            if *any {
+                o.push(";any=true".to_string());
+            }
+            if let Some(p) = require_param {
+                o.push(format!(";require_param={p}"));
+            }
+            o.sort();
+            format!("perm({path};{}{})", list(privs), o.concat())
+        }
+        Check::UseridParam(UseridParam::SelfUser) => "userid-param(self)".into(),
+        Check::UseridParam(UseridParam::RealmAllocateUser) => {
+            "userid-param(Realm.AllocateUser)".into()
+        }
+        Check::UseridGroup {
+            privs,
+            groups_param,
+        } => {
+            let gp = match groups_param {
+                None => "",
+                Some(GroupsParam::Create) => ";groups_param=create",
+                Some(GroupsParam::Update) => ";groups_param=update",
+            };
+            format!("userid-group({}{gp})", list(privs))
+        }
+        Check::PermModify(path) => format!("perm-modify({path})"),
+    }
+}
+
+/// A method's `permissions` (`null` when it has none) as `user=...;check=...`.
+fn schema_permissions(perm: &Value) -> String {
+    let user = perm["user"].as_str().unwrap_or("-");
+    let check = match &perm["check"] {
+        Value::Null => "-".to_string(),
+        c => schema_check(c),
+    };
+    let unknown: Vec<&String> = perm
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .filter(|k| !["user", "check", "description"].contains(&k.as_str()))
+        .collect();
+    format!("user={user};check={check};unknown={unknown:?}")
+}
+
+fn our_permissions(p: &Permissions) -> String {
+    let user = match p.user {
+        None => "-",
+        Some(PermUser::All) => "all",
+        Some(PermUser::World) => "world",
+    };
+    let check = p.check.as_ref().map_or("-".to_string(), our_check);
+    format!("user={user};check={check};unknown=[]")
+}
+
+#[test]
+fn every_endpoints_permissions_are_each_schemas() {
+    let mut errs = Vec::new();
+    for release in PveRelease::ALL {
+        let Some(tree) = schema(release) else { return };
+        let idx = index(&tree);
+        for ep in ENDPOINTS.iter().filter(|e| e.versions.contains(release)) {
+            let where_ = format!("{} {} {}", release.as_str(), ep.method, ep.path);
+            let Some(info) = idx.get(ep.path).and_then(|i| i.get(ep.method)) else {
+                errs.push(format!("{where_}: not in the schema"));
+                continue;
+            };
+            let rows: Vec<&Permissions> = ep
+                .permissions
+                .iter()
+                .filter(|p| p.versions.contains(release))
+                .collect();
+            let [ours] = rows[..] else {
+                errs.push(format!("{where_}: {} permission rows", rows.len()));
+                continue;
+            };
+            let (ours, theirs) = (
+                our_permissions(ours),
+                schema_permissions(&info["permissions"]),
+            );
+            if ours != theirs {
+                errs.push(format!("{where_}: {ours} != {theirs}"));
+            }
+        }
+    }
+    assert!(
+        errs.is_empty(),
+        "{} differences:\n{}",
+        errs.len(),
+        errs.join("\n")
+    );
+}
+
+/// A check list for a test's mutated checks (the table's are static).
+fn leak(checks: Vec<Check>) -> &'static [Check] {
+    checks.leak()
+}
+
+#[test]
+fn the_permission_comparison_sees_a_changed_check() {
+    let Some(tree) = schema(PveRelease::V9_1) else {
+        return;
+    };
+    let idx = index(&tree);
+    let theirs = schema_permissions(&idx["/nodes/{node}/qemu/{vmid}/clone"]["POST"]["permissions"]);
+    let ours = endpoint("POST", "/nodes/{node}/qemu/{vmid}/clone")
+        .and_then(|e| e.permissions_of(PveRelease::V9_1))
+        .unwrap();
+    assert_eq!(our_permissions(ours), theirs);
+    let Some(Check::And([source, target])) = ours.check else {
+        panic!("{ours:?}")
+    };
+    let Check::Or([new, Check::Perm { path, privs, .. }]) = target else {
+        panic!("{target:?}")
+    };
+    // The pool alternative without its `require_param`, `any` set, `user: all` added, the
+    // order of `and` turned: each reads differently.
+    let pool_without_require = Check::Perm {
+        path,
+        privs,
+        any: false,
+        require_param: None,
+    };
+    let pool_any = Check::Perm {
+        path,
+        privs,
+        any: true,
+        require_param: Some("pool"),
+    };
+    let mutations = [
+        Permissions {
+            check: Some(Check::And(leak(vec![
+                *source,
+                Check::Or(leak(vec![*new, pool_without_require])),
+            ]))),
+            ..*ours
+        },
+        Permissions {
+            check: Some(Check::And(leak(vec![
+                *source,
+                Check::Or(leak(vec![*new, pool_any])),
+            ]))),
+            ..*ours
+        },
+        Permissions {
+            user: Some(PermUser::All),
+            ..*ours
+        },
+        Permissions {
+            check: Some(Check::And(leak(vec![*target, *source]))),
+            ..*ours
+        },
+    ];
+    for m in mutations {
+        assert_ne!(our_permissions(&m), theirs, "{m:?}");
+    }
 }
