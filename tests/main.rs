@@ -9,6 +9,7 @@ mod ansible;
 mod delete;
 mod engine;
 mod examples;
+mod firewall;
 mod git_http;
 mod guarded;
 mod honest;

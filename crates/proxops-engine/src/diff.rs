@@ -761,6 +761,7 @@ mod tests {
             create_only: Vec::new(),
             warnings: Vec::new(),
             update_policy: None,
+            firewall: None,
         }
     }
 

@@ -169,6 +169,14 @@ pub(crate) enum Op {
     },
     /// One API call on a cluster object ([`crate::objects`]).
     Object(crate::objects::ObjectRequest),
+    /// A firewall rule list brought to the manifest's rules, at run time from a fresh read
+    /// ([`crate::objects::rules::apply`]).
+    Rules {
+        endpoints: crate::objects::Endpoints,
+        rules: Vec<crate::objects::rules::Rule>,
+        /// The identity whose marks say which rules are ProxOps's.
+        owner: String,
+    },
     /// ProxOps's snapshots beyond `keep`, oldest first.
     PruneSnapshots {
         guest: GuestRef,

@@ -330,8 +330,32 @@ fn resolve(
         }
     }
     let mut rows = Rows::with_capacity(resources.len(), resources.len() * 2);
+    // An inferred reference without a name stands for every resource of its kind (a guest's
+    // firewall rules after the cluster's one `Firewall`).
+    let firewalls: Vec<u32> = resources
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == "Firewall")
+        .map(|(i, _)| i as u32)
+        .collect();
     for r in resources {
         for_each_reference(registry, r, |x| {
+            if x.source == ReferenceSource::Inferred && x.target_name.is_empty() {
+                let all = if x.target_kind == "Firewall" {
+                    firewalls.as_slice()
+                } else {
+                    &[]
+                };
+                for t in all {
+                    rows.push(Dependency {
+                        target: ResourceId(*t),
+                        field: x.field,
+                        source: x.source,
+                        same_node: false,
+                    });
+                }
+                return;
+            }
             match index.get(&(x.target_kind.as_ref(), x.target_name.as_ref())) {
                 Some(t) => rows.push(Dependency {
                     target: ResourceId(*t),

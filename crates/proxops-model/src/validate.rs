@@ -66,13 +66,29 @@ fn storage_references<'s>(
         .get(r.kind)
         .map(|k| k.storages(&r.spec))
         .unwrap_or_default();
-    uses.into_iter().map(|u| ReferenceView {
+    let stores = uses.into_iter().map(|u| ReferenceView {
         field: "storage",
         target_kind: std::borrow::Cow::Borrowed("Storage"),
         target_name: std::borrow::Cow::Owned(u.storage),
         same_node: false,
         source: crate::kind::ReferenceSource::Inferred,
-    })
+    });
+    // A guest's own firewall rules name the cluster firewall's groups, aliases and IP sets:
+    // after the cluster's `Firewall`, whatever its name (an empty name: every resource of the
+    // kind, there is one per cluster).
+    let has_rules = match &r.spec {
+        crate::Spec::Vm(v) => v.firewall.as_ref().is_some_and(|f| !f.rules.is_empty()),
+        crate::Spec::Lxc(l) => l.firewall.as_ref().is_some_and(|f| !f.rules.is_empty()),
+        _ => false,
+    };
+    let firewall = has_rules.then_some(ReferenceView {
+        field: "firewall.rules",
+        target_kind: std::borrow::Cow::Borrowed("Firewall"),
+        target_name: std::borrow::Cow::Borrowed(""),
+        same_node: false,
+        source: crate::kind::ReferenceSource::Inferred,
+    });
+    stores.chain(firewall)
 }
 
 /// The producers the reference expressions of `r` read (`fromArtifact`, `fromReceipt`).

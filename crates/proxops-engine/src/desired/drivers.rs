@@ -147,8 +147,16 @@ impl Drivers {
 /// The desired guest of a VM, TemplateVM, LXC or TemplateCT resource.
 pub fn guest(cx: &Context<'_>, resource: &Resource) -> Result<DesiredGuest, DesiredError> {
     let mut desired = match &resource.spec {
-        Spec::Vm(spec) => vm::desired(cx, resource, spec)?,
-        Spec::Lxc(spec) => lxc::desired(cx, resource, spec)?,
+        Spec::Vm(spec) => {
+            let mut d = vm::desired(cx, resource, spec)?;
+            d.firewall.clone_from(&spec.firewall);
+            d
+        }
+        Spec::Lxc(spec) => {
+            let mut d = lxc::desired(cx, resource, spec)?;
+            d.firewall.clone_from(&spec.firewall);
+            d
+        }
         _ => return Err(DesiredError::NotAGuest(resource.key().to_string())),
     };
     desired.owned.sort_by(|a, b| a.key.cmp(&b.key));

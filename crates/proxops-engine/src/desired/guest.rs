@@ -134,6 +134,9 @@ pub struct DesiredGuest {
     /// a disruptive update is planned between a snapshot and a check, rolled back when either
     /// fails ([`crate::guard`]). `None`: updates are not guarded.
     pub update_policy: Option<proxops_model::kinds::UpdatePolicy>,
+    /// Its own firewall (`firewall:`): options and rules, written after the guest exists
+    /// ([`crate::objects`]).
+    pub firewall: Option<proxops_model::kinds::firewall_spec::GuestFirewall>,
 }
 
 impl DesiredGuest {

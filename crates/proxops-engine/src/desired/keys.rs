@@ -38,6 +38,7 @@ impl DesiredGuest {
             create_only: Vec::new(),
             warnings: Vec::new(),
             update_policy: None,
+            firewall: None,
         }
     }
 }

@@ -324,6 +324,11 @@ async fn run(
             )
             .await
             .map(drop),
+        Op::Rules {
+            endpoints,
+            rules,
+            owner,
+        } => crate::objects::rules::apply(client, endpoints, rules, owner).await,
         Op::Start { guest } | Op::GuardedStart { guest, .. } => {
             start_guest(client, guest, options, upids).await
         }

@@ -6,116 +6,253 @@
 use proxops_model::kinds::ObjectClass;
 use proxops_model::kinds::object::MappingType;
 
-/// The endpoints and fields of one class of cluster object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// How objects of a list are reconciled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Shape {
+    /// One object of a list, by id: created, updated, deleted.
+    Item,
+    /// An ACL entry: granted and revoked through `PUT /access/acl`.
+    AclEntry,
+    /// The options of a singleton (the cluster's or a guest's firewall): only updated, the
+    /// keys the manifest sets.
+    Options,
+    /// An ordered list of firewall rules: ProxOps's rules (marked with their index) are
+    /// created, changed, moved and deleted; rules added by hand stay where they are.
+    Rules,
+}
+
+/// The endpoints and fields of one list of cluster objects.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Endpoints {
-    /// `GET` of every object of the class (one request per plan).
+    /// The list's template (`GET`; one request per plan).
     pub list: &'static str,
-    /// `POST` that creates one (`PUT` for ACL entries).
+    /// The template that creates an object (`POST`; `PUT` for ACL entries).
     pub create: &'static str,
-    /// The object's own path, `{id}` standing for its id (`PUT` updates, `DELETE` removes).
+    /// The object's own template, its id as the last `{...}` (`PUT` updates, `DELETE`
+    /// removes); for [`Shape::Options`] the options' own path.
     pub item: &'static str,
+    /// Values of the templates' other placeholders (`node`, `vmid`, a set's `name`).
+    pub vars: Vec<(&'static str, String)>,
     /// The create parameter and list field that hold the id.
     pub id_field: &'static str,
     /// The free-text field that carries ProxOps's mark, where PVE has one. Without one,
     /// ownership is proven by a receipt on the observed plane.
     pub marker: Option<&'static str>,
-}
-
-/// The endpoints of `class` (a mapping's depend on its type).
-pub fn endpoints(class: ObjectClass, mapping: Option<MappingType>) -> Endpoints {
-    match class {
-        ObjectClass::Storage => Endpoints {
-            list: "/storage",
-            create: "/storage",
-            item: "/storage/{storage}",
-            id_field: "storage",
-            marker: None,
-        },
-        ObjectClass::Pool => Endpoints {
-            list: "/pools",
-            create: "/pools",
-            item: "/pools/{poolid}",
-            id_field: "poolid",
-            marker: Some("comment"),
-        },
-        ObjectClass::BackupJob => Endpoints {
-            list: "/cluster/backup",
-            create: "/cluster/backup",
-            item: "/cluster/backup/{id}",
-            id_field: "id",
-            marker: Some("comment"),
-        },
-        ObjectClass::Mapping => match mapping {
-            Some(MappingType::Usb) => Endpoints {
-                list: "/cluster/mapping/usb",
-                create: "/cluster/mapping/usb",
-                item: "/cluster/mapping/usb/{id}",
-                id_field: "id",
-                marker: Some("description"),
-            },
-            _ => Endpoints {
-                list: "/cluster/mapping/pci",
-                create: "/cluster/mapping/pci",
-                item: "/cluster/mapping/pci/{id}",
-                id_field: "id",
-                marker: Some("description"),
-            },
-        },
-        ObjectClass::User => Endpoints {
-            list: "/access/users",
-            create: "/access/users",
-            item: "/access/users/{userid}",
-            id_field: "userid",
-            marker: Some("comment"),
-        },
-        ObjectClass::Group => Endpoints {
-            list: "/access/groups",
-            create: "/access/groups",
-            item: "/access/groups/{groupid}",
-            id_field: "groupid",
-            marker: Some("comment"),
-        },
-        ObjectClass::Role => Endpoints {
-            list: "/access/roles",
-            create: "/access/roles",
-            item: "/access/roles/{roleid}",
-            id_field: "roleid",
-            marker: None,
-        },
-        // Entries are written and removed through `PUT /access/acl`; `item` is unused.
-        _ => Endpoints {
-            list: "/access/acl",
-            create: "/access/acl",
-            item: "/access/acl",
-            id_field: "",
-            marker: None,
-        },
-    }
+    /// How its objects are reconciled.
+    pub shape: Shape,
 }
 
 impl Endpoints {
+    fn fixed(
+        list: &'static str,
+        item: &'static str,
+        id_field: &'static str,
+        marker: Option<&'static str>,
+    ) -> Endpoints {
+        Endpoints {
+            list,
+            create: list,
+            item,
+            vars: Vec::new(),
+            id_field,
+            marker,
+            shape: Shape::Item,
+        }
+    }
+
+    /// `template` with the placeholders of `vars` filled in.
+    fn fill(&self, template: &str) -> String {
+        let mut out = template.to_owned();
+        for (k, v) in &self.vars {
+            out = out.replace(&format!("{{{k}}}"), &encode_segment(v));
+        }
+        out
+    }
+
+    /// The concrete list path: what the plan reads, and the key its reads are kept under.
+    pub fn list_path(&self) -> String {
+        self.fill(self.list)
+    }
+
+    /// The concrete create path.
+    pub fn create_path(&self) -> String {
+        self.fill(self.create)
+    }
+
     /// The item path of object `id`.
     pub fn item_path(&self, id: &str) -> String {
-        match self.item.find('{') {
-            Some(at) => format!("{}{}", &self.item[..at], encode_segment(id)),
-            None => self.item.to_owned(),
+        let filled = self.fill(self.item);
+        match (self.shape, filled.rfind('{')) {
+            (Shape::Options, _) | (_, None) => filled,
+            (_, Some(at)) => format!("{}{}", &filled[..at], encode_segment(id)),
         }
     }
 }
 
-/// `id` as one path segment: `@` and `!` stay (PVE's user and token ids), anything that is not
-/// an id character is percent-encoded.
-fn encode_segment(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@' | b'!' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
+/// The endpoints of `class` (a mapping's depend on its type). The firewall's parts have their
+/// own ([`firewall`]).
+pub fn endpoints(class: ObjectClass, mapping: Option<MappingType>) -> Endpoints {
+    match class {
+        ObjectClass::Storage => Endpoints::fixed("/storage", "/storage/{storage}", "storage", None),
+        ObjectClass::Pool => {
+            Endpoints::fixed("/pools", "/pools/{poolid}", "poolid", Some("comment"))
         }
+        ObjectClass::BackupJob => Endpoints::fixed(
+            "/cluster/backup",
+            "/cluster/backup/{id}",
+            "id",
+            Some("comment"),
+        ),
+        ObjectClass::Mapping => match mapping {
+            Some(MappingType::Usb) => Endpoints::fixed(
+                "/cluster/mapping/usb",
+                "/cluster/mapping/usb/{id}",
+                "id",
+                Some("description"),
+            ),
+            _ => Endpoints::fixed(
+                "/cluster/mapping/pci",
+                "/cluster/mapping/pci/{id}",
+                "id",
+                Some("description"),
+            ),
+        },
+        ObjectClass::User => Endpoints::fixed(
+            "/access/users",
+            "/access/users/{userid}",
+            "userid",
+            Some("comment"),
+        ),
+        ObjectClass::Group => Endpoints::fixed(
+            "/access/groups",
+            "/access/groups/{groupid}",
+            "groupid",
+            Some("comment"),
+        ),
+        ObjectClass::Role => {
+            Endpoints::fixed("/access/roles", "/access/roles/{roleid}", "roleid", None)
+        }
+        ObjectClass::Firewall => firewall(FirewallPart::Options, &[]),
+        _ => Endpoints {
+            shape: Shape::AclEntry,
+            ..Endpoints::fixed("/access/acl", "/access/acl", "", None)
+        },
     }
-    out
+}
+
+/// A part of a firewall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirewallPart {
+    /// The cluster's options.
+    Options,
+    /// The cluster's rules.
+    Rules,
+    /// Aliases.
+    Aliases,
+    /// IP sets.
+    IpSets,
+    /// The entries of IP set `name` (var).
+    IpSetEntries,
+    /// Security groups.
+    Groups,
+    /// The rules of security group `group` (var).
+    GroupRules,
+    /// A guest's options (`node`, `vmid` vars; `qemu` or `lxc` by [`guest_firewall`]).
+    GuestOptions,
+    /// A guest's rules.
+    GuestRules,
+}
+
+/// The endpoints of a part of the cluster's firewall, `vars` filling its placeholders.
+pub fn firewall(part: FirewallPart, vars: &[(&'static str, String)]) -> Endpoints {
+    let mut e = match part {
+        FirewallPart::Options | FirewallPart::GuestOptions => Endpoints {
+            shape: Shape::Options,
+            ..Endpoints::fixed(
+                "/cluster/firewall/options",
+                "/cluster/firewall/options",
+                "",
+                None,
+            )
+        },
+        FirewallPart::Rules | FirewallPart::GuestRules => Endpoints {
+            shape: Shape::Rules,
+            ..Endpoints::fixed(
+                "/cluster/firewall/rules",
+                "/cluster/firewall/rules/{pos}",
+                "pos",
+                Some("comment"),
+            )
+        },
+        FirewallPart::Aliases => Endpoints::fixed(
+            "/cluster/firewall/aliases",
+            "/cluster/firewall/aliases/{name}",
+            "name",
+            Some("comment"),
+        ),
+        FirewallPart::IpSets => Endpoints::fixed(
+            "/cluster/firewall/ipset",
+            "/cluster/firewall/ipset/{name}",
+            "name",
+            Some("comment"),
+        ),
+        FirewallPart::IpSetEntries => Endpoints::fixed(
+            "/cluster/firewall/ipset/{name}",
+            "/cluster/firewall/ipset/{name}/{cidr}",
+            "cidr",
+            Some("comment"),
+        ),
+        FirewallPart::Groups => Endpoints::fixed(
+            "/cluster/firewall/groups",
+            "/cluster/firewall/groups/{group}",
+            "group",
+            Some("comment"),
+        ),
+        FirewallPart::GroupRules => Endpoints {
+            shape: Shape::Rules,
+            ..Endpoints::fixed(
+                "/cluster/firewall/groups/{group}",
+                "/cluster/firewall/groups/{group}/{pos}",
+                "pos",
+                Some("comment"),
+            )
+        },
+    };
+    e.vars = vars.to_vec();
+    e
+}
+
+/// The endpoints of a guest's firewall options or rules (`qemu` or `lxc`).
+pub fn guest_firewall(rules: bool, lxc: bool, node: &str, vmid: u32) -> Endpoints {
+    let vars = vec![("node", node.to_owned()), ("vmid", vmid.to_string())];
+    let (list, item) = match (rules, lxc) {
+        (false, false) => (
+            "/nodes/{node}/qemu/{vmid}/firewall/options",
+            "/nodes/{node}/qemu/{vmid}/firewall/options",
+        ),
+        (false, true) => (
+            "/nodes/{node}/lxc/{vmid}/firewall/options",
+            "/nodes/{node}/lxc/{vmid}/firewall/options",
+        ),
+        (true, false) => (
+            "/nodes/{node}/qemu/{vmid}/firewall/rules",
+            "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}",
+        ),
+        (true, true) => (
+            "/nodes/{node}/lxc/{vmid}/firewall/rules",
+            "/nodes/{node}/lxc/{vmid}/firewall/rules/{pos}",
+        ),
+    };
+    Endpoints {
+        list,
+        create: list,
+        item,
+        vars,
+        id_field: if rules { "pos" } else { "" },
+        marker: rules.then_some("comment"),
+        shape: if rules { Shape::Rules } else { Shape::Options },
+    }
 }
 
 /// The endpoints of `class` whose list is `list` (a mapping's type follows from its list).
@@ -126,4 +263,21 @@ pub fn endpoints_of_class(class: ObjectClass, list: &str) -> Endpoints {
         MappingType::Pci
     };
     endpoints(class, Some(mapping))
+}
+
+/// `id` as one path segment: `@` and `!` stay (PVE's user and token ids), anything that is not
+/// an id character is percent-encoded.
+fn encode_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        // An IP set entry's CIDR keeps its `/` (PVE's clients send it so), IPv6 its `:`.
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'@' | b'!' | b'~' | b'/' | b':')
+        {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

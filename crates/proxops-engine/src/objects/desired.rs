@@ -1,7 +1,7 @@
 //! What a cluster-object manifest asks of PVE: one [`DesiredObject`] (an ACL manifest: one per
 //! (principal, role)), its parameters as the create endpoint takes them.
 
-use super::class::{Endpoints, endpoints};
+use super::class::{Endpoints, FirewallPart, endpoints, firewall, guest_firewall};
 use super::value::ObjValue;
 use proxops_model::kinds::object::{AclSpec, ObjectClass, ObjectSpec, object_id};
 use proxops_model::{Resource, Spec};
@@ -22,17 +22,29 @@ pub struct DesiredObject {
     pub params: BTreeMap<String, ObjValue>,
     /// Parameters sent only at creation (PVE fixes them then: a storage's `type`).
     pub create_only: BTreeMap<String, ObjValue>,
+    /// For [`Shape::Rules`]: the rules in order, each with its comment marked
+    /// `[<owner>#<index>]`.
+    pub rules: Vec<BTreeMap<String, ObjValue>>,
+    /// The identity of the resource it belongs to (`proxops.<cluster>.<kind>.<name>`): what
+    /// its mark, and its rules' marks, name.
+    pub owner: String,
 }
 
 impl DesiredObject {
     /// A live object known only by its class and id: what a prune deletes.
     pub fn existing(class: ObjectClass, endpoints: Endpoints, id: &str) -> DesiredObject {
+        DesiredObject::new(class, endpoints, id, String::new())
+    }
+
+    fn new(class: ObjectClass, endpoints: Endpoints, id: &str, owner: String) -> DesiredObject {
         DesiredObject {
             class,
             endpoints,
             id: id.to_owned(),
             params: BTreeMap::new(),
             create_only: BTreeMap::new(),
+            rules: Vec::new(),
+            owner,
         }
     }
 }
@@ -208,16 +220,178 @@ pub fn objects(cluster: &str, resource: &Resource) -> Option<Vec<DesiredObject>>
             (ObjectClass::Role, None)
         }
         ObjectSpec::Acl(a) => return Some(acl_entries(a)),
+        ObjectSpec::Firewall(f) => {
+            let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+            return Some(firewall_objects(f, &owner));
+        }
         _ => return None,
     };
     let id = object_id(spec, name)?.to_owned();
-    Some(vec![DesiredObject {
+    let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+    let mut o = DesiredObject::new(class, endpoints(class, mapping), &id, owner);
+    o.params = params;
+    o.create_only = create_only;
+    Some(vec![o])
+}
+
+/// A map of PVE values as parameters.
+fn values(map: &proxops_model::pve_config::PveConfig) -> BTreeMap<String, ObjValue> {
+    map.iter().map(|(k, v)| (k.clone(), one(v))).collect()
+}
+
+/// Rules with their comments marked `[<owner>#<index>]`.
+fn marked_rules(
+    rules: &[proxops_model::pve_config::PveConfig],
+    owner: &str,
+) -> Vec<BTreeMap<String, ObjValue>> {
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut params = values(r);
+            // PVE creates a rule disabled unless told otherwise.
+            params
+                .entry("enable".to_owned())
+                .or_insert_with(|| flag(true));
+            let text = r.get("comment").map(|c| c.as_str().to_owned());
+            params.insert(
+                "comment".to_owned(),
+                one(marked(text.as_deref(), &format!("[{owner}#{i}]"))),
+            );
+            params
+        })
+        .collect()
+}
+
+/// The parts of the cluster's firewall: options, aliases, IP sets and their entries, groups and
+/// their rules, the cluster's rules. PVE keeps alias, set and group names in lower case.
+fn firewall_objects(
+    f: &proxops_model::kinds::firewall_spec::FirewallSpec,
+    owner: &str,
+) -> Vec<DesiredObject> {
+    let mark = format!("[{owner}]");
+    let class = ObjectClass::Firewall;
+    let mut out = Vec::new();
+    if !f.options.is_empty() {
+        let mut o = DesiredObject::new(
+            class,
+            firewall(FirewallPart::Options, &[]),
+            "options",
+            owner.to_owned(),
+        );
+        o.params = values(&f.options);
+        out.push(o);
+    }
+    for a in &f.aliases {
+        let name = a.name.to_ascii_lowercase();
+        let mut o = DesiredObject::new(
+            class,
+            firewall(FirewallPart::Aliases, &[]),
+            &name,
+            owner.to_owned(),
+        );
+        o.params.insert("cidr".to_owned(), one(&a.cidr));
+        o.params.insert(
+            "comment".to_owned(),
+            one(marked(a.comment.as_deref(), &mark)),
+        );
+        out.push(o);
+    }
+    for s in &f.ipsets {
+        let name = s.name.to_ascii_lowercase();
+        let mut o = DesiredObject::new(
+            class,
+            firewall(FirewallPart::IpSets, &[]),
+            &name,
+            owner.to_owned(),
+        );
+        o.params.insert(
+            "comment".to_owned(),
+            one(marked(s.comment.as_deref(), &mark)),
+        );
+        out.push(o);
+        let vars = [("name", name.clone())];
+        for e in &s.entries {
+            let mut entry = DesiredObject::new(
+                class,
+                firewall(FirewallPart::IpSetEntries, &vars),
+                &e.cidr,
+                owner.to_owned(),
+            );
+            if let Some(b) = e.nomatch {
+                entry.params.insert("nomatch".to_owned(), flag(b));
+            }
+            entry.params.insert(
+                "comment".to_owned(),
+                one(marked(e.comment.as_deref(), &mark)),
+            );
+            out.push(entry);
+        }
+    }
+    for g in &f.groups {
+        let name = g.name.to_ascii_lowercase();
+        let mut o = DesiredObject::new(
+            class,
+            firewall(FirewallPart::Groups, &[]),
+            &name,
+            owner.to_owned(),
+        );
+        o.params.insert(
+            "comment".to_owned(),
+            one(marked(g.comment.as_deref(), &mark)),
+        );
+        out.push(o);
+        let vars = [("group", name.clone())];
+        let mut rules = DesiredObject::new(
+            class,
+            firewall(FirewallPart::GroupRules, &vars),
+            &format!("{name} rules"),
+            owner.to_owned(),
+        );
+        rules.rules = marked_rules(&g.rules, owner);
+        out.push(rules);
+    }
+    let mut rules = DesiredObject::new(
         class,
-        endpoints: endpoints(class, mapping),
-        id,
-        params,
-        create_only,
-    }])
+        firewall(FirewallPart::Rules, &[]),
+        "rules",
+        owner.to_owned(),
+    );
+    rules.rules = marked_rules(&f.rules, owner);
+    out.push(rules);
+    out
+}
+
+/// A guest's own firewall (its manifest's `firewall:`): its options and its rules, owned by the
+/// guest's resource (`owner`).
+pub fn guest_firewall_objects(
+    f: &proxops_model::kinds::firewall_spec::GuestFirewall,
+    owner: &str,
+    lxc: bool,
+    node: &str,
+    vmid: u32,
+) -> Vec<DesiredObject> {
+    let class = ObjectClass::Firewall;
+    let mut out = Vec::new();
+    if !f.options.is_empty() {
+        let mut o = DesiredObject::new(
+            class,
+            guest_firewall(false, lxc, node, vmid),
+            "options",
+            owner.to_owned(),
+        );
+        o.params = values(&f.options);
+        out.push(o);
+    }
+    let mut rules = DesiredObject::new(
+        class,
+        guest_firewall(true, lxc, node, vmid),
+        "rules",
+        owner.to_owned(),
+    );
+    rules.rules = marked_rules(&f.rules, owner);
+    out.push(rules);
+    out
 }
 
 /// The id of one ACL entry.
@@ -237,15 +411,14 @@ fn acl_entries(a: &AclSpec) -> Vec<DesiredObject> {
     let mut out = Vec::new();
     for (kind, ugid) in principals {
         for role in &a.roles {
-            let mut params = BTreeMap::new();
-            params.insert("propagate".to_owned(), flag(propagate));
-            out.push(DesiredObject {
-                class: ObjectClass::Acl,
-                endpoints: endpoints(ObjectClass::Acl, None),
-                id: acl_id(&a.path, kind, ugid, role),
-                params,
-                create_only: BTreeMap::new(),
-            });
+            let mut o = DesiredObject::new(
+                ObjectClass::Acl,
+                endpoints(ObjectClass::Acl, None),
+                &acl_id(&a.path, kind, ugid, role),
+                String::new(),
+            );
+            o.params.insert("propagate".to_owned(), flag(propagate));
+            out.push(o);
         }
     }
     out.sort_by(|x, y| x.id.cmp(&y.id));

@@ -22,15 +22,27 @@ pub async fn read(client: &PveClient, endpoints: &Endpoints) -> Result<LiveList,
     } else {
         Params::new()
     };
+    let path = endpoints.list_path();
     let data = client
-        .call_json(Method::GET, endpoints.list, endpoints.list, &params)
+        .call_json(Method::GET, endpoints.list, &path, &params)
         .await?;
     Ok(parse(endpoints, &data))
 }
 
+/// The options of a singleton's read (`GET .../firewall/options`) are kept under this id.
+pub const OPTIONS: &str = "options";
+
 /// The objects of a list response.
 pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
     let mut out = LiveList::new();
+    if let Some(fields) = data.as_object() {
+        let params = fields
+            .iter()
+            .filter_map(|(k, v)| value_of(v).map(|v| (k.clone(), v)))
+            .collect();
+        out.insert(OPTIONS.to_owned(), params);
+        return out;
+    }
     for row in data.as_array().into_iter().flatten() {
         let Some(fields) = row.as_object() else {
             continue;
@@ -43,9 +55,10 @@ pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
                 _ => continue,
             }
         } else {
-            match text(endpoints.id_field) {
-                Some(id) => id.to_owned(),
-                None => continue,
+            // A rule's id is its position, a number.
+            match fields.get(endpoints.id_field).and_then(ObjValue::from_json) {
+                Some(ObjValue::One(id)) => id,
+                _ => continue,
             }
         };
         let params = fields

@@ -7,15 +7,21 @@
 //! - `live.rs`: one list request per class, read into objects by id.
 //! - [`ObjValue`] and [`same`] (`value.rs`): values compared in the form PVE keeps.
 //! - `request.rs`: the create, update and delete calls.
+//! - [`rules`]: firewall rule lists, ProxOps's rules marked with their index.
 
 mod class;
 mod desired;
 mod live;
 mod request;
+pub mod rules;
 mod value;
 
-pub use class::{Endpoints, endpoints, endpoints_of_class};
-pub use desired::{DesiredObject, acl_id, mark, marks_in, objects, strip_marks};
-pub use live::{LiveList, LiveParams, parse, read};
+pub use class::{
+    Endpoints, FirewallPart, Shape, endpoints, endpoints_of_class, firewall, guest_firewall,
+};
+pub use desired::{
+    DesiredObject, acl_id, guest_firewall_objects, mark, marks_in, objects, strip_marks,
+};
+pub use live::{LiveList, LiveParams, OPTIONS, parse, read};
 pub(crate) use request::{Found, ObjectRequest, create_request, delete_request, update_request};
 pub use value::{ObjValue, same};

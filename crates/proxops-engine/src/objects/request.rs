@@ -106,7 +106,7 @@ pub(crate) fn create_request(d: &DesiredObject) -> Request {
     Request::new(
         Method::POST,
         d.endpoints.create,
-        d.endpoints.create.to_owned(),
+        d.endpoints.create_path(),
         params,
     )
 }

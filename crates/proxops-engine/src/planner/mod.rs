@@ -661,9 +661,13 @@ impl<'a> Planner<'a> {
         for w in &d.warnings {
             self.plan.warnings.push(format!("{key}: {w}"));
         }
+        let firewall = d.firewall.is_some().then(|| d.clone());
         match self.inventory.guest(d.vmid) {
             None => self.create_step(step, d, &key, reads.configs),
             Some(live) => self.live_step(step, d, before, live, reads),
+        }
+        if let Some(d) = firewall {
+            self.guest_firewall_step(step, &d);
         }
     }
 }

@@ -14,8 +14,9 @@
 use super::{PlanOptions, Planner};
 use crate::desired::{Desired, identity_tag};
 use crate::objects::{
-    DesiredObject, Endpoints, Found, LiveList, LiveParams, ObjValue, create_request,
-    delete_request, endpoints_of_class, marks_in, objects, read, same, strip_marks, update_request,
+    DesiredObject, Endpoints, Found, LiveList, LiveParams, OPTIONS, ObjValue, Shape,
+    create_request, delete_request, guest_firewall_objects, marks_in, objects, read, rules, same,
+    strip_marks, update_request,
 };
 use crate::plan::{Op, Skipped, Verb};
 use proxops_graph::StepId;
@@ -25,8 +26,14 @@ use proxops_pve::PveClient;
 use proxops_pve_schema::{Param, endpoint};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The lists read this plan, by list path.
-pub(super) type ObjectLists = BTreeMap<&'static str, Result<LiveList, String>>;
+/// The lists read this plan, by concrete list path.
+pub(super) type ObjectLists = BTreeMap<String, ObjectRead>;
+
+/// One list read: where from, and what it held (or why it could not be read).
+pub(super) struct ObjectRead {
+    endpoints: Endpoints,
+    list: Result<LiveList, String>,
+}
 
 /// How the object at a declared id is held.
 enum Claim {
@@ -40,25 +47,108 @@ enum Claim {
 
 impl<'a> Planner<'a> {
     /// Reads the list of every class the plan needs: declared, or in the previous desired
-    /// plane (prune candidates).
+    /// plane (prune candidates); and the firewall of each live guest that declares one or
+    /// declared one before.
     pub(super) async fn read_objects(&mut self, client: &PveClient, options: &PlanOptions) {
         let mut needed: BTreeSet<Endpoints> = BTreeSet::new();
         let graph = self.cx.graph;
+        let cx = self.cx;
+        let firewalls = |resource: &Resource, needed: &mut BTreeSet<Endpoints>| {
+            if let Ok(Desired::Guest(d)) = options.drivers.desired(&cx, resource)
+                && let Some(f) = &d.firewall
+                && let Some(live) = self.inventory.guest(d.vmid)
+            {
+                let owner = identity_tag(cx.cluster, resource.kind, resource.name());
+                let lxc = live.kind == proxops_pve::GuestType::Lxc;
+                for o in guest_firewall_objects(f, &owner, lxc, &live.node, d.vmid) {
+                    needed.insert(o.endpoints);
+                }
+            }
+        };
         for id in graph.resources() {
-            if let Some(objs) = objects(self.cx.cluster, graph.resource(id)) {
-                needed.extend(objs.iter().map(|o| o.endpoints));
+            let resource = graph.resource(id);
+            match objects(cx.cluster, resource) {
+                Some(objs) => needed.extend(objs.into_iter().map(|o| o.endpoints)),
+                None => firewalls(resource, &mut needed),
             }
         }
         for (key, resource) in options.previous.iter().flatten() {
             if graph.find(&key.kind, &key.name).is_none()
-                && let Some(objs) = objects(self.cx.cluster, resource)
+                && let Some(objs) = objects(cx.cluster, resource)
             {
-                needed.extend(objs.iter().map(|o| o.endpoints));
+                needed.extend(objs.into_iter().map(|o| o.endpoints));
             }
         }
+        // In template order, a list before the lists under its objects: the entries of an IP set
+        // and the rules of a group are read only when the set or group exists.
         for e in needed {
-            let read = read(client, &e).await.map_err(|e| e.to_string());
-            self.objects.insert(e.list, read);
+            let path = e.list_path();
+            if let Some((parent, id)) = path.rsplit_once('/')
+                && e.vars.iter().any(|(k, _)| matches!(*k, "name" | "group"))
+                && matches!(self.live_list(parent), Some(Ok(l)) if !l.contains_key(id))
+            {
+                continue;
+            }
+            let list = read(client, &e).await.map_err(|e| e.to_string());
+            self.objects
+                .insert(e.list_path(), ObjectRead { endpoints: e, list });
+        }
+    }
+
+    /// The read of list `path`, if the plan read it.
+    fn live_list(&self, path: &str) -> Option<&Result<LiveList, String>> {
+        self.objects.get(path).map(|r| &r.list)
+    }
+
+    /// Plans a declared guest's own firewall (`firewall:`), after the guest's actions: on a
+    /// guest being created, everything; on a live one, what differs.
+    pub(super) fn guest_firewall_step(&mut self, step: StepId, d: &crate::desired::DesiredGuest) {
+        let Some(f) = &d.firewall else { return };
+        if self.blocked.contains(&step) {
+            return;
+        }
+        let graph = self.cx.graph;
+        let resource = graph.resource(graph.step(step).resource);
+        let key = resource.key();
+        let owner = identity_tag(self.cx.cluster, &key.kind, &key.name);
+        let lxc = d.guest == proxops_pve::GuestType::Lxc;
+        let after: Vec<usize> = self.step_actions.get(&step).copied().into_iter().collect();
+        // Where the guest is: found live, or where its create action makes it.
+        let (node, creating) = match self.inventory.guest(d.vmid) {
+            Some(live) if live.node == d.node || d.placed && d.nodes.contains(&live.node) => {
+                (live.node.clone(), false)
+            }
+            // Moving this cycle: its firewall follows next cycle, on its new node.
+            Some(_) => return,
+            None => match after.first() {
+                Some(a) => (self.plan.actions[*a].node.clone(), true),
+                None => return,
+            },
+        };
+        let objs = guest_firewall_objects(f, &owner, lxc, &node, d.vmid);
+        for o in objs {
+            let live = if creating {
+                Some(LiveList::new())
+            } else {
+                match self.live_list(&o.endpoints.list_path()) {
+                    Some(Ok(list)) => Some(list.clone()),
+                    Some(Err(e)) => {
+                        let why = format!("cannot read {}: {e}", o.endpoints.list_path());
+                        return self.block(step, why, false);
+                    }
+                    // A guest found on another node than planned: its firewall waits for the
+                    // next cycle.
+                    None => None,
+                }
+            };
+            let Some(live) = live else { continue };
+            let planned = match o.endpoints.shape {
+                Shape::Rules => self.rules_change(&o, &live),
+                _ => options_change(&o, None, live.get(OPTIONS)),
+            };
+            if let Some(p) = planned {
+                self.push_object(step, &key, p, &after);
+            }
         }
     }
 
@@ -75,16 +165,39 @@ impl<'a> Planner<'a> {
         let receipted = options.receipts.as_ref().is_some_and(|r| r.contains(&key));
         let mut changes = Vec::new();
         for d in &desired {
-            let live = match self.objects.get(d.endpoints.list) {
-                Some(Ok(list)) => list.get(&d.id),
+            let list_path = d.endpoints.list_path();
+            let list = match self.live_list(&list_path) {
+                Some(Ok(list)) => list,
                 Some(Err(e)) => {
-                    let why = format!("cannot read {}: {e}", d.endpoints.list);
+                    let why = format!("cannot read {list_path}: {e}");
                     return self.block(step, why, false);
                 }
-                None => None,
+                None => {
+                    // A list under an object this plan creates (a new IP set's entries, a new
+                    // group's rules): empty.
+                    &LiveList::new()
+                }
             };
-            let previous = before.and_then(|b| b.iter().find(|p| p.id == d.id));
-            let Some(live) = live else {
+            let previous = before.and_then(|b| {
+                b.iter()
+                    .find(|p| p.id == d.id && p.endpoints.list_path() == list_path)
+            });
+            match d.endpoints.shape {
+                Shape::Rules => {
+                    if let Some(p) = self.rules_change(d, list) {
+                        changes.push(p);
+                    }
+                    continue;
+                }
+                Shape::Options => {
+                    if let Some(p) = options_change(d, previous, list.get(OPTIONS)) {
+                        changes.push(p);
+                    }
+                    continue;
+                }
+                Shape::Item | Shape::AclEntry => {}
+            }
+            let Some(live) = list.get(&d.id) else {
                 changes.push(Planned::Create(d.clone()));
                 continue;
             };
@@ -96,7 +209,7 @@ impl<'a> Planner<'a> {
             if let Some(why) = found.fixed.first() {
                 let why = format!(
                     "{} `{}`: {why}; PVE cannot change it in place: remove the object and let ProxOps create it again, or declare what it has",
-                    class_word(d.class),
+                    word(d),
                     d.id
                 );
                 return self.block(step, why, true);
@@ -119,7 +232,7 @@ impl<'a> Planner<'a> {
                     if !differs.is_empty() || !found.unset.is_empty() {
                         let why = format!(
                             "{} `{}` exists and ProxOps did not make it ({}); it is taken over only once it matches the manifest, and it differs in: {}. Make the manifest say what PVE has (`proxops adopt --kind {}` writes it), or change the object",
-                            class_word(d.class),
+                            word(d),
                             d.id,
                             match marker {
                                 Some(f) => format!("no mark in its `{f}`"),
@@ -136,19 +249,68 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        // ACL entries the resource granted before and no longer does (its own, by its receipt).
-        if receipted {
-            for p in before.unwrap_or_default() {
-                let gone = !desired.iter().any(|d| d.id == p.id);
-                let live = matches!(self.objects.get(p.endpoints.list), Some(Ok(l)) if l.contains_key(&p.id));
-                if gone && live && p.class == ObjectClass::Acl {
-                    changes.push(Planned::Remove(p.clone()));
+        changes.extend(self.gone_parts(&desired, before, receipted));
+        // One after the other: an IP set before its entries, a group before its rules.
+        let mut last: Option<usize> = None;
+        for c in changes {
+            let also: Vec<usize> = last.into_iter().collect();
+            last = Some(self.push_object(step, &key, c, &also));
+        }
+    }
+
+    /// The parts of a declared resource it no longer declares: objects marked with its own
+    /// mark in lists it uses (an alias, an IP set entry, a security group of its firewall), and
+    /// (by its receipt) ACL entries it granted before.
+    fn gone_parts(
+        &self,
+        desired: &[DesiredObject],
+        before: Option<&[DesiredObject]>,
+        receipted: bool,
+    ) -> Vec<Planned> {
+        let mut out = Vec::new();
+        let mut lists: BTreeMap<String, &Endpoints> = BTreeMap::new();
+        for d in desired.iter().chain(before.unwrap_or_default()) {
+            if d.endpoints.shape == Shape::Item && d.endpoints.marker.is_some() {
+                lists.insert(d.endpoints.list_path(), &d.endpoints);
+            }
+        }
+        let Some(owner) = desired.first().map(|d| d.owner.as_str()) else {
+            return out;
+        };
+        for (path, e) in lists {
+            let Some(Ok(list)) = self.live_list(&path) else {
+                continue;
+            };
+            let Some(field) = e.marker else { continue };
+            for (id, live) in list {
+                let declared = desired
+                    .iter()
+                    .any(|d| d.id == *id && d.endpoints.list_path() == path);
+                let ours = matches!(live.get(field), Some(ObjValue::One(t)) if marks_in(t).contains(&owner));
+                if ours && !declared {
+                    let mut gone = DesiredObject::existing(desired[0].class, (*e).clone(), id);
+                    gone.owner = owner.to_owned();
+                    out.push(Planned::Remove(gone));
                 }
             }
         }
-        for c in changes {
-            self.push_object(step, &key, c);
+        if receipted {
+            for p in before.unwrap_or_default() {
+                let gone = !desired.iter().any(|d| d.id == p.id);
+                let live = matches!(self.live_list(&p.endpoints.list_path()), Some(Ok(l)) if l.contains_key(&p.id));
+                if gone && live && p.endpoints.shape == Shape::AclEntry {
+                    out.push(Planned::Remove(p.clone()));
+                }
+            }
         }
+        out
+    }
+
+    /// What a rule list of `d` needs, if anything.
+    fn rules_change(&self, d: &DesiredObject, list: &LiveList) -> Option<Planned> {
+        let live = rules::ordered(list);
+        let found = rules::diff(&d.endpoints, &d.rules, &live, &d.owner);
+        (!found.is_empty()).then(|| Planned::Rules(d.clone(), found))
     }
 
     fn object_claim(
@@ -176,22 +338,38 @@ impl<'a> Planner<'a> {
             None => Ok(Claim::Adopt),
             Some(other) => Err(format!(
                 "{} `{}` carries the mark `[{other}]` of another resource: it is not {key}'s; give the manifest another id, or remove that mark by hand to let {key} take it over",
-                class_word(d.class),
+                word(d),
                 d.id
             )),
         }
     }
 
-    fn push_object(&mut self, step: StepId, key: &ResourceKey, planned: Planned) {
-        let (verb, reason, request, shown) = match planned {
+    fn push_object(
+        &mut self,
+        step: StepId,
+        key: &ResourceKey,
+        planned: Planned,
+        also: &[usize],
+    ) -> usize {
+        let (verb, reason, op, shown) = match planned {
             Planned::Create(d) => {
-                let reason = format!("{} `{}` does not exist", class_word(d.class), d.id);
-                (Verb::Create, reason, create_request(&d), shown_all(&d))
+                let reason = format!("{} `{}` does not exist", word(&d), d.id);
+                (
+                    Verb::Create,
+                    reason,
+                    Op::Object(create_request(&d)),
+                    shown_all(&d),
+                )
             }
             Planned::Update(d, found) => {
                 let reason = found.reason();
                 let shown = found.shown();
-                (Verb::Update, reason, update_request(&d, &found), shown)
+                (
+                    Verb::Update,
+                    reason,
+                    Op::Object(update_request(&d, &found)),
+                    shown,
+                )
             }
             Planned::Adopt(d, found) => {
                 let reason = format!(
@@ -199,15 +377,35 @@ impl<'a> Planner<'a> {
                     d.endpoints.marker.unwrap_or_default()
                 );
                 let shown = found.shown();
-                (Verb::Adopt, reason, update_request(&d, &found), shown)
+                (
+                    Verb::Adopt,
+                    reason,
+                    Op::Object(update_request(&d, &found)),
+                    shown,
+                )
             }
             Planned::Remove(p) => {
-                let reason = format!("ACL entry `{}` is no longer granted by {key}", p.id);
-                (Verb::Delete, reason, delete_request(&p), Vec::new())
+                let reason = format!("{} `{}` is no longer declared by {key}", word(&p), p.id);
+                (
+                    Verb::Delete,
+                    reason,
+                    Op::Object(delete_request(&p)),
+                    Vec::new(),
+                )
+            }
+            Planned::Rules(d, found) => {
+                let reason = format!("{} of {}", found.summary(), d.endpoints.list_path());
+                let op = Op::Rules {
+                    endpoints: d.endpoints.clone(),
+                    rules: d.rules.clone(),
+                    owner: d.owner.clone(),
+                };
+                (Verb::Update, reason, op, Vec::new())
             }
         };
-        let id = self.push(step, ("", None), verb, reason, Op::Object(request), &[]);
+        let id = self.push(step, ("", None), verb, reason, op, also);
         self.plan.actions[id].changes = shown;
+        id
     }
 
     /// Deletes the objects of ours whose resources are gone from the composition.
@@ -230,7 +428,7 @@ impl<'a> Planner<'a> {
                 .saturating_sub(deleted)
         };
         for (key, d) in candidates {
-            let subject = format!("{key} ({} `{}`)", class_word(d.class), d.id);
+            let subject = format!("{key} ({} `{}`)", word(&d), d.id);
             let deferral = if empty {
                 Some(
                     "the composition declares nothing: an emptied resources.yaml prunes nothing"
@@ -272,25 +470,33 @@ impl<'a> Planner<'a> {
                 resizes: Vec::new(),
                 restart: false,
                 after: Vec::new(),
-                op: Op::Object(delete_request(&d)),
+                op: match d.endpoints.shape {
+                    Shape::Rules => Op::Rules {
+                        endpoints: d.endpoints.clone(),
+                        rules: Vec::new(),
+                        owner: d.owner.clone(),
+                    },
+                    _ => Op::Object(delete_request(&d)),
+                },
             };
             self.plan.actions.push(action);
         }
     }
 
     /// The objects of ours no declared resource holds: marked with an undeclared resource of
-    /// this cluster, or receipted (no free-text field) for one.
+    /// this cluster, or receipted (no free-text field) for one; and the rules of such a
+    /// resource (pruned as an emptied rule list).
     fn object_prune_candidates(&self, options: &PlanOptions) -> Vec<(ResourceKey, DesiredObject)> {
         let graph = self.cx.graph;
         let cluster = self.cx.cluster;
         // What the composition declares, by (list, id): never pruned whatever it carries.
-        let mut declared: BTreeSet<(&str, String)> = BTreeSet::new();
+        let mut declared: BTreeSet<(String, String)> = BTreeSet::new();
         for id in graph.resources() {
             for d in objects(cluster, graph.resource(id)).into_iter().flatten() {
-                declared.insert((d.endpoints.list, d.id));
+                declared.insert((d.endpoints.list_path(), d.id));
             }
         }
-        let mut out: BTreeMap<(&str, String), (ResourceKey, DesiredObject)> = BTreeMap::new();
+        let mut out: BTreeMap<(String, String), (ResourceKey, DesiredObject)> = BTreeMap::new();
         let prefix = format!("proxops.{cluster}.");
         for (key, resource) in options.previous.iter().flatten() {
             if graph.find(&key.kind, &key.name).is_some() {
@@ -298,62 +504,91 @@ impl<'a> Planner<'a> {
             }
             let receipted = options.receipts.as_ref().is_some_and(|r| r.contains(key));
             for d in objects(cluster, resource).into_iter().flatten() {
-                let Some(Ok(list)) = self.objects.get(d.endpoints.list) else {
+                let path = d.endpoints.list_path();
+                let Some(Ok(list)) = self.live_list(&path) else {
                     continue;
                 };
-                let Some(live) = list.get(&d.id) else {
-                    continue;
-                };
-                let at = (d.endpoints.list, d.id.clone());
+                let at = (path, d.id.clone());
                 if declared.contains(&at) {
                     continue;
                 }
-                let proven = match d.endpoints.marker {
-                    Some(f) => {
-                        let ours = identity_tag(cluster, &key.kind, &key.name);
-                        matches!(live.get(f), Some(ObjValue::One(t)) if marks_in(t).contains(&ours.as_str()))
-                    }
-                    None => receipted,
+                let proven = match d.endpoints.shape {
+                    // Never pruned: the options stay as they are.
+                    Shape::Options => false,
+                    Shape::Rules => rules::ordered(list)
+                        .iter()
+                        .any(|r| rules::index_of(r, &d.owner).is_some()),
+                    Shape::Item | Shape::AclEntry => match (list.get(&d.id), d.endpoints.marker) {
+                        (None, _) => false,
+                        (Some(live), Some(f)) => {
+                            matches!(live.get(f), Some(ObjValue::One(t)) if marks_in(t).contains(&d.owner.as_str()))
+                        }
+                        (Some(_), None) => receipted,
+                    },
                 };
                 if proven {
+                    let mut d = d;
+                    d.rules.clear();
                     out.insert(at, (key.clone(), d));
                 }
             }
         }
         // Marked objects of this cluster whose resources are not declared, whether or not the
         // planes remember them (a plan without the planes).
-        for (list, read) in &self.objects {
-            let Ok(read) = read else { continue };
-            for (id, live) in read {
-                let at = (*list, id.clone());
-                if declared.contains(&at) || out.contains_key(&at) {
-                    continue;
-                }
-                let Some(class) = class_of_list(list) else {
-                    continue;
-                };
-                let e = endpoints_of_class(class, list);
-                let Some(field) = e.marker else { continue };
+        for (path, read) in &self.objects {
+            let Ok(list) = &read.list else { continue };
+            let e = &read.endpoints;
+            let Some(field) = e.marker else { continue };
+            let mut owners: BTreeSet<String> = BTreeSet::new();
+            for (id, live) in list {
                 let Some(ObjValue::One(text)) = live.get(field) else {
                     continue;
                 };
-                let Some(mark) = marks_in(text).into_iter().find(|m| m.starts_with(&prefix)) else {
-                    continue;
-                };
-                let Some(key) = key_of_mark(mark, &prefix, class) else {
-                    continue;
-                };
-                if graph.find(&key.kind, &key.name).is_some() {
-                    continue;
+                for mark in marks_in(text)
+                    .into_iter()
+                    .filter(|m| m.starts_with(&prefix))
+                {
+                    let owner = mark.split('#').next().unwrap_or(mark);
+                    let Some(key) = key_of_mark(owner, &prefix) else {
+                        continue;
+                    };
+                    if graph.find(&key.kind, &key.name).is_some() {
+                        continue;
+                    }
+                    match e.shape {
+                        Shape::Item => {
+                            let at = (path.clone(), id.clone());
+                            if declared.contains(&at) || out.contains_key(&at) {
+                                continue;
+                            }
+                            let class =
+                                ObjectClass::of_kind(&key.kind).unwrap_or(ObjectClass::Firewall);
+                            let mut d = DesiredObject::existing(class, e.clone(), id);
+                            d.owner = owner.to_owned();
+                            out.insert(at, (key, d));
+                        }
+                        Shape::Rules if owners.insert(owner.to_owned()) => {
+                            let at = (path.clone(), format!("rules of {owner}"));
+                            if out.contains_key(&at) {
+                                continue;
+                            }
+                            let mut d =
+                                DesiredObject::existing(ObjectClass::Firewall, e.clone(), "rules");
+                            d.owner = owner.to_owned();
+                            out.insert(at, (key, d));
+                        }
+                        _ => {}
+                    }
                 }
-                let d = DesiredObject::existing(class, e, id);
-                out.insert(at, (key, d));
             }
         }
         let mut v: Vec<(ResourceKey, DesiredObject)> = out.into_values().collect();
         // Dependants first: a backup job before the storage and pool it names, ACL entries
-        // before users, groups and roles.
-        v.sort_by_key(|(k, d)| (std::cmp::Reverse(d.class), k.clone()));
+        // before users, groups and roles, rules before the groups they are in.
+        v.sort_by_key(|(k, d)| {
+            let rules_first = d.endpoints.shape != Shape::Rules;
+            (std::cmp::Reverse(d.class), rules_first, k.clone())
+        });
         v
     }
 
@@ -412,21 +647,34 @@ fn same_text(want: &ObjValue, have: Option<&ObjValue>) -> bool {
     text(Some(want)) == text(have)
 }
 
-/// The class whose list is `list`.
-fn class_of_list(list: &str) -> Option<ObjectClass> {
-    ObjectClass::ALL
-        .into_iter()
-        .find(|c| endpoints_of_class(*c, list).list == list)
-}
-
-/// The resource a mark of this cluster names, if its kind is `class`'s.
-fn key_of_mark(mark: &str, prefix: &str, class: ObjectClass) -> Option<ResourceKey> {
+/// The resource a mark of this cluster names (`proxops.<cluster>.<kind>.<name>`): a cluster
+/// object's kind, or (a guest's firewall rules) a guest's.
+fn key_of_mark(mark: &str, prefix: &str) -> Option<ResourceKey> {
     let rest = mark.strip_prefix(prefix)?;
     let (kind, name) = rest.split_once('.')?;
-    (kind == class.kind().to_ascii_lowercase()).then(|| ResourceKey {
-        kind: class.kind().to_owned(),
+    let kind = ObjectClass::ALL
+        .iter()
+        .map(|c| c.kind())
+        .chain(["VM", "LXC", "TemplateVM", "TemplateCT"])
+        .find(|k| k.eq_ignore_ascii_case(kind))?;
+    Some(ResourceKey {
+        kind: kind.to_owned(),
         name: name.to_owned(),
     })
+}
+
+/// How an object is named in reasons: its class, or the firewall part its list holds.
+fn word(d: &DesiredObject) -> &'static str {
+    if d.class != ObjectClass::Firewall {
+        return class_word(d.class);
+    }
+    match d.endpoints.list {
+        "/cluster/firewall/aliases" => "firewall alias",
+        "/cluster/firewall/ipset" => "IP set",
+        "/cluster/firewall/ipset/{name}" => "IP set entry",
+        "/cluster/firewall/groups" => "security group",
+        _ => "firewall",
+    }
 }
 
 /// How a class is named in reasons.
@@ -439,6 +687,7 @@ fn class_word(class: ObjectClass) -> &'static str {
         ObjectClass::User => "user",
         ObjectClass::Group => "group",
         ObjectClass::Role => "role",
+        ObjectClass::Firewall => "firewall",
         _ => "ACL entry",
     }
 }
@@ -449,6 +698,20 @@ enum Planned {
     Update(DesiredObject, Found),
     Adopt(DesiredObject, Found),
     Remove(DesiredObject),
+    Rules(DesiredObject, rules::RuleDiff),
+}
+
+/// What the options of a singleton need: the keys the manifest sets that differ, and the keys
+/// it set before (`previous`) and no longer does, removed.
+fn options_change(
+    d: &DesiredObject,
+    previous: Option<&DesiredObject>,
+    live: Option<&LiveParams>,
+) -> Option<Planned> {
+    let empty = LiveParams::new();
+    let live = live.unwrap_or(&empty);
+    let found = diff(d, previous, live);
+    (!found.is_empty()).then(|| Planned::Update(d.clone(), found))
 }
 
 fn shown_all(d: &DesiredObject) -> Vec<crate::plan::KeyChange> {

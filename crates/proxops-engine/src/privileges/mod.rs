@@ -45,6 +45,7 @@
 //! user may set: the model refuses them.
 
 mod keys;
+mod objects;
 #[cfg(all(test, feature = "sim"))]
 mod tests;
 
@@ -344,7 +345,32 @@ fn rollback_needs(purpose: &str, guard: &crate::plan::Guard, out: &mut Vec<Need>
 pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<Need> {
     let mut out = Vec::new();
     match &action.op {
-        Op::Object(_) => {}
+        Op::Object(request) => {
+            let verb = format!("{:?}", action.verb).to_lowercase();
+            let purpose = format!("{verb} {}/{}", action.kind, action.name);
+            out.extend(objects::request_need(
+                &purpose,
+                request.method.as_str(),
+                request.template,
+                &request.path,
+                request.params.pairs(),
+            ));
+        }
+        Op::Rules { endpoints, .. } => {
+            // The rule writes (create, update, delete) of the list: one check covers them.
+            let purpose = format!(
+                "update the firewall rules of {}/{}",
+                action.kind, action.name
+            );
+            let path = endpoints.create_path();
+            out.extend(objects::request_need(
+                &purpose,
+                "POST",
+                endpoints.create,
+                &path,
+                &[],
+            ));
+        }
         Op::Download { artifact } | Op::Replace { artifact } => {
             let purpose = format!(
                 "download {}/{} to {}",
@@ -511,6 +537,7 @@ pub fn planning_needs(
     let cx = Context::new(cluster, graph);
     let mut out = Vec::new();
     let mut storages = BTreeSet::new();
+    let mut lists = BTreeSet::new();
     for id in graph.resources() {
         let resource = graph.resource(id);
         match drivers.desired(&cx, resource) {
@@ -543,9 +570,22 @@ pub fn planning_needs(
                     out.push(need);
                 }
             }
-            // Cluster objects: their lists' and writes' privileges come from the schema's
-            // permission checks (`object_needs`).
-            Ok(Desired::Objects(_)) => {}
+            // Reading a cluster object's list: PVE's own check of the list endpoint.
+            Ok(Desired::Objects(objs)) => {
+                for o in objs {
+                    let path = o.endpoints.list_path();
+                    if lists.insert(path.clone()) {
+                        let purpose = format!("read {} (for {})", path, resource.key());
+                        out.extend(objects::request_need(
+                            &purpose,
+                            "GET",
+                            o.endpoints.list,
+                            &path,
+                            &[],
+                        ));
+                    }
+                }
+            }
             Ok(Desired::Artifact(a)) => {
                 if storages.insert(a.storage.clone()) {
                     out.push(

@@ -431,6 +431,7 @@ fn a_privileged_container_needs_sys_modify() {
         create_only: Vec::new(),
         warnings: Vec::new(),
         update_policy: None,
+        firewall: None,
     };
     let needs_on = |d: &DesiredGuest, major: Option<u32>| {
         let mut out = Vec::new();

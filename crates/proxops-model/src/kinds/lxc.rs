@@ -175,6 +175,9 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
         &spec.pve_config,
         &path!["pve-config"],
     );
+    if let Some(f) = &spec.firewall {
+        super::object_checks::guest_firewall(cx, &path!["firewall"], f);
+    }
 }
 
 /// The checks of the options beyond the basics: CPU limit, devices, features, time zone,

@@ -92,6 +92,10 @@ pub struct LxcSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(with = "crate::pve_config::LxcPveConfig")]
     pub pve_config: PveConfig,
+    /// The guest's own firewall: options and rules (`/nodes/{node}/<type>/{vmid}/firewall`).
+    /// Rules ProxOps wrote carry its mark in their `comment`; rules added by hand stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firewall: Option<super::firewall_spec::GuestFirewall>,
     /// Retired: `extra:` is refused with `proxops::extra_retired` (move its keys to
     /// `pve-config` or the typed field); read only to say so.
     #[serde(default, skip_serializing)]

@@ -10,6 +10,7 @@ pub mod artifact;
 pub(crate) mod artifact_spec;
 mod basics;
 pub mod common;
+pub mod firewall_spec;
 pub mod lxc;
 pub(crate) mod lxc_spec;
 pub mod object;

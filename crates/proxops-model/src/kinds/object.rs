@@ -42,11 +42,13 @@ pub enum ObjectClass {
     Role,
     /// `Acl`.
     Acl,
+    /// `Firewall`.
+    Firewall,
 }
 
 impl ObjectClass {
     /// Every class, in the order their objects are created.
-    pub const ALL: [ObjectClass; 8] = [
+    pub const ALL: [ObjectClass; 9] = [
         ObjectClass::Storage,
         ObjectClass::Pool,
         ObjectClass::Mapping,
@@ -54,6 +56,7 @@ impl ObjectClass {
         ObjectClass::Role,
         ObjectClass::User,
         ObjectClass::Acl,
+        ObjectClass::Firewall,
         ObjectClass::BackupJob,
     ];
 
@@ -68,6 +71,7 @@ impl ObjectClass {
             ObjectClass::Group => "Group",
             ObjectClass::Role => "Role",
             ObjectClass::Acl => "Acl",
+            ObjectClass::Firewall => "Firewall",
         }
     }
 
@@ -86,6 +90,7 @@ impl ObjectClass {
             ObjectClass::Group => "group",
             ObjectClass::Role => "role",
             ObjectClass::Acl => "acl",
+            ObjectClass::Firewall => "firewall",
         }
     }
 
@@ -110,10 +115,11 @@ impl ObjectKind {
 }
 
 /// The PVE id of a cluster object: the spec's `id` (a user's `userid`) or `metadata.name`;
-/// `None` for an ACL, whose entries are identified by path, principal and role.
+/// `None` for an ACL, whose entries are identified by path, principal and role, and for the
+/// firewall, whose parts are.
 pub fn object_id<'s>(spec: &'s ObjectSpec, name: &'s str) -> Option<&'s str> {
     match spec {
-        ObjectSpec::Acl(_) => None,
+        ObjectSpec::Acl(_) | ObjectSpec::Firewall(_) => None,
         s => Some(s.explicit_id().unwrap_or(name)),
     }
 }
@@ -228,6 +234,7 @@ impl KindDef for ObjectKind {
             ObjectClass::Group => ObjectSpec::Group(cx.decode()?),
             ObjectClass::Role => ObjectSpec::Role(cx.decode()?),
             ObjectClass::Acl => ObjectSpec::Acl(cx.decode()?),
+            ObjectClass::Firewall => ObjectSpec::Firewall(cx.decode()?),
         };
         super::object_checks::check(cx, &spec);
         Some(Spec::Object(spec))
@@ -276,6 +283,9 @@ impl KindDef for ObjectKind {
             ObjectClass::Group => generator.subschema_for::<GroupSpec>(),
             ObjectClass::Role => generator.subschema_for::<RoleSpec>(),
             ObjectClass::Acl => generator.subschema_for::<AclSpec>(),
+            ObjectClass::Firewall => {
+                generator.subschema_for::<super::firewall_spec::FirewallSpec>()
+            }
         }
     }
 }

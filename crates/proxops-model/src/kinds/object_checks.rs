@@ -134,6 +134,7 @@ pub(crate) fn check(cx: &SpecContext<'_>, spec: &ObjectSpec) {
         }
         ObjectSpec::Role(r) => role(cx, r, &name),
         ObjectSpec::Acl(a) => acl(cx, a),
+        ObjectSpec::Firewall(f) => firewall(cx, f),
     }
 }
 
@@ -418,6 +419,144 @@ fn acl(cx: &SpecContext<'_>, a: &AclSpec) {
                 format!("`{t}` is not an API token id"),
                 Some("token ids look like `name@realm!token`".into()),
             );
+        }
+    }
+}
+
+/// The cluster firewall: options, aliases, IP sets, groups and rules as PVE would take them.
+fn firewall(cx: &SpecContext<'_>, f: &super::firewall_spec::FirewallSpec) {
+    check_map(
+        cx,
+        &path!["options"],
+        ("PUT", "/cluster/firewall/options"),
+        &f.options,
+        &["delete", "digest"],
+    );
+    for (i, a) in f.aliases.iter().enumerate() {
+        let create = ("POST", "/cluster/firewall/aliases");
+        check_as(cx, create, "name", &a.name, &path!["aliases", i, "name"]);
+        check_as(cx, create, "cidr", &a.cidr, &path!["aliases", i, "cidr"]);
+    }
+    for (i, s) in f.ipsets.iter().enumerate() {
+        check_as(
+            cx,
+            ("POST", "/cluster/firewall/ipset"),
+            "name",
+            &s.name,
+            &path!["ipsets", i, "name"],
+        );
+        for (j, e) in s.entries.iter().enumerate() {
+            let add = ("POST", "/cluster/firewall/ipset/{name}");
+            check_as(
+                cx,
+                add,
+                "cidr",
+                &e.cidr,
+                &path!["ipsets", i, "entries", j, "cidr"],
+            );
+        }
+    }
+    for (i, g) in f.groups.iter().enumerate() {
+        check_as(
+            cx,
+            ("POST", "/cluster/firewall/groups"),
+            "group",
+            &g.name,
+            &path!["groups", i, "name"],
+        );
+        check_rules(
+            cx,
+            &path!["groups", i, "rules"],
+            "/cluster/firewall/rules",
+            &g.rules,
+        );
+    }
+    check_rules(cx, &path!["rules"], "/cluster/firewall/rules", &f.rules);
+}
+
+/// A guest's `firewall:` (at `base`): its options and rules, as the guest endpoints take them.
+pub(crate) fn guest_firewall(
+    cx: &SpecContext<'_>,
+    base: &[PathSeg],
+    f: &super::firewall_spec::GuestFirewall,
+) {
+    let mut at = base.to_vec();
+    at.push(PathSeg::from("options"));
+    check_map(
+        cx,
+        &at,
+        ("PUT", "/nodes/{node}/qemu/{vmid}/firewall/options"),
+        &f.options,
+        &["delete", "digest", "node", "vmid"],
+    );
+    let mut at = base.to_vec();
+    at.push(PathSeg::from("rules"));
+    check_rules(
+        cx,
+        &at,
+        "/nodes/{node}/qemu/{vmid}/firewall/rules",
+        &f.rules,
+    );
+}
+
+/// Each rule at `base[i]`: keys the rule endpoint takes, values it accepts, `type` and `action`
+/// given.
+fn check_rules(cx: &SpecContext<'_>, base: &[PathSeg], list: &str, rules: &[PveConfig]) {
+    for (i, rule) in rules.iter().enumerate() {
+        let mut at = base.to_vec();
+        at.push(PathSeg::from(i));
+        for required in ["type", "action"] {
+            if !rule.contains_key(required) {
+                cx.report_missing(&at, format!("a firewall rule needs `{required}`"));
+            }
+        }
+        check_map(
+            cx,
+            &at,
+            ("POST", list),
+            rule,
+            &["digest", "pos", "node", "vmid"],
+        );
+    }
+}
+
+/// Keys of `map` (at `at`) against the parameters of `method path`, less `control`.
+fn check_map(
+    cx: &SpecContext<'_>,
+    at: &[PathSeg],
+    (method, path): (&str, &str),
+    map: &PveConfig,
+    control: &[&str],
+) {
+    let Some(ep) = endpoint(method, path) else {
+        return;
+    };
+    for (key, value) in map {
+        let here = cx.key_path(at, key);
+        let param = ep
+            .params
+            .iter()
+            .rev()
+            .find(|p| p.name == key && !control.contains(&p.name));
+        let Some(param) = param else {
+            let names = ep
+                .params
+                .iter()
+                .map(|p| p.name)
+                .filter(|n| !control.contains(n));
+            let help =
+                crate::diagnostic::did_you_mean(key, names).map(|n| format!("did you mean `{n}`?"));
+            cx.report(
+                Code::InvalidValue,
+                &here,
+                format!("`{key}` is not a setting of `{method} {path}`"),
+                "unknown key",
+                help,
+            );
+            continue;
+        };
+        if let Err(why) = check_param_value(param, value.as_str()) {
+            cx.invalid(&here, format!("PVE refuses `{key}: {value}`: {why}"), None);
         }
     }
 }

@@ -354,6 +354,8 @@ pub enum ObjectSpec {
     Role(RoleSpec),
     /// `Acl`.
     Acl(AclSpec),
+    /// `Firewall`: the cluster's firewall.
+    Firewall(super::firewall_spec::FirewallSpec),
 }
 
 impl ObjectSpec {
@@ -368,6 +370,8 @@ impl ObjectSpec {
             ObjectSpec::Group(s) => s.id.as_deref(),
             ObjectSpec::Role(s) => s.id.as_deref(),
             ObjectSpec::Acl(_) => None,
+            // One per cluster: every Firewall resource stands for the same object.
+            ObjectSpec::Firewall(_) => Some("cluster"),
         }
     }
 }

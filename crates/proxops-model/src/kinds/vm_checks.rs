@@ -277,6 +277,9 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
         &spec.pve_config,
         &path!["pve-config"],
     );
+    if let Some(f) = &spec.firewall {
+        super::object_checks::guest_firewall(cx, &path!["firewall"], f);
+    }
 }
 
 /// A snippet (or other) volume id, `storage:path`.
