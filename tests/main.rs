@@ -26,6 +26,7 @@ mod planes;
 mod references;
 mod references_prop;
 mod safety;
+mod sdn;
 mod site;
 mod stacks;
 mod support;

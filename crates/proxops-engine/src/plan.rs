@@ -169,6 +169,8 @@ pub(crate) enum Op {
     },
     /// One API call on a cluster object ([`crate::objects`]).
     Object(crate::objects::ObjectRequest),
+    /// `PUT /cluster/sdn`: the pending SDN configuration applied (a worker task).
+    SdnApply,
     /// A firewall rule list brought to the manifest's rules, at run time from a fresh read
     /// ([`crate::objects::rules::apply`]).
     Rules {

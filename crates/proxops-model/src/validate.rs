@@ -88,7 +88,26 @@ fn storage_references<'s>(
         same_node: false,
         source: crate::kind::ReferenceSource::Inferred,
     });
-    stores.chain(firewall)
+    // A NIC's bridge may be an SDN VNet the repository declares: the VNet comes first.
+    let bridges: Vec<&'s str> = match &r.spec {
+        crate::Spec::Vm(v) => v.networks.iter().map(|n| n.bridge.as_str()).collect(),
+        crate::Spec::Lxc(l) => l.networks.iter().map(|n| n.bridge.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let mut bridges = bridges;
+    bridges.sort_unstable();
+    bridges.dedup();
+    let vnets = bridges
+        .into_iter()
+        .filter(|b| !b.is_empty())
+        .map(|b| ReferenceView {
+            field: "networks[].bridge",
+            target_kind: std::borrow::Cow::Borrowed("SdnVnet"),
+            target_name: std::borrow::Cow::Borrowed(b),
+            same_node: false,
+            source: crate::kind::ReferenceSource::Inferred,
+        });
+    stores.chain(firewall).chain(vnets)
 }
 
 /// The producers the reference expressions of `r` read (`fromArtifact`, `fromReceipt`).

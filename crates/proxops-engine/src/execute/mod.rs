@@ -329,6 +329,21 @@ async fn run(
             rules,
             owner,
         } => crate::objects::rules::apply(client, endpoints, rules, owner).await,
+        // pve-network `PVE/API2/Network/SDN.pm` `reload`: a `reloadnetworkall` worker.
+        Op::SdnApply => {
+            let data = client
+                .call_json_once(
+                    proxops_pve::Method::PUT,
+                    "/cluster/sdn",
+                    "/cluster/sdn",
+                    &proxops_pve::Params::new(),
+                )
+                .await?;
+            match data.as_str().and_then(|u| u.parse().ok()) {
+                Some(upid) => wait(client, options, upid, upids).await,
+                None => Ok(()),
+            }
+        }
         Op::Start { guest } | Op::GuardedStart { guest, .. } => {
             start_guest(client, guest, options, upids).await
         }

@@ -34,8 +34,17 @@ pub struct Endpoints {
     pub item: &'static str,
     /// Values of the templates' other placeholders (`node`, `vmid`, a set's `name`).
     pub vars: Vec<(&'static str, String)>,
-    /// The create parameter and list field that hold the id.
+    /// The list field that holds the id (what desired objects are matched by).
     pub id_field: &'static str,
+    /// The create parameter that holds the id (`id_field` unless they differ: a subnet is
+    /// created with `subnet=<cidr>` and listed with its `cidr`).
+    pub id_param: &'static str,
+    /// The list field whose value names the object in its own path when it is not the id
+    /// (a subnet's `<zone>-<network>-<mask>`).
+    pub path_field: Option<&'static str>,
+    /// SDN configuration: read with `pending=1`, its values the pending ones, and applied by
+    /// `PUT /cluster/sdn` once written.
+    pub sdn: bool,
     /// The free-text field that carries ProxOps's mark, where PVE has one. Without one,
     /// ownership is proven by a receipt on the observed plane.
     pub marker: Option<&'static str>,
@@ -56,9 +65,17 @@ impl Endpoints {
             item,
             vars: Vec::new(),
             id_field,
+            id_param: id_field,
+            path_field: None,
+            sdn: false,
             marker,
             shape: Shape::Item,
         }
+    }
+
+    fn sdn(mut self) -> Endpoints {
+        self.sdn = true;
+        self
     }
 
     /// `template` with the placeholders of `vars` filled in.
@@ -134,6 +151,31 @@ pub fn endpoints(class: ObjectClass, mapping: Option<MappingType>) -> Endpoints 
             Endpoints::fixed("/access/roles", "/access/roles/{roleid}", "roleid", None)
         }
         ObjectClass::Firewall => firewall(FirewallPart::Options, &[]),
+        ObjectClass::SdnZone => Endpoints::fixed(
+            "/cluster/sdn/zones",
+            "/cluster/sdn/zones/{zone}",
+            "zone",
+            None,
+        )
+        .sdn(),
+        ObjectClass::SdnVnet => Endpoints::fixed(
+            "/cluster/sdn/vnets",
+            "/cluster/sdn/vnets/{vnet}",
+            "vnet",
+            None,
+        )
+        .sdn(),
+        ObjectClass::SdnSubnet => Endpoints {
+            id_param: "subnet",
+            path_field: Some("subnet"),
+            ..Endpoints::fixed(
+                "/cluster/sdn/vnets/{vnet}/subnets",
+                "/cluster/sdn/vnets/{vnet}/subnets/{subnet}",
+                "cidr",
+                None,
+            )
+            .sdn()
+        },
         _ => Endpoints {
             shape: Shape::AclEntry,
             ..Endpoints::fixed("/access/acl", "/access/acl", "", None)
@@ -250,6 +292,9 @@ pub fn guest_firewall(rules: bool, lxc: bool, node: &str, vmid: u32) -> Endpoint
         item,
         vars,
         id_field: if rules { "pos" } else { "" },
+        id_param: if rules { "pos" } else { "" },
+        path_field: None,
+        sdn: false,
         marker: rules.then_some("comment"),
         shape: if rules { Shape::Rules } else { Shape::Options },
     }

@@ -28,6 +28,9 @@ pub struct DesiredObject {
     /// The identity of the resource it belongs to (`proxops.<cluster>.<kind>.<name>`): what
     /// its mark, and its rules' marks, name.
     pub owner: String,
+    /// The name of the live object in its own path, when it is not the id (a subnet's
+    /// `<zone>-<network>-<mask>`, read from its list).
+    pub path_id: Option<String>,
 }
 
 impl DesiredObject {
@@ -45,6 +48,7 @@ impl DesiredObject {
             create_only: BTreeMap::new(),
             rules: Vec::new(),
             owner,
+            path_id: None,
         }
     }
 }
@@ -218,6 +222,45 @@ pub fn objects(cluster: &str, resource: &Resource) -> Option<Vec<DesiredObject>>
         ObjectSpec::Role(r) => {
             put("privs", one(r.privs.join(",")));
             (ObjectClass::Role, None)
+        }
+        ObjectSpec::SdnZone(z) => {
+            create_only.insert("type".to_owned(), one(&z.zone_type));
+            for (k, v) in &z.options {
+                put(k, one(v));
+            }
+            (ObjectClass::SdnZone, None)
+        }
+        ObjectSpec::SdnVnet(v) => {
+            put("zone", one(&v.zone));
+            if let Some(t) = v.tag {
+                put("tag", one(t));
+            }
+            if let Some(a) = &v.alias {
+                put("alias", one(a));
+            }
+            for (k, val) in &v.options {
+                put(k, one(val));
+            }
+            (ObjectClass::SdnVnet, None)
+        }
+        ObjectSpec::SdnSubnet(sn) => {
+            create_only.insert("type".to_owned(), one("subnet"));
+            if let Some(g) = &sn.gateway {
+                put("gateway", one(g));
+            }
+            if let Some(b) = sn.snat {
+                put("snat", flag(b));
+            }
+            for (k, v) in &sn.options {
+                put(k, one(v));
+            }
+            let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+            let mut e = endpoints(ObjectClass::SdnSubnet, None);
+            e.vars = vec![("vnet", sn.vnet.clone())];
+            let mut o = DesiredObject::new(ObjectClass::SdnSubnet, e, &sn.subnet, owner);
+            o.params = params;
+            o.create_only = create_only;
+            return Some(vec![o]);
         }
         ObjectSpec::Acl(a) => return Some(acl_entries(a)),
         ObjectSpec::Firewall(f) => {

@@ -17,8 +17,12 @@ pub type LiveList = BTreeMap<String, LiveParams>;
 /// Reads the list of `endpoints` (ACL entries are read into `path|type|ugid|role` ids).
 pub async fn read(client: &PveClient, endpoints: &Endpoints) -> Result<LiveList, PveError> {
     // Users are listed with everything PVE keeps of them (`full=1`: their groups).
+    // Users with everything PVE keeps of them (`full=1`: their groups); SDN objects as they
+    // will be once applied, with whether they are (`pending=1`).
     let params = if endpoints.list == "/access/users" {
         Params::new().set("full", 1)
+    } else if endpoints.sdn {
+        Params::new().set("pending", 1)
     } else {
         Params::new()
     };
@@ -61,13 +65,44 @@ pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
                 _ => continue,
             }
         };
-        let params = fields
+        let mut params: LiveParams = fields
             .iter()
+            .filter(|(k, _)| k.as_str() != "pending")
             .filter_map(|(k, v)| value_of(v).map(|v| (k.clone(), v)))
             .collect();
+        if endpoints.sdn {
+            // `pending=1` (pve-network `PVE::Network::SDN::pending_config`): the running values,
+            // what the files hold instead under `pending` (`deleted` for a key they dropped),
+            // and a `state`. An object whose deletion is pending is gone already.
+            if text("state") == Some("deleted") {
+                continue;
+            }
+            for (k, v) in fields
+                .get("pending")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                match v.as_str() {
+                    Some("deleted") => {
+                        params.remove(k);
+                    }
+                    _ => {
+                        if let Some(v) = value_of(v) {
+                            params.insert(k.clone(), v);
+                        }
+                    }
+                }
+            }
+        }
         out.insert(id, params);
     }
     out
+}
+
+/// Whether a live SDN object waits for `PUT /cluster/sdn` (its `state` under `pending=1`).
+pub fn pending(live: &LiveParams) -> bool {
+    live.contains_key("state")
 }
 
 /// A field of a list row: a scalar or array as [`ObjValue::from_json`] reads it; an object

@@ -99,7 +99,7 @@ pub(crate) fn create_request(d: &DesiredObject) -> Request {
         return Request::new(Method::PUT, "/access/acl", "/access/acl".to_owned(), params);
     }
     let mut params = Params::new();
-    params.push(d.endpoints.id_field, &d.id);
+    params.push(d.endpoints.id_param, &d.id);
     for (k, v) in d.create_only.iter().chain(&d.params) {
         push_value(&mut params, k, v);
     }
@@ -126,7 +126,7 @@ pub(crate) fn update_request(d: &DesiredObject, found: &Found) -> Request {
     Request::new(
         Method::PUT,
         d.endpoints.item,
-        d.endpoints.item_path(&d.id),
+        d.endpoints.item_path(d.path_id.as_deref().unwrap_or(&d.id)),
         params,
     )
 }
@@ -140,7 +140,7 @@ pub(crate) fn delete_request(d: &DesiredObject) -> Request {
     Request::new(
         Method::DELETE,
         d.endpoints.item,
-        d.endpoints.item_path(&d.id),
+        d.endpoints.item_path(d.path_id.as_deref().unwrap_or(&d.id)),
         Params::new(),
     )
 }

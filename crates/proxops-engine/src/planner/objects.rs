@@ -201,6 +201,17 @@ impl<'a> Planner<'a> {
                 changes.push(Planned::Create(d.clone()));
                 continue;
             };
+            // Named in its own path by another field (a subnet's id).
+            let named;
+            let d = match d.endpoints.path_field.and_then(|f| live.get(f)) {
+                Some(ObjValue::One(id)) => {
+                    let mut o = d.clone();
+                    o.path_id = Some(id.clone());
+                    named = o;
+                    &named
+                }
+                _ => d,
+            };
             let claim = match self.object_claim(&key, d, live, receipted && previous.is_some()) {
                 Ok(c) => c,
                 Err(why) => return self.block(step, why, true),
@@ -688,6 +699,9 @@ fn class_word(class: ObjectClass) -> &'static str {
         ObjectClass::Group => "group",
         ObjectClass::Role => "role",
         ObjectClass::Firewall => "firewall",
+        ObjectClass::SdnZone => "SDN zone",
+        ObjectClass::SdnVnet => "SDN VNet",
+        ObjectClass::SdnSubnet => "SDN subnet",
         _ => "ACL entry",
     }
 }
@@ -797,5 +811,61 @@ pub(super) fn as_objects(desired: &Desired) -> Option<&[DesiredObject]> {
     match desired {
         Desired::Objects(o) => Some(o),
         _ => None,
+    }
+}
+
+impl Planner<'_> {
+    /// `PUT /cluster/sdn` after ProxOps's SDN writes (or when a declared SDN object still waits
+    /// for one): PVE keeps SDN changes pending until then. Whatever waited for an SDN write waits
+    /// for the apply instead, so no guest starts on a VNet that is not there yet.
+    pub(super) fn sdn_apply(&mut self) {
+        let sdn_kinds = |kind: &str| ObjectClass::of_kind(kind).is_some_and(ObjectClass::is_sdn);
+        let writes: BTreeSet<usize> = self
+            .plan
+            .actions
+            .iter()
+            .filter(|a| sdn_kinds(&a.kind) && matches!(a.op, Op::Object(_)))
+            .map(|a| a.id)
+            .collect();
+        let graph = self.cx.graph;
+        let waiting = graph.resources().any(|id| {
+            let r = graph.resource(id);
+            sdn_kinds(r.kind)
+                && objects(self.cx.cluster, r).into_iter().flatten().any(|d| {
+                    matches!(self.live_list(&d.endpoints.list_path()), Some(Ok(l)) if l.get(&d.id).is_some_and(crate::objects::pending))
+                })
+        });
+        if writes.is_empty() && !waiting {
+            return;
+        }
+        let id = self.plan.actions.len();
+        let reason = if writes.is_empty() {
+            "SDN changes of declared objects wait to be applied".to_owned()
+        } else {
+            format!(
+                "{} SDN change(s) planned: PVE applies them only with the SDN configuration (any change pending by hand is applied with them)",
+                writes.len()
+            )
+        };
+        for a in &mut self.plan.actions {
+            if !writes.contains(&a.id) && a.after.iter().any(|p| writes.contains(p)) {
+                a.after.push(id);
+            }
+        }
+        self.plan.actions.push(crate::plan::Action {
+            id,
+            level: None,
+            kind: "SDN".to_owned(),
+            name: "apply".to_owned(),
+            node: String::new(),
+            vmid: None,
+            verb: Verb::Update,
+            reason,
+            changes: Vec::new(),
+            resizes: Vec::new(),
+            restart: false,
+            after: writes.into_iter().collect(),
+            op: Op::SdnApply,
+        });
     }
 }

@@ -356,6 +356,15 @@ pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<N
                 request.params.pairs(),
             ));
         }
+        Op::SdnApply => {
+            out.extend(objects::request_need(
+                "apply the SDN configuration",
+                "PUT",
+                "/cluster/sdn",
+                "/cluster/sdn",
+                &[],
+            ));
+        }
         Op::Rules { endpoints, .. } => {
             // The rule writes (create, update, delete) of the list: one check covers them.
             let purpose = format!(

@@ -44,12 +44,21 @@ pub enum ObjectClass {
     Acl,
     /// `Firewall`.
     Firewall,
+    /// `SdnZone`.
+    SdnZone,
+    /// `SdnVnet`.
+    SdnVnet,
+    /// `SdnSubnet`.
+    SdnSubnet,
 }
 
 impl ObjectClass {
     /// Every class, in the order their objects are created.
-    pub const ALL: [ObjectClass; 9] = [
+    pub const ALL: [ObjectClass; 12] = [
         ObjectClass::Storage,
+        ObjectClass::SdnZone,
+        ObjectClass::SdnVnet,
+        ObjectClass::SdnSubnet,
         ObjectClass::Pool,
         ObjectClass::Mapping,
         ObjectClass::Group,
@@ -72,7 +81,18 @@ impl ObjectClass {
             ObjectClass::Role => "Role",
             ObjectClass::Acl => "Acl",
             ObjectClass::Firewall => "Firewall",
+            ObjectClass::SdnZone => "SdnZone",
+            ObjectClass::SdnVnet => "SdnVnet",
+            ObjectClass::SdnSubnet => "SdnSubnet",
         }
+    }
+
+    /// Whether its objects are SDN configuration: pending until `PUT /cluster/sdn`.
+    pub fn is_sdn(self) -> bool {
+        matches!(
+            self,
+            ObjectClass::SdnZone | ObjectClass::SdnVnet | ObjectClass::SdnSubnet
+        )
     }
 
     /// The class of a kind name.
@@ -91,6 +111,9 @@ impl ObjectClass {
             ObjectClass::Role => "role",
             ObjectClass::Acl => "acl",
             ObjectClass::Firewall => "firewall",
+            ObjectClass::SdnZone => "sdnzone",
+            ObjectClass::SdnVnet => "sdnvnet",
+            ObjectClass::SdnSubnet => "sdnsubnet",
         }
     }
 
@@ -120,6 +143,8 @@ impl ObjectKind {
 pub fn object_id<'s>(spec: &'s ObjectSpec, name: &'s str) -> Option<&'s str> {
     match spec {
         ObjectSpec::Acl(_) | ObjectSpec::Firewall(_) => None,
+        // Found by its network within its VNet's list.
+        ObjectSpec::SdnSubnet(s) => Some(&s.subnet),
         s => Some(s.explicit_id().unwrap_or(name)),
     }
 }
@@ -148,6 +173,12 @@ fn each_reference<'s>(
             if let Some(pool) = &j.pool {
                 visit(view("pool", "Pool", pool), path!["pool"].to_vec());
             }
+        }
+        ObjectSpec::SdnVnet(v) => {
+            visit(view("zone", "SdnZone", &v.zone), path!["zone"].to_vec());
+        }
+        ObjectSpec::SdnSubnet(s) => {
+            visit(view("vnet", "SdnVnet", &s.vnet), path!["vnet"].to_vec());
         }
         ObjectSpec::User(u) => {
             for (i, g) in u.groups.iter().enumerate() {
@@ -202,6 +233,14 @@ impl KindDef for ObjectKind {
                     target: "Pool",
                 },
             ],
+            ObjectClass::SdnVnet => &[ReferenceField {
+                field: "zone",
+                target: "SdnZone",
+            }],
+            ObjectClass::SdnSubnet => &[ReferenceField {
+                field: "vnet",
+                target: "SdnVnet",
+            }],
             ObjectClass::User => &[ReferenceField {
                 field: "groups[]",
                 target: "Group",
@@ -235,6 +274,9 @@ impl KindDef for ObjectKind {
             ObjectClass::Role => ObjectSpec::Role(cx.decode()?),
             ObjectClass::Acl => ObjectSpec::Acl(cx.decode()?),
             ObjectClass::Firewall => ObjectSpec::Firewall(cx.decode()?),
+            ObjectClass::SdnZone => ObjectSpec::SdnZone(cx.decode()?),
+            ObjectClass::SdnVnet => ObjectSpec::SdnVnet(cx.decode()?),
+            ObjectClass::SdnSubnet => ObjectSpec::SdnSubnet(cx.decode()?),
         };
         super::object_checks::check(cx, &spec);
         Some(Spec::Object(spec))
@@ -285,6 +327,11 @@ impl KindDef for ObjectKind {
             ObjectClass::Acl => generator.subschema_for::<AclSpec>(),
             ObjectClass::Firewall => {
                 generator.subschema_for::<super::firewall_spec::FirewallSpec>()
+            }
+            ObjectClass::SdnZone => generator.subschema_for::<super::object_spec::SdnZoneSpec>(),
+            ObjectClass::SdnVnet => generator.subschema_for::<super::object_spec::SdnVnetSpec>(),
+            ObjectClass::SdnSubnet => {
+                generator.subschema_for::<super::object_spec::SdnSubnetSpec>()
             }
         }
     }

@@ -135,6 +135,53 @@ pub(crate) fn check(cx: &SpecContext<'_>, spec: &ObjectSpec) {
         ObjectSpec::Role(r) => role(cx, r, &name),
         ObjectSpec::Acl(a) => acl(cx, a),
         ObjectSpec::Firewall(f) => firewall(cx, f),
+        ObjectSpec::SdnZone(z) => {
+            let create = ("POST", "/cluster/sdn/zones");
+            let id = z.id.as_deref().unwrap_or(&name);
+            check_as(cx, create, "zone", id, &id_path(z.id.is_some()));
+            check_as(cx, create, "type", &z.zone_type, &path!["type"]);
+            check_options(
+                cx,
+                create,
+                &z.options,
+                &["zone", "type"],
+                &[(&["lock-token"], "ProxOps takes no SDN lock")],
+            );
+            if z.zone_type == "vlan" && !z.options.contains_key("bridge") {
+                cx.report_missing(&path!["options"], "a `vlan` zone needs `options.bridge`");
+            }
+        }
+        ObjectSpec::SdnVnet(v) => {
+            let create = ("POST", "/cluster/sdn/vnets");
+            let id = v.id.as_deref().unwrap_or(&name);
+            check_as(cx, create, "vnet", id, &id_path(v.id.is_some()));
+            check_as(cx, create, "zone", &v.zone, &path!["zone"]);
+            if let Some(a) = &v.alias {
+                check_as(cx, create, "alias", a, &path!["alias"]);
+            }
+            check_options(
+                cx,
+                create,
+                &v.options,
+                &["vnet", "zone", "tag", "alias", "type"],
+                &[(&["lock-token"], "ProxOps takes no SDN lock")],
+            );
+        }
+        ObjectSpec::SdnSubnet(s) => {
+            let create = ("POST", "/cluster/sdn/vnets/{vnet}/subnets");
+            check_as(cx, create, "vnet", &s.vnet, &path!["vnet"]);
+            check_as(cx, create, "subnet", &s.subnet, &path!["subnet"]);
+            if let Some(g) = &s.gateway {
+                check_as(cx, create, "gateway", g, &path!["gateway"]);
+            }
+            check_options(
+                cx,
+                create,
+                &s.options,
+                &["subnet", "vnet", "gateway", "snat", "type"],
+                &[(&["lock-token"], "ProxOps takes no SDN lock")],
+            );
+        }
     }
 }
 

@@ -333,6 +333,65 @@ pub struct AclSpec {
     pub propagate: Option<bool>,
 }
 
+/// `kind: SdnZone`: an SDN zone (`POST /cluster/sdn/zones`). Pending until the SDN
+/// configuration is applied (`PUT /cluster/sdn`), which ProxOps does after its SDN changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SdnZoneSpec {
+    /// The zone id; `metadata.name` when absent (8 characters at most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The zone type: `simple` or `vlan` (`qinq`, `vxlan`, `evpn` with their options).
+    #[serde(rename = "type")]
+    pub zone_type: String,
+    /// The type's other options as PVE names them (`bridge` for a VLAN zone, `mtu`, `nodes`,
+    /// `ipam`, `dhcp`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub options: PveConfig,
+}
+
+/// `kind: SdnVnet`: an SDN VNet (`POST /cluster/sdn/vnets`), a bridge guests' NICs name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SdnVnetSpec {
+    /// The VNet id; `metadata.name` when absent (8 characters at most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Its zone.
+    pub zone: String,
+    /// The VLAN (or VXLAN) tag, which a VLAN zone needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<u32>,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// Other options (`vlanaware`, `isolate-ports`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub options: PveConfig,
+}
+
+/// `kind: SdnSubnet`: a subnet of a VNet (`POST /cluster/sdn/vnets/{vnet}/subnets`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SdnSubnetSpec {
+    /// Its VNet.
+    pub vnet: String,
+    /// The network (`10.0.10.0/24`).
+    pub subnet: String,
+    /// The gateway address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// Source NAT for traffic leaving the subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snat: Option<bool>,
+    /// Other options (`dhcp-range`, `dnszoneprefix`, `dhcp-dns-server`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub options: PveConfig,
+}
+
 /// The decoded spec of a cluster-object kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -356,6 +415,12 @@ pub enum ObjectSpec {
     Acl(AclSpec),
     /// `Firewall`: the cluster's firewall.
     Firewall(super::firewall_spec::FirewallSpec),
+    /// `SdnZone`.
+    SdnZone(SdnZoneSpec),
+    /// `SdnVnet`.
+    SdnVnet(SdnVnetSpec),
+    /// `SdnSubnet`.
+    SdnSubnet(SdnSubnetSpec),
 }
 
 impl ObjectSpec {
@@ -372,6 +437,10 @@ impl ObjectSpec {
             ObjectSpec::Acl(_) => None,
             // One per cluster: every Firewall resource stands for the same object.
             ObjectSpec::Firewall(_) => Some("cluster"),
+            ObjectSpec::SdnZone(s) => s.id.as_deref(),
+            ObjectSpec::SdnVnet(s) => s.id.as_deref(),
+            // Named by its network within its VNet, not by an id of its own.
+            ObjectSpec::SdnSubnet(_) => None,
         }
     }
 }

@@ -1,0 +1,146 @@
+//! SDN as kinds (issue 32), engine + simulator: a zone, a VNet and a subnet are written, then
+//! applied with `PUT /cluster/sdn` before the guest whose NIC is on the VNet is created (PVE
+//! keeps SDN changes pending until then); a change is applied again; a subnet ProxOps made and
+//! the manifest no longer lists is removed, and the removal applied.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::placement::{apply, plan, plan_with, sim, vm};
+use proxops_engine::execute::{ExecOptions, execute};
+use proxops_engine::plan::Verb;
+use proxops_engine::planner::PlanOptions;
+use proxops_pve::{Method, Params, PveClient};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+fn manifest(kind: &str, name: &str, spec: &str) -> String {
+    format!("apiVersion: proxops/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{spec}")
+}
+
+fn sdn(alias: &str) -> Vec<String> {
+    vec![
+        manifest("SdnZone", "lab", "  type: simple\n"),
+        manifest(
+            "SdnVnet",
+            "labnet",
+            &format!("  zone: lab\n  alias: {alias}\n"),
+        ),
+        manifest(
+            "SdnSubnet",
+            "labnet-v4",
+            "  vnet: labnet\n  subnet: 10.20.0.0/24\n  gateway: 10.20.0.1\n  snat: true\n",
+        ),
+    ]
+}
+
+async fn get(client: &PveClient, path: &str) -> Value {
+    client
+        .call_json(Method::GET, path, path, &Params::new())
+        .await
+        .unwrap()
+}
+
+fn remembered(texts: &[String]) -> PlanOptions {
+    let graph = crate::placement::graph_of(texts);
+    let mut previous = BTreeMap::new();
+    let mut receipts = BTreeSet::new();
+    for id in graph.resources() {
+        let r = graph.resource(id);
+        previous.insert(r.key(), Arc::clone(r));
+        receipts.insert(r.key());
+    }
+    PlanOptions::default()
+        .with_previous(Some(previous))
+        .with_receipts(Some(receipts))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdn_objects_are_applied_before_the_guest_on_them_and_removals_are_applied_too() {
+    let (_sim, client) = sim().await;
+    let guest = vm(
+        "lab-vm",
+        170,
+        "node: pve1",
+        "local-lvm",
+        "  state: started\n  networks:\n    - model: virtio\n      bridge: labnet\n",
+    );
+    let mut texts = sdn("the lab");
+    texts.push(guest.clone());
+    let p = apply(&client, &texts).await;
+    let order: Vec<(&str, Verb)> = p
+        .actions
+        .iter()
+        .map(|a| (a.kind.as_str(), a.verb))
+        .collect();
+    let apply_at = order
+        .iter()
+        .position(|(k, _)| *k == "SDN")
+        .expect("an SDN apply");
+    let vm_at = order
+        .iter()
+        .position(|(k, _)| *k == "VM")
+        .expect("the VM's create");
+    let vm_action = &p.actions[vm_at];
+    assert!(vm_action.after.contains(&p.actions[apply_at].id), "{p:#?}");
+    // Applied: the running configuration has them, and nothing is pending.
+    let running = client
+        .call_json(
+            Method::GET,
+            "/cluster/sdn/vnets",
+            "/cluster/sdn/vnets",
+            &Params::new().set("running", 1),
+        )
+        .await
+        .unwrap();
+    assert!(
+        running
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["vnet"] == "labnet" && v["alias"] == "the lab"),
+        "{running:#?}"
+    );
+    let again = plan(&client, &texts).await;
+    assert!(again.is_empty(), "{again:#?}");
+
+    // A change: written, then applied.
+    let mut changed = sdn("lab network");
+    changed.push(guest.clone());
+    let p = plan_with(&client, &changed, &remembered(&texts)).await;
+    let verbs: Vec<(&str, Verb)> = p
+        .actions
+        .iter()
+        .map(|a| (a.kind.as_str(), a.verb))
+        .collect();
+    assert_eq!(
+        verbs,
+        [("SdnVnet", Verb::Update), ("SDN", Verb::Update)],
+        "{p:#?}"
+    );
+    let report = execute(&client, &p, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    assert!(plan(&client, &changed).await.is_empty());
+
+    // The subnet leaves the repository: removed (ours by its receipt), and applied.
+    let without: Vec<String> = changed
+        .iter()
+        .filter(|t| !t.contains("kind: SdnSubnet"))
+        .cloned()
+        .collect();
+    let p = plan_with(&client, &without, &remembered(&changed)).await;
+    let verbs: Vec<(&str, Verb)> = p
+        .actions
+        .iter()
+        .map(|a| (a.kind.as_str(), a.verb))
+        .collect();
+    assert_eq!(
+        verbs,
+        [("SdnSubnet", Verb::Delete), ("SDN", Verb::Update)],
+        "{p:#?}"
+    );
+    let report = execute(&client, &p, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    let subnets = get(&client, "/cluster/sdn/vnets/labnet/subnets").await;
+    assert_eq!(subnets.as_array().map(Vec::len), Some(0), "{subnets:#?}");
+}
