@@ -135,6 +135,17 @@ fn summary(r: &DemoReport) -> String {
             "NOT restored"
         }
     ));
+    if let Some(f) = &r.firewall {
+        let yes = |b: bool, y: &'static str, n: &'static str| if b { y } else { n };
+        out.push_str(&format!(
+            "firewall: {} ({}) {}, {}; the hand rule {}\n",
+            f.subject,
+            f.by_hand.join("; "),
+            yes(f.found, "found", "NOT found"),
+            yes(f.restored, "restored", "NOT restored"),
+            yes(f.hand_kept, "kept", "NOT kept"),
+        ));
+    }
     out.push_str(&format!(
         "prune: {} (vmid {}) {}; deletion intent {}; teardown {}; {} other guest(s) untouched\n",
         r.prune.subject,

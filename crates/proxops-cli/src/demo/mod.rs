@@ -121,6 +121,9 @@ pub struct DemoReport {
     pub get: Listed,
     /// Step 3: a change by hand, found and restored.
     pub drift: Drifted,
+    /// Step 4, when the repository declares a `Firewall`: a rule changed by hand restored, a
+    /// rule added by hand kept.
+    pub firewall: Option<FirewallDrift>,
     /// Step 4: a manifest removed, and its guest pruned.
     pub prune: Pruned,
     /// Step 5: a snapshot-guarded update rolled back.
@@ -143,6 +146,10 @@ impl DemoReport {
             && self.drift.verified
             && self.drift.found
             && self.drift.restored
+            && self
+                .firewall
+                .as_ref()
+                .is_none_or(|f| f.found && f.restored && f.hand_kept)
             && self.prune.intent_recorded
             && self.prune.deleted
             && self.prune.teardown_recorded
@@ -218,6 +225,31 @@ pub struct Drifted {
     /// Whether the guest's config is as declared again.
     pub restored: bool,
     /// The observed plane's new head after the cycle (its receipt).
+    pub observed: Option<String>,
+}
+
+/// A firewall rule changed by hand, and one added by hand, and what the next cycle did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct FirewallDrift {
+    /// The cluster.
+    pub cluster: String,
+    /// `Firewall/<name>`.
+    pub subject: String,
+    /// The security group whose rule was changed.
+    pub group: String,
+    /// What was done by hand.
+    pub by_hand: Vec<String>,
+    /// Whether the next plan found exactly the changed rule (one update of the firewall).
+    pub found: bool,
+    /// Whether the rule is as declared again.
+    pub restored: bool,
+    /// Whether the rule added by hand is still there, first.
+    pub hand_kept: bool,
+    /// The plan of that cycle.
+    pub plan: Option<ClusterPlan>,
+    /// The observed plane's new head after the cycle.
     pub observed: Option<String>,
 }
 

@@ -22,6 +22,7 @@ use proxops_store::{PlaneRefs, ResourceState, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod firewall;
 mod guarded;
 
 /// Runs the demo (see [`super`]).
@@ -75,17 +76,29 @@ impl Story<'_> {
         let get = self.list(&focus)?;
         self.step(3, "a change by hand in PVE, found as drift and restored");
         let drift = self.drift(&head, &focus).await?;
+        let mut number = 4;
+        let firewall = match self.firewall_cluster(&names)? {
+            Some((cluster, subject, group)) => {
+                self.step(
+                    number,
+                    "a firewall rule changed by hand: found as drift and restored, a rule added by hand kept",
+                );
+                number += 1;
+                Some(self.firewall_drift(&cluster, &subject, &group).await?)
+            }
+            None => None,
+        };
         self.step(
-            4,
+            number,
             "a manifest removed from the composition: pruned, and recorded",
         );
         let prune = self.prune(&head, &focus, &drift.subject).await?;
         self.step(
-            5,
+            number + 1,
             "a disruptive update guarded by a snapshot: the guest does not come back, rolled back",
         );
         let guarded = self.guarded_update(&focus).await?;
-        self.step(6, "where to look next");
+        self.step(number + 2, "where to look next");
         let next = self.next(&focus);
         for line in &next {
             self.note(line);
@@ -96,6 +109,7 @@ impl Story<'_> {
             clusters,
             get,
             drift,
+            firewall,
             prune,
             guarded,
             next,
