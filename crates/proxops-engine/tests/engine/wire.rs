@@ -27,7 +27,7 @@ fn homelab_create_parameters() {
         machine=q35
         memory=2048
         name=jumpbox
-        net0=virtio,bridge=vmbr0,tag=10
+        net0=virtio,bridge=vmbr0,tag=10,firewall=1
         onboot=1
         scsi0=local-lvm:32,iothread=1,discard=on
         scsihw=virtio-scsi-single

@@ -17,7 +17,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 // ---------------------------------------------------------------------------------------------
-// The toy kind: `kind: Firewall`, rooted at `firewall/`.
+// The toy kind: `kind: EdgeWall`, rooted at `firewall/`.
 
 /// A node's firewall.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -79,7 +79,7 @@ struct FirewallKind;
 
 impl KindDef for FirewallKind {
     fn name(&self) -> &'static str {
-        "Firewall"
+        "EdgeWall"
     }
 
     fn aliases(&self) -> &'static [&'static str] {
@@ -87,7 +87,7 @@ impl KindDef for FirewallKind {
     }
 
     fn root(&self) -> &'static str {
-        "firewall"
+        "edgewall"
     }
 
     fn identity(&self) -> Identity {
@@ -146,11 +146,11 @@ impl KindDef for FirewallKind {
     }
 }
 
-/// The built-in kinds plus `Firewall`.
+/// The built-in kinds plus `EdgeWall`.
 fn registry() -> Registry {
     let mut r = Registry::builtin();
     r.register(Arc::new(FirewallKind))
-        .expect("Firewall registers");
+        .expect("EdgeWall registers");
     r
 }
 
@@ -162,7 +162,7 @@ fn load(repo: &TempRepo, registry: &Registry) -> Repository {
 /// A firewall manifest with extra spec lines (each indented by two spaces).
 fn firewall_manifest(name: &str, node: &str, extra: &[&str]) -> String {
     let mut text = format!(
-        "apiVersion: proxops/v1alpha1\nkind: Firewall\nmetadata:\n  name: {name}\nspec:\n  node: {node}\n  policy: drop\n"
+        "apiVersion: proxops/v1alpha1\nkind: EdgeWall\nmetadata:\n  name: {name}\nspec:\n  node: {node}\n  policy: drop\n"
     );
     for l in extra {
         text.push_str("  ");
@@ -189,7 +189,7 @@ fn firewall_repo(edge: &str) -> TempRepo {
     repo.cluster("c", &["pve01", "pve02"]);
     let web = annotate(
         &vm("web", "pve01", 100),
-        &[("proxops/depends-on", "Firewall:edge")],
+        &[("proxops/depends-on", "EdgeWall:edge")],
     );
     repo.listing(
         "c",
@@ -198,7 +198,7 @@ fn firewall_repo(edge: &str) -> TempRepo {
                 "iso/base/installer.yaml",
                 artifact("ISO", "installer", &["pve01", "pve02"]),
             ),
-            ("firewall/c/edge.yaml", edge.to_owned()),
+            ("edgewall/c/edge.yaml", edge.to_owned()),
             ("vm/c/web.yaml", web),
         ],
     );
@@ -220,18 +220,18 @@ fn the_resource<'r>(repo: &'r Repository, kind: &str, name: &str) -> &'r Resourc
 fn a_custom_kind_registers_alongside_the_builtin_kinds() {
     let r = registry();
     assert_eq!(r.kinds().count(), Registry::builtin().kinds().count() + 1);
-    assert_eq!(r.kinds().last().map(|k| k.name()), Some("Firewall"));
-    assert_eq!(r.get("Firewall").map(|k| k.root()), Some("firewall"));
-    assert_eq!(r.by_root("firewall").map(|k| k.name()), Some("Firewall"));
-    assert!(r.is_root("firewall"));
-    assert_eq!(r.guess("fw").map(|k| k.name()), Some("Firewall"));
-    assert_eq!(r.guess("FIREWALL").map(|k| k.name()), Some("Firewall"));
-    assert_eq!(r.get("firewall").map(|k| k.name()), None, "get is exact");
-    let kind = r.get("Firewall").expect("registered");
+    assert_eq!(r.kinds().last().map(|k| k.name()), Some("EdgeWall"));
+    assert_eq!(r.get("EdgeWall").map(|k| k.root()), Some("edgewall"));
+    assert_eq!(r.by_root("edgewall").map(|k| k.name()), Some("EdgeWall"));
+    assert!(r.is_root("edgewall"));
+    assert_eq!(r.guess("fw").map(|k| k.name()), Some("EdgeWall"));
+    assert_eq!(r.guess("EDGEWALL").map(|k| k.name()), Some("EdgeWall"));
+    assert_eq!(r.get("edgewall").map(|k| k.name()), None, "get is exact");
+    let kind = r.get("EdgeWall").expect("registered");
     assert_eq!(kind.identity(), Identity::Other);
     assert_eq!(kind.planes(), [Plane::Desired]);
     // The built-in registry is untouched.
-    assert!(Registry::builtin().get("Firewall").is_none());
+    assert!(Registry::builtin().get("EdgeWall").is_none());
 }
 
 #[test]
@@ -242,8 +242,8 @@ fn a_repository_using_a_custom_kind_validates() {
     assert_valid(&loaded);
     assert_eq!(loaded.clusters[0].resources.len(), 3);
 
-    let edge = the_resource(&loaded, "Firewall", "edge");
-    assert_eq!(edge.kind, "Firewall");
+    let edge = the_resource(&loaded, "EdgeWall", "edge");
+    assert_eq!(edge.kind, "EdgeWall");
     let Spec::Custom(custom) = &edge.spec else {
         panic!("not a custom spec: {:?}", edge.spec);
     };
@@ -291,10 +291,10 @@ fn a_repository_using_a_custom_kind_validates() {
         .filter(|r| r.source != proxops_model::kind::ReferenceSource::Inferred)
         .map(|r| format!("{}/{}", r.target_kind, r.target_name))
         .collect();
-    assert_eq!(deps, ["Firewall/edge"]);
+    assert_eq!(deps, ["EdgeWall/edge"]);
     // Its placement is what validation checks against the node allowlist.
     let placement = registry
-        .get("Firewall")
+        .get("EdgeWall")
         .expect("kind")
         .placement(&edge.spec);
     assert_eq!(placement.nodes.len(), 1);
@@ -308,9 +308,9 @@ fn the_same_repository_without_the_kind_is_refused() {
     let loaded = load(&repo, &Registry::builtin());
     assert!(!loaded.is_valid());
     let d = find(&loaded, Code::NotUnderKindRoot);
-    assert!(d.message.contains("firewall/c/edge.yaml"), "{d}");
+    assert!(d.message.contains("edgewall/c/edge.yaml"), "{d}");
     let d = find(&loaded, Code::InvalidDependsOn);
-    assert!(d.message.contains("Firewall"), "{d}");
+    assert!(d.message.contains("EdgeWall"), "{d}");
 }
 
 #[test]
@@ -324,7 +324,7 @@ fn a_custom_manifest_can_depend_on_a_builtin_kind_and_be_depended_on() {
     let repo = firewall_repo(&edge);
     let loaded = load(&repo, &registry());
     assert!(loaded.is_valid(), "{}", dump(&loaded));
-    let edge = the_resource(&loaded, "Firewall", "edge");
+    let edge = the_resource(&loaded, "EdgeWall", "edge");
     assert_eq!(edge.depends_on.len(), 1);
     assert_eq!(
         (
@@ -334,7 +334,7 @@ fn a_custom_manifest_can_depend_on_a_builtin_kind_and_be_depended_on() {
         ("VM", "web")
     );
     let web = the_resource(&loaded, "VM", "web");
-    assert_eq!(web.depends_on[0].target_kind, "Firewall");
+    assert_eq!(web.depends_on[0].target_kind, "EdgeWall");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ fn unknown_fields_of_a_custom_kind_get_did_you_mean() {
         .find(|d| d.message.contains("`rescue-isos`"))
         .unwrap_or_else(|| panic!("{}", dump(&loaded)));
     assert_eq!(top.help.as_deref(), Some("did you mean `rescue-iso`?"));
-    assert_eq!(top.primary_file(), Some("firewall/c/edge.yaml"));
+    assert_eq!(top.primary_file(), Some("edgewall/c/edge.yaml"));
     assert_eq!(top.labels[0].line_col(), (8, 3), "{top}");
     let nested = unknown
         .iter()
@@ -381,19 +381,19 @@ fn unknown_fields_of_a_custom_kind_get_did_you_mean() {
         loaded.clusters[0]
             .resources
             .iter()
-            .all(|r| r.kind != "Firewall")
+            .all(|r| r.kind != "EdgeWall")
     );
 }
 
 #[test]
 fn a_misspelt_custom_kind_name_gets_a_hint() {
     for (word, hint) in [
-        ("FW", "the canonical spelling is `Firewall`"),
-        ("firewall", "the canonical spelling is `Firewall`"),
-        ("Firewal", "did you mean `Firewall`?"),
+        ("FW", "the canonical spelling is `EdgeWall`"),
+        ("edgewall", "the canonical spelling is `EdgeWall`"),
+        ("EdgeWal", "did you mean `EdgeWall`?"),
     ] {
         let edge = firewall_manifest("edge", "pve01", &[])
-            .replace("kind: Firewall", &format!("kind: {word}"));
+            .replace("kind: EdgeWall", &format!("kind: {word}"));
         let loaded = load(&firewall_repo(&edge), &registry());
         let d = find(&loaded, Code::UnknownKind);
         assert_eq!(d.help.as_deref(), Some(hint), "{word}: {d}");
@@ -407,9 +407,9 @@ fn a_reference_to_a_missing_iso_is_an_unknown_reference() {
     let d = only_error(
         &loaded,
         Code::UnknownReference,
-        &["Firewall/edge", "rescue-iso", "ISO", "missing"],
+        &["EdgeWall/edge", "rescue-iso", "ISO", "missing"],
     );
-    assert_eq!(d.primary_file(), Some("firewall/c/edge.yaml"));
+    assert_eq!(d.primary_file(), Some("edgewall/c/edge.yaml"));
     assert_eq!(d.labels[0].line_col(), (8, 15), "{d}");
     assert_eq!(d.cluster.as_deref(), Some("c"));
     // Naming a resource of another kind gets a pointed hint.
@@ -434,7 +434,7 @@ fn a_referenced_iso_must_be_on_the_firewall_node() {
                 artifact("ISO", "installer", &["pve01"]),
             ),
             (
-                "firewall/c/edge.yaml",
+                "edgewall/c/edge.yaml",
                 firewall_manifest("edge", "pve02", &["rescue-iso: installer"]),
             ),
         ],
@@ -458,7 +458,7 @@ fn lone_firewall(edge: &str) -> TempRepo {
                 "iso/base/installer.yaml",
                 artifact("ISO", "installer", &["pve01", "pve02"]),
             ),
-            ("firewall/c/edge.yaml", edge.to_owned()),
+            ("edgewall/c/edge.yaml", edge.to_owned()),
         ],
     );
     repo
@@ -495,7 +495,7 @@ fn custom_checks_and_required_fields_are_reported() {
 
     let elsewhere = firewall_manifest("edge", "pve09", &[]);
     let loaded = load(&lone_firewall(&elsewhere), &registry());
-    only_error(&loaded, Code::NodeNotAllowed, &["pve09", "Firewall/edge"]);
+    only_error(&loaded, Code::NodeNotAllowed, &["pve09", "EdgeWall/edge"]);
 
     let wrong_root = TempRepo::new();
     wrong_root.cluster("c", &["pve01"]);
@@ -504,7 +504,7 @@ fn custom_checks_and_required_fields_are_reported() {
         &[("vm/c/edge.yaml", firewall_manifest("edge", "pve01", &[]))],
     );
     let loaded = load(&wrong_root, &registry());
-    only_error(&loaded, Code::WrongKindRoot, &["Firewall", "vm/"]);
+    only_error(&loaded, Code::WrongKindRoot, &["EdgeWall", "vm/"]);
 }
 
 #[test]
@@ -515,17 +515,17 @@ fn two_custom_resources_of_one_name_are_duplicates() {
         "c",
         &[
             (
-                "firewall/base/edge.yaml",
+                "edgewall/base/edge.yaml",
                 firewall_manifest("edge", "pve01", &[]),
             ),
             (
-                "firewall/c/edge.yaml",
+                "edgewall/c/edge.yaml",
                 firewall_manifest("edge", "pve01", &[]),
             ),
         ],
     );
     let loaded = load(&repo, &registry());
-    only_error(&loaded, Code::DuplicateResource, &["Firewall/edge"]);
+    only_error(&loaded, Code::DuplicateResource, &["EdgeWall/edge"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -538,12 +538,12 @@ fn a_custom_kind_appears_in_the_schemas() {
     let kinds = combined["properties"]["kind"]["enum"]
         .as_array()
         .expect("enum");
-    assert!(kinds.contains(&json!("Firewall")), "{kinds:?}");
+    assert!(kinds.contains(&json!("EdgeWall")), "{kinds:?}");
     let builtin = Registry::builtin().kinds().count();
     assert_eq!(
         kinds.len(),
         builtin + 3,
-        "the built-in kinds, Firewall, StackTemplate and Stack"
+        "the built-in kinds, EdgeWall, StackTemplate and Stack"
     );
     for def in ["FirewallSpec", "Rule", "Policy"] {
         assert!(
@@ -551,8 +551,8 @@ fn a_custom_kind_appears_in_the_schemas() {
             "no {def} in the combined schema"
         );
     }
-    let own = kind_schema(registry.get("Firewall").expect("kind"));
-    assert_eq!(own["properties"]["kind"]["const"], json!("Firewall"));
+    let own = kind_schema(registry.get("EdgeWall").expect("kind"));
+    assert_eq!(own["properties"]["kind"]["const"], json!("EdgeWall"));
     assert_eq!(
         own["definitions"]["FirewallSpec"]["required"],
         json!(["node", "policy"])
@@ -562,10 +562,10 @@ fn a_custom_kind_appears_in_the_schemas() {
     assert_eq!(
         files.len(),
         builtin + 4,
-        "the built-in kinds, Firewall, the combined schema, Stack and StackTemplate"
+        "the built-in kinds, EdgeWall, the combined schema, Stack and StackTemplate"
     );
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    assert!(names.contains(&"firewall.schema.json"), "{names:?}");
+    assert!(names.contains(&"edgewall.schema.json"), "{names:?}");
     assert!(names.contains(&"proxops.schema.json"), "{names:?}");
     assert_eq!(files, schema_files(&registry), "deterministic");
 
@@ -573,7 +573,7 @@ fn a_custom_kind_appears_in_the_schemas() {
     let own = jsonschema::draft7::new(&own).expect("own compiles");
     let manifest = json!({
         "apiVersion": "proxops/v1alpha1",
-        "kind": "Firewall",
+        "kind": "EdgeWall",
         "metadata": {"name": "edge"},
         "spec": {
             "node": "pve01",
@@ -686,10 +686,10 @@ fn clashing_kinds_are_refused() {
     assert_eq!(
         r.register(Arc::new(FirewallKind)),
         Err(RegistryError::Clash {
-            kind: "Firewall".into(),
-            existing: "Firewall".into(),
+            kind: "EdgeWall".into(),
+            existing: "EdgeWall".into(),
             what: "name",
-            value: "firewall".into(),
+            value: "edgewall".into(),
         })
     );
     // A name equal to a built-in name, in any case.
@@ -725,7 +725,7 @@ fn clashing_kinds_are_refused() {
             aliases: &["fw"],
             root: "wall"
         }),
-        own("Wall", "Firewall", "alias", "fw")
+        own("Wall", "EdgeWall", "alias", "fw")
     );
     // A directory root already taken.
     assert_eq!(
@@ -740,9 +740,9 @@ fn clashing_kinds_are_refused() {
         clash(Named {
             name: "Wall",
             aliases: &[],
-            root: "firewall"
+            root: "edgewall"
         }),
-        own("Wall", "Firewall", "root", "firewall")
+        own("Wall", "EdgeWall", "root", "edgewall")
     );
     // Nothing in common: accepted.
     assert_eq!(
