@@ -118,6 +118,18 @@ ENDPOINTS = [
     ("POST", "/cluster/firewall/groups"),
     *[(m, "/cluster/firewall/groups/{group}") for m in ("GET", "POST", "DELETE")],
     *[(m, "/cluster/firewall/groups/{group}/{pos}") for m in ("GET", "PUT", "DELETE")],
+    # sim-sdn-access: storage updates, access groups and roles, SDN with pending changes.
+    ("PUT", "/storage/{storage}"),
+    *[(m, f"/access/{c}{p}")
+      for (c, i) in (("groups", "groupid"), ("roles", "roleid"))
+      for (m, p) in (("POST", ""), ("GET", f"/{{{i}}}"), ("PUT", f"/{{{i}}}"), ("DELETE", f"/{{{i}}}"))],
+    ("GET", "/cluster/sdn"), ("PUT", "/cluster/sdn"),
+    ("GET", "/cluster/sdn/zones"), ("POST", "/cluster/sdn/zones"),
+    *[(m, "/cluster/sdn/zones/{zone}") for m in ("GET", "PUT", "DELETE")],
+    ("POST", "/cluster/sdn/vnets"),
+    *[(m, "/cluster/sdn/vnets/{vnet}") for m in ("GET", "PUT", "DELETE")],
+    ("GET", "/cluster/sdn/vnets/{vnet}/subnets"), ("POST", "/cluster/sdn/vnets/{vnet}/subnets"),
+    *[(m, "/cluster/sdn/vnets/{vnet}/subnets/{subnet}") for m in ("GET", "PUT", "DELETE")],
 ]
 
 # The config update endpoints whose parameters are the guest config keys, and the parameters of

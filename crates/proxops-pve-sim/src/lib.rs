@@ -41,6 +41,7 @@ mod reset;
 mod rng;
 mod roles;
 pub mod schema;
+pub mod sdn;
 mod seed;
 mod server;
 pub mod sshkeys;

@@ -45,6 +45,10 @@ pub struct State {
     /// SDN VNets by name (`/etc/pve/sdn/vnets.cfg`); a bridge not listed is a plain Linux
     /// bridge of the `localnetwork` zone.
     pub vnets: BTreeMap<String, Vnet>,
+    /// The SDN section config files and running configuration written through the API
+    /// (`/cluster/sdn/...`); `vnets` are the running VNets the nodes have.
+    #[serde(skip_serializing_if = "crate::sdn::Sdn::is_untouched")]
+    pub sdn: crate::sdn::Sdn,
     /// The PVE version the cluster runs. [`crate::start`] sets it from
     /// [`crate::SimConfig::pve_version`]; a state file records it, so that a restart without a
     /// version of its own keeps the cluster's.
@@ -689,9 +693,7 @@ impl State {
     /// The SDN zone of a bridge: its VNet's, else `localnetwork` (pve-guest-common
     /// `src/PVE/GuestHelpers.pm` `check_vnet_access`).
     pub fn zone_of(&self, bridge: &str) -> &str {
-        self.vnets
-            .get(bridge)
-            .map_or("localnetwork", |v| v.zone.as_str())
+        crate::sdn::zone_of(self, bridge)
     }
 
     /// The HA resource managing a guest, if any (pve-ha-manager `src/PVE/HA/Config.pm`

@@ -1,7 +1,7 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_rules`] (PVE 9), [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
-//! (VNets), [`firewall`] (options; [`firewall_rules`], [`firewall_sets`] and [`firewall_groups`]), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
+//! (the SDN index, apply and VNets), [`sdn_zones`], [`sdn_subnets`], [`firewall`] (options; [`firewall_rules`], [`firewall_sets`] and [`firewall_groups`]), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`interfaces`] (a guest's addresses, agent and LXC), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
@@ -39,6 +39,8 @@ pub(crate) mod power;
 pub(crate) mod qemu;
 pub(crate) mod reads;
 pub(crate) mod sdn;
+pub(crate) mod sdn_subnets;
+pub(crate) mod sdn_zones;
 pub(crate) mod setconfig;
 pub(crate) mod snapshot;
 pub(crate) mod storage;
@@ -238,6 +240,22 @@ routes! {
     "PUT" "/cluster/mapping/usb/{id}" => mapping::usb_update,
     "DELETE" "/cluster/mapping/usb/{id}" => mapping::usb_delete,
     "GET" "/cluster/sdn/vnets" => sdn::vnets,
+    "GET" "/cluster/sdn" => sdn::index,
+    "PUT" "/cluster/sdn" => sdn::apply,
+    "GET" "/cluster/sdn/zones" => sdn_zones::list,
+    "POST" "/cluster/sdn/zones" => sdn_zones::create,
+    "GET" "/cluster/sdn/zones/{zone}" => sdn_zones::read,
+    "PUT" "/cluster/sdn/zones/{zone}" => sdn_zones::update,
+    "DELETE" "/cluster/sdn/zones/{zone}" => sdn_zones::delete,
+    "POST" "/cluster/sdn/vnets" => sdn::create,
+    "GET" "/cluster/sdn/vnets/{vnet}" => sdn::read,
+    "PUT" "/cluster/sdn/vnets/{vnet}" => sdn::update,
+    "DELETE" "/cluster/sdn/vnets/{vnet}" => sdn::delete,
+    "GET" "/cluster/sdn/vnets/{vnet}/subnets" => sdn_subnets::list,
+    "POST" "/cluster/sdn/vnets/{vnet}/subnets" => sdn_subnets::create,
+    "GET" "/cluster/sdn/vnets/{vnet}/subnets/{subnet}" => sdn_subnets::read,
+    "PUT" "/cluster/sdn/vnets/{vnet}/subnets/{subnet}" => sdn_subnets::update,
+    "DELETE" "/cluster/sdn/vnets/{vnet}/subnets/{subnet}" => sdn_subnets::delete,
     "GET" "/cluster/config/join" => join::join_info,
     "GET" "/cluster/firewall/options" => firewall::get_options,
     "PUT" "/cluster/firewall/options" => firewall::set_options,

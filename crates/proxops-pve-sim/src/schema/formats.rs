@@ -147,6 +147,46 @@ pub(crate) fn check_named_format(format: &str, v: &str) -> Result<(), String> {
         {
             bad(format!("pool name '{v}' contains invalid characters"))
         }
+        // pve-network `Zones/Plugin.pm` `parse_sdn_zone_id`, `VnetPlugin.pm`
+        // `parse_sdn_vnet_id`, `SubnetPlugin.pm` `parse_sdn_subnet_id`.
+        "pve-sdn-zone-id" | "pve-sdn-vnet-id" => {
+            let what = if format == "pve-sdn-zone-id" {
+                "zone"
+            } else {
+                "vnet"
+            };
+            if !is_ident(
+                v,
+                |c| c.is_ascii_alphabetic(),
+                |c| c.is_ascii_alphanumeric(),
+            ) || v.len() < 2
+            {
+                bad(format!("{what} ID '{v}' contains illegal characters"))
+            } else if v.len() > 8 {
+                bad(format!(
+                    "{what} ID '{v}' can't be more length than 8 characters"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        "pve-sdn-subnet-id" => {
+            let cidr = if v.contains('/') {
+                v.to_owned()
+            } else {
+                let mut parts = v.split('-').skip(1);
+                format!(
+                    "{}/{}",
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default()
+                )
+            };
+            if crate::api::sdn_subnets::parse_cidr(&cidr).is_some() {
+                Ok(())
+            } else {
+                bad("value does not look like a valid CIDR network".into())
+            }
+        }
         // pve-common `PVE::JSONSchema::pve_verify_calendar_event`.
         "pve-calendar-event" => match crate::calendar::CalendarEvent::parse(v) {
             Ok(_) => Ok(()),

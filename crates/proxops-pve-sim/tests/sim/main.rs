@@ -29,6 +29,7 @@ mod privileges;
 mod proxy;
 mod qemu;
 mod reads;
+mod sdn;
 mod seed;
 mod snapshot;
 mod state;
