@@ -205,6 +205,8 @@ pub(crate) struct Access {
     token_privsep: BTreeMap<String, bool>,
     /// `/vms/N` and `/storage/S` -> the pools holding them.
     pools: BTreeMap<String, Vec<String>>,
+    /// A user's groups, as ACL principals (`@group`).
+    groups: BTreeMap<String, Vec<String>>,
 }
 
 impl Access {
@@ -227,8 +229,27 @@ impl Access {
                     .push(poolid.clone());
             }
         }
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (id, g) in &st.groups {
+            for user in &g.users {
+                groups
+                    .entry(user.clone())
+                    .or_default()
+                    .push(format!("@{id}"));
+            }
+        }
+        // Custom roles grant their privileges of now.
+        let acl = st
+            .acl
+            .iter()
+            .map(|e| AclEntry {
+                privs: crate::roles::expand(&st.roles, &e.privs),
+                ..e.clone()
+            })
+            .collect();
         Access {
-            acl: st.acl.clone(),
+            groups,
+            acl,
             token_privsep: st
                 .tokens
                 .iter()
@@ -253,9 +274,11 @@ impl Access {
     /// `RPCEnvironment.pm` `$compile_acl_path`: pool roles apply to the pool's guests and
     /// storages).
     fn grants(&self, principal: &str, path: &str, privilege: &str) -> bool {
+        // A user holds what its groups are granted too (a token only its own grants).
+        let groups = self.groups.get(principal).map_or(&[][..], Vec::as_slice);
         let on = |p: &str| {
             self.acl.iter().any(|e| {
-                e.principal == principal
+                (e.principal == principal || groups.contains(&e.principal))
                     && covers(&e.path, p)
                     && e.privs.iter().any(|x| x == "*" || x == privilege)
             })

@@ -64,8 +64,8 @@ pub use journal::JournalEntry;
 pub use seed::{ConfigSeed, ParsedConfig, parse_guest_config, seed_guest_configs};
 pub use server::{SimHandle, start};
 pub use state::{
-    DeclaredStorage, Guest, GuestStats, GuestType, HaResource, Mapping, Mappings, Node, Pool,
-    Snapshot, State, Stats, Storage, Task, UserAccount, Vnet, Volume,
+    AccessGroup, DeclaredStorage, Guest, GuestStats, GuestType, HaResource, Mapping, Mappings,
+    Node, Pool, Snapshot, State, Stats, Storage, Task, UserAccount, Vnet, Volume,
 };
 pub use tls::fingerprint;
 pub use version::PveVersion;

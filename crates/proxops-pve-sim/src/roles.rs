@@ -173,6 +173,37 @@ pub(crate) fn builtin(version: PveVersion) -> BTreeMap<&'static str, Vec<String>
     roles
 }
 
+/// How an ACL entry names a role made through the API (`POST /access/roles`): its one
+/// "privilege" is this prefix and the role id, so that the grant follows the role's later
+/// changes, and grants nothing once the role is gone (PVE ignores an ACL line whose role
+/// `user.cfg` no longer has). Privilege names never hold a `:`.
+pub(crate) const ROLE_MARK: &str = "role:";
+
+/// The custom role an ACL entry grants, if it grants one.
+pub(crate) fn custom_of(privs: &[String]) -> Option<&str> {
+    match privs {
+        [one] => one.strip_prefix(ROLE_MARK),
+        _ => None,
+    }
+}
+
+/// An entry's privileges with each custom role replaced by its current privileges.
+pub(crate) fn expand(
+    custom: &BTreeMap<String, std::collections::BTreeSet<String>>,
+    privs: &[String],
+) -> Vec<String> {
+    privs
+        .iter()
+        .flat_map(|p| match p.strip_prefix(ROLE_MARK) {
+            Some(role) => custom
+                .get(role)
+                .map(|set| set.iter().cloned().collect())
+                .unwrap_or_default(),
+            None => vec![p.clone()],
+        })
+        .collect()
+}
+
 /// The built-in role holding exactly `privs`, if one does.
 pub(crate) fn named(version: PveVersion, privs: &[String]) -> Option<&'static str> {
     let mut sorted = privs.to_vec();

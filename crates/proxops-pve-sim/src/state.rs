@@ -71,6 +71,24 @@ pub struct State {
     /// The firewall configuration (`/etc/pve/firewall/cluster.fw` and `<vmid>.fw`).
     #[serde(skip_serializing_if = "crate::firewall::Firewall::is_empty")]
     pub firewall: crate::firewall::Firewall,
+    /// The groups (`user.cfg` `group:` lines) by id, with their members; a user's groups are
+    /// the groups listing it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, AccessGroup>,
+    /// The roles made through the API (`user.cfg` `role:` lines) by id, with their privileges;
+    /// the built-in ones are [`crate::roles`]'.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// One group (pve-access-control `user.cfg` `group:` lines).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AccessGroup {
+    /// Its comment.
+    pub comment: Option<String>,
+    /// Its members (`user@realm`).
+    pub users: std::collections::BTreeSet<String>,
 }
 
 /// One user (pve-access-control `user.cfg`).

@@ -109,9 +109,9 @@ pub(crate) fn token_row(t: &crate::ApiToken) -> Value {
 /// users and the owners of the accepted tokens, each `enable: 1`; with `full=1` their tokens.
 pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let cfg = &ctx.shared.config;
-    let (accounts, made) = {
+    let (accounts, made, groups) = {
         let st = ctx.state();
-        (st.users.clone(), st.tokens.clone())
+        (st.users.clone(), st.tokens.clone(), st.groups.clone())
     };
     let (ids, tokens) = known_users(cfg, &accounts);
     let full = ctx.flag("full").unwrap_or(false);
@@ -131,6 +131,13 @@ pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
             let mut row = super::access_write::user_fields(&account);
             row["userid"] = Value::from(id.clone());
             if full {
+                // Its groups, comma-separated (`$extract_user_data` with `full`).
+                let mine: Vec<&str> = groups
+                    .iter()
+                    .filter(|(_, g)| g.users.contains(&id))
+                    .map(|(g, _)| g.as_str())
+                    .collect();
+                row["groups"] = Value::from(mine.join(","));
                 let prefix = format!("{id}!");
                 let mut list: Vec<Value> = tokens
                     .get(&id)
@@ -159,9 +166,29 @@ pub(crate) fn users(ctx: &mut Ctx) -> Result<Value, ApiError> {
     Ok(Value::Array(rows))
 }
 
-/// `GET /access/groups`: the simulator has none.
-pub(crate) fn groups(_ctx: &mut Ctx) -> Result<Value, ApiError> {
-    Ok(Value::Array(Vec::new()))
+/// `GET /access/groups` (pve-access-control `src/PVE/API2/Group.pm` `index`): the groups the
+/// caller holds `User.Modify`, `Sys.Audit` or `Group.Allocate` on (`/access/groups/<group>`),
+/// each with its members comma-separated (`users`, empty for none) and its comment.
+pub(crate) fn groups(ctx: &mut Ctx) -> Result<Value, ApiError> {
+    let groups = ctx.state().groups.clone();
+    let privs = ["User.Modify", "Sys.Audit", "Group.Allocate"];
+    Ok(Value::Array(
+        groups
+            .iter()
+            .filter(|(id, _)| {
+                let path = format!("/access/groups/{id}");
+                privs.iter().any(|p| ctx.allowed(&path, p))
+            })
+            .map(|(id, g)| {
+                let users: Vec<&str> = g.users.iter().map(String::as_str).collect();
+                let mut row = serde_json::json!({ "groupid": id, "users": users.join(",") });
+                if let Some(c) = &g.comment {
+                    row["comment"] = c.clone().into();
+                }
+                row
+            })
+            .collect(),
+    ))
 }
 
 /// `GET /access/domains` (`PVE/API2/Domains.pm`): the two realms every PVE has.
@@ -176,6 +203,9 @@ pub(crate) fn domains(_ctx: &mut Ctx) -> Result<Value, ApiError> {
 /// exactly its privileges (the simulator grants privilege lists; PVE grants roles, so each
 /// distinct list is served as a role of its own, named after its content).
 fn role_of(privs: &[String], version: crate::version::PveVersion) -> (String, Vec<String>) {
+    if let Some(custom) = crate::roles::custom_of(privs) {
+        return (custom.to_owned(), Vec::new());
+    }
     if privs.iter().any(|p| p == "*") {
         let all = auth::privileges(version)
             .iter()
@@ -202,20 +232,27 @@ fn role_of(privs: &[String], version: crate::version::PveVersion) -> (String, Ve
 pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let audit = ctx.allowed("/access", "Sys.Audit");
     let version = ctx.state().pve_version;
-    let acl = ctx.state().acl.clone();
+    let (acl, custom) = {
+        let st = ctx.state();
+        (st.acl.clone(), st.roles.clone())
+    };
     let rows = acl
         .iter()
         .filter(|e| audit || ctx.allowed(&e.path, "Permissions.Modify"))
+        // A grant of a deleted role is ignored, as PVE ignores its line in user.cfg.
+        .filter(|e| crate::roles::custom_of(&e.privs).is_none_or(|r| custom.contains_key(r)))
         .map(|e| {
-            let kind = if e.principal.contains('!') {
-                "token"
+            let (kind, ugid) = if let Some(group) = e.principal.strip_prefix('@') {
+                ("group", group)
+            } else if e.principal.contains('!') {
+                ("token", e.principal.as_str())
             } else {
-                "user"
+                ("user", e.principal.as_str())
             };
             serde_json::json!({
                 "path": e.path,
                 "type": kind,
-                "ugid": e.principal,
+                "ugid": ugid,
                 "roleid": role_of(&e.privs, version).0,
                 "propagate": 1,
             })
@@ -225,7 +262,7 @@ pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
 }
 
 /// `GET /access/roles` (`PVE/API2/Role.pm` `index`): the release's built-in roles
-/// ([`crate::roles`]) and the role of each other distinct grant (see [`role_of`]), with their
+/// ([`crate::roles`]), the roles made through the API, and the role of each other distinct grant (see [`role_of`]), with their
 /// privileges comma-separated as PVE lists them.
 pub(crate) fn roles(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let mut roles: std::collections::BTreeMap<String, (Vec<String>, bool)> = Default::default();
@@ -233,7 +270,18 @@ pub(crate) fn roles(ctx: &mut Ctx) -> Result<Value, ApiError> {
     for (id, privs) in crate::roles::builtin(version) {
         roles.insert(id.to_owned(), (privs, true));
     }
-    for e in &ctx.state().acl.clone() {
+    let (acl, custom) = {
+        let st = ctx.state();
+        (st.acl.clone(), st.roles.clone())
+    };
+    // The roles made through the API (`POST /access/roles`).
+    for (id, privs) in &custom {
+        roles.insert(id.clone(), (privs.iter().cloned().collect(), false));
+    }
+    for e in &acl {
+        if crate::roles::custom_of(&e.privs).is_some() {
+            continue;
+        }
         let (id, privs) = role_of(&e.privs, version);
         roles.entry(id).or_insert((privs, false));
     }

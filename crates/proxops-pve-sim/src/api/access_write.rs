@@ -27,14 +27,7 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let delete = ctx.flag("delete").unwrap_or(false);
     let users = ctx.p("users").map(split_list).unwrap_or_default();
     let tokens = ctx.p("tokens").map(split_list).unwrap_or_default();
-    if let Some(groups) = ctx.p("groups").map(split_list)
-        && let Some(g) = groups.first()
-    {
-        // The simulator has no groups (`GET /access/groups` lists none).
-        return Err(ApiError::fail(format!(
-            "ACL update failed: group '{g}' does not exist"
-        )));
-    }
+    let groups = ctx.p("groups").map(split_list).unwrap_or_default();
     let mut st = ctx.state();
     let (known, user_tokens) = known_users(&ctx.shared.config, &st.users);
     let version = st.pve_version;
@@ -42,11 +35,22 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let failed = |msg: String| ApiError::fail(format!("ACL update failed: {msg}"));
     let mut acl = st.acl.clone();
     for role in &roles {
-        let privs = builtin
-            .get(role.as_str())
-            .cloned()
-            .ok_or_else(|| failed(format!("role '{role}' does not exist")))?;
+        // A role made through the API is granted by name (see `crate::roles::ROLE_MARK`).
+        let privs = match builtin.get(role.as_str()) {
+            Some(privs) => privs.clone(),
+            None if st.roles.contains_key(role) => {
+                vec![format!("{}{role}", crate::roles::ROLE_MARK)]
+            }
+            None => return Err(failed(format!("role '{role}' does not exist"))),
+        };
         let mut principals: Vec<String> = Vec::new();
+        // Groups are ACL principals `@group`.
+        for g in &groups {
+            if !st.groups.contains_key(g) {
+                return Err(failed(format!("group '{g}' does not exist")));
+            }
+            principals.push(format!("@{g}"));
+        }
         for u in &users {
             if !known.contains(u) {
                 return Err(failed(format!("user '{u}' does not exist")));
@@ -143,7 +147,7 @@ pub(crate) fn read_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
         ..Default::default()
     });
     let mut out = user_fields(&account);
-    out["groups"] = json!([]);
+    out["groups"] = json!(groups_of(&st, &userid));
     out["tokens"] = Value::Object(token_map);
     Ok(out)
 }
@@ -184,16 +188,43 @@ fn apply_fields(ctx: &Ctx, u: &mut UserAccount) {
     }
 }
 
-/// Groups the simulator has none of: naming one fails as PVE fails for a missing group.
-fn no_groups(ctx: &Ctx) -> Result<(), String> {
-    match ctx
-        .p("groups")
-        .map(split_list)
-        .and_then(|g| g.into_iter().next())
-    {
-        Some(g) => Err(format!("no such group '{g}'")),
-        None => Ok(()),
+/// The groups listing a user, sorted.
+pub(crate) fn groups_of(st: &crate::state::State, userid: &str) -> Vec<String> {
+    st.groups
+        .iter()
+        .filter(|(_, g)| g.users.contains(userid))
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// `User.pm`'s group handling of a create or update: without `append`, a `groups` given
+/// replaces the user's groups (`delete_user_group`); each group named must exist ("no such
+/// group"), and the user joins it (`add_user_group`). The groups are checked before any
+/// changes, as PVE's failed request writes nothing.
+fn set_groups(
+    ctx: &Ctx,
+    st: &mut crate::state::State,
+    userid: &str,
+    append: bool,
+) -> Result<(), String> {
+    let Some(list) = ctx.p("groups") else {
+        return Ok(());
+    };
+    let list = split_list(list);
+    if let Some(g) = list.iter().find(|g| !st.groups.contains_key(*g)) {
+        return Err(format!("no such group '{g}'"));
     }
+    if !append {
+        for g in st.groups.values_mut() {
+            g.users.remove(userid);
+        }
+    }
+    for g in list {
+        if let Some(group) = st.groups.get_mut(&g) {
+            group.users.insert(userid.to_owned());
+        }
+    }
+    Ok(())
 }
 
 /// `POST /access/users` (`User.pm` `create_user`): "create user failed: user 'x' already exists".
@@ -206,7 +237,7 @@ pub(crate) fn create_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
     if known.contains(&userid) {
         return Err(failed(format!("user '{userid}' already exists")));
     }
-    no_groups(ctx).map_err(failed)?;
+    set_groups(ctx, &mut st, &userid, true).map_err(failed)?;
     let mut account = UserAccount {
         enable: true,
         password_sha256: ctx.p("password").map(UserAccount::hash),
@@ -227,7 +258,8 @@ pub(crate) fn update_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
     if !known.contains(&userid) {
         return Err(failed(format!("no such user ('{userid}')")));
     }
-    no_groups(ctx).map_err(failed)?;
+    let append = ctx.flag("append").unwrap_or(false);
+    set_groups(ctx, &mut st, &userid, append).map_err(failed)?;
     let mut account = st.users.get(&userid).cloned().unwrap_or(UserAccount {
         enable: true,
         ..Default::default()
@@ -245,6 +277,10 @@ pub(crate) fn delete_user(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let mut st = ctx.state();
     st.users.remove(&userid);
     st.acl.retain(|e| e.principal != userid);
+    // `delete_user_group`.
+    for g in st.groups.values_mut() {
+        g.users.remove(&userid);
+    }
     Ok(Value::Null)
 }
 

@@ -1,11 +1,13 @@
 //! The API's route table ([`ROUTES`]: method, path template, handler) and the request context
 //! [`Ctx`] handlers work with. Handler modules: [`cluster`] (version, nodes, resources, nextid,
 //! status, login), [`ha`] (HA resources), [`ha_groups`], [`ha_rules`] (PVE 9), [`ha_status`], [`mapping`] (PCI/USB resource mappings), [`sdn`]
-//! (the SDN index, apply and VNets), [`sdn_zones`], [`sdn_subnets`], [`firewall`] (options; [`firewall_rules`], [`firewall_sets`] and [`firewall_groups`]), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`guest`](mod@guest) (what qemu and lxc share),
+//! (the SDN index, apply and VNets), [`sdn_zones`], [`sdn_subnets`], [`firewall`] (options; [`firewall_rules`], [`firewall_sets`] and [`firewall_groups`]), [`join`] (cluster join info), [`perms`] (who may write which config keys), [`access`] (effective permissions), [`access_groups`], [`access_roles`], [`guest`](mod@guest) (what qemu and lxc share),
 //! [`clone`], [`qemu`], [`lxc`], [`snapshot`], [`pool`], [`agent`] (guest agent), [`interfaces`] (a guest's addresses, agent and LXC), [`migrate`], [`move_disk`] (and unlink), [`move_volume`] (LXC), [`backup`] (vzdump jobs and runs), [`reads`] (what monitoring tools read), [`network`] (node interfaces, bridges at start), [`disks`] (volume allocation and import), [`storage`]
 //! (storages, content, download-url), [`upload`], [`aplinfo`] (appliance templates), [`tasks`] and [`debug`].
 
 pub(crate) mod access;
+pub(crate) mod access_groups;
+pub(crate) mod access_roles;
 pub(crate) mod access_write;
 pub(crate) mod agent;
 pub(crate) mod aplinfo;
@@ -304,6 +306,14 @@ routes! {
     "PUT" "/access/users/{userid}/token/{tokenid}" => tokens::update,
     "DELETE" "/access/users/{userid}/token/{tokenid}" => tokens::delete,
     "PUT" "/access/password" => access_write::change_password,
+    "POST" "/access/groups" => access_groups::create,
+    "GET" "/access/groups/{groupid}" => access_groups::read,
+    "PUT" "/access/groups/{groupid}" => access_groups::update,
+    "DELETE" "/access/groups/{groupid}" => access_groups::delete,
+    "POST" "/access/roles" => access_roles::create,
+    "GET" "/access/roles/{roleid}" => access_roles::read,
+    "PUT" "/access/roles/{roleid}" => access_roles::update,
+    "DELETE" "/access/roles/{roleid}" => access_roles::delete,
     "DELETE" "/storage/{storage}" => storage_config::delete,
     "POST" "/storage" => storage_config::create,
     "PUT" "/nodes/{node}/dns" => reads::dns_update,

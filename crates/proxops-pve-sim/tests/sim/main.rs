@@ -6,6 +6,7 @@
 
 mod support;
 
+mod access_groups;
 mod access_write;
 mod addresses;
 mod auth;
