@@ -346,6 +346,14 @@ pub struct Storage {
     pub content: Vec<String>,
     /// Capacity in bytes.
     pub total: u64,
+    /// Its other options as `storage.cfg` has them and `GET /storage/{storage}` returns them
+    /// (`path`, `server`, `export`, `vgname`, `nodes`, `disable`, `prune-backups`, ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, serde_json::Value>,
+    /// Its sensitive options (`password`, `encryption-key`, ...), which PVE keeps under
+    /// `/etc/pve/priv` and never returns.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, String>,
 }
 
 impl Default for Storage {
@@ -356,6 +364,8 @@ impl Default for Storage {
             shared: false,
             content: Vec::new(),
             total: 100 << 30,
+            options: BTreeMap::new(),
+            secrets: BTreeMap::new(),
         }
     }
 }

@@ -47,6 +47,7 @@ pub(crate) mod setconfig;
 pub(crate) mod snapshot;
 pub(crate) mod storage;
 pub(crate) mod storage_config;
+pub(crate) mod storage_plugins;
 pub(crate) mod tasks;
 pub(crate) mod tokens;
 pub(crate) mod upload;
@@ -319,8 +320,9 @@ routes! {
     "PUT" "/nodes/{node}/dns" => reads::dns_update,
     "GET" "/cluster/config/qdevice" => reads::qdevice,
     "POST" "/access/ticket" => cluster::ticket,
-    "GET" "/storage" => storage::config_index,
-    "GET" "/storage/{storage}" => reads::storage_config,
+    "GET" "/storage" => storage_config::index,
+    "GET" "/storage/{storage}" => storage_config::read,
+    "PUT" "/storage/{storage}" => storage_config::update,
     "GET" "/cluster/backup-info/not-backed-up" => reads::not_backed_up,
     "GET" "/cluster/backup" => backup::index,
     "POST" "/cluster/backup" => backup::create,

@@ -66,30 +66,6 @@ pub(crate) fn subscription(ctx: &mut Ctx) -> Result<Value, ApiError> {
     Ok(out)
 }
 
-pub(crate) fn storage_config(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    let sid = ctx.req("storage")?;
-    ctx.require(&format!("/storage/{sid}"), "Datastore.Allocate")?;
-    let st = ctx.state();
-    let found = st
-        .nodes
-        .iter()
-        .flat_map(|n| n.storages.iter())
-        .find(|s| s.storage == sid)
-        .ok_or_else(|| ApiError::fail(format!("storage '{sid}' does not exist")))?;
-    let mut content = found.content.clone();
-    content.sort();
-    let mut out = json!({
-        "storage": found.storage,
-        "type": found.kind,
-        "content": content.join(","),
-        "digest": "0000000000000000000000000000000000000000",
-    });
-    if found.shared {
-        out["shared"] = json!(1);
-    }
-    Ok(out)
-}
-
 pub(crate) fn dns(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let node = ctx.node();
     ctx.require(&format!("/nodes/{node}"), "Sys.Audit")?;

@@ -12,31 +12,6 @@ use crate::state::{State, Volume};
 use crate::tasks::{self, INJECTED};
 use crate::version::PveVersion;
 
-pub(crate) fn config_index(ctx: &mut Ctx) -> Result<Value, ApiError> {
-    let st = ctx.state();
-    let mut rows: Vec<Value> = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for n in &st.nodes {
-        for s in &n.storages {
-            if seen.insert(s.storage.clone())
-                && ctx.allowed(&format!("/storage/{}", s.storage), "Datastore.Audit")
-            {
-                let nodes: Vec<&str> = st
-                    .nodes
-                    .iter()
-                    .filter(|m| m.storages.iter().any(|x| x.storage == s.storage))
-                    .map(|m| m.node.as_str())
-                    .collect();
-                rows.push(json!({
-                    "storage": s.storage, "type": s.kind, "content": s.content.join(","),
-                    "shared": u8::from(s.shared), "nodes": nodes.join(","), "digest": "0".repeat(40),
-                }));
-            }
-        }
-    }
-    Ok(Value::Array(rows))
-}
-
 pub(crate) fn list(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let node = ctx.node();
     let st = ctx.state();

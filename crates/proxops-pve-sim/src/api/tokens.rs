@@ -12,7 +12,7 @@ use crate::state::UserToken;
 
 /// The endpoints' check, `['or', ['userid-param', 'self'], ['userid-group', ['User.Modify']]]`
 /// (`PVE::RPCEnvironment::exec_api2_perm_check`): the user itself (a token is not its user),
-/// or `User.Modify` on `/access/groups` (the simulator has no groups to narrow it). Both
+/// or `User.Modify` on `/access/groups` (not narrowed to the user's groups). Both
 /// branches need the user to exist: a missing one is refused as a permission failure.
 fn check(ctx: &Ctx, userid: &str) -> Result<(), ApiError> {
     let accounts = ctx.state().users.clone();

@@ -35,6 +35,7 @@ mod seed;
 mod snapshot;
 mod state;
 mod storage;
+mod storage_config;
 mod tasks;
 mod tls;
 mod tokens;
