@@ -211,10 +211,49 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                 assert!(!plan.contains("example-ci-password"));
             }
             if *name == "home" {
-                // TrueNAS got its HBA through the seeded PCI mapping, and runs.
-                let truenas = &sim.state().guests[&140];
+                // TrueNAS got its HBA through the mapping the repository declares, and runs.
+                let state = sim.state();
+                let truenas = &state.guests[&140];
                 assert_eq!(truenas.config["hostpci0"], "mapping=hba,pcie=1");
                 assert_eq!(truenas.status, "running");
+                // Every cluster object exists as declared, marked where PVE has a field for it.
+                let hba = &state.mappings.pci["hba"];
+                assert_eq!(hba.map, ["id=1000:0087,node=pve2,path=0000:03:00.0"]);
+                assert!(
+                    hba.description
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("[proxops.home.resourcemapping.hba]")
+                );
+                assert!(
+                    state.pools["services"]
+                        .comment
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("[proxops.home.pool.services]")
+                );
+                let nightly = &state.backup_jobs["nightly"];
+                assert_eq!(nightly["storage"], "nas");
+                assert_eq!(nightly["prune-backups"], "keep-daily=7,keep-weekly=4");
+                assert!(state.groups.contains_key("monitoring"));
+                assert!(state.roles["metrics-reader"].contains("VM.Audit"));
+                assert!(
+                    state.users["prometheus@pve"]
+                        .comment
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("prometheus-pve-exporter")
+                );
+                assert!(
+                    state
+                        .nodes
+                        .iter()
+                        .all(|n| n.storages.iter().any(|s| s.storage == "nas"))
+                );
+                let cluster_fw = &state.firewall.cluster;
+                assert_eq!(cluster_fw.groups["public-web"].rules.len(), 3);
+                assert_eq!(cluster_fw.ipsets["admins"].entries.len(), 2);
+                assert_eq!(state.firewall.guests[&120].rules.len(), 1);
             }
             sim.shutdown().await.unwrap();
         }

@@ -219,7 +219,7 @@ async fn a_storage_without_a_receipt_is_never_changed_and_one_a_guest_uses_is_ne
     );
     // The guest leaves the repository too but is still live when the plan is made: its
     // volume holds the storage this cycle; the cycle after the guest's prune frees it.
-    let keep = vec![pool("other", "x")];
+    let keep = vec![vm("other", 151, "node: pve1", "local-lvm", "")];
     let p = plan_with(&client, &keep, &remembered(&both)).await;
     let deleted: Vec<(&str, &str)> = p
         .actions

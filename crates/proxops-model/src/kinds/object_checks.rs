@@ -214,6 +214,18 @@ fn storage(cx: &SpecContext<'_>, s: &StorageSpec, name: &str) {
             "a secret would sit in the repository in clear; set it on PVE by hand",
         )],
     );
+    // pve-storage `PVE/Storage/*Plugin.pm` `options`: only the dir and LVM plugins (of the
+    // types ProxOps manages) take `shared`; a network storage is shared by nature.
+    if s.shared.is_some() && !matches!(s.storage_type.as_str(), "dir" | "lvm") {
+        cx.invalid(
+            &path!["shared"],
+            format!(
+                "a `{}` storage has no `shared` option",
+                s.storage_type.as_str()
+            ),
+            Some("PVE sets it for network storages by itself: leave it out".into()),
+        );
+    }
     // pve-storage's plugins: the options each type cannot do without (`PVE/Storage/*Plugin.pm`
     // `options`, those not `optional`).
     let required: &[&str] = match s.storage_type.as_str() {
