@@ -62,7 +62,17 @@ pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
             // A rule's id is its position, a number.
             match fields.get(endpoints.id_field).and_then(ObjValue::from_json) {
                 Some(ObjValue::One(id)) => id,
-                _ => continue,
+                // A subnet's `pending=1` row has no `cidr`: its id `<zone>-<network>-<mask>`
+                // holds it (pve-network `SubnetPlugin`, zone ids have no `-`).
+                _ => match endpoints.path_field.and_then(|f| text(f)) {
+                    Some(id) => {
+                        match id.split_once('-').and_then(|(_, net)| net.rsplit_once('-')) {
+                            Some((network, mask)) => format!("{network}/{mask}"),
+                            None => continue,
+                        }
+                    }
+                    None => continue,
+                },
             }
         };
         let mut params: LiveParams = fields

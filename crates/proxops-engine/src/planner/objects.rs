@@ -83,10 +83,15 @@ impl<'a> Planner<'a> {
         // and the rules of a group are read only when the set or group exists.
         for e in needed {
             let path = e.list_path();
-            if let Some((parent, id)) = path.rsplit_once('/')
-                && e.vars.iter().any(|(k, _)| matches!(*k, "name" | "group"))
-                && matches!(self.live_list(parent), Some(Ok(l)) if !l.contains_key(id))
-            {
+            // The list of the objects under a parent (`/cluster/sdn/vnets/{vnet}/subnets`): not
+            // read when the parent's own list was read and lacks it (created this plan).
+            let missing_parent = e.vars.iter().any(|(k, id)| {
+                let Some(at) = e.list.find(&format!("/{{{k}}}")) else {
+                    return false;
+                };
+                matches!(self.live_list(&e.list[..at]), Some(Ok(l)) if !l.contains_key(id))
+            });
+            if missing_parent {
                 continue;
             }
             let list = read(client, &e).await.map_err(|e| e.to_string());
@@ -540,6 +545,12 @@ impl<'a> Planner<'a> {
                 if proven {
                     let mut d = d;
                     d.rules.clear();
+                    // Named in its path by another field (a subnet's id).
+                    if let Some(ObjValue::One(id)) =
+                        d.endpoints.path_field.and_then(|f| list.get(&d.id)?.get(f))
+                    {
+                        d.path_id = Some(id.clone());
+                    }
                     out.insert(at, (key.clone(), d));
                 }
             }
