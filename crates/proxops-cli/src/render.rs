@@ -170,22 +170,31 @@ pub fn result_line(cluster: &str, a: &Action, r: &ActionResult) -> String {
         other => format!("{other:?}"),
     };
     format!(
-        "[{cluster}] #{} {} {} on {}: {status}",
+        "[{cluster}] #{} {} {}{}: {status}",
         a.id,
         verb(a.verb),
         subject(a),
-        a.node
+        on_node(a)
     )
+}
+
+/// ` on <node>`, or nothing for a cluster-wide action (a cluster object's).
+fn on_node(a: &Action) -> String {
+    if a.node.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", a.node)
+    }
 }
 
 /// One line as an action starts.
 pub fn started_line(cluster: &str, a: &Action) -> String {
     format!(
-        "[{cluster}] #{} {} {} on {}: running",
+        "[{cluster}] #{} {} {}{}: running",
         a.id,
         verb(a.verb),
         subject(a),
-        a.node
+        on_node(a)
     )
 }
 

@@ -82,7 +82,6 @@ impl<'a> Planner<'a> {
         // In template order, a list before the lists under its objects: the entries of an IP set
         // and the rules of a group are read only when the set or group exists.
         for e in needed {
-            let path = e.list_path();
             // The list of the objects under a parent (`/cluster/sdn/vnets/{vnet}/subnets`): not
             // read when the parent's own list was read and lacks it (created this plan).
             let missing_parent = e.vars.iter().any(|(k, id)| {
@@ -863,9 +862,17 @@ impl Planner<'_> {
                 a.after.push(id);
             }
         }
+        // Shown with the last level of the SDN writes it follows.
+        let level = self
+            .plan
+            .actions
+            .iter()
+            .filter(|a| writes.contains(&a.id))
+            .filter_map(|a| a.level)
+            .max();
         self.plan.actions.push(crate::plan::Action {
             id,
-            level: None,
+            level,
             kind: "SDN".to_owned(),
             name: "apply".to_owned(),
             node: String::new(),
