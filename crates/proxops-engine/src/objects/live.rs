@@ -64,7 +64,7 @@ pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
                 Some(ObjValue::One(id)) => id,
                 // A subnet's `pending=1` row has no `cidr`: its id `<zone>-<network>-<mask>`
                 // holds it (pve-network `SubnetPlugin`, zone ids have no `-`).
-                _ => match endpoints.path_field.and_then(|f| text(f)) {
+                _ => match endpoints.path_field.and_then(&text) {
                     Some(id) => {
                         match id.split_once('-').and_then(|(_, net)| net.rsplit_once('-')) {
                             Some((network, mask)) => format!("{network}/{mask}"),
