@@ -2,7 +2,7 @@
 //! (`/etc/pve/sdn/zones.cfg`, `vnets.cfg`, `subnets.cfg`), which every write changes, and the
 //! running configuration (`/etc/pve/sdn/.running-config`), which only `PUT /cluster/sdn`
 //! (`PVE::Network::SDN::commit_config`) replaces with a copy of the files. The difference is
-//! what the reads show with `pending=1` ([`pending_view`], `PVE::Network::SDN::pending_config`).
+//! what the reads show with `pending=1` (`pending_view`, `PVE::Network::SDN::pending_config`).
 //!
 //! [`State::vnets`](crate::State::vnets) stays what guests see: the VNets the nodes have as
 //! bridges once the apply's `reloadnetworkall` worker ran. Until the SDN config is first written

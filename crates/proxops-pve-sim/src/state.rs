@@ -76,7 +76,7 @@ pub struct State {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, AccessGroup>,
     /// The roles made through the API (`user.cfg` `role:` lines) by id, with their privileges;
-    /// the built-in ones are [`crate::roles`]'.
+    /// the built-in ones are the simulator's `roles` module's.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, std::collections::BTreeSet<String>>,
 }

@@ -22,7 +22,7 @@ pub struct DesiredObject {
     pub params: BTreeMap<String, ObjValue>,
     /// Parameters sent only at creation (PVE fixes them then: a storage's `type`).
     pub create_only: BTreeMap<String, ObjValue>,
-    /// For [`Shape::Rules`]: the rules in order, each with its comment marked
+    /// For [`Shape::Rules`](super::Shape::Rules): the rules in order, each with its comment marked
     /// `[<owner>#<index>]`.
     pub rules: Vec<BTreeMap<String, ObjValue>>,
     /// The identity of the resource it belongs to (`proxops.<cluster>.<kind>.<name>`): what
