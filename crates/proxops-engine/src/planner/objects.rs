@@ -351,12 +351,36 @@ impl<'a> Planner<'a> {
             // Its mark edited away by hand: still ours when the planes remember reconciling it.
             None if receipted => Ok(Claim::Own),
             None => Ok(Claim::Adopt),
+            // Marked by a resource of this cluster and kind that no longer declares it (renamed
+            // at the same id, as a guest's `Renamed`, or given another id): ours by that mark,
+            // which the update rewrites; its prune would delete it otherwise.
+            Some(_) if self.released(key, d, &marks) => Ok(Claim::Own),
             Some(other) => Err(format!(
                 "{} `{}` carries the mark `[{other}]` of another resource: it is not {key}'s; give the manifest another id, or remove that mark by hand to let {key} take it over",
                 word(d),
                 d.id
             )),
         }
+    }
+
+    /// Whether `marks` all name resources of this cluster and of `key`'s kind that do not
+    /// declare `d`'s object (any more): not declared, or declaring other ids.
+    fn released(&self, key: &ResourceKey, d: &DesiredObject, marks: &[&str]) -> bool {
+        let (cluster, graph) = (self.cx.cluster, self.cx.graph);
+        let prefix = format!("proxops.{cluster}.");
+        let path = d.endpoints.list_path();
+        !marks.is_empty()
+            && marks.iter().all(|m| {
+                key_of_mark(m, &prefix).is_some_and(|k| {
+                    k.kind == key.kind
+                        && graph.find(&k.kind, &k.name).is_none_or(|id| {
+                            !objects(cluster, graph.resource(id))
+                                .into_iter()
+                                .flatten()
+                                .any(|o| o.id == d.id && o.endpoints.list_path() == path)
+                        })
+                })
+            })
     }
 
     fn push_object(

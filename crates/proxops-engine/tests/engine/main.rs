@@ -13,6 +13,7 @@ mod edits;
 mod guarded;
 mod guest_options;
 mod ha;
+mod object_edits;
 mod ownership;
 mod pending;
 mod proxy;
