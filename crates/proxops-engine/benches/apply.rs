@@ -134,7 +134,7 @@ async fn bench(runs: usize) {
         fleet::cpus(),
         fleet::load_average()
     );
-    let graph = fleet::graph(CREATES, false);
+    let graph = fleet::graph(CREATES, false, Vec::new());
     let exec = ExecOptions::default();
     let per_node = 4; // the client's default `mutations_per_node`
     let nodes = fleet::NODES.len();

@@ -1,16 +1,23 @@
 //! Planning a converged cluster of 1,000 managed guests (VMs on four nodes, each mounting an ISO
-//! that all four nodes hold) with 5 ms of simulated latency on every request.
+//! that all four nodes hold) and of cluster objects of the kinds of issue 32 that the simulator
+//! writes (pools, backup jobs, PCI mappings, users, ACL entries, and the cluster's firewall
+//! with aliases, IP sets and security groups with rules), with 5 ms of simulated
+//! latency on every request.
 //!
 //! Reports the wall time of `planner::plan_cluster` and the API requests it made (simulator
 //! counters), against the goal of at most guests + (node, storage) pairs + nodes + 2 requests
 //! (one live guest list per node and guest type holding managed guests: one per node here, all
-//! being VMs; `/cluster/resources` status is a 10 s stats cache), and checks that the plan is
-//! empty. The guests are created beforehand by the engine itself (a converge
-//! with instant tasks and no latency), so they carry exactly the config and tags it writes.
+//! being VMs; `/cluster/resources` status is a 10 s stats cache) + one request per object list
+//! the composition declares (one per kind's list; an IP set's entries and a security group's
+//! rules are one list each), and checks that the plan is empty and that no object list
+//! endpoint was read more often than it has concrete lists. The guests and objects are created
+//! beforehand by the engine itself (a converge with instant tasks and no latency), so they
+//! carry exactly the config, tags and marks it writes.
 //!
 //! A custom harness: one plan takes about a second, so a few timed runs say more than
 //! criterion's sampling. `cargo bench -p proxops-engine --bench plan`; `PLAN_RUNS` sets the
-//! number of timed runs (default 5), `PLAN_GUESTS` the number of guests (default 1000).
+//! number of timed runs (default 5), `PLAN_GUESTS` the number of guests (default 1000),
+//! `PLAN_OBJECTS=0` leaves the cluster objects out (the guests-only figure of before).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,11 +27,12 @@ mod fleet;
 use proxops_engine::cycle::converge;
 use proxops_engine::desired::{OWNER_TAG, artifact, identity_tag};
 use proxops_engine::execute::ExecOptions;
+use proxops_engine::objects::objects;
 use proxops_engine::planner::{PlanOptions, plan_cluster};
 use proxops_graph::Graph;
 use proxops_pve::{PveClient, WaitOptions};
 use proxops_pve_sim::{FaultConfig, SimHandle};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 const LATENCY: Duration = Duration::from_millis(5);
@@ -32,11 +40,137 @@ const LATENCY: Duration = Duration::from_millis(5);
 fn main() {
     let guests = fleet::runs("PLAN_GUESTS", 1000);
     let runs = fleet::runs("PLAN_RUNS", 5);
+    let with_objects = std::env::var("PLAN_OBJECTS").map_or(true, |v| v != "0");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(bench(guests, runs));
+    rt.block_on(bench(guests, runs, with_objects));
+}
+
+/// Counts of the cluster objects the bench declares.
+const POOLS: usize = 20;
+const BACKUP_JOBS: usize = 10;
+const MAPPINGS: usize = 10;
+const USERS: usize = 20;
+const ACLS: usize = 20;
+const ALIASES: usize = 10;
+const IPSETS: usize = 3;
+const IPSET_ENTRIES: usize = 4;
+const GROUPS: usize = 2;
+const GROUP_RULES: usize = 4;
+
+/// The cluster objects: pools, backup jobs (each of some guests, on `local`), PCI mappings,
+/// users, ACL entries (each user audits a pool), and the cluster's firewall. Groups, roles and
+/// SDN are left out (the simulator on main lists them but does not write them), and so are
+/// storages (it creates them but keeps none of their options: a `dir` storage's `path` reads
+/// back missing, so the plan never converges).
+fn object_manifests(guests: usize) -> Vec<String> {
+    let m = |kind: &str, name: &str, spec: &str| {
+        format!(
+            "apiVersion: proxops/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{spec}"
+        )
+    };
+    let mut out = Vec::new();
+    for i in 0..POOLS {
+        out.push(m(
+            "Pool",
+            &format!("pool-{i:02}"),
+            &format!("  comment: bench pool {i}\n"),
+        ));
+    }
+    for i in 0..BACKUP_JOBS {
+        let vmids: Vec<String> = (0..3)
+            .map(|k| (1000 + (i * 3 + k) % guests.max(1)).to_string())
+            .collect();
+        out.push(m(
+            "BackupJob",
+            &format!("backup-{i:02}"),
+            &format!(
+                "  schedule: \"0{}:30\"\n  storage: local\n  vmids: [{}]\n  mode: snapshot\n  retention:\n    keep-last: 3\n  comment: bench job {i}\n",
+                i % 10,
+                vmids.join(", ")
+            ),
+        ));
+    }
+    for i in 0..MAPPINGS {
+        let node = fleet::NODES[i % fleet::NODES.len()];
+        out.push(m(
+            "ResourceMapping",
+            &format!("gpu-{i:02}"),
+            &format!(
+                "  type: pci\n  description: bench GPU {i}\n  map:\n    - node: {node}\n      path: \"0000:{:02x}:00.0\"\n      id: \"10de:1b80\"\n",
+                i + 1
+            ),
+        ));
+    }
+    for i in 0..USERS {
+        out.push(m(
+            "User",
+            &format!("user-{i:02}"),
+            &format!("  userid: user-{i:02}@pve\n  comment: bench user {i}\n"),
+        ));
+    }
+    for i in 0..ACLS {
+        out.push(m(
+            "Acl",
+            &format!("acl-{i:02}"),
+            &format!(
+                "  path: /pool/pool-{:02}\n  roles: [PVEAuditor]\n  users: [user-{:02}@pve]\n",
+                i % POOLS,
+                i % USERS
+            ),
+        ));
+    }
+    let mut fw = String::from("  options:\n    enable: true\n    policy_in: DROP\n  aliases:\n");
+    for i in 0..ALIASES {
+        fw.push_str(&format!(
+            "    - name: host{i:02}\n      cidr: 10.0.{i}.1\n      comment: bench host {i}\n"
+        ));
+    }
+    fw.push_str("  ipsets:\n");
+    for s in 0..IPSETS {
+        fw.push_str(&format!("    - name: set{s}\n      entries:\n"));
+        for e in 0..IPSET_ENTRIES {
+            fw.push_str(&format!("        - cidr: 10.1.{s}.{e}\n"));
+        }
+    }
+    fw.push_str("  groups:\n");
+    for g in 0..GROUPS {
+        fw.push_str(&format!(
+            "    - name: group{g}\n      comment: bench group {g}\n      rules:\n"
+        ));
+        for (r, mac) in ["HTTPS", "HTTP", "SSH", "Ping"]
+            .iter()
+            .take(GROUP_RULES)
+            .enumerate()
+        {
+            fw.push_str(&format!(
+                "        - {{type: in, action: ACCEPT, macro: {mac}, source: +set{}, comment: rule {r}}}\n",
+                r % IPSETS
+            ));
+        }
+    }
+    out.push(m("Firewall", "bench", &fw));
+    out
+}
+
+/// The object lists a converged plan may read: per list template (`GET` counter key), the
+/// concrete lists the composition's objects are in (an IP set's entries and a security group's
+/// rules are one list each).
+fn object_lists(graph: &Graph) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for id in graph.resources() {
+        for o in objects(fleet::CLUSTER, graph.resource(id))
+            .into_iter()
+            .flatten()
+        {
+            out.entry(format!("GET {}", o.endpoints.list))
+                .or_default()
+                .insert(o.endpoints.list_path());
+        }
+    }
+    out
 }
 
 /// (node, storage) pairs whose content a plan lists: one per artifact storage and node.
@@ -86,8 +220,19 @@ async fn populate(sim: &SimHandle, graph: &Graph) {
         })
         .count();
     let running = state.guests.values().filter(|g| g.running()).count();
+    let objects = graph
+        .resources()
+        .filter(|id| objects(fleet::CLUSTER, graph.resource(*id)).is_some())
+        .count();
+    // Every action of the first plan that is not a guest's nor the ISO's writes an object.
+    let created = cycles[0]
+        .plan
+        .actions
+        .iter()
+        .filter(|a| a.vmid.is_none() && a.kind != "ISO")
+        .count();
     println!(
-        "setup: {} guests created by the engine in {} cycle(s), {ours} ours, {running} running, {:.1} s",
+        "setup: {} guests created by the engine in {} cycle(s), {ours} ours, {running} running; {objects} object resources ({created} object writes), {:.1} s",
         state.guests.len(),
         cycles.len(),
         started.elapsed().as_secs_f64()
@@ -95,6 +240,7 @@ async fn populate(sim: &SimHandle, graph: &Graph) {
 }
 
 struct Run {
+    converged: bool,
     wall: Duration,
     requests: u64,
     by_endpoint: Vec<(String, u64)>,
@@ -126,6 +272,7 @@ async fn plan_once(sim: &SimHandle, client: &PveClient, graph: &Graph, opts: &Pl
         );
     }
     Run {
+        converged,
         wall,
         requests: sim.total_requests(),
         by_endpoint: sim.counters().into_iter().collect(),
@@ -148,14 +295,26 @@ fn summary(label: &str, runs: &[Run]) -> (f64, f64) {
     (median, ms[0])
 }
 
-async fn bench(guests: usize, runs: usize) {
+async fn bench(guests: usize, runs: usize, with_objects: bool) {
     println!(
-        "plan benchmark: {guests} VMs on {} nodes, {} CPUs, load average {}",
+        "plan benchmark: {guests} VMs on {} nodes{}, {} CPUs, load average {}",
         fleet::NODES.len(),
+        if with_objects {
+            " and cluster objects"
+        } else {
+            ""
+        },
         fleet::cpus(),
         fleet::load_average()
     );
-    let graph = fleet::graph(guests, true);
+    let objects = if with_objects {
+        object_manifests(guests)
+    } else {
+        Vec::new()
+    };
+    let graph = fleet::graph(guests, true, objects);
+    let lists_by_template = object_lists(&graph);
+    let object_lists: usize = lists_by_template.values().map(BTreeSet::len).sum();
     let pairs = node_storage_pairs(&graph);
     let sim = fleet::simulator(
         fleet::empty_cluster(),
@@ -173,7 +332,7 @@ async fn bench(guests: usize, runs: usize) {
         .map(|g| (g.node.clone(), g.kind.as_str()))
         .collect();
     let lists = lists.len();
-    let goal = guests as u64 + pairs as u64 + lists as u64 + 2;
+    let goal = guests as u64 + pairs as u64 + lists as u64 + 2 + object_lists as u64;
     sim.set_faults(FaultConfig::default().with_latency(Some((LATENCY, LATENCY))));
     // A fresh client as a CLI run has: its first plan opens the connections.
     let client = fleet::client(&sim, None);
@@ -204,15 +363,46 @@ async fn bench(guests: usize, runs: usize) {
     for (endpoint, n) in &timed[0].by_endpoint {
         println!("  {n:>6}  {endpoint}");
     }
+    // Each object list is read at most once: no list template more often than it has
+    // concrete lists.
+    let mut once = true;
+    println!("object lists (reads per plan / concrete lists declared):");
+    for (template, paths) in &lists_by_template {
+        let worst = timed
+            .iter()
+            .map(|r| {
+                r.by_endpoint
+                    .iter()
+                    .find(|(e, _)| e == template)
+                    .map_or(0, |(_, n)| *n)
+            })
+            .max()
+            .unwrap_or(0);
+        let ok = worst <= paths.len() as u64;
+        once &= ok;
+        println!(
+            "  {worst:>3} / {:<3} {template}{}",
+            paths.len(),
+            if ok { "" } else { "  READ MORE THAN ONCE" }
+        );
+    }
     println!(
         "client counters (total over {} plans): {}",
         runs + 1,
         client.counters().total()
     );
+    let object_requests: u64 = timed[0]
+        .by_endpoint
+        .iter()
+        .filter(|(e, _)| lists_by_template.contains_key(e))
+        .map(|(_, n)| n)
+        .sum();
     println!(
-        "RESULT plan guests={guests} node_storage_pairs={pairs} guest_lists={lists} latency_ms={} wall_ms={median:.1} requests={requests} goal_requests<={goal} {}",
+        "RESULT plan guests={guests} node_storage_pairs={pairs} guest_lists={lists} object_lists={object_lists} object_requests={object_requests} latency_ms={} wall_ms={median:.1} requests={requests} goal_requests<={goal} {} each_object_list_once={} converged={}",
         LATENCY.as_millis(),
-        if requests <= goal { "MET" } else { "MISSED" }
+        if requests <= goal { "MET" } else { "MISSED" },
+        if once { "MET" } else { "MISSED" },
+        timed.iter().all(|r| r.converged)
     );
     // For reference: the time the same plan takes without latency (CPU and transport only), and
     // with more config reads in flight.
@@ -232,6 +422,11 @@ async fn bench(guests: usize, runs: usize) {
         );
     }
     sim.shutdown().await.unwrap();
+    assert!(
+        timed.iter().all(|r| r.converged),
+        "a converged plan was not empty"
+    );
+    assert!(once, "an object list was read more than once in a plan");
 }
 
 async fn plan_runs(

@@ -43,11 +43,12 @@ pub fn manifests(count: usize, iso: bool) -> Vec<String> {
     out
 }
 
-/// The graph of [`manifests`].
-pub fn graph(count: usize, iso: bool) -> Graph {
+/// The graph of [`manifests`] and of the manifests `more`.
+pub fn graph(count: usize, iso: bool, more: Vec<String>) -> Graph {
     let registry = Registry::builtin();
     let resources: Vec<_> = manifests(count, iso)
         .into_iter()
+        .chain(more)
         .enumerate()
         .map(|(i, text)| {
             let file = SourceFile::new(format!("m/{i}.yaml"), text);
