@@ -304,15 +304,27 @@ fn schema_writes_one_file_per_kind_and_a_combined_one() {
     assert_eq!(
         names,
         [
+            "acl.schema.json",
+            "backupjob.schema.json",
             "cttemplate.schema.json",
             "diskimage.schema.json",
+            "firewall.schema.json",
+            "group.schema.json",
             "iso.schema.json",
             "lxc.schema.json",
+            "pool.schema.json",
             "proxops.schema.json",
+            "resourcemapping.schema.json",
+            "role.schema.json",
+            "sdnsubnet.schema.json",
+            "sdnvnet.schema.json",
+            "sdnzone.schema.json",
             "stack.schema.json",
             "stacktemplate.schema.json",
+            "storage.schema.json",
             "templatect.schema.json",
             "templatevm.schema.json",
+            "user.schema.json",
             "vm.schema.json",
         ]
     );
@@ -365,23 +377,35 @@ fn graph_text_shows_levels_and_prerequisites() {
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     insta::assert_snapshot!(stdout, @r"
-    cluster home: 13 resources, 13 steps, 3 levels
+    cluster home: 25 resources, 25 steps, 3 levels
       level 0
+        ResourceMapping/hba                    -
+        Firewall/home                          -
+        SdnZone/home                           -
+        Role/metrics-reader                    -
+        Group/monitoring                       -
+        Storage/nas                            -
+        Pool/services                          -
         VM/monitoring (150)                    -
         DiskImage/debian-13-genericcloud       pve1
         ISO/debian-13-netinst                  pve1
         CTTemplate/debian-13-standard          pve1
-        VM/truenas (140)                       pve2
         VM/home-assistant (160)                pve2
       level 1
-        VM/jumpbox (130)                       pve1  after ISO/debian-13-netinst
+        SdnVnet/iot                            -     after SdnZone/home
+        Acl/monitoring                         -     after Role/metrics-reader, Group/monitoring
+        BackupJob/nightly                      -     after Storage/nas
+        User/prometheus                        -     after Group/monitoring
+        VM/jumpbox (130)                       pve1  after Firewall/home, ISO/debian-13-netinst
         LXC/pihole (200)                       pve1  after CTTemplate/debian-13-standard
         TemplateVM/debian-13-cloud-tpl (9000)  pve1  after DiskImage/debian-13-genericcloud
         TemplateCT/debian-13-ct-tpl (9001)     pve1  after CTTemplate/debian-13-standard
+        VM/truenas (140)                       pve2  after ResourceMapping/hba
       level 2
+        SdnSubnet/iot-v4                       -     after SdnVnet/iot
         VM/k3s-server-01 (110)                 pve1  after TemplateVM/debian-13-cloud-tpl
         VM/k3s-agent-01 (111)                  pve1  after TemplateVM/debian-13-cloud-tpl
-        VM/docker-host (120)                   pve1  after DiskImage/debian-13-genericcloud, LXC/pihole
+        VM/docker-host (120)                   pve1  after Firewall/home, DiskImage/debian-13-genericcloud, LXC/pihole
     ");
 }
 
@@ -408,7 +432,7 @@ fn graph_json_has_the_documented_shape() {
         .collect();
     assert_eq!(
         summary,
-        [("home".to_owned(), 13, 3), ("lab".to_owned(), 5, 2)]
+        [("home".to_owned(), 25, 3), ("lab".to_owned(), 5, 2)]
     );
     // Every step's prerequisites come before it.
     for c in clusters {

@@ -55,19 +55,27 @@ async fn homelab_converges_in_one_cycle_and_stays_converged() {
         let first = &cycles[0];
         let report = first.report.as_ref().unwrap();
         assert!(report.all_succeeded(), "{name}: {report:#?}");
-        // Every step of the graph was an action: a download per (artifact, node), a create per
-        // guest; an HA guest's create has its ha-add besides.
-        let ha_adds = first
+        // Every step of the graph has its action: a download per (artifact, node), a create per
+        // guest (an HA guest's create has its ha-add besides, a guest's own firewall its writes),
+        // a create per cluster object (a firewall's parts one each).
+        for step in graph.steps() {
+            let r = graph.resource(step.resource);
+            let acted = first.plan.actions.iter().any(|a| {
+                a.kind == r.kind
+                    && a.name == r.name()
+                    && step.node.as_deref().is_none_or(|n| a.node == n)
+            });
+            assert!(acted, "{name}: no action for {} ({:?})", r.key(), step.node);
+        }
+        // One create per guest, never two.
+        let creates = first
             .plan
             .actions
             .iter()
-            .filter(|a| a.verb == Verb::HaAdd)
+            .filter(|a| a.verb == Verb::Create && a.vmid.is_some())
             .count();
-        assert_eq!(
-            first.plan.actions.len() - ha_adds,
-            graph.step_count(),
-            "{name}"
-        );
+        let guests = graph.steps().iter().filter(|s| s.vmid.is_some()).count();
+        assert_eq!(creates, guests, "{name}");
         assert!(
             first.plan.anomalies.is_empty() && first.plan.skipped.is_empty(),
             "{:#?}",

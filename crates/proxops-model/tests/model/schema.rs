@@ -219,12 +219,16 @@ fn schema_files_are_one_per_kind_plus_the_combined_schema() {
             "cttemplate.schema.json",
             "diskimage.schema.json",
             "storage.schema.json",
+            "sdnzone.schema.json",
+            "sdnvnet.schema.json",
+            "sdnsubnet.schema.json",
             "pool.schema.json",
             "resourcemapping.schema.json",
             "group.schema.json",
             "role.schema.json",
             "user.schema.json",
             "acl.schema.json",
+            "firewall.schema.json",
             "backupjob.schema.json",
             "proxops.schema.json",
             "stacktemplate.schema.json",
@@ -589,7 +593,8 @@ fn a_missing_required_field_is_rejected() {
 fn an_unknown_kind_is_rejected() {
     let base = vm("web", "pve01", 100);
     let v = validators();
-    for kind in ["Firewall", "vm", "CTT", "DISK", "Vm", ""] {
+    // (`Firewall` is a kind now: `Wall` is not.)
+    for kind in ["Wall", "vm", "CTT", "DISK", "Vm", ""] {
         let text = replaced(&base, "kind: VM", &format!("kind: {kind}"));
         let instance = yaml_json(&text);
         let errs = errors(&v.combined, &instance);

@@ -9,10 +9,10 @@ fn publishes_resolved_resources_readable_with_the_git_cli() {
     let store = Store::open(repo.path()).unwrap();
     let p = publish_head(&store, "home");
     assert!(p.publication.published);
-    assert_eq!(p.changes.created.len(), 13);
+    assert_eq!(p.changes.created.len(), 25);
     assert_fsck_clean(repo.path());
     let docs = cli_documents(repo.path(), "proxops/desired/home");
-    assert_eq!(docs.len(), 14, "{:?}", docs.keys());
+    assert_eq!(docs.len(), 26, "{:?}", docs.keys());
     let vm = &docs["resources/VM/jumpbox.yaml"];
     assert_eq!(vm["apiVersion"], "proxops/v1alpha1");
     assert_eq!(vm["kind"], "VM");
@@ -41,7 +41,7 @@ fn publishes_resolved_resources_readable_with_the_git_cli() {
     // Read back through the store.
     let refs = PlaneRefs::for_cluster("home").unwrap();
     let state = store.read_desired(&refs, None).unwrap().unwrap();
-    assert_eq!(state.resources.len(), 13);
+    assert_eq!(state.resources.len(), 25);
     assert_eq!(state.source_revision.unwrap().to_string(), repo.head());
     assert_eq!(state.revision(), p.publication.head);
 }

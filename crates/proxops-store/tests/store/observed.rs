@@ -95,7 +95,7 @@ fn state_is_clean_for_a_current_receipt_and_ready_otherwise() {
     let refs = PlaneRefs::for_cluster("home").unwrap();
     publish_head(&store, "home");
     let view = store.view(&refs).unwrap();
-    assert_eq!(view.count(ResourceState::Ready), 13);
+    assert_eq!(view.count(ResourceState::Ready), 25);
     assert!(view.observed_revision.is_none());
     let jumpbox = key("VM", "jumpbox");
     publish(&store, &refs, vec![observe(&store, &refs, &jumpbox, 0)]);
@@ -103,7 +103,7 @@ fn state_is_clean_for_a_current_receipt_and_ready_otherwise() {
     let row = view.resource("VM", "jumpbox").unwrap();
     assert_eq!(row.state, ResourceState::Clean);
     assert_eq!(row.observation, ObservationState::Current);
-    assert_eq!(view.count(ResourceState::Ready), 12);
+    assert_eq!(view.count(ResourceState::Ready), 24);
     assert_eq!(view.artifacts[0].freshness, Freshness::Current);
     let other = view.resource("VM", "truenas").unwrap();
     assert_eq!(other.observation, ObservationState::Missing);
