@@ -579,7 +579,16 @@ async fn a_failing_iso_download_defers_only_the_vm_that_needs_it() {
         .iter()
         .map(|a| format!("{:?} {}", a.verb, a.name))
         .collect();
-    assert_eq!(verbs, ["Download debian-13-netinst", "Create jumpbox"]);
+    // The VM, then its own firewall (options, rules).
+    assert_eq!(
+        verbs,
+        [
+            "Download debian-13-netinst",
+            "Create jumpbox",
+            "Update jumpbox",
+            "Update jumpbox"
+        ]
+    );
     assert_eq!(cycles.len(), 2);
     conn.sim.unwrap().shutdown().await.unwrap();
 }
