@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Ctx;
 use crate::error::ApiError;
-use crate::schema::split_list;
+use crate::schema::{self, split_list};
 use crate::state::{GuestType, State, Volume};
 use crate::tasks::{self, INJECTED};
+use crate::version::PveVersion;
 
 /// Parameters that are not job options.
 const CONTROL: &[&str] = &["id", "delete", "digest"];
@@ -20,12 +21,48 @@ fn no_job(id: &str) -> ApiError {
     ApiError::param("id", format!("No such job '{id}'"))
 }
 
-fn job_json(id: &str, opts: &BTreeMap<String, String>) -> Value {
+/// The options jobs.cfg keeps as property strings and its reader decodes into objects
+/// (pve-manager `VZDump/Common.pm` `$PROPERTY_STRINGS`; pve-guest-common `VZDump/JobBase.pm`
+/// `decode_value`).
+const PROPERTY_STRINGS: &[&str] = &["performance", "prune-backups", "fleecing"];
+
+/// A job as `jobs.cfg`'s reader gives it to `index` and `read_job`: the section `type`, its
+/// `id`, booleans and numbers as numbers (pve-common `SectionConfig::check_value`: `$value + 0`),
+/// and the property-string options as objects (`parse_property_string`: booleans parsed, other
+/// values kept as the text they are, so `keep-daily` arrives as `"7"`).
+fn job_json(id: &str, opts: &BTreeMap<String, String>, version: PveVersion) -> Value {
     let mut out = json!({ "id": id, "type": "vzdump" });
+    let endpoint = schema::endpoint("POST", "/cluster/backup");
     for (k, v) in opts {
-        out[k] = match v.parse::<i64>() {
-            Ok(n) if matches!(k.as_str(), "enabled" | "all" | "repeat-missed") => json!(n),
-            _ => json!(v),
+        let param = endpoint.and_then(|e| e.param(version.schema(), k));
+        out[k] = match param.and_then(|p| p.format.sub_keys()) {
+            Some(keys) if PROPERTY_STRINGS.contains(&k.as_str()) => {
+                match schema::parse_property_string(keys, v) {
+                    Ok(parsed) => Value::Object(
+                        parsed
+                            .into_iter()
+                            .map(|(sub, text)| {
+                                let boolean = keys
+                                    .iter()
+                                    .any(|s| s.name == sub && matches!(s.ty, schema::Ty::Bool));
+                                let value = match schema::parse_bool(&text) {
+                                    Some(b) if boolean => json!(u8::from(b)),
+                                    _ => json!(text),
+                                };
+                                (sub, value)
+                            })
+                            .collect(),
+                    ),
+                    Err(_) => json!(v),
+                }
+            }
+            _ => match (param.map(|p| p.ty), v.parse::<f64>()) {
+                (Some(schema::Ty::Bool | schema::Ty::Int), Ok(_)) => {
+                    v.parse::<i64>().map_or_else(|_| json!(v), |n| json!(n))
+                }
+                (Some(schema::Ty::Num), Ok(n)) => json!(n),
+                _ => json!(v),
+            },
         };
     }
     out
@@ -41,7 +78,7 @@ pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
         st.backup_jobs
             .iter()
             .map(|(id, o)| {
-                let mut job = job_json(id, o);
+                let mut job = job_json(id, o, st.pve_version);
                 let next = o
                     .get("schedule")
                     .and_then(|s| crate::calendar::CalendarEvent::parse(s).ok())
@@ -158,7 +195,7 @@ pub(crate) fn read(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let id = ctx.req("id")?;
     let st = ctx.state();
     let opts = st.backup_jobs.get(&id).ok_or_else(|| no_job(&id))?;
-    Ok(job_json(&id, opts))
+    Ok(job_json(&id, opts, st.pve_version))
 }
 
 pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {

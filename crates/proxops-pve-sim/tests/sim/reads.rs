@@ -81,6 +81,24 @@ async fn backup_jobs_cover_guests_and_vzdump_writes_an_archive() {
         (job["vmid"].as_str(), job["enabled"].as_i64()),
         (Some("100"), Some(1))
     );
+    // jobs.cfg's reader (pve-guest-common `JobBase::decode_value`) decodes the property-string
+    // options into objects, whose values stay text but for booleans; SectionConfig makes the
+    // other numbers numbers.
+    sim.put(
+        "/cluster/backup/nightly",
+        &[
+            ("prune-backups", "keep-last=2,keep-daily=7"),
+            ("bwlimit", "1000"),
+        ],
+    )
+    .await
+    .ok();
+    let job = sim.get("/cluster/backup/nightly").await.ok();
+    assert_eq!(
+        job["prune-backups"],
+        json!({ "keep-daily": "7", "keep-last": "2" })
+    );
+    assert_eq!(job["bwlimit"], 1000);
     // The index computes each job's next run from now (`Proxmox::RS::CalendarEvent`); a
     // schedule that is not a calendar event is refused by its format.
     let jobs = sim.get("/cluster/backup").await.ok();
