@@ -1,10 +1,18 @@
 //! Third-party PVE software against our simulator: the proxmoxer client drives it through a VM
-//! lifecycle with token and with ticket auth, and one scripted request sequence sent to it and to
-//! the independent fake `fakepve` differs only as `docs/simulator-vs-fakepve.md` documents.
+//! lifecycle with token and with ticket auth and reads back every cluster object the homelab
+//! declares in PVE's shapes, and one scripted request sequence sent to it and to the independent
+//! fake `fakepve` differs only as `docs/simulator-vs-fakepve.md` documents.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::support::{ChildGuard, free_port, python, python_script, wait_for_port};
+use crate::support::{
+    ChildGuard, example, free_port, python, python_script, shared, wait_for_port,
+};
+use proxops_engine::backend::{Backend, connect};
+use proxops_engine::cycle::{converge, plan_options};
+use proxops_engine::execute::ExecOptions;
+use proxops_graph::check_repository;
+use proxops_model::{FsSource, LoadOptions, Registry, load_repository};
 use proxops_pve_sim::{ApiToken, SimConfig, SimHandle, State, User, start};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -181,4 +189,61 @@ async fn prometheus_pve_exporter_scrapes_the_simulator_with_its_default_collecto
     ] {
         assert!(metrics.contains(series), "no `{series}` in\n{metrics}");
     }
+}
+
+/// Issue 32's acceptance: the homelab's `home` cluster applied by ProxOps to a simulator, then
+/// proxmoxer reads every cluster object back through the ordinary API
+/// (`tests/python/proxmoxer_objects.py`): each answer has the shape of PVE 9.1.3's schema
+/// `returns` (the fields PVE sends beyond it are the script's listed exceptions) and the values
+/// the manifests declare, marks included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxmoxer_reads_back_every_homelab_object_in_pve_shapes() {
+    let Some(python) = python() else { return };
+    let Some(schema) = shared("pve-api/pve-api-9.1.3.tree.json") else {
+        return;
+    };
+    let registry = Registry::builtin();
+    let mut repo = load_repository(
+        &FsSource::new(example("homelab")).unwrap(),
+        &registry,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let graph = check_repository(&registry, &mut repo)
+        .into_iter()
+        .find(|c| c.name == "home")
+        .and_then(|c| c.graph)
+        .expect("cluster home is valid");
+    let cluster = repo.cluster("home").unwrap();
+    let backend = Backend::Sim {
+        state_file: None,
+        task_time: Duration::from_millis(10),
+    };
+    let conn = connect(&registry, cluster, &backend).await.unwrap();
+    let cycles = converge(
+        &conn.client,
+        "home",
+        &graph,
+        &plan_options(cluster, None),
+        &ExecOptions::default(),
+        3,
+    )
+    .await
+    .unwrap();
+    // Converged: what ProxOps reads back (a backup job's `prune-backups` as the object PVE
+    // decodes it into) matches what it wrote.
+    let last = &cycles.last().unwrap().plan;
+    assert!(last.is_empty(), "{last:#?}");
+    let sim = conn.sim.as_ref().unwrap();
+    let args = vec![
+        python_script("proxmoxer_objects.py").display().to_string(),
+        schema.display().to_string(),
+        "127.0.0.1".into(),
+        sim.addr.port().to_string(),
+        sim.token.to_string(),
+    ];
+    let out = run_python(&python, args).await;
+    let stdout = assert_success("proxmoxer reading the homelab's objects", &out);
+    assert!(stdout.contains(r#""read": 29"#), "{stdout}");
+    conn.sim.unwrap().shutdown().await.unwrap();
 }
