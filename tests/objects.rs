@@ -46,7 +46,7 @@ async fn run(client: &PveClient, p: &ClusterPlan) {
 
 /// What the planes would give the next plan after `texts` were applied: their documents as
 /// the previous ones, every one receipted.
-fn remembered(texts: &[String]) -> PlanOptions {
+pub(crate) fn remembered(texts: &[String]) -> PlanOptions {
     let graph = crate::placement::graph_of(texts);
     let mut previous = BTreeMap::new();
     let mut receipts = BTreeSet::new();

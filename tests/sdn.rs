@@ -5,14 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::objects::remembered;
 use crate::placement::{apply, plan, plan_with, sim, vm};
 use proxops_engine::execute::{ExecOptions, execute};
 use proxops_engine::plan::Verb;
-use proxops_engine::planner::PlanOptions;
 use proxops_pve::{Method, Params, PveClient};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 fn manifest(kind: &str, name: &str, spec: &str) -> String {
     format!("apiVersion: proxops/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{spec}")
@@ -39,20 +37,6 @@ async fn get(client: &PveClient, path: &str) -> Value {
         .call_json(Method::GET, path, path, &Params::new())
         .await
         .unwrap()
-}
-
-fn remembered(texts: &[String]) -> PlanOptions {
-    let graph = crate::placement::graph_of(texts);
-    let mut previous = BTreeMap::new();
-    let mut receipts = BTreeSet::new();
-    for id in graph.resources() {
-        let r = graph.resource(id);
-        previous.insert(r.key(), Arc::clone(r));
-        receipts.insert(r.key());
-    }
-    PlanOptions::default()
-        .with_previous(Some(previous))
-        .with_receipts(Some(receipts))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
