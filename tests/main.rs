@@ -6,6 +6,7 @@ mod addresses;
 mod adopt;
 mod agent;
 mod ansible;
+mod api_token;
 mod delete;
 mod engine;
 mod examples;

@@ -331,6 +331,7 @@ mod tests {
             upids: Vec::new(),
             millis: 7,
             guard: None,
+            token: None,
         };
         let v = serde_json::to_value(&result).unwrap();
         assert_eq!(v["outcome"], "failed");

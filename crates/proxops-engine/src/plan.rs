@@ -169,6 +169,14 @@ pub(crate) enum Op {
     },
     /// One API call on a cluster object ([`crate::objects`]).
     Object(crate::objects::ObjectRequest),
+    /// An API token's create: PVE answers its secret only then, and the executor encrypts it
+    /// at once with SOPS to `recipients` ([`crate::objects::token`]); the clear value never
+    /// leaves it.
+    Token {
+        request: crate::objects::ObjectRequest,
+        /// The age recipients of the cluster's SOPS secrets file.
+        recipients: Vec<String>,
+    },
     /// `PUT /cluster/sdn`: the pending SDN configuration applied (a worker task).
     SdnApply,
     /// A firewall rule list brought to the manifest's rules, at run time from a fresh read

@@ -5,7 +5,7 @@
 //! reported by whoever asks (the credentials, or the resource whose reference cannot resolve).
 
 use proxops_model::Cluster;
-use proxops_secrets::{Document, IdentitySource, Secret, decrypt_file};
+use proxops_secrets::{Document, IdentitySource, Secret, SopsFile, decrypt_file};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +15,9 @@ use std::sync::Arc;
 pub struct ClusterSecrets {
     cluster: String,
     state: State,
+    /// The age recipients the file is encrypted to (its `sops` metadata, read without a key):
+    /// what a new API token's secret is encrypted to. Or why there are none.
+    recipients: Result<Vec<String>, String>,
 }
 
 #[derive(Clone)]
@@ -74,6 +77,7 @@ impl ClusterSecrets {
             .entry
             .as_ref()
             .and_then(|e| e.secrets_file.as_deref());
+        let mut recipients = Err(String::new());
         let state = match (repo, file) {
             (_, None) => State::NotConfigured,
             (None, Some(_)) => State::NotLoaded,
@@ -84,6 +88,15 @@ impl ClusterSecrets {
                     file.trim_start_matches("./")
                 );
                 let path = repo.join("clusters").join(&cluster.name).join(file);
+                recipients = match SopsFile::read(&path) {
+                    Ok(f) => Ok(f
+                        .metadata()
+                        .age
+                        .iter()
+                        .map(|r| r.recipient.clone())
+                        .collect()),
+                    Err(e) => Err(format!("{shown}: {}", unusable(&e, &shown))),
+                };
                 match decrypt_file(&path, &IdentitySource::from_env())
                     .and_then(|d| d.check_layout().map(|()| d))
                 {
@@ -98,18 +111,27 @@ impl ClusterSecrets {
                 }
             }
         };
-        ClusterSecrets {
+        let mut out = ClusterSecrets {
             cluster: cluster.name.clone(),
             state,
-        }
+            recipients: Ok(Vec::new()),
+        };
+        out.recipients = match recipients {
+            Err(e) if e.is_empty() => Err(out.missing()),
+            other => other,
+        };
+        out
     }
 
     /// No secrets: for planning without a connection (references then fail, saying so).
     pub fn not_loaded(cluster: &str) -> ClusterSecrets {
-        ClusterSecrets {
+        let mut out = ClusterSecrets {
             cluster: cluster.to_owned(),
             state: State::NotLoaded,
-        }
+            recipients: Ok(Vec::new()),
+        };
+        out.recipients = Err(out.missing());
+        out
     }
 
     /// A decrypted document, for tests and embedders that decrypt themselves.
@@ -120,6 +142,37 @@ impl ClusterSecrets {
                 file: file.to_owned(),
                 document: Arc::new(document),
             },
+            recipients: Err(format!(
+                "{file}: the age recipients of the file were not given (`ClusterSecrets::with_recipients`)"
+            )),
+        }
+    }
+
+    /// The same secrets, with the age recipients their file is encrypted to (for tests and
+    /// embedders that read the file themselves).
+    pub fn with_recipients(mut self, recipients: Vec<String>) -> ClusterSecrets {
+        self.recipients = Ok(recipients);
+        self
+    }
+
+    /// The age recipients of the cluster's secrets file (from its `sops` metadata: no key is
+    /// needed), to which a new API token's secret is encrypted; or why there are none.
+    pub fn recipients(&self) -> Result<&[String], String> {
+        match &self.recipients {
+            Ok(r) if r.is_empty() => Err(format!(
+                "the SOPS secrets file of cluster `{}` lists no age recipient (ProxOps encrypts to age keys only)",
+                self.cluster
+            )),
+            Ok(r) => Ok(r),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// Why there are no recipients: the state's reason.
+    fn missing(&self) -> String {
+        match self.document() {
+            Err(e) => e,
+            Ok(_) => "no age recipients were read".to_owned(),
         }
     }
 

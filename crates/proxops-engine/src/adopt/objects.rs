@@ -80,6 +80,19 @@ pub async fn adopt_objects(
     class: ObjectClass,
     ids: Option<&[String]>,
 ) -> Result<Vec<ObjectOutcome>, AdoptError> {
+    if class == ObjectClass::ApiToken {
+        // Its secret is known only to whoever made it: ProxOps would manage a token it cannot
+        // hand to anyone. A manifest that matches it is taken over by the next plan.
+        let reason = "API tokens are not adopted: ProxOps would not hold their secret; declare the token in a manifest that matches it and the next plan takes it over (its mark written, nothing else)".to_owned();
+        let ids: Vec<String> = ids.map_or_else(|| vec!["*".to_owned()], <[String]>::to_vec);
+        return Ok(ids
+            .into_iter()
+            .map(|id| ObjectOutcome::Refused {
+                id,
+                reason: reason.clone(),
+            })
+            .collect());
+    }
     let lists: Vec<(Option<MappingType>, &'static str)> = match class {
         ObjectClass::Mapping => vec![
             (Some(MappingType::Pci), "/cluster/mapping/pci"),

@@ -130,7 +130,24 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
             let task = running.spawn(async move {
                 let started = Instant::now();
                 let mut upids = Vec::new();
-                let ran = run_action(&client, &action, &options, &mut upids).await;
+                let mut token = None;
+                let ran = match &action.op {
+                    Op::Token {
+                        request,
+                        recipients,
+                    } => {
+                        let _permit = client.mutation_permit(&action.node, 0).await;
+                        let result = crate::objects::token::create(&client, request, recipients)
+                            .await
+                            .map(|sealed| token = Some(sealed))
+                            .map_err(ActionError::from);
+                        crate::guard::Ran {
+                            result,
+                            guard: None,
+                        }
+                    }
+                    _ => run_action(&client, &action, &options, &mut upids).await,
+                };
                 let rolled_back = ran.guard.as_ref().is_some_and(|g| g.rollback_tried());
                 let outcome = match ran.result {
                     Ok(()) => Outcome::Succeeded,
@@ -148,6 +165,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 };
                 let mut r = result(&action, outcome, upids, started.elapsed());
                 r.guard = ran.guard;
+                r.token = token;
                 r
             });
             spawned.insert(task.id(), i);
@@ -225,6 +243,7 @@ fn result(action: &Action, outcome: Outcome, upids: Vec<String>, took: Duration)
         upids,
         millis: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         guard: None,
+        token: None,
     }
 }
 
@@ -347,6 +366,10 @@ async fn run(
         Op::Start { guest } | Op::GuardedStart { guest, .. } => {
             start_guest(client, guest, options, upids).await
         }
+        // Run by `execute` itself, which keeps the encrypted secret.
+        Op::Token { .. } => Err(PveError::Config(
+            "an API token's create outside the executor".into(),
+        )),
         // Steps of a guarded update are run by `crate::guard::run`.
         Op::Snapshot { .. } | Op::Verify { .. } | Op::PruneSnapshots { .. } => Err(
             PveError::Config("a step of a guarded update outside its runner".into()),

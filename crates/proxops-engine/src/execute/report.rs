@@ -59,6 +59,10 @@ pub struct ActionResult {
     /// the check's finding, a rollback, the snapshots pruned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guard: Option<GuardReport>,
+    /// An API token's create: its secret, encrypted with SOPS ([`crate::objects::token`]); the
+    /// receipt carries it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<crate::objects::token::SealedToken>,
 }
 
 /// What a cycle did to one cluster.

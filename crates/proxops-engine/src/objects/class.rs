@@ -27,7 +27,9 @@ pub enum Shape {
 pub struct Endpoints {
     /// The list's template (`GET`; one request per plan).
     pub list: &'static str,
-    /// The template that creates an object (`POST`; `PUT` for ACL entries).
+    /// The template that creates an object (`POST`; `PUT` for ACL entries). When it is `item`
+    /// (an API token's), the object is created at its own path, the id in the path rather than
+    /// a parameter ([`Endpoints::creates_at_item`]).
     pub create: &'static str,
     /// The object's own template, its id as the last `{...}` (`PUT` updates, `DELETE`
     /// removes); for [`Shape::Options`] the options' own path.
@@ -97,6 +99,12 @@ impl Endpoints {
         self.fill(self.create)
     }
 
+    /// Whether an object is created by a `POST` to its own path (`/access/users/{userid}/token/
+    /// {tokenid}`), the id in the path, rather than to its list with the id as a parameter.
+    pub fn creates_at_item(&self) -> bool {
+        self.shape == Shape::Item && self.create == self.item
+    }
+
     /// The item path of object `id`.
     pub fn item_path(&self, id: &str) -> String {
         let filled = self.fill(self.item);
@@ -150,6 +158,17 @@ pub fn endpoints(class: ObjectClass, mapping: Option<MappingType>) -> Endpoints 
         ObjectClass::Role => {
             Endpoints::fixed("/access/roles", "/access/roles/{roleid}", "roleid", None)
         }
+        // A user's tokens: `vars` name the user (`userid`); created by a `POST` to the token's
+        // own path.
+        ObjectClass::ApiToken => Endpoints {
+            create: "/access/users/{userid}/token/{tokenid}",
+            ..Endpoints::fixed(
+                "/access/users/{userid}/token",
+                "/access/users/{userid}/token/{tokenid}",
+                "tokenid",
+                Some("comment"),
+            )
+        },
         ObjectClass::Firewall => firewall(FirewallPart::Options, &[]),
         ObjectClass::SdnZone => Endpoints::fixed(
             "/cluster/sdn/zones",

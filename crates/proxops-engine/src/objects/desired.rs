@@ -262,6 +262,20 @@ pub fn objects(cluster: &str, resource: &Resource) -> Option<Vec<DesiredObject>>
             o.create_only = create_only;
             return Some(vec![o]);
         }
+        ObjectSpec::ApiToken(t) => {
+            // Every key owned, with PVE's defaults when the manifest leaves one out: a token
+            // whose privilege separation was turned off by hand holds its user's rights, and
+            // PVE's update cannot remove `expire` (only `comment`), so "never" is `0`.
+            put("comment", one(marked(t.comment.as_deref(), &mark)));
+            put("privsep", flag(t.privsep.unwrap_or(true)));
+            put("expire", one(t.expire.unwrap_or(0)));
+            let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+            let mut e = endpoints(ObjectClass::ApiToken, None);
+            e.vars = vec![("userid", t.userid.clone())];
+            let mut o = DesiredObject::new(ObjectClass::ApiToken, e, &t.token, owner);
+            o.params = params;
+            return Some(vec![o]);
+        }
         ObjectSpec::Acl(a) => return Some(acl_entries(a)),
         ObjectSpec::Firewall(f) => {
             let owner = crate::desired::identity_tag(cluster, resource.kind, name);

@@ -8,12 +8,14 @@
 //! - [`ObjValue`] and [`same`] (`value.rs`): values compared in the form PVE keeps.
 //! - `request.rs`: the create, update and delete calls.
 //! - [`rules`]: firewall rule lists, ProxOps's rules marked with their index.
+//! - [`token`]: an API token's create, its secret encrypted with SOPS at once.
 
 mod class;
 mod desired;
 mod live;
 mod request;
 pub mod rules;
+pub mod token;
 mod value;
 
 pub use class::{

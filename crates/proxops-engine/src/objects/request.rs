@@ -99,16 +99,17 @@ pub(crate) fn create_request(d: &DesiredObject) -> Request {
         return Request::new(Method::PUT, "/access/acl", "/access/acl".to_owned(), params);
     }
     let mut params = Params::new();
-    params.push(d.endpoints.id_param, &d.id);
+    let path = if d.endpoints.creates_at_item() {
+        // The id is in the path (an API token's `{tokenid}`).
+        d.endpoints.item_path(&d.id)
+    } else {
+        params.push(d.endpoints.id_param, &d.id);
+        d.endpoints.create_path()
+    };
     for (k, v) in d.create_only.iter().chain(&d.params) {
         push_value(&mut params, k, v);
     }
-    Request::new(
-        Method::POST,
-        d.endpoints.create,
-        d.endpoints.create_path(),
-        params,
-    )
+    Request::new(Method::POST, d.endpoints.create, path, params)
 }
 
 pub(crate) fn update_request(d: &DesiredObject, found: &Found) -> Request {

@@ -317,6 +317,8 @@ struct Acted<'a> {
     upids: &'a [String],
     /// What it did as a step of a snapshot-guarded update.
     guard: Option<&'a crate::guard::GuardReport>,
+    /// An API token's create: its secret, encrypted.
+    token: Option<&'a crate::objects::token::SealedToken>,
 }
 
 fn key_of(kind: &str, name: &str) -> ResourceKey {
@@ -343,9 +345,14 @@ pub fn observation_batch(
     let not_run = ActionOutcome::NotStarted;
     for action in &plan.actions {
         let result = report.and_then(|r| r.results.iter().find(|x| x.id == action.id));
-        let (outcome, upids, guard) = match result {
-            Some(r) => (&r.outcome, r.upids.as_slice(), r.guard.as_ref()),
-            None => (&not_run, &[][..], None),
+        let (outcome, upids, guard, token) = match result {
+            Some(r) => (
+                &r.outcome,
+                r.upids.as_slice(),
+                r.guard.as_ref(),
+                r.token.as_ref(),
+            ),
+            None => (&not_run, &[][..], None, None),
         };
         acted
             .entry(key_of(&action.kind, &action.name))
@@ -357,6 +364,7 @@ pub fn observation_batch(
                 outcome,
                 upids,
                 guard,
+                token,
             });
     }
     let mut held: BTreeMap<String, String> = BTreeMap::new();
@@ -439,6 +447,9 @@ pub fn observation_batch(
             .into_iter()
             .collect();
         observation.guard = guarded(actions);
+        if let Some(secret) = token_secret(observed, key, actions) {
+            observation.artifacts.push(secret);
+        }
         // A placed guest's node, and why it is there (found, or picked with the facts).
         if let Some(p) = plan
             .placements
@@ -494,6 +505,31 @@ pub fn observation_batch(
         }
     }
     built
+}
+
+/// An API token's encrypted secret: the one its create made this cycle, else the one its
+/// earlier receipt carries (a receipt's artifacts replace the earlier ones, and PVE never shows
+/// the secret again).
+fn token_secret(
+    observed: Option<&ObservedState>,
+    key: &ResourceKey,
+    actions: &[Acted<'_>],
+) -> Option<(String, String, Value)> {
+    use crate::objects::token::{ARTIFACT, ARTIFACT_KIND};
+    if let Some(t) = actions.iter().rev().find_map(|a| a.token) {
+        return Some((ARTIFACT.to_owned(), ARTIFACT_KIND.to_owned(), t.payload()));
+    }
+    if key.kind != "ApiToken" {
+        return None;
+    }
+    let earlier = observed?
+        .artifacts
+        .get(&(key.clone(), ARTIFACT.to_owned()))?;
+    Some((
+        ARTIFACT.to_owned(),
+        earlier.doc.kind.clone(),
+        earlier.doc.spec.clone(),
+    ))
 }
 
 /// What the steps of a successful guarded update did (`None` without one): the snapshot, the

@@ -49,6 +49,14 @@ pub use options::PlanOptions;
 /// The code of a resource with reference expressions planned without the planes.
 pub const NEEDS_PLANES: &str = "proxops::reference::needs_planes";
 
+/// The code of an API token not created because the planes are not recorded: its secret, which
+/// PVE shows only in the create's answer, would have nowhere to go.
+pub const TOKEN_NEEDS_PLANES: &str = "proxops::apitoken::needs_planes";
+
+/// The code of an API token not created because the cluster's SOPS secrets file gives no age
+/// recipient to encrypt its secret to.
+pub const TOKEN_NO_RECIPIENTS: &str = "proxops::apitoken::no_recipients";
+
 /// Why a cluster could not be planned at all.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

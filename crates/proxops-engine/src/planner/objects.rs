@@ -156,6 +156,20 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// An API token not created, and why: a plan error (its dependants wait), never a token
+    /// whose secret would be lost.
+    fn refuse_token(&mut self, step: StepId, code: &str, reason: String) {
+        let subject = self.subject(step);
+        tracing::debug!(cluster = %self.plan.cluster, %subject, code, "API token not created");
+        self.plan.errors.push(crate::plan::ResourceError {
+            subject,
+            code: code.to_owned(),
+            reason,
+        });
+        self.blocked.insert(step);
+        self.deferral = None;
+    }
+
     /// Plans the objects of one declared resource.
     pub(super) fn object_step(
         &mut self,
@@ -202,6 +216,13 @@ impl<'a> Planner<'a> {
                 Shape::Item | Shape::AclEntry => {}
             }
             let Some(live) = list.get(&d.id) else {
+                if d.class == ObjectClass::ApiToken {
+                    match token_recipients(options) {
+                        Ok(recipients) => changes.push(Planned::CreateToken(d.clone(), recipients)),
+                        Err((code, why)) => return self.refuse_token(step, code, why),
+                    }
+                    continue;
+                }
                 changes.push(Planned::Create(d.clone()));
                 continue;
             };
@@ -399,6 +420,18 @@ impl<'a> Planner<'a> {
                     Op::Object(create_request(&d)),
                     shown_all(&d),
                 )
+            }
+            Planned::CreateToken(d, recipients) => {
+                let reason = format!(
+                    "API token `{}` does not exist; its secret is encrypted to {} age recipient(s) of the cluster's SOPS file and kept on the observed plane",
+                    d.id,
+                    recipients.len()
+                );
+                let op = Op::Token {
+                    request: create_request(&d),
+                    recipients,
+                };
+                (Verb::Create, reason, op, shown_all(&d))
             }
             Planned::Update(d, found) => {
                 let reason = found.reason();
@@ -683,6 +716,33 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// Where a new API token's secret goes: the age recipients of the cluster's SOPS secrets file,
+/// with the planes recorded to keep the encrypted secret on; or the code and reason why not.
+fn token_recipients(options: &PlanOptions) -> Result<Vec<String>, (&'static str, String)> {
+    if options.receipts.is_none() {
+        return Err((
+            super::TOKEN_NEEDS_PLANES,
+            "PVE shows an API token's secret only when it creates it, and ProxOps keeps it (encrypted) only on the observed plane: run with --planes (the agent always does)".to_owned(),
+        ));
+    }
+    let secrets = options.secrets.as_ref().ok_or_else(|| {
+        (
+            super::TOKEN_NO_RECIPIENTS,
+            "the cluster's SOPS secrets were not loaded: nothing to encrypt the token's secret to"
+                .to_owned(),
+        )
+    })?;
+    match secrets.recipients() {
+        Ok(r) => Ok(r.to_vec()),
+        Err(why) => Err((
+            super::TOKEN_NO_RECIPIENTS,
+            format!(
+                "its secret is encrypted to the age recipients of the cluster's SOPS secrets file, and there are none: {why}"
+            ),
+        )),
+    }
+}
+
 /// Whether two free-text values say the same once ProxOps's marks are taken out.
 fn same_text(want: &ObjValue, have: Option<&ObjValue>) -> bool {
     let text = |v: Option<&ObjValue>| match v {
@@ -736,6 +796,7 @@ fn class_word(class: ObjectClass) -> &'static str {
         ObjectClass::SdnZone => "SDN zone",
         ObjectClass::SdnVnet => "SDN VNet",
         ObjectClass::SdnSubnet => "SDN subnet",
+        ObjectClass::ApiToken => "API token",
         _ => "ACL entry",
     }
 }
@@ -743,6 +804,8 @@ fn class_word(class: ObjectClass) -> &'static str {
 /// What one declared object needs.
 enum Planned {
     Create(DesiredObject),
+    /// An API token's create, its secret encrypted to these age recipients.
+    CreateToken(DesiredObject, Vec<String>),
     Update(DesiredObject, Found),
     Adopt(DesiredObject, Found),
     Remove(DesiredObject),

@@ -345,7 +345,7 @@ fn rollback_needs(purpose: &str, guard: &crate::plan::Guard, out: &mut Vec<Need>
 pub fn action_needs(action: &Action, net: &Network, major: Option<u32>) -> Vec<Need> {
     let mut out = Vec::new();
     match &action.op {
-        Op::Object(request) => {
+        Op::Object(request) | Op::Token { request, .. } => {
             let verb = format!("{:?}", action.verb).to_lowercase();
             let purpose = format!("{verb} {}/{}", action.kind, action.name);
             out.extend(objects::request_need(

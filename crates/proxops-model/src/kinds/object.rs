@@ -1,5 +1,5 @@
 //! The kinds of a cluster's own objects (issue 32): `Storage`, `Pool`, `BackupJob`,
-//! `ResourceMapping`, `User`, `Group`, `Role` and `Acl`. Their checks and [`KindDef`]s; the spec
+//! `ResourceMapping`, `User`, `Group`, `Role`, `Acl`, `ApiToken`, the firewall and SDN. Their checks and [`KindDef`]s; the spec
 //! types are in `object_spec` (below `Spec`) and re-exported here.
 //!
 //! They have no node and no vmid: PVE identifies each by an id of its own (a storage id, a pool
@@ -10,8 +10,8 @@
 //! the target is not (a storage PVE ships with, a group made by hand).
 
 pub use super::object_spec::{
-    AclSpec, BackupJobSpec, BackupMode, GroupSpec, MappingSpec, MappingType, ObjectSpec, PoolSpec,
-    Retention, RoleSpec, StorageSpec, StorageType, UserSpec,
+    AclSpec, ApiTokenSpec, BackupJobSpec, BackupMode, GroupSpec, MappingSpec, MappingType,
+    ObjectSpec, PoolSpec, Retention, RoleSpec, StorageSpec, StorageType, UserSpec,
 };
 use crate::kind::context::SpecContext;
 use crate::kind::def::KindDef;
@@ -50,11 +50,13 @@ pub enum ObjectClass {
     SdnVnet,
     /// `SdnSubnet`.
     SdnSubnet,
+    /// `ApiToken`. Last: prunes run in reverse class order, a token before its user.
+    ApiToken,
 }
 
 impl ObjectClass {
     /// Every class, in the order their objects are created.
-    pub const ALL: [ObjectClass; 12] = [
+    pub const ALL: [ObjectClass; 13] = [
         ObjectClass::Storage,
         ObjectClass::SdnZone,
         ObjectClass::SdnVnet,
@@ -64,6 +66,7 @@ impl ObjectClass {
         ObjectClass::Group,
         ObjectClass::Role,
         ObjectClass::User,
+        ObjectClass::ApiToken,
         ObjectClass::Acl,
         ObjectClass::Firewall,
         ObjectClass::BackupJob,
@@ -84,6 +87,7 @@ impl ObjectClass {
             ObjectClass::SdnZone => "SdnZone",
             ObjectClass::SdnVnet => "SdnVnet",
             ObjectClass::SdnSubnet => "SdnSubnet",
+            ObjectClass::ApiToken => "ApiToken",
         }
     }
 
@@ -114,6 +118,7 @@ impl ObjectClass {
             ObjectClass::SdnZone => "sdnzone",
             ObjectClass::SdnVnet => "sdnvnet",
             ObjectClass::SdnSubnet => "sdnsubnet",
+            ObjectClass::ApiToken => "apitoken",
         }
     }
 
@@ -122,6 +127,7 @@ impl ObjectClass {
             ObjectClass::BackupJob => &["VzdumpJob"],
             ObjectClass::Mapping => &["Mapping", "PciMapping", "UsbMapping"],
             ObjectClass::Acl => &["ACL", "Permission"],
+            ObjectClass::ApiToken => &["APIToken"],
             _ => &[],
         }
     }
@@ -195,6 +201,12 @@ fn each_reference<'s>(
             for (i, g) in a.groups.iter().enumerate() {
                 visit(view("groups[]", "Group", g), path!["groups", i].to_vec());
             }
+            for (i, t) in a.tokens.iter().enumerate() {
+                visit(view("tokens[]", "ApiToken", t), path!["tokens", i].to_vec());
+            }
+        }
+        ObjectSpec::ApiToken(t) => {
+            visit(view("userid", "User", &t.userid), path!["userid"].to_vec());
         }
         _ => {}
     }
@@ -258,7 +270,15 @@ impl KindDef for ObjectKind {
                     field: "groups[]",
                     target: "Group",
                 },
+                ReferenceField {
+                    field: "tokens[]",
+                    target: "ApiToken",
+                },
             ],
+            ObjectClass::ApiToken => &[ReferenceField {
+                field: "userid",
+                target: "User",
+            }],
             _ => &[],
         }
     }
@@ -277,6 +297,11 @@ impl KindDef for ObjectKind {
             ObjectClass::SdnZone => ObjectSpec::SdnZone(cx.decode()?),
             ObjectClass::SdnVnet => ObjectSpec::SdnVnet(cx.decode()?),
             ObjectClass::SdnSubnet => ObjectSpec::SdnSubnet(cx.decode()?),
+            ObjectClass::ApiToken => {
+                let mut t: ApiTokenSpec = cx.decode()?;
+                t.full_tokenid = t.full_tokenid();
+                ObjectSpec::ApiToken(t)
+            }
         };
         super::object_checks::check(cx, &spec);
         Some(Spec::Object(spec))
@@ -310,6 +335,8 @@ impl KindDef for ObjectKind {
 
     fn pve_id<'s>(&self, spec: &'s Spec) -> Option<&'s str> {
         match spec {
+            // Reached by `<userid>!<token>` (an ACL's `tokens`), unique in the cluster.
+            Spec::Object(ObjectSpec::ApiToken(t)) => Some(&t.full_tokenid),
             Spec::Object(s) => s.explicit_id(),
             _ => None,
         }
@@ -333,6 +360,7 @@ impl KindDef for ObjectKind {
             ObjectClass::SdnSubnet => {
                 generator.subschema_for::<super::object_spec::SdnSubnetSpec>()
             }
+            ObjectClass::ApiToken => generator.subschema_for::<ApiTokenSpec>(),
         }
     }
 }

@@ -4,7 +4,8 @@
 
 use super::basics::check_node;
 use super::object_spec::{
-    AclSpec, BackupJobSpec, MappingSpec, ObjectSpec, Retention, RoleSpec, StorageSpec, UserSpec,
+    AclSpec, ApiTokenSpec, BackupJobSpec, MappingSpec, ObjectSpec, Retention, RoleSpec,
+    StorageSpec, UserSpec,
 };
 use crate::Code;
 use crate::kind::context::SpecContext;
@@ -134,6 +135,7 @@ pub(crate) fn check(cx: &SpecContext<'_>, spec: &ObjectSpec) {
         }
         ObjectSpec::Role(r) => role(cx, r, &name),
         ObjectSpec::Acl(a) => acl(cx, a),
+        ObjectSpec::ApiToken(t) => api_token(cx, t),
         ObjectSpec::Firewall(f) => firewall(cx, f),
         ObjectSpec::SdnZone(z) => {
             let create = ("POST", "/cluster/sdn/zones");
@@ -479,6 +481,18 @@ fn acl(cx: &SpecContext<'_>, a: &AclSpec) {
                 Some("token ids look like `name@realm!token`".into()),
             );
         }
+    }
+}
+
+fn api_token(cx: &SpecContext<'_>, t: &ApiTokenSpec) {
+    let create = ("POST", "/access/users/{userid}/token/{tokenid}");
+    check_as(cx, create, "userid", &t.userid, &path!["userid"]);
+    check_as(cx, create, "tokenid", &t.token, &path!["token"]);
+    if let Some(c) = &t.comment {
+        check_as(cx, create, "comment", c, &path!["comment"]);
+    }
+    if let Some(e) = t.expire {
+        check_as(cx, create, "expire", &e.to_string(), &path!["expire"]);
     }
 }
 

@@ -333,6 +333,39 @@ pub struct AclSpec {
     pub propagate: Option<bool>,
 }
 
+/// `kind: ApiToken`: an API token of a user (`POST /access/users/{userid}/token/{tokenid}`).
+/// PVE shows its secret once, in the create's answer: ProxOps encrypts it at once with SOPS to
+/// the age recipients of the cluster's secrets file, and the receipt carries only that.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ApiTokenSpec {
+    /// The user it belongs to, `name@realm` (`ci@pve`).
+    pub userid: String,
+    /// The token id (`deploy`): the token is `<userid>!<token>`.
+    pub token: String,
+    /// Privilege separation: the token has only the ACLs granted to it, not its user's (PVE's
+    /// default: yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privsep: Option<bool>,
+    /// Expiry, seconds since the epoch (0 or absent: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire: Option<u64>,
+    /// The operator's comment (ProxOps appends its mark to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// `<userid>!<token>`, set when the spec is decoded: what an ACL's `tokens` name it by.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) full_tokenid: String,
+}
+
+impl ApiTokenSpec {
+    /// `<userid>!<token>`, as PVE names the token.
+    pub fn full_tokenid(&self) -> String {
+        format!("{}!{}", self.userid, self.token)
+    }
+}
+
 /// `kind: SdnZone`: an SDN zone (`POST /cluster/sdn/zones`). Pending until the SDN
 /// configuration is applied (`PUT /cluster/sdn`), which ProxOps does after its SDN changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -421,6 +454,8 @@ pub enum ObjectSpec {
     SdnVnet(SdnVnetSpec),
     /// `SdnSubnet`.
     SdnSubnet(SdnSubnetSpec),
+    /// `ApiToken`.
+    ApiToken(ApiTokenSpec),
 }
 
 impl ObjectSpec {
@@ -441,6 +476,9 @@ impl ObjectSpec {
             ObjectSpec::SdnVnet(s) => s.id.as_deref(),
             // Named by its network within its VNet, not by an id of its own.
             ObjectSpec::SdnSubnet(_) => None,
+            // Named by its token id within its user's list; the graph knows it by
+            // `<userid>!<token>` (`KindDef::pve_id`).
+            ObjectSpec::ApiToken(t) => Some(&t.token),
         }
     }
 }

@@ -101,6 +101,23 @@ fn cidr(v: &str, v6: bool) -> bool {
     prefix.parse::<u8>().is_ok_and(|p| p <= max) && if v6 { is_ipv6(ip) } else { is_ipv4(ip) }
 }
 
+/// pve-access-control `PVE/Auth/Plugin.pm` `verify_username`: `name@realm`, the name without
+/// white space, `:` or `/`, the realm `[A-Za-z][A-Za-z0-9\.\-_]+`, 3 to 64 characters in all.
+fn userid(v: &str) -> bool {
+    let Some((name, realm)) = v.rsplit_once('@') else {
+        return false;
+    };
+    let mut r = realm.chars();
+    (3..=64).contains(&v.len())
+        && !name.is_empty()
+        && !name
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, ':' | '/'))
+        && realm.len() >= 2
+        && r.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && r.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
 /// Checks a named format; formats ProxOps does not know are left to PVE (which checks them
 /// when the value is written).
 pub(crate) fn check_named(format: &str, v: &str) -> Result<(), String> {
@@ -114,6 +131,7 @@ pub(crate) fn check_named(format: &str, v: &str) -> Result<(), String> {
             volume_id(v) || v.starts_with('/') || v == "none" || v == "cdrom"
         }
         "pve-configid" => config_id(v),
+        "pve-userid" => userid(v),
         "pve-configid-list" => split_list(v).all(config_id),
         "mac-addr" => {
             let parts: Vec<&str> = v.split(':').collect();

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod api_token;
 mod codes;
 mod custom_kind;
 mod expectations;
