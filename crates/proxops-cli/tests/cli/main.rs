@@ -305,6 +305,7 @@ fn schema_writes_one_file_per_kind_and_a_combined_one() {
         names,
         [
             "acl.schema.json",
+            "apitoken.schema.json",
             "backupjob.schema.json",
             "cttemplate.schema.json",
             "diskimage.schema.json",

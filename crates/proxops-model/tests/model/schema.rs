@@ -227,6 +227,7 @@ fn schema_files_are_one_per_kind_plus_the_combined_schema() {
             "group.schema.json",
             "role.schema.json",
             "user.schema.json",
+            "apitoken.schema.json",
             "acl.schema.json",
             "firewall.schema.json",
             "backupjob.schema.json",
