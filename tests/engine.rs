@@ -232,6 +232,14 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                         .unwrap_or_default()
                         .contains("[proxops.home.pool.services]")
                 );
+                // Pool/services's members joined it with their creates.
+                for vmid in [140, 160, 200] {
+                    assert_eq!(
+                        state.guests[&vmid].pool.as_deref(),
+                        Some("services"),
+                        "{vmid}"
+                    );
+                }
                 let nightly = &state.backup_jobs["nightly"];
                 assert_eq!(nightly["storage"], "nas");
                 assert_eq!(nightly["prune-backups"], "keep-daily=7,keep-weekly=4");

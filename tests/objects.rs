@@ -403,3 +403,62 @@ async fn adopt_writes_manifests_the_next_plan_takes_over_without_rewriting_anyth
         "{again:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_joins_its_pool_with_its_create_and_is_put_back_when_moved_by_hand() {
+    let (_sim, client) = sim().await;
+    let web = vm("web", 150, "node: pve1", "local-lvm", "  pool: prod\n");
+    let texts = vec![pool("prod", "production"), web.clone()];
+    let p = apply(&client, &texts).await;
+    // The pool first, the guest created in it.
+    let order: Vec<(&str, Verb)> = p
+        .actions
+        .iter()
+        .map(|a| (a.kind.as_str(), a.verb))
+        .collect();
+    assert_eq!(order[0], ("Pool", Verb::Create), "{p:#?}");
+    let member = |v: &Value| {
+        v["members"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|g| g["vmid"] == 150))
+    };
+    assert!(member(&get(&client, "/pools/prod").await));
+    assert!(plan(&client, &texts).await.is_empty());
+    // Moved to another pool by hand: moved back.
+    call(
+        &client,
+        Method::POST,
+        "/pools",
+        Params::new().set("poolid", "other"),
+    )
+    .await;
+    call(
+        &client,
+        Method::PUT,
+        "/pools/other",
+        Params::new().set("vms", 150).set("allow-move", 1),
+    )
+    .await;
+    let p = apply(&client, &texts).await;
+    assert_eq!(verbs(&p), vec![Verb::Update], "{p:#?}");
+    assert!(member(&get(&client, "/pools/prod").await));
+    assert!(!member(&get(&client, "/pools/other").await));
+    // The manifest no longer names the pool: taken out of it (ProxOps put it there).
+    let plain = vec![
+        pool("prod", "production"),
+        vm("web", 150, "node: pve1", "local-lvm", ""),
+    ];
+    let p = plan_with(&client, &plain, &remembered(&texts)).await;
+    assert_eq!(verbs(&p), vec![Verb::Update], "{p:#?}");
+    run(&client, &p).await;
+    assert!(!member(&get(&client, "/pools/prod").await));
+    // Without the planes, a pool the manifest does not name is left as it is.
+    call(
+        &client,
+        Method::PUT,
+        "/pools/other",
+        Params::new().set("vms", 150),
+    )
+    .await;
+    assert!(plan(&client, &plain).await.is_empty());
+}

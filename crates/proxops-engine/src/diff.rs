@@ -762,6 +762,7 @@ mod tests {
             warnings: Vec::new(),
             update_policy: None,
             firewall: None,
+            pool: None,
         }
     }
 

@@ -107,7 +107,20 @@ fn storage_references<'s>(
             same_node: false,
             source: crate::kind::ReferenceSource::Inferred,
         });
-    stores.chain(firewall).chain(vnets)
+    // The pool a guest is a member of: the Pool first.
+    let pool = match &r.spec {
+        crate::Spec::Vm(v) => v.pool.as_deref(),
+        crate::Spec::Lxc(l) => l.pool.as_deref(),
+        _ => None,
+    }
+    .map(|p| ReferenceView {
+        field: "pool",
+        target_kind: std::borrow::Cow::Borrowed("Pool"),
+        target_name: std::borrow::Cow::Borrowed(p),
+        same_node: false,
+        source: crate::kind::ReferenceSource::Inferred,
+    });
+    stores.chain(firewall).chain(vnets).chain(pool)
 }
 
 /// The producers the reference expressions of `r` read (`fromArtifact`, `fromReceipt`).

@@ -391,17 +391,17 @@ fn graph_text_shows_levels_and_prerequisites() {
         DiskImage/debian-13-genericcloud       pve1
         ISO/debian-13-netinst                  pve1
         CTTemplate/debian-13-standard          pve1
-        VM/home-assistant (160)                pve2
       level 1
         SdnVnet/iot                            -     after SdnZone/home
         Acl/monitoring                         -     after Role/metrics-reader, Group/monitoring
         BackupJob/nightly                      -     after Storage/nas
         User/prometheus                        -     after Group/monitoring
         VM/jumpbox (130)                       pve1  after Firewall/home, ISO/debian-13-netinst
-        LXC/pihole (200)                       pve1  after CTTemplate/debian-13-standard
+        LXC/pihole (200)                       pve1  after Pool/services, CTTemplate/debian-13-standard
         TemplateVM/debian-13-cloud-tpl (9000)  pve1  after DiskImage/debian-13-genericcloud
         TemplateCT/debian-13-ct-tpl (9001)     pve1  after CTTemplate/debian-13-standard
-        VM/truenas (140)                       pve2  after ResourceMapping/hba
+        VM/truenas (140)                       pve2  after ResourceMapping/hba, Pool/services
+        VM/home-assistant (160)                pve2  after Pool/services
       level 2
         SdnSubnet/iot-v4                       -     after SdnVnet/iot
         VM/k3s-server-01 (110)                 pve1  after TemplateVM/debian-13-cloud-tpl
@@ -1280,9 +1280,9 @@ fn doctor_names_every_root_only_need_before_apply() {
     assert_eq!(
         failures,
         [
+            "  FAIL  privileges   mp0 is a bind mount (/srv/pihole): only root@pam may set it; use a mount point on a storage (`mount-points`): needed to create LXC/pihole (vmid 200) (set mp0)",
             "  FAIL  privileges   hostpci0 uses a raw device: only root@pam may set it; use a PCI resource mapping: needed to create VM/truenas (vmid 140) (set hostpci0)",
             "  FAIL  privileges   usb0 uses a raw device: only root@pam may set it; use a USB resource mapping: needed to create VM/truenas (vmid 140) (set usb0)",
-            "  FAIL  privileges   mp0 is a bind mount (/srv/pihole): only root@pam may set it; use a mount point on a storage (`mount-points`): needed to create LXC/pihole (vmid 200) (set mp0)",
         ],
         "{stdout}"
     );

@@ -65,6 +65,7 @@ impl DesiredGuest {
             warnings: Vec::new(),
             update_policy: None,
             firewall: None,
+            pool: None,
         }
     }
 

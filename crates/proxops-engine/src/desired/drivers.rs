@@ -150,15 +150,21 @@ pub fn guest(cx: &Context<'_>, resource: &Resource) -> Result<DesiredGuest, Desi
         Spec::Vm(spec) => {
             let mut d = vm::desired(cx, resource, spec)?;
             d.firewall.clone_from(&spec.firewall);
+            d.pool.clone_from(&spec.pool);
             d
         }
         Spec::Lxc(spec) => {
             let mut d = lxc::desired(cx, resource, spec)?;
             d.firewall.clone_from(&spec.firewall);
+            d.pool.clone_from(&spec.pool);
             d
         }
         _ => return Err(DesiredError::NotAGuest(resource.key().to_string())),
     };
     desired.owned.sort_by(|a, b| a.key.cmp(&b.key));
+    // PVE's create (and clone) takes the pool: the guest is a member from its first moment.
+    if let Some(pool) = &desired.pool {
+        desired.create_only.push(("pool".to_owned(), pool.clone()));
+    }
     Ok(desired)
 }

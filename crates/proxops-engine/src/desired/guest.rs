@@ -137,6 +137,9 @@ pub struct DesiredGuest {
     /// Its own firewall (`firewall:`): options and rules, written after the guest exists
     /// ([`crate::objects`]).
     pub firewall: Option<proxops_model::kinds::firewall_spec::GuestFirewall>,
+    /// The resource pool it is a member of: sent with the create, and restored by
+    /// `PUT /pools/{poolid}` when the guest is found outside it.
+    pub pool: Option<String>,
 }
 
 impl DesiredGuest {

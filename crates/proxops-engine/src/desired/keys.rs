@@ -39,6 +39,7 @@ impl DesiredGuest {
             warnings: Vec::new(),
             update_policy: None,
             firewall: None,
+            pool: None,
         }
     }
 }

@@ -671,6 +671,8 @@ impl<'a> Planner<'a> {
             self.plan.warnings.push(format!("{key}: {w}"));
         }
         let firewall = d.firewall.is_some().then(|| d.clone());
+        let pool = (d.pool.clone(), before.and_then(|b| b.pool.clone()));
+        let vmid = d.vmid;
         match self.inventory.guest(d.vmid) {
             None => self.create_step(step, d, &key, reads.configs),
             Some(live) => self.live_step(step, d, before, live, reads),
@@ -678,6 +680,7 @@ impl<'a> Planner<'a> {
         if let Some(d) = firewall {
             self.guest_firewall_step(step, &d);
         }
+        self.guest_pool_step(step, vmid, pool);
     }
 }
 

@@ -974,3 +974,60 @@ impl Planner<'_> {
         });
     }
 }
+
+impl Planner<'_> {
+    /// A live guest's pool membership: into the pool its manifest names (moved out of another
+    /// one), or out of the pool ProxOps put it in before (`previous`) and the manifest no longer
+    /// names. A guest created this plan joins with its create (`pool` is a create parameter).
+    pub(super) fn guest_pool_step(
+        &mut self,
+        step: StepId,
+        vmid: u32,
+        (want, previous): (Option<String>, Option<String>),
+    ) {
+        if self.blocked.contains(&step) {
+            return;
+        }
+        let Some(live) = self.inventory.guest(vmid) else {
+            return;
+        };
+        let have = live.pool.clone();
+        let request = match (&want, &have) {
+            (Some(w), h) if h.as_ref() != Some(w) => {
+                let mut params = proxops_pve::Params::new().set("vms", vmid);
+                if h.is_some() {
+                    params.push("allow-move", 1);
+                }
+                let reason = match h {
+                    Some(h) => format!("in pool `{h}`, the manifest says `{w}`: moved"),
+                    None => format!("not in pool `{w}`: added"),
+                };
+                Some((w.clone(), params, reason))
+            }
+            (None, Some(h)) if previous.as_ref() == Some(h) => Some((
+                h.clone(),
+                proxops_pve::Params::new().set("vms", vmid).set("delete", 1),
+                format!("the manifest no longer names pool `{h}`: taken out of it"),
+            )),
+            _ => None,
+        };
+        let Some((pool, params, reason)) = request else {
+            return;
+        };
+        let path = format!(
+            "/pools/{}",
+            crate::objects::endpoints(ObjectClass::Pool, None)
+                .item_path(&pool)
+                .trim_start_matches("/pools/")
+        );
+        let op = Op::Object(proxops_pve::Request::new(
+            proxops_pve::Method::PUT,
+            "/pools/{poolid}",
+            path,
+            params,
+        ));
+        let after: Vec<usize> = self.step_actions.get(&step).copied().into_iter().collect();
+        let node = live.node.clone();
+        self.push(step, (&node, Some(vmid)), Verb::Update, reason, op, &after);
+    }
+}

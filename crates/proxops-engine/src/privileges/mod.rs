@@ -313,7 +313,18 @@ pub(super) fn create_needs(
         for o in &d.owned {
             w.set(&o.key, &o.value, None, out);
         }
-        for (k, v) in d.create_only.iter().filter(|(k, _)| k != "ostemplate") {
+        // qemu-server `PVE/API2/Qemu.pm` and pve-container `PVE/API2/LXC.pm` `create_vm`:
+        // `pool` needs `Pool.Allocate` on the pool, not a config key's privilege.
+        if let Some((_, pool)) = d.create_only.iter().find(|(k, _)| k == "pool") {
+            out.push(
+                Need::one(purpose, format!("/pool/{pool}"), "Pool.Allocate").at("join its pool"),
+            );
+        }
+        for (k, v) in d
+            .create_only
+            .iter()
+            .filter(|(k, _)| k != "ostemplate" && k != "pool")
+        {
             w.set(k, v, None, out);
         }
     }

@@ -432,6 +432,7 @@ fn a_privileged_container_needs_sys_modify() {
         warnings: Vec::new(),
         update_policy: None,
         firewall: None,
+        pool: None,
     };
     let needs_on = |d: &DesiredGuest, major: Option<u32>| {
         let mut out = Vec::new();

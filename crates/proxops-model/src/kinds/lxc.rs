@@ -178,6 +178,9 @@ fn validate(spec: &LxcSpec, template: bool, cx: &SpecContext<'_>) {
     if let Some(f) = &spec.firewall {
         super::object_checks::guest_firewall(cx, &path!["firewall"], f);
     }
+    if let Some(p) = &spec.pool {
+        super::object_checks::guest_pool(cx, p);
+    }
 }
 
 /// The checks of the options beyond the basics: CPU limit, devices, features, time zone,

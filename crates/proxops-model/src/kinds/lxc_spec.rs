@@ -39,6 +39,10 @@ pub struct LxcSpec {
     /// (then no `state`). Removing `ha` removes the HA resource. Not on templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ha: Option<super::placement::HaSpec>,
+    /// The resource pool it is a member of (a `Pool` the repository may declare: created
+    /// first). Set when the guest is created; a guest found elsewhere is moved into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     /// Snapshot-guarded disruptive updates: a PVE snapshot before an update that restarts the
     /// container, a check after it (it runs), a rollback when either fails. Not on templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -633,3 +633,8 @@ fn check_map(
         }
     }
 }
+
+/// A guest's `pool`: a pool id PVE takes.
+pub(crate) fn guest_pool(cx: &SpecContext<'_>, pool: &str) {
+    check_as(cx, ("POST", "/pools"), "poolid", pool, &path!["pool"]);
+}

@@ -280,6 +280,9 @@ pub(crate) fn validate(spec: &VmSpec, template: bool, cx: &SpecContext<'_>) {
     if let Some(f) = &spec.firewall {
         super::object_checks::guest_firewall(cx, &path!["firewall"], f);
     }
+    if let Some(p) = &spec.pool {
+        super::object_checks::guest_pool(cx, p);
+    }
 }
 
 /// A snippet (or other) volume id, `storage:path`.

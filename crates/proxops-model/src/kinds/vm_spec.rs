@@ -37,6 +37,10 @@ pub struct VmSpec {
     /// (then no `state`). Removing `ha` removes the HA resource. Not on templates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ha: Option<super::placement::HaSpec>,
+    /// The resource pool it is a member of (a `Pool` the repository may declare: created
+    /// first). Set when the guest is created; a guest found elsewhere is moved into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     /// Snapshot-guarded disruptive updates: a PVE snapshot before an update that restarts the
     /// VM or changes what it boots with, a check after it, a rollback when either fails. Not
     /// on templates.
