@@ -41,6 +41,17 @@ fn seeded(graph: &Graph, nodes: &[&str]) -> State {
             });
         }
     }
+    // The pools the guests name exist (the Pool resources themselves are not created here).
+    for id in graph.resources() {
+        let pool = match &graph.resource(id).spec {
+            proxops_model::Spec::Vm(v) => v.pool.clone(),
+            proxops_model::Spec::Lxc(l) => l.pool.clone(),
+            _ => None,
+        };
+        if let Some(p) = pool {
+            state.pools.entry(p).or_default();
+        }
+    }
     state
 }
 

@@ -46,6 +46,7 @@ fn homelab_create_parameters() {
         net0=name=eth0,bridge=vmbr0,tag=20,hwaddr=BC:24:11:20:00:53,firewall=1,ip=10.10.20.53/24,gw=10.10.20.1
         onboot=1
         ostemplate=local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst
+        pool=services
         protection=1
         rootfs=local-lvm:8
         searchdomain=home.lan
