@@ -2,16 +2,31 @@
 //! cluster declares: what the planner needs so that no declared guest is ever pruned and no
 //! identity is ever carried by two guests.
 //!
-//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`](crate::desired::identity_tag)). The tags
+//! A guest carries `proxops` and `proxops.<cluster>.<kind>.<name>` ([`identity_tag`]). The tags
 //! can lag behind the repository: a resource renamed at the same vmid, a kind changed, a clone
 //! whose follow-up config write never happened (it still carries its template's identity). The
 //! vmid is what both sides share, so [`Guests`] indexes the cluster by it.
 
-use crate::desired::{IDENTITY_PREFIX, OWNER_TAG};
 use proxops_graph::Graph;
 use proxops_model::{Registry, ResourceKey};
 use proxops_pve::{GuestInfo, Inventory};
 use std::collections::BTreeMap;
+
+/// The PVE tag every guest ProxOps creates carries.
+pub const OWNER_TAG: &str = "proxops";
+
+/// The start of every identity tag.
+pub const IDENTITY_PREFIX: &str = "proxops.";
+
+/// The tag naming which resource a guest is: `proxops.<cluster>.<kind>.<name>`, all lowercase.
+/// Cluster and resource names are lowercase words joined by hyphens and kinds are letters, so the
+/// tag is a valid PVE tag and the three parts can be read back unambiguously.
+pub fn identity_tag(cluster: &str, kind: &str, name: &str) -> String {
+    format!(
+        "{IDENTITY_PREFIX}{cluster}.{}.{name}",
+        kind.to_ascii_lowercase()
+    )
+}
 
 /// The resources of `cluster` whose identity tags `tags` holds, in tag order (see
 /// [`KindNames::identities`]).

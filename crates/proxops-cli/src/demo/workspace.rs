@@ -2,7 +2,7 @@
 //! new git repository with one commit) and the simulators' state files beside it, removed at
 //! the end unless kept. The user's repository is only read.
 
-use super::DemoError;
+use super::error::DemoError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,10 +1,11 @@
 //! Reading the guests to adopt from PVE, and writing the adopted manifests into a repository.
 
+use super::error::AdoptError;
 use super::{AdoptContext, AdoptRefusal, Adopted, LiveGuest, adopt};
 use proxops_model::Cluster;
 use proxops_model::kind::GuestType;
 use proxops_model::manifest::Spec;
-use proxops_pve::{PveClient, PveError};
+use proxops_pve::PveClient;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -50,21 +51,6 @@ pub enum Outcome {
     Adopted(Box<Adopted>),
     /// Refused, with why.
     Refused(AdoptRefusal),
-}
-
-/// Errors reading guests for adoption.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AdoptError {
-    /// A PVE read failed.
-    #[error("reading from PVE: {0}")]
-    Pve(#[from] PveError),
-    /// A listed vmid is not a guest of the cluster.
-    #[error("vmid {0} is not a guest of the cluster")]
-    NoSuchGuest(u32),
-    /// Writing the repository failed.
-    #[error("writing {0}: {1}")]
-    Write(PathBuf, String),
 }
 
 /// Reads the selected guests' configs (`GET .../config`) and adopts each. Reads only.

@@ -9,6 +9,7 @@
 
 mod composition;
 mod devices;
+mod error;
 mod live;
 mod lxc;
 mod objects;
@@ -20,9 +21,8 @@ mod relations;
 mod report;
 mod typed;
 
-pub use live::{
-    AdoptError, Outcome, Selection, Written, adopt_live, manifest_path, write, write_objects,
-};
+pub use error::AdoptError;
+pub use live::{Outcome, Selection, Written, adopt_live, manifest_path, write, write_objects};
 pub use objects::{AdoptedObject, ObjectOutcome, adopt_objects};
 pub use report::{AdoptRefusal, AdoptReport, KeyPlacement, Placement};
 

@@ -4,7 +4,7 @@
 //! takes it over without rewriting it (it writes only ProxOps's mark, where PVE has a field for
 //! one).
 
-use super::AdoptError;
+use super::error::AdoptError;
 use crate::objects::{LiveParams, ObjValue, endpoints, marks_in, parse};
 use proxops_model::Cluster;
 use proxops_model::kinds::ObjectClass;

@@ -9,21 +9,7 @@ use proxops_pve::GuestType;
 use proxops_secrets::Secret;
 use std::collections::BTreeMap;
 
-/// The PVE tag every guest ProxOps creates carries.
-pub const OWNER_TAG: &str = "proxops";
-
-/// The start of every identity tag.
-pub const IDENTITY_PREFIX: &str = "proxops.";
-
-/// The tag naming which resource a guest is: `proxops.<cluster>.<kind>.<name>`, all lowercase.
-/// Cluster and resource names are lowercase words joined by hyphens and kinds are letters, so the
-/// tag is a valid PVE tag and the three parts can be read back unambiguously.
-pub fn identity_tag(cluster: &str, kind: &str, name: &str) -> String {
-    format!(
-        "{IDENTITY_PREFIX}{cluster}.{}.{name}",
-        kind.to_ascii_lowercase()
-    )
-}
+pub use crate::identity::{IDENTITY_PREFIX, OWNER_TAG, identity_tag};
 
 /// How a live value is compared with the desired one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

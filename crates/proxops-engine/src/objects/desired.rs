@@ -56,7 +56,7 @@ impl DesiredObject {
 /// The mark ProxOps writes in an object's free-text field: `[proxops.<cluster>.<kind>.<name>]`,
 /// the guests' identity tag in brackets.
 pub fn mark(cluster: &str, kind: &str, name: &str) -> String {
-    format!("[{}]", crate::desired::identity_tag(cluster, kind, name))
+    format!("[{}]", crate::identity::identity_tag(cluster, kind, name))
 }
 
 /// The marks in `text` (`proxops.<cluster>.<kind>.<name>`, without brackets).
@@ -254,7 +254,7 @@ pub fn objects(cluster: &str, resource: &Resource) -> Option<Vec<DesiredObject>>
             for (k, v) in &sn.options {
                 put(k, one(v));
             }
-            let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+            let owner = crate::identity::identity_tag(cluster, resource.kind, name);
             let mut e = endpoints(ObjectClass::SdnSubnet, None);
             e.vars = vec![("vnet", sn.vnet.clone())];
             let mut o = DesiredObject::new(ObjectClass::SdnSubnet, e, &sn.subnet, owner);
@@ -269,7 +269,7 @@ pub fn objects(cluster: &str, resource: &Resource) -> Option<Vec<DesiredObject>>
             put("comment", one(marked(t.comment.as_deref(), &mark)));
             put("privsep", flag(t.privsep.unwrap_or(true)));
             put("expire", one(t.expire.unwrap_or(0)));
-            let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+            let owner = crate::identity::identity_tag(cluster, resource.kind, name);
             let mut e = endpoints(ObjectClass::ApiToken, None);
             e.vars = vec![("userid", t.userid.clone())];
             let mut o = DesiredObject::new(ObjectClass::ApiToken, e, &t.token, owner);
@@ -278,13 +278,13 @@ pub fn objects(cluster: &str, resource: &Resource) -> Option<Vec<DesiredObject>>
         }
         ObjectSpec::Acl(a) => return Some(acl_entries(a)),
         ObjectSpec::Firewall(f) => {
-            let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+            let owner = crate::identity::identity_tag(cluster, resource.kind, name);
             return Some(firewall_objects(f, &owner));
         }
         _ => return None,
     };
     let id = object_id(spec, name)?.to_owned();
-    let owner = crate::desired::identity_tag(cluster, resource.kind, name);
+    let owner = crate::identity::identity_tag(cluster, resource.kind, name);
     let mut o = DesiredObject::new(class, endpoints(class, mapping), &id, owner);
     o.params = params;
     o.create_only = create_only;

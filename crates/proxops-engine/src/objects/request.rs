@@ -31,29 +31,6 @@ impl Found {
             _ => format!("changed: {}; removed: {}", set.join(", "), unset.join(", ")),
         }
     }
-
-    pub(crate) fn shown(&self) -> Vec<crate::plan::KeyChange> {
-        let mut out: Vec<crate::plan::KeyChange> = self
-            .set
-            .iter()
-            .map(|(k, d, l)| crate::plan::KeyChange {
-                key: k.clone(),
-                from: l.as_ref().map(ToString::to_string),
-                to: Some(d.to_string()),
-                delete: false,
-                removed: Vec::new(),
-            })
-            .chain(self.unset.iter().map(|(k, l)| crate::plan::KeyChange {
-                key: k.clone(),
-                from: Some(l.to_string()),
-                to: None,
-                delete: true,
-                removed: Vec::new(),
-            }))
-            .collect();
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        out
-    }
 }
 
 /// One API call of a cluster-object action, as the client sends it.

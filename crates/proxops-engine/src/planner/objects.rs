@@ -18,7 +18,7 @@ use crate::objects::{
     create_request, delete_request, guest_firewall_objects, marks_in, objects, read, rules, same,
     strip_marks, update_request,
 };
-use crate::plan::{Op, Skipped, Verb};
+use crate::plan::{KeyChange, Op, Skipped, Verb};
 use proxops_graph::StepId;
 use proxops_model::kinds::ObjectClass;
 use proxops_model::{Resource, ResourceKey};
@@ -435,7 +435,7 @@ impl<'a> Planner<'a> {
             }
             Planned::Update(d, found) => {
                 let reason = found.reason();
-                let shown = found.shown();
+                let shown = shown(&found);
                 (
                     Verb::Update,
                     reason,
@@ -448,7 +448,7 @@ impl<'a> Planner<'a> {
                     "not made by ProxOps and matches the manifest: writing its mark in `{}`",
                     d.endpoints.marker.unwrap_or_default()
                 );
-                let shown = found.shown();
+                let shown = shown(&found);
                 (
                     Verb::Adopt,
                     reason,
@@ -743,6 +743,30 @@ fn token_recipients(options: &PlanOptions) -> Result<Vec<String>, (&'static str,
     }
 }
 
+/// The key changes an update or adoption shows, sorted by key.
+fn shown(found: &Found) -> Vec<KeyChange> {
+    let mut out: Vec<KeyChange> = found
+        .set
+        .iter()
+        .map(|(k, d, l)| KeyChange {
+            key: k.clone(),
+            from: l.as_ref().map(ToString::to_string),
+            to: Some(d.to_string()),
+            delete: false,
+            removed: Vec::new(),
+        })
+        .chain(found.unset.iter().map(|(k, l)| KeyChange {
+            key: k.clone(),
+            from: Some(l.to_string()),
+            to: None,
+            delete: true,
+            removed: Vec::new(),
+        }))
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
 /// Whether two free-text values say the same once ProxOps's marks are taken out.
 fn same_text(want: &ObjValue, have: Option<&ObjValue>) -> bool {
     let text = |v: Option<&ObjValue>| match v {
@@ -825,11 +849,11 @@ fn options_change(
     (!found.is_empty()).then(|| Planned::Update(d.clone(), found))
 }
 
-fn shown_all(d: &DesiredObject) -> Vec<crate::plan::KeyChange> {
+fn shown_all(d: &DesiredObject) -> Vec<KeyChange> {
     d.create_only
         .iter()
         .chain(&d.params)
-        .map(|(k, v)| crate::plan::KeyChange {
+        .map(|(k, v)| KeyChange {
             key: k.clone(),
             from: None,
             to: Some(v.to_string()),
