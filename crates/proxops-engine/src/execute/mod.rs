@@ -51,54 +51,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
     let stopped = |o: &ExecOptions| o.stop.as_ref().is_some_and(|s| *s.borrow());
     loop {
         // Settle what can be settled, collect what is ready to start.
-        let mut ready = Vec::new();
-        for (i, action) in plan.actions.iter().enumerate() {
-            if states[i] != State::Pending {
-                continue;
-            }
-            let mut failed_roots = Vec::new();
-            let mut waiting = false;
-            for p in &action.after {
-                match &states[*p] {
-                    State::Done(Outcome::Succeeded) => {}
-                    State::Done(Outcome::Failed { .. }) => failed_roots.push(*p),
-                    State::Done(Outcome::Deferred { blocked_by, reason }) => {
-                        if blocked_by.is_empty() && reason.is_some() {
-                            // A locked action is its dependants' root.
-                            failed_roots.push(*p);
-                        }
-                        failed_roots.extend(blocked_by)
-                    }
-                    State::Done(Outcome::NotStarted) => failed_roots.push(*p),
-                    State::Pending | State::Running => waiting = true,
-                }
-            }
-            if !failed_roots.is_empty() {
-                failed_roots.sort_unstable();
-                failed_roots.dedup();
-                let outcome = Outcome::Deferred {
-                    blocked_by: failed_roots,
-                    reason: None,
-                };
-                results[i] = Some(result(action, outcome.clone(), Vec::new(), Duration::ZERO));
-                states[i] = State::Done(outcome);
-                continue;
-            }
-            if waiting {
-                continue;
-            }
-            if stopped(options) {
-                results[i] = Some(result(
-                    action,
-                    Outcome::NotStarted,
-                    Vec::new(),
-                    Duration::ZERO,
-                ));
-                states[i] = State::Done(Outcome::NotStarted);
-                continue;
-            }
-            ready.push(i);
-        }
+        let mut ready = settle(plan, &mut states, &mut results, stopped(options));
         // Start ready actions while slots are free: each time the first in plan order on the
         // node with the fewest actions in flight, among nodes with a free mutation slot and
         // guests with no mutation in flight. Plans list a level's steps node by node; taking
@@ -127,47 +80,7 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
                 guest_busy.insert(g);
             }
             let (client, action, options) = (client.clone(), action.clone(), options.clone());
-            let task = running.spawn(async move {
-                let started = Instant::now();
-                let mut upids = Vec::new();
-                let mut token = None;
-                let ran = match &action.op {
-                    Op::Token {
-                        request,
-                        recipients,
-                    } => {
-                        let _permit = client.mutation_permit(&action.node, 0).await;
-                        let result = crate::objects::token::create(&client, request, recipients)
-                            .await
-                            .map(|sealed| token = Some(sealed))
-                            .map_err(ActionError::from);
-                        crate::guard::Ran {
-                            result,
-                            guard: None,
-                        }
-                    }
-                    _ => run_action(&client, &action, &options, &mut upids).await,
-                };
-                let rolled_back = ran.guard.as_ref().is_some_and(|g| g.rollback_tried());
-                let outcome = match ran.result {
-                    Ok(()) => Outcome::Succeeded,
-                    // PVE refused before writing anything: tried again next cycle.
-                    Err(e) if e.kind() == FailureKind::Locked && !rolled_back => {
-                        Outcome::Deferred {
-                            blocked_by: Vec::new(),
-                            reason: Some(match e.pve() {
-                                Some(p) => lock_reason(p),
-                                None => e.message().to_owned(),
-                            }),
-                        }
-                    }
-                    Err(error) => Outcome::Failed { error },
-                };
-                let mut r = result(&action, outcome, upids, started.elapsed());
-                r.guard = ran.guard;
-                r.token = token;
-                r
-            });
+            let task = running.spawn(async move { run_spawned(&client, &action, &options).await });
             spawned.insert(task.id(), i);
         }
         let Some(joined) = running.join_next_with_id().await else {
@@ -218,6 +131,106 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
             })
             .collect(),
     }
+}
+
+/// Settles every pending action whose prerequisites ended badly (deferred behind them) or,
+/// when the run is stopping, that has not started; returns the ones ready to start.
+fn settle(
+    plan: &ClusterPlan,
+    states: &mut [State],
+    results: &mut [Option<ActionResult>],
+    stopped: bool,
+) -> Vec<usize> {
+    let mut ready = Vec::new();
+    for (i, action) in plan.actions.iter().enumerate() {
+        if states[i] != State::Pending {
+            continue;
+        }
+        let mut failed_roots = Vec::new();
+        let mut waiting = false;
+        for p in &action.after {
+            match &states[*p] {
+                State::Done(Outcome::Succeeded) => {}
+                State::Done(Outcome::Failed { .. }) => failed_roots.push(*p),
+                State::Done(Outcome::Deferred { blocked_by, reason }) => {
+                    if blocked_by.is_empty() && reason.is_some() {
+                        // A locked action is its dependants' root.
+                        failed_roots.push(*p);
+                    }
+                    failed_roots.extend(blocked_by)
+                }
+                State::Done(Outcome::NotStarted) => failed_roots.push(*p),
+                State::Pending | State::Running => waiting = true,
+            }
+        }
+        if !failed_roots.is_empty() {
+            failed_roots.sort_unstable();
+            failed_roots.dedup();
+            let outcome = Outcome::Deferred {
+                blocked_by: failed_roots,
+                reason: None,
+            };
+            results[i] = Some(result(action, outcome.clone(), Vec::new(), Duration::ZERO));
+            states[i] = State::Done(outcome);
+            continue;
+        }
+        if waiting {
+            continue;
+        }
+        if stopped {
+            results[i] = Some(result(
+                action,
+                Outcome::NotStarted,
+                Vec::new(),
+                Duration::ZERO,
+            ));
+            states[i] = State::Done(Outcome::NotStarted);
+            continue;
+        }
+        ready.push(i);
+    }
+    ready
+}
+
+/// Runs one action on its own task: its requests, and the outcome they come to.
+async fn run_spawned(client: &PveClient, action: &Action, options: &ExecOptions) -> ActionResult {
+    let started = Instant::now();
+    let mut upids = Vec::new();
+    let mut token = None;
+    let ran = match &action.op {
+        Op::Token {
+            request,
+            recipients,
+        } => {
+            let _permit = client.mutation_permit(&action.node, 0).await;
+            let result = crate::objects::token::create(client, request, recipients)
+                .await
+                .map(|sealed| token = Some(sealed))
+                .map_err(ActionError::from);
+            crate::guard::Ran {
+                result,
+                guard: None,
+            }
+        }
+        _ => run_action(client, action, options, &mut upids).await,
+    };
+    let rolled_back = ran.guard.as_ref().is_some_and(|g| g.rollback_tried());
+    let outcome = match ran.result {
+        Ok(()) => Outcome::Succeeded,
+        // PVE refused before writing anything: tried again next cycle.
+        Err(e) if e.kind() == FailureKind::Locked && !rolled_back => Outcome::Deferred {
+            blocked_by: Vec::new(),
+            reason: Some(match e.pve() {
+                Some(p) => lock_reason(p),
+                None => e.message().to_owned(),
+            }),
+        },
+        Err(error) => Outcome::Failed { error },
+    };
+    let mut r = result(action, outcome, upids, started.elapsed());
+    r.guard = ran.guard;
+    r.token = token;
+    r
 }
 
 /// `locked (backup)` from PVE's `VM is locked (backup)`; the config file lock PVE could not
@@ -332,6 +345,49 @@ async fn run(
             }
         }
         Op::HaRuleRemove { id } => client.ha_rule_delete(id).await,
+        Op::Object(_) | Op::Rules { .. } | Op::SdnApply => {
+            object_op(client, &action.op, options, upids).await
+        }
+        Op::Start { guest } | Op::GuardedStart { guest, .. } => {
+            start_guest(client, guest, options, upids).await
+        }
+        // Run by `execute` itself, which keeps the encrypted secret.
+        Op::Token { .. } => Err(PveError::Config(
+            "an API token's create outside the executor".into(),
+        )),
+        // Steps of a guarded update are run by `crate::guard::run`.
+        Op::Snapshot { .. } | Op::Verify { .. } | Op::PruneSnapshots { .. } => Err(
+            PveError::Config("a step of a guarded update outside its runner".into()),
+        ),
+        Op::Stop { guest } => {
+            let upid = client
+                .shutdown(guest, Some(options.shutdown_timeout), Some(true))
+                .await?;
+            wait_power(client, options, guest, upid, "stopped", upids).await
+        }
+        Op::MarkTemplate { guest, running } => {
+            if *running {
+                let upid = client
+                    .shutdown(guest, Some(options.shutdown_timeout), Some(true))
+                    .await?;
+                wait_power(client, options, guest, upid, "stopped", upids).await?;
+            }
+            make_template(client, guest, options, upids).await
+        }
+        Op::Delete { guest, running, ha } => {
+            delete_guest(client, guest, *running, ha.as_deref(), options, upids).await
+        }
+    }
+}
+
+/// A cluster object's request, a firewall rule list's convergence, or the SDN apply.
+async fn object_op(
+    client: &PveClient,
+    op: &Op,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    match op {
         // A cluster object's write is synchronous in PVE (its config file under a lock); sent
         // once, since a create whose answer was lost is found by the next plan.
         Op::Object(request) => client
@@ -363,56 +419,40 @@ async fn run(
                 None => Ok(()),
             }
         }
-        Op::Start { guest } | Op::GuardedStart { guest, .. } => {
-            start_guest(client, guest, options, upids).await
-        }
-        // Run by `execute` itself, which keeps the encrypted secret.
-        Op::Token { .. } => Err(PveError::Config(
-            "an API token's create outside the executor".into(),
-        )),
-        // Steps of a guarded update are run by `crate::guard::run`.
-        Op::Snapshot { .. } | Op::Verify { .. } | Op::PruneSnapshots { .. } => Err(
-            PveError::Config("a step of a guarded update outside its runner".into()),
-        ),
-        Op::Stop { guest } => {
-            let upid = client
-                .shutdown(guest, Some(options.shutdown_timeout), Some(true))
-                .await?;
-            wait_power(client, options, guest, upid, "stopped", upids).await
-        }
-        Op::MarkTemplate { guest, running } => {
-            if *running {
-                let upid = client
-                    .shutdown(guest, Some(options.shutdown_timeout), Some(true))
-                    .await?;
-                wait_power(client, options, guest, upid, "stopped", upids).await?;
-            }
-            make_template(client, guest, options, upids).await
-        }
-        Op::Delete { guest, running, ha } => {
-            // An HA guest's resource goes first: then it is stopped directly, not by a request
-            // the HA manager acts on later (pve-ha-manager `Resources.pm` `delete`).
-            if let Some(sid) = ha {
-                match client.ha_delete(sid).await {
-                    Ok(()) => {}
-                    // Gone already (a retried cycle): nothing to remove.
-                    Err(e) if e.to_string().contains("not HA managed") => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            if *running {
-                let upid = client.stop(guest).await?;
-                wait_power(client, options, guest, upid, "stopped", upids).await?;
-            }
-            // `purge` also lets PVE destroy an HA-managed guest (qemu-server
-            // `src/PVE/API2/Qemu.pm` `destroy_vm` refuses it otherwise) and drops its HA resource.
-            let opts = DestroyOptions::default()
-                .with_purge(Some(true))
-                .with_destroy_unreferenced_disks(Some(true));
-            let upid = client.destroy(guest, &opts).await?;
-            wait(client, options, upid, upids).await
+        _ => Err(PveError::Config("not a cluster object's step".into())),
+    }
+}
+
+/// Deletes a guest: its HA resource first, then stopped if running, then destroyed with purge.
+async fn delete_guest(
+    client: &PveClient,
+    guest: &GuestRef,
+    running: bool,
+    ha: Option<&str>,
+    options: &ExecOptions,
+    upids: &mut Vec<String>,
+) -> Result<(), PveError> {
+    // An HA guest's resource goes first: then it is stopped directly, not by a request
+    // the HA manager acts on later (pve-ha-manager `Resources.pm` `delete`).
+    if let Some(sid) = ha {
+        match client.ha_delete(sid).await {
+            Ok(()) => {}
+            // Gone already (a retried cycle): nothing to remove.
+            Err(e) if e.to_string().contains("not HA managed") => {}
+            Err(e) => return Err(e),
         }
     }
+    if running {
+        let upid = client.stop(guest).await?;
+        wait_power(client, options, guest, upid, "stopped", upids).await?;
+    }
+    // `purge` also lets PVE destroy an HA-managed guest (qemu-server
+    // `src/PVE/API2/Qemu.pm` `destroy_vm` refuses it otherwise) and drops its HA resource.
+    let opts = DestroyOptions::default()
+        .with_purge(Some(true))
+        .with_destroy_unreferenced_disks(Some(true));
+    let upid = client.destroy(guest, &opts).await?;
+    wait(client, options, upid, upids).await
 }
 
 /// Migrates a guest and waits for the task; an HA guest's `hamigrate` only asks the HA
