@@ -33,6 +33,16 @@ async fn call(client: &PveClient, method: Method, path: &str, params: Params) {
     client.call_json(method, path, path, &params).await.unwrap();
 }
 
+/// A call PVE answers with a worker's UPID, waited for.
+async fn task(client: &PveClient, method: Method, path: &str, params: Params) {
+    let upid = client.call_json(method, path, path, &params).await.unwrap();
+    let upid = upid.as_str().unwrap().parse().unwrap();
+    client
+        .wait_task(&upid, &proxops_pve::WaitOptions::default())
+        .await
+        .unwrap();
+}
+
 fn row<'a>(list: &'a Value, field: &str, id: &str) -> Option<&'a Value> {
     list.as_array()?
         .iter()
@@ -211,10 +221,12 @@ async fn a_storage_without_a_receipt_is_never_changed_and_one_a_guest_uses_is_ne
     // The manifest of the storage leaves, the guest stays (declared): refused.
     let p = plan_with(&client, std::slice::from_ref(&web), &remembered(&both)).await;
     assert!(p.actions.iter().all(|a| a.verb != Verb::Delete), "{p:#?}");
+    // Only the operator can free it: an anomaly naming the guest, not a prune retried.
+    assert!(p.deferred_prunes.is_empty(), "{p:#?}");
     assert!(
-        p.deferred_prunes
+        p.anomalies
             .iter()
-            .any(|d| d.reason.contains("VM/web")),
+            .any(|a| a.subject.starts_with("Storage/nas") && a.message.contains("VM/web")),
         "{p:#?}"
     );
     // The guest leaves the repository too but is still live when the plan is made: its
@@ -237,6 +249,34 @@ async fn a_storage_without_a_receipt_is_never_changed_and_one_a_guest_uses_is_ne
     run(&client, &p).await;
     let storages = get(&client, "/storage").await;
     assert!(row(&storages, "storage", "nas").is_some());
+    // A guest made by hand with a disk on it, which ProxOps never prunes: the storage stays,
+    // an anomaly names the guest (its name once pvestatd has broadcast it), until the operator
+    // removes it.
+    task(
+        &client,
+        Method::POST,
+        "/nodes/pve1/qemu",
+        Params::new()
+            .set("vmid", "300")
+            .set("name", "scratch")
+            .set("scsi0", "nas:1"),
+    )
+    .await;
+    let p = plan_with(&client, &keep, &remembered(&both)).await;
+    assert!(p.actions.iter().all(|a| a.verb != Verb::Delete), "{p:#?}");
+    assert!(
+        p.anomalies
+            .iter()
+            .any(|a| a.subject.starts_with("Storage/nas") && a.message.contains("vmid 300")),
+        "{p:#?}"
+    );
+    task(
+        &client,
+        Method::DELETE,
+        "/nodes/pve1/qemu/300",
+        Params::new(),
+    )
+    .await;
     let p = plan_with(&client, &keep, &remembered(&both)).await;
     let deleted: Vec<(&str, &str)> = p
         .actions

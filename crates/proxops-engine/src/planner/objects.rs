@@ -512,7 +512,20 @@ impl<'a> Planner<'a> {
                     options.prune_budget
                 ))
             } else if d.class == ObjectClass::Storage {
-                self.storage_users(client, &d.id).await
+                match self.storage_users(client, &d.id).await {
+                    StorageHold::Free => None,
+                    StorageHold::Later(reason) => Some(reason),
+                    // Only the operator can free it: said as an anomaly, never deleted.
+                    StorageHold::Used(users) => {
+                        self.plan.anomalies.push(crate::plan::Anomaly::new(
+                            subject,
+                            format!(
+                                "not pruned: guests use it ({users}); move their disks off it or declare the storage again"
+                            ),
+                        ));
+                        continue;
+                    }
+                }
             } else {
                 None
             };
@@ -670,9 +683,9 @@ impl<'a> Planner<'a> {
         v
     }
 
-    /// Why storage `id` must stay: the declared guests with a disk on it, or the live volumes
-    /// of guests on it.
-    async fn storage_users(&self, client: &PveClient, id: &str) -> Option<String> {
+    /// Whether storage `id` may go: not while a declared guest has a disk on it, or a live
+    /// guest a volume; held one cycle when those guests are pruned by this very plan.
+    async fn storage_users(&self, client: &PveClient, id: &str) -> StorageHold {
         let graph = self.cx.graph;
         let registry = proxops_model::Registry::builtin();
         let declared: Vec<String> = graph
@@ -683,13 +696,10 @@ impl<'a> Planner<'a> {
                     .get(r.kind)
                     .is_some_and(|k| k.storages(&r.spec).iter().any(|u| u.storage == id))
             })
-            .map(|r| r.key().to_string())
+            .map(|r| format!("declared {}", r.key()))
             .collect();
         if !declared.is_empty() {
-            return Some(format!(
-                "declared guests have disks on it: {}",
-                declared.join(", ")
-            ));
+            return StorageHold::Used(declared.join(", "));
         }
         let mut users = BTreeSet::new();
         let nodes: BTreeSet<&str> = self
@@ -703,17 +713,51 @@ impl<'a> Planner<'a> {
             match client.storage_content(node, id, None).await {
                 Ok(volumes) => users.extend(volumes.iter().filter_map(|v| v.vmid)),
                 Err(e) => {
-                    return Some(format!(
+                    return StorageHold::Later(format!(
                         "cannot read its content on node `{node}` to see which guests use it: {e}"
                     ));
                 }
             }
         }
-        (!users.is_empty()).then(|| {
-            let list: Vec<String> = users.iter().map(u32::to_string).collect();
-            format!("guests have volumes on it: vmid {}", list.join(", "))
-        })
+        if users.is_empty() {
+            return StorageHold::Free;
+        }
+        let pruned: BTreeMap<u32, String> = self
+            .plan
+            .actions
+            .iter()
+            .filter(|a| a.verb == Verb::Delete)
+            .filter_map(|a| Some((a.vmid?, format!("{}/{}", a.kind, a.name))))
+            .collect();
+        let named = |vmid: &u32| match (pruned.get(vmid), self.inventory.guests.get(vmid)) {
+            (Some(key), _) => format!("{key} (vmid {vmid})"),
+            (None, Some(g)) => match &g.name {
+                Some(name) => format!("vmid {vmid} `{name}`"),
+                None => format!("vmid {vmid}"),
+            },
+            (None, None) => format!("vmid {vmid} (volumes only)"),
+        };
+        let list: Vec<String> = users.iter().map(named).collect();
+        if users.iter().all(|v| pruned.contains_key(v)) {
+            StorageHold::Later(format!(
+                "guests pruned by this plan have volumes on it: {}; it goes the cycle after",
+                list.join(", ")
+            ))
+        } else {
+            StorageHold::Used(format!("volumes of {}", list.join(", ")))
+        }
     }
+}
+
+/// What keeps a storage of ours from being pruned.
+enum StorageHold {
+    /// Nothing: it may go.
+    Free,
+    /// Guests the operator must move or declare it for (the anomaly's words).
+    Used(String),
+    /// Something that passes by itself: its users are pruned in this plan, or its content
+    /// could not be read.
+    Later(String),
 }
 
 /// Where a new API token's secret goes: the age recipients of the cluster's SOPS secrets file,
