@@ -5,7 +5,9 @@
 //! simulator accepts the value as the token's secret, and no git object holds it in clear.
 //! Then: a second apply has nothing to do, a comment change updates the token (its secret
 //! stays on the plane), a token made by hand is never touched, and removing the manifest prunes
-//! ProxOps's token. Without the planes or without recipients the plan refuses to create it.
+//! ProxOps's token. Without the planes, `apply` writes the encrypted secret into the repository
+//! (`clusters/<c>/tokens/<name>.sops.yaml`), and a token whose secret cannot be written is
+//! deleted again; a plan with nowhere to keep it, or no recipients, refuses to create it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -48,6 +50,25 @@ impl Lab {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "apply failed: {stdout}\n{stderr}");
         stdout + &stderr
+    }
+
+    /// `proxops apply --no-planes --yes` on lab's persistent simulator; its output and status.
+    fn apply_no_planes(&self) -> (bool, String) {
+        let state = self.state.path().join("lab.json");
+        let out = self.proxops(&[
+            "apply",
+            "--no-planes",
+            "--yes",
+            "--cluster",
+            "lab",
+            "--backend",
+            "sim",
+            "--sim-state",
+            state.to_str().unwrap(),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
     }
 
     /// Lab's composition with the example's files and `extra` (repository paths).
@@ -295,4 +316,129 @@ async fn a_token_is_never_created_without_the_planes_or_recipients_for_its_secre
             .any(|a| a.kind == "ApiToken" && a.verb == proxops_engine::plan::Verb::Create),
         "{p:#?}"
     );
+}
+
+/// The `value` of a SOPS file of a token's secret, opened with the example's key.
+fn opened(sops: &str) -> (String, Secret) {
+    let key = std::fs::read_to_string(proxops_test_support::homelab().join("example-age-key.txt"))
+        .unwrap();
+    let doc = SopsFile::parse(sops)
+        .unwrap()
+        .decrypt(&Identities::parse(&key).unwrap())
+        .unwrap();
+    let get = |k: &str| doc.get(&[k]).and_then(|v| v.as_secret()).unwrap().clone();
+    (get("full-tokenid").expose().to_owned(), get("value"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_planes_apply_writes_the_secret_encrypted_into_the_repository() {
+    let lab = Lab::new();
+    lab.repo.write("user/lab/ci.yaml", USER);
+    lab.repo
+        .write("apitoken/lab/deploy.yaml", &token("deploys from CI"));
+    lab.compose_lab(&["user/lab/ci.yaml", "apitoken/lab/deploy.yaml"]);
+    lab.commit("a CI user and its deploy token");
+    let (ok, first) = lab.apply_no_planes();
+    assert!(ok, "{first}");
+    assert!(
+        first.contains("written to clusters/lab/tokens/deploy.sops.yaml"),
+        "{first}"
+    );
+    let file = lab.path().join("clusters/lab/tokens/deploy.sops.yaml");
+    let sops = std::fs::read_to_string(&file).unwrap();
+    let (full, value) = opened(&sops);
+    assert_eq!(full, "ci@pve!deploy");
+    assert!(!first.contains(value.expose()));
+    assert!(!sops.contains(value.expose()));
+    // No plane was written, and the value is the token's.
+    assert!(lab.secret_artifact().is_none());
+    let (sim, client) = lab
+        .lab_sim(Some(Credentials::Token {
+            id: "ci@pve!deploy".into(),
+            secret: value,
+        }))
+        .await;
+    client
+        .call_json(Method::GET, "/version", "/version", &Params::new())
+        .await
+        .expect("the token authenticates with the written value");
+    sim.shutdown().await.unwrap();
+    // The repository still validates with the file in it, and the next apply has nothing to do.
+    let (ok, second) = lab.apply_no_planes();
+    assert!(
+        ok && second.contains("converged, nothing to do"),
+        "{second}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), sops);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_whose_secret_cannot_be_written_is_deleted_again() {
+    let (_sim, client) = sim().await;
+    let graph = graph_of(&[USER_T.to_owned(), TOKEN_T.to_owned()]);
+    // `clusters` is a file: the secret's directory cannot be made.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("clusters"), "not a directory").unwrap();
+    let key = proxops_secrets::generate_identity();
+    let options = PlanOptions::default()
+        .with_token_files(Some(root.path().to_path_buf()))
+        .with_secrets(Some(
+            ClusterSecrets::not_loaded("t").with_recipients(vec![key.recipient.clone()]),
+        ));
+    let p = plan_cluster(&client, "t", &graph, &options).await.unwrap();
+    assert!(p.errors.is_empty(), "{p:#?}");
+    let report = proxops_engine::execute::execute(
+        &client,
+        &p,
+        &proxops_engine::execute::ExecOptions::default(),
+    )
+    .await;
+    let token = report
+        .results
+        .iter()
+        .find(|r| r.subject.starts_with("ApiToken/"))
+        .unwrap();
+    let failure = format!("{:?}", token.outcome);
+    assert!(
+        failure.contains("could not be kept") && failure.contains("deleted it again"),
+        "{failure}"
+    );
+    // PVE has no token left whose secret no one holds.
+    let list = client
+        .call_json(
+            Method::GET,
+            "/access/users/{userid}/token",
+            "/access/users/ci@pve/token",
+            &Params::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(list, serde_json::json!([]), "{list}");
+    // With a directory it can write: created, and the file holds the value.
+    let root = tempfile::tempdir().unwrap();
+    let options = options.with_token_files(Some(root.path().to_path_buf()));
+    let p = plan_cluster(&client, "t", &graph, &options).await.unwrap();
+    let create = p.actions.iter().find(|a| a.kind == "ApiToken").unwrap();
+    assert!(
+        create
+            .reason
+            .contains("written to clusters/t/tokens/deploy.sops.yaml"),
+        "{create:#?}"
+    );
+    let report = proxops_engine::execute::execute(
+        &client,
+        &p,
+        &proxops_engine::execute::ExecOptions::default(),
+    )
+    .await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    let sops =
+        std::fs::read_to_string(root.path().join("clusters/t/tokens/deploy.sops.yaml")).unwrap();
+    let ids = Identities::parse(key.identity.expose()).unwrap();
+    let doc = SopsFile::parse(&sops).unwrap().decrypt(&ids).unwrap();
+    let full = doc
+        .get(&["full-tokenid"])
+        .and_then(|v| v.as_secret())
+        .unwrap();
+    assert_eq!(full.expose(), "ci@pve!deploy");
 }

@@ -87,6 +87,15 @@ fn example_secrets(cluster: &str) -> ClusterSecrets {
     ClusterSecrets::from_document(cluster, "in memory", document)
 }
 
+/// The public key of the example's throw-away age identity (`examples/homelab`).
+fn example_recipients() -> Vec<String> {
+    let key = std::fs::read_to_string(proxops_test_support::homelab().join("example-age-key.txt"))
+        .unwrap();
+    proxops_secrets::Identities::parse(&key)
+        .unwrap()
+        .public_keys()
+}
+
 async fn simulator(cluster: &Cluster) -> Connection {
     let backend = Backend::Sim {
         state_file: None,
@@ -162,7 +171,13 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
             };
             // The example's SOPS file is encrypted to a throw-away key: its cloud-init material
             // is supplied in memory instead.
-            let options = plan_options(cluster, None).with_secrets(Some(example_secrets(name)));
+            // A new API token's secret is encrypted to the example's key and written here.
+            let tokens = tempfile::tempdir().unwrap();
+            let options = plan_options(cluster, None)
+                .with_secrets(Some(
+                    example_secrets(name).with_recipients(example_recipients()),
+                ))
+                .with_token_files(Some(tokens.path().to_path_buf()));
             let cycles = converge(&client, name, graph, &options, &ExecOptions::default(), 5)
                 .await
                 .unwrap();
@@ -176,6 +191,10 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                 cycles.last().unwrap().plan
             );
             assert!(cycles[1].plan.is_empty());
+            if *name != "example" {
+                assert!(first.plan.errors.is_empty(), "{name}: {:#?}", first.plan);
+                assert!(cycles[1].plan.errors.is_empty(), "{name}");
+            }
             if *name == "example" {
                 let order: Vec<String> = first
                     .plan
@@ -262,6 +281,23 @@ async fn the_examples_converge_from_empty_and_then_plan_nothing() {
                 assert_eq!(cluster_fw.groups["public-web"].rules.len(), 3);
                 assert_eq!(cluster_fw.ipsets["admins"].entries.len(), 2);
                 assert_eq!(state.firewall.guests[&120].rules.len(), 1);
+                // The exporter's token exists, its secret only in the file, encrypted; the ACL
+                // grants its role to the token itself (privilege separated).
+                let token = &state.tokens["prometheus@pve!exporter"];
+                assert!(token.privsep);
+                let sealed = std::fs::read_to_string(
+                    tokens
+                        .path()
+                        .join("clusters/home/tokens/prometheus-exporter.sops.yaml"),
+                )
+                .unwrap();
+                assert!(!sealed.contains(&token.secret));
+                assert!(
+                    state
+                        .acl
+                        .iter()
+                        .any(|a| a.principal == "prometheus@pve!exporter" && a.path == "/")
+                );
             }
             sim.shutdown().await.unwrap();
         }

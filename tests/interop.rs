@@ -220,11 +220,19 @@ async fn proxmoxer_reads_back_every_homelab_object_in_pve_shapes() {
         task_time: Duration::from_millis(10),
     };
     let conn = connect(&registry, cluster, &backend).await.unwrap();
+    // The exporter's API token: its secret encrypted to the example's recipient, in a file.
+    let tokens = tempfile::tempdir().unwrap();
+    let options = plan_options(cluster, None)
+        .with_secrets(Some(proxops_engine::secrets::ClusterSecrets::load(
+            Some(&example("homelab")),
+            cluster,
+        )))
+        .with_token_files(Some(tokens.path().to_path_buf()));
     let cycles = converge(
         &conn.client,
         "home",
         &graph,
-        &plan_options(cluster, None),
+        &options,
         &ExecOptions::default(),
         3,
     )
@@ -233,7 +241,7 @@ async fn proxmoxer_reads_back_every_homelab_object_in_pve_shapes() {
     // Converged: what ProxOps reads back (a backup job's `prune-backups` as the object PVE
     // decodes it into) matches what it wrote.
     let last = &cycles.last().unwrap().plan;
-    assert!(last.is_empty(), "{last:#?}");
+    assert!(last.is_empty() && last.errors.is_empty(), "{last:#?}");
     let sim = conn.sim.as_ref().unwrap();
     let args = vec![
         python_script("proxmoxer_objects.py").display().to_string(),
@@ -244,6 +252,6 @@ async fn proxmoxer_reads_back_every_homelab_object_in_pve_shapes() {
     ];
     let out = run_python(&python, args).await;
     let stdout = assert_success("proxmoxer reading the homelab's objects", &out);
-    assert!(stdout.contains(r#""read": 29"#), "{stdout}");
+    assert!(stdout.contains(r#""read": 31"#), "{stdout}");
     conn.sim.unwrap().shutdown().await.unwrap();
 }

@@ -252,9 +252,20 @@ def main():
              f"/access/roles: metrics-reader {r}")
     r = get("/access/roles/{roleid}", "access/roles/metrics-reader")
     c.expect(r == {p: 1 for p in privs}, f"/access/roles/metrics-reader: {r}")
-    acl = [e for e in get("/access/acl", "access/acl") if e.get("ugid") == "monitoring"]
-    c.expect(acl == [{"path": "/", "type": "group", "ugid": "monitoring",
-                      "roleid": "metrics-reader", "propagate": 1}], f"/access/acl: {acl}")
+    token_id = "prometheus@pve!exporter"
+    acl = [e for e in get("/access/acl", "access/acl") if e.get("ugid") in ("monitoring", token_id)]
+    c.expect(sorted(acl, key=lambda e: e["type"]) == [
+        {"path": "/", "type": "group", "ugid": "monitoring", "roleid": "metrics-reader", "propagate": 1},
+        {"path": "/", "type": "token", "ugid": token_id, "roleid": "metrics-reader", "propagate": 1},
+    ], f"/access/acl: {acl}")
+    # The exporter's token: privilege separated, marked; its secret is never read back.
+    exporter = "prometheus-pve-exporter scrape token " + mark("apitoken.prometheus-exporter")
+    t = row(get("/access/users/{userid}/token", "access/users/prometheus@pve/token"), "tokenid", "exporter")
+    c.expect(t is not None and t.get("comment") == exporter and t.get("privsep") == 1,
+             f"/access/users/prometheus@pve/token: exporter {t}")
+    t = get("/access/users/{userid}/token/{tokenid}", "access/users/prometheus@pve/token/exporter")
+    c.expect(t.get("comment") == exporter and t.get("privsep") == 1 and "value" not in t,
+             f"/access/users/prometheus@pve/token/exporter: {t}")
 
     # Firewall: options, alias, IP set, security group with its rules, the guests' rules.
     fw = mark("firewall.home")

@@ -176,6 +176,9 @@ pub(crate) enum Op {
         request: crate::objects::ObjectRequest,
         /// The age recipients of the cluster's SOPS secrets file.
         recipients: Vec<String>,
+        /// Without the planes, the file the encrypted secret is written to (a SOPS file `sops
+        /// -d` opens); with them, `None`: the receipt's artifact carries it.
+        file: Option<std::path::PathBuf>,
     },
     /// `PUT /cluster/sdn`: the pending SDN configuration applied (a worker task).
     SdnApply,

@@ -378,7 +378,7 @@ fn graph_text_shows_levels_and_prerequisites() {
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     insta::assert_snapshot!(stdout, @r"
-    cluster home: 25 resources, 25 steps, 3 levels
+    cluster home: 26 resources, 26 steps, 4 levels
       level 0
         ResourceMapping/hba                    -
         Firewall/home                          -
@@ -393,7 +393,6 @@ fn graph_text_shows_levels_and_prerequisites() {
         CTTemplate/debian-13-standard          pve1
       level 1
         SdnVnet/iot                            -     after SdnZone/home
-        Acl/monitoring                         -     after Role/metrics-reader, Group/monitoring
         BackupJob/nightly                      -     after Storage/nas
         User/prometheus                        -     after Group/monitoring
         VM/jumpbox (130)                       pve1  after Firewall/home, ISO/debian-13-netinst
@@ -404,9 +403,12 @@ fn graph_text_shows_levels_and_prerequisites() {
         VM/home-assistant (160)                pve2  after Pool/services
       level 2
         SdnSubnet/iot-v4                       -     after SdnVnet/iot
+        ApiToken/prometheus-exporter           -     after User/prometheus
         VM/k3s-server-01 (110)                 pve1  after TemplateVM/debian-13-cloud-tpl
         VM/k3s-agent-01 (111)                  pve1  after TemplateVM/debian-13-cloud-tpl
         VM/docker-host (120)                   pve1  after Firewall/home, DiskImage/debian-13-genericcloud, LXC/pihole
+      level 3
+        Acl/monitoring                         -     after Role/metrics-reader, Group/monitoring, ApiToken/prometheus-exporter
     ");
 }
 
@@ -433,7 +435,7 @@ fn graph_json_has_the_documented_shape() {
         .collect();
     assert_eq!(
         summary,
-        [("home".to_owned(), 25, 3), ("lab".to_owned(), 5, 2)]
+        [("home".to_owned(), 26, 4), ("lab".to_owned(), 5, 2)]
     );
     // Every step's prerequisites come before it.
     for c in clusters {

@@ -201,12 +201,14 @@ async fn run_spawned(client: &PveClient, action: &Action, options: &ExecOptions)
         Op::Token {
             request,
             recipients,
+            file,
         } => {
             let _permit = client.mutation_permit(&action.node, 0).await;
-            let result = crate::objects::token::create(client, request, recipients)
-                .await
-                .map(|sealed| token = Some(sealed))
-                .map_err(ActionError::from);
+            let result =
+                crate::objects::token::create(client, request, recipients, file.as_deref())
+                    .await
+                    .map(|sealed| token = Some(sealed))
+                    .map_err(ActionError::from);
             crate::guard::Ran {
                 result,
                 guard: None,

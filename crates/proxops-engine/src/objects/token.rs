@@ -2,13 +2,15 @@
 //! (pve-access-control `PVE/API2/User.pm` `generate_token`). The executor encrypts
 //! `{full-tokenid, value}` at once with SOPS to the age recipients of the cluster's secrets file,
 //! and only that document leaves it: into the action's result, and from there into the
-//! receipt's artifact [`ARTIFACT`] on the observed plane. A create whose secret cannot be
-//! encrypted deletes the token again: ProxOps never leaves a token whose secret is lost.
+//! receipt's artifact [`ARTIFACT`] on the observed plane; without the planes, into a SOPS
+//! file under the repository the plan names. A create whose secret cannot be encrypted or
+//! written deletes the token again: ProxOps never leaves a token whose secret is lost.
 
 use super::request::ObjectRequest;
 use proxops_pve::{Method, Params, PveClient, PveError};
 use proxops_secrets::{Document, Secret, Value};
 use serde::Serialize;
+use std::path::Path;
 
 /// The name of the receipt artifact holding a token's encrypted secret.
 pub const ARTIFACT: &str = "secret";
@@ -41,13 +43,14 @@ impl SealedToken {
     }
 }
 
-/// Creates the token of `request` and returns its secret encrypted to `recipients`. When the
-/// answer holds no secret or it cannot be encrypted, the token is deleted again and the error
-/// says why (never the secret).
+/// Creates the token of `request` and returns its secret encrypted to `recipients`, first
+/// written to `file` when there is one. When the answer holds no secret, or it cannot be
+/// encrypted or written, the token is deleted again and the error says why (never the secret).
 pub(crate) async fn create(
     client: &PveClient,
     request: &ObjectRequest,
     recipients: &[String],
+    file: Option<&Path>,
 ) -> Result<SealedToken, PveError> {
     let mut answer = client
         .call_json_once(
@@ -73,6 +76,10 @@ pub(crate) async fn create(
         (Some(value), Some(full)) => seal(&full, value, recipients),
         _ => Err("PVE's answer holds no token value".to_owned()),
     };
+    let sealed = match (sealed, file) {
+        (Ok(s), Some(path)) => write_sealed(path, &s.sops).map(|()| s),
+        (other, _) => other,
+    };
     match sealed {
         Ok(s) => Ok(s),
         Err(why) => {
@@ -95,6 +102,22 @@ pub(crate) async fn create(
             )))
         }
     }
+}
+
+/// Writes the encrypted document to `path` whole or not at all (a temporary file beside it,
+/// renamed), creating its directory; an existing file (a token made anew) is replaced.
+fn write_sealed(path: &Path, sops: &str) -> Result<(), String> {
+    let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", path.display());
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{} has no directory", path.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| fail("creating the directory of", e))?;
+    let tmp = path.with_extension("yaml.tmp");
+    std::fs::write(&tmp, sops).map_err(|e| fail("writing", e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail("renaming into", e)
+    })
 }
 
 /// `{full-tokenid, value}` as a SOPS document encrypted to `recipients`.

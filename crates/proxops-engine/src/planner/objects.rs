@@ -217,8 +217,8 @@ impl<'a> Planner<'a> {
             }
             let Some(live) = list.get(&d.id) else {
                 if d.class == ObjectClass::ApiToken {
-                    match token_recipients(options) {
-                        Ok(recipients) => changes.push(Planned::CreateToken(d.clone(), recipients)),
+                    match token_sink(options, &self.plan.cluster, &key.name) {
+                        Ok(sink) => changes.push(Planned::CreateToken(d.clone(), sink)),
                         Err((code, why)) => return self.refuse_token(step, code, why),
                     }
                     continue;
@@ -421,15 +421,20 @@ impl<'a> Planner<'a> {
                     shown_all(&d),
                 )
             }
-            Planned::CreateToken(d, recipients) => {
+            Planned::CreateToken(d, sink) => {
+                let kept = match &sink.file {
+                    Some((shown, _)) => format!("written to {}", shown.display()),
+                    None => "kept on the observed plane".to_owned(),
+                };
                 let reason = format!(
-                    "API token `{}` does not exist; its secret is encrypted to {} age recipient(s) of the cluster's SOPS file and kept on the observed plane",
+                    "API token `{}` does not exist; its secret is encrypted to {} age recipient(s) of the cluster's SOPS file and {kept}",
                     d.id,
-                    recipients.len()
+                    sink.recipients.len()
                 );
                 let op = Op::Token {
                     request: create_request(&d),
-                    recipients,
+                    recipients: sink.recipients,
+                    file: sink.file.map(|(_, path)| path),
                 };
                 (Verb::Create, reason, op, shown_all(&d))
             }
@@ -760,15 +765,43 @@ enum StorageHold {
     Later(String),
 }
 
-/// Where a new API token's secret goes: the age recipients of the cluster's SOPS secrets file,
-/// with the planes recorded to keep the encrypted secret on; or the code and reason why not.
+/// Where a new API token's secret goes: encrypted to the age recipients of the cluster's SOPS
+/// secrets file, then kept on the observed plane (the planes recorded) or written to its file
+/// under the repository; or the code and reason why it has nowhere to go.
+fn token_sink(
+    options: &PlanOptions,
+    cluster: &str,
+    name: &str,
+) -> Result<TokenSink, (&'static str, String)> {
+    let file = match (&options.receipts, &options.token_files) {
+        (Some(_), _) => None,
+        (None, Some(root)) => {
+            let shown = std::path::Path::new("clusters")
+                .join(cluster)
+                .join("tokens")
+                .join(format!("{name}.sops.yaml"));
+            Some((shown.clone(), root.join(shown)))
+        }
+        (None, None) => {
+            return Err((
+                super::TOKEN_NEEDS_PLANES,
+                "PVE shows an API token's secret only when it creates it, and this plan has nowhere to keep it (encrypted): neither the observed plane nor a repository directory to write it under; run with --planes (the agent always does), or through the Reconciler".to_owned(),
+            ));
+        }
+    };
+    let recipients = token_recipients(options)?;
+    Ok(TokenSink { recipients, file })
+}
+
+/// A new token's secret: encrypted to `recipients`, and written to `file` (shown, absolute)
+/// when the planes are not recorded.
+struct TokenSink {
+    recipients: Vec<String>,
+    file: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+/// The age recipients of the cluster's SOPS secrets file, or why there are none.
 fn token_recipients(options: &PlanOptions) -> Result<Vec<String>, (&'static str, String)> {
-    if options.receipts.is_none() {
-        return Err((
-            super::TOKEN_NEEDS_PLANES,
-            "PVE shows an API token's secret only when it creates it, and ProxOps keeps it (encrypted) only on the observed plane: run with --planes (the agent always does)".to_owned(),
-        ));
-    }
     let secrets = options.secrets.as_ref().ok_or_else(|| {
         (
             super::TOKEN_NO_RECIPIENTS,
@@ -872,8 +905,8 @@ fn class_word(class: ObjectClass) -> &'static str {
 /// What one declared object needs.
 enum Planned {
     Create(DesiredObject),
-    /// An API token's create, its secret encrypted to these age recipients.
-    CreateToken(DesiredObject, Vec<String>),
+    /// An API token's create, and where its secret goes.
+    CreateToken(DesiredObject, TokenSink),
     Update(DesiredObject, Found),
     Adopt(DesiredObject, Found),
     Remove(DesiredObject),
@@ -1017,14 +1050,9 @@ impl Planner<'_> {
                 a.after.push(id);
             }
         }
-        // Shown with the last level of the SDN writes it follows.
-        let level = self
-            .plan
-            .actions
-            .iter()
-            .filter(|a| writes.contains(&a.id))
-            .filter_map(|a| a.level)
-            .max();
+        // It comes after every action planned so far, so it is shown with the last level: a
+        // plan reads level by level, never back.
+        let level = self.plan.actions.iter().filter_map(|a| a.level).max();
         self.plan.actions.push(crate::plan::Action {
             id,
             level,

@@ -55,6 +55,11 @@ pub struct PlanOptions {
     /// ACL entry) ours, to change and to prune. `None`: the planes are not recorded; such an
     /// object is then only created, or left as it is when it matches.
     pub receipts: Option<std::collections::BTreeSet<ResourceKey>>,
+    /// Without the planes, the repository directory under which a new API token's secret,
+    /// encrypted, is written: `clusters/<cluster>/tokens/<name>.sops.yaml` (the
+    /// [`Reconciler`](crate::Reconciler) sets it for runs that record no planes). With neither
+    /// the planes nor this, a token is not created: its secret would be lost.
+    pub token_files: Option<std::path::PathBuf>,
     /// Resources `proxops delete` marked, with the reason given
     /// ([`crate::planes::deleting`]): left out of the graph, their guests are pruned, and the
     /// prune says why.
@@ -77,6 +82,7 @@ impl Default for PlanOptions {
             waiting: BTreeMap::new(),
             marked: BTreeMap::new(),
             receipts: None,
+            token_files: None,
             refused: BTreeMap::new(),
             refused_updates: BTreeMap::new(),
             source_revision: None,
@@ -135,6 +141,12 @@ impl PlanOptions {
         receipts: Option<std::collections::BTreeSet<ResourceKey>>,
     ) -> Self {
         self.receipts = receipts;
+        self
+    }
+    /// Sets the directory new API tokens' encrypted secrets are written under when the planes
+    /// are not recorded ([`PlanOptions::token_files`]).
+    pub fn with_token_files(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.token_files = dir;
         self
     }
     /// Sets the previous desired documents (`None`: the planes are not recorded).

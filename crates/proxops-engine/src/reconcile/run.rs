@@ -251,6 +251,7 @@ impl Reconciler {
                 prior.as_ref(),
                 &marked_outside,
                 republish,
+                source.dir,
                 stop,
                 run,
             )
@@ -274,6 +275,7 @@ impl Reconciler {
         prior: Option<&Arc<DesiredState>>,
         marked_outside: &BTreeMap<ResourceKey, Option<String>>,
         republish: Option<(&Repository, ObjectId)>,
+        dir: &Path,
         stop: watch::Receiver<bool>,
         run: &mut ClusterRun,
     ) -> Result<RunResult, RunError> {
@@ -297,6 +299,8 @@ impl Reconciler {
             options.refused = self.options.refusals.of(name);
             options.refused_updates = self.options.refusals.updates_of(name);
             options.source_revision = run.source_revision.map(hex);
+            // Without the planes a new API token's secret (encrypted) goes into the repository.
+            options.token_files = planes.is_none().then(|| dir.to_path_buf());
             // Reference expressions: plan what the live desired plane resolved (`crate::planes`).
             let planned = if references {
                 if n > 1

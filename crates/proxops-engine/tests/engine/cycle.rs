@@ -2,7 +2,7 @@
 //! stay converged, prune what is no longer declared (within budget and guards), never touch a
 //! guest that is not ours, and defer the dependants of a failure.
 
-use crate::support::homelab;
+use crate::support::{homelab, homelab_options};
 use proxops_engine::backend::{Backend, connect};
 use proxops_engine::cycle::{converge, plan_options, reconcile};
 use proxops_engine::execute::{ExecOptions, Outcome};
@@ -35,7 +35,7 @@ async fn homelab_converges_in_one_cycle_and_stays_converged() {
     for name in ["home", "lab"] {
         let (c, graph) = cluster(&repo, &graphs, name);
         let conn = connect(&registry, c, &sim()).await.unwrap();
-        let options = plan_options(c, None);
+        let (options, _tokens) = homelab_options(c, None);
         let cycles = converge(
             &conn.client,
             name,
@@ -257,11 +257,12 @@ async fn a_guest_at_our_vmid_that_is_not_ours_is_an_anomaly_and_its_dependants_w
             },
         );
     });
+    let (options, _tokens) = homelab_options(c, None);
     let plan = reconcile(
         &conn.client,
         "home",
         graph,
-        &plan_options(c, None),
+        &options,
         &ExecOptions::default(),
         true,
     )

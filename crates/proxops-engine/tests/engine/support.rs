@@ -24,6 +24,25 @@ pub fn homelab() -> (Repository, Vec<(String, Graph)>) {
     (repo, graphs)
 }
 
+/// Planner options for a homelab cluster as a run without the planes has them: its node
+/// allowlist and `budget`, the age recipients of its SOPS file (read from the file's metadata:
+/// no key needed), and a directory (kept alive by the returned guard) that a new API token's
+/// encrypted secret is written under.
+pub fn homelab_options(
+    cluster: &proxops_model::Cluster,
+    budget: Option<u32>,
+) -> (proxops_engine::planner::PlanOptions, tempfile::TempDir) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/homelab");
+    let tokens = tempfile::tempdir().unwrap();
+    let options = proxops_engine::cycle::plan_options(cluster, budget)
+        .with_secrets(Some(proxops_engine::secrets::ClusterSecrets::load(
+            Some(&dir),
+            cluster,
+        )))
+        .with_token_files(Some(tokens.path().to_path_buf()));
+    (options, tokens)
+}
+
 /// A simulator with `state` (answering as the PVE release it records), quick tasks, and a
 /// client pinned to its certificate.
 pub async fn simulator(state: State) -> (SimHandle, PveClient) {

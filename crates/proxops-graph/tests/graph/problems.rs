@@ -174,6 +174,6 @@ fn the_repositories_we_ship_have_graphs() {
         .collect();
     assert_eq!(
         steps,
-        [("home".to_owned(), 25, 3), ("lab".to_owned(), 5, 2)]
+        [("home".to_owned(), 26, 4), ("lab".to_owned(), 5, 2)]
     );
 }

@@ -59,9 +59,12 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
         }
         for t in &tokens {
             let (user, name) = t.split_once('!').unwrap_or((t.as_str(), ""));
-            let exists = user_tokens
-                .get(user)
-                .is_some_and(|list| list.iter().any(|x| x.id == *t));
+            // ACL.pm `update_acl` checks `check_token_exist` against user.cfg, which holds
+            // the tokens made through the API as well as the configured ones.
+            let exists = st.tokens.contains_key(t.as_str())
+                || user_tokens
+                    .get(user)
+                    .is_some_and(|list| list.iter().any(|x| x.id == *t));
             if !exists {
                 return Err(failed(format!("no such token '{name}' for user '{user}'")));
             }

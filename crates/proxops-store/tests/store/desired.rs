@@ -9,7 +9,7 @@ fn publishes_resolved_resources_readable_with_the_git_cli() {
     let store = Store::open(repo.path()).unwrap();
     let p = publish_head(&store, "home");
     assert!(p.publication.published);
-    assert_eq!(p.changes.created.len(), 25);
+    assert_eq!(p.changes.created.len(), 26);
     assert_fsck_clean(repo.path());
     let docs = cli_documents(repo.path(), "proxops/desired/home");
     assert_eq!(docs.len(), 26, "{:?}", docs.keys());
@@ -41,7 +41,7 @@ fn publishes_resolved_resources_readable_with_the_git_cli() {
     // Read back through the store.
     let refs = PlaneRefs::for_cluster("home").unwrap();
     let state = store.read_desired(&refs, None).unwrap().unwrap();
-    assert_eq!(state.resources.len(), 25);
+    assert_eq!(state.resources.len(), 26);
     assert_eq!(state.source_revision.unwrap().to_string(), repo.head());
     assert_eq!(state.revision(), p.publication.head);
 }

@@ -95,7 +95,7 @@ fn state_is_clean_for_a_current_receipt_and_ready_otherwise() {
     let refs = PlaneRefs::for_cluster("home").unwrap();
     publish_head(&store, "home");
     let view = store.view(&refs).unwrap();
-    assert_eq!(view.count(ResourceState::Ready), 25);
+    assert_eq!(view.count(ResourceState::Ready), 26);
     assert!(view.observed_revision.is_none());
     let jumpbox = key("VM", "jumpbox");
     publish(&store, &refs, vec![observe(&store, &refs, &jumpbox, 0)]);
