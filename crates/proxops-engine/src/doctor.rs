@@ -255,7 +255,11 @@ async fn privilege_check(
     let root = credentials_from(input.settings, input.secrets)
         .map(|c| privileges::is_root(&c))
         .unwrap_or(false);
-    let options = conn.plan_options(cluster);
+    // Planned as `apply` would, an API token's create included: where its secret would be
+    // written does not matter, since the doctor never executes the plan.
+    let options = conn
+        .plan_options(cluster)
+        .with_token_files(Some(std::path::PathBuf::from(".")));
     let plan = match plan_cluster(&conn.client, &cluster.name, graph, &options).await {
         Ok(p) => p,
         Err(e) => return f.line(Status::Fail, "privileges", plan_failure(&e)),

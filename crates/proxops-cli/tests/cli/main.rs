@@ -6,6 +6,7 @@
 
 mod common;
 mod demo;
+mod doctor_objects;
 mod install;
 mod secrets;
 
@@ -14,7 +15,7 @@ use common::lab_sim;
 use proxops_test_support::{ChildGuard, copy_tree, homelab, shared, write};
 use std::path::Path;
 
-fn proxops() -> Command {
+pub(crate) fn proxops() -> Command {
     let mut cmd = Command::cargo_bin("proxops").expect("binary");
     cmd.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
     cmd

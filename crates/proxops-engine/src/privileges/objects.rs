@@ -43,6 +43,10 @@ pub(super) fn request_need(
                         .collect::<Option<Vec<Grant>>>()
                 })
                 .collect();
+            // Two checks can come to the same grants (`userid-group` read as the privilege on
+            // `/access/groups`): each alternative once.
+            let mut any_of = any_of;
+            any_of.dedup();
             if any_of.is_empty() {
                 return Some(
                     Need::root_only(
