@@ -502,3 +502,95 @@ async fn a_guest_joins_its_pool_with_its_create_and_is_put_back_when_moved_by_ha
     .await;
     assert!(plan(&client, &plain).await.is_empty());
 }
+
+/// The storages of pool `poolid`, as PVE lists them.
+async fn pool_storages(client: &PveClient, poolid: &str) -> Vec<String> {
+    let params = Params::new().set("poolid", poolid).set("type", "storage");
+    let rows = client
+        .call_json(Method::GET, "/pools", "/pools", &params)
+        .await
+        .unwrap();
+    rows[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["storage"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_joins_the_pool_it_names_is_put_back_and_leaves_only_a_pool_proxops_put_it_in() {
+    let (_sim, client) = sim().await;
+    let nas = |pool: &str| {
+        manifest(
+            "Storage",
+            "nas",
+            &format!("  type: dir\n  content: [iso]\n  options:\n    path: /mnt/nas\n{pool}"),
+        )
+    };
+    let texts = vec![pool("media", "media storages"), nas("  pool: media\n")];
+    // The pool first, then the storage, then its membership.
+    let p = apply(&client, &texts).await;
+    let order: Vec<(&str, Verb)> = p
+        .actions
+        .iter()
+        .map(|a| (a.kind.as_str(), a.verb))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("Pool", Verb::Create),
+            ("Storage", Verb::Create),
+            ("Storage", Verb::Update)
+        ],
+        "{p:#?}"
+    );
+    assert_eq!(pool_storages(&client, "media").await, ["nas"]);
+    assert!(plan(&client, &texts).await.is_empty());
+
+    // Taken out by hand: put back. Also put in another pool by hand: left there.
+    call(
+        &client,
+        Method::PUT,
+        "/pools/media",
+        Params::new().set("storage", "nas").set("delete", 1),
+    )
+    .await;
+    call(
+        &client,
+        Method::POST,
+        "/pools",
+        Params::new().set("poolid", "backups"),
+    )
+    .await;
+    call(
+        &client,
+        Method::PUT,
+        "/pools/backups",
+        Params::new().set("storage", "nas"),
+    )
+    .await;
+    let p = apply(&client, &texts).await;
+    assert_eq!(verbs(&p), vec![Verb::Update], "{p:#?}");
+    assert!(
+        p.actions[0].reason.contains("not in pool `media`"),
+        "{p:#?}"
+    );
+    assert_eq!(pool_storages(&client, "media").await, ["nas"]);
+    assert_eq!(pool_storages(&client, "backups").await, ["nas"]);
+    assert!(plan(&client, &texts).await.is_empty());
+
+    // The manifest drops `pool:`: taken out of `media`, which ProxOps put it in (the previous
+    // document says so), never out of `backups`.
+    let dropped = vec![pool("media", "media storages"), nas("")];
+    let p = plan_with(&client, &dropped, &remembered(&texts)).await;
+    assert_eq!(verbs(&p), vec![Verb::Update], "{p:#?}");
+    run(&client, &p).await;
+    assert!(pool_storages(&client, "media").await.is_empty());
+    assert_eq!(pool_storages(&client, "backups").await, ["nas"]);
+    assert!(
+        plan_with(&client, &dropped, &remembered(&dropped))
+            .await
+            .is_empty()
+    );
+}

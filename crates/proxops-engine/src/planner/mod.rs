@@ -42,6 +42,7 @@ mod placement;
 mod power;
 mod prune;
 mod snapshots;
+mod storage_pools;
 mod update;
 pub use create::{NO_TEMPLATE, VOLUME_WITHOUT_GUEST};
 pub use options::PlanOptions;
@@ -103,6 +104,7 @@ pub async fn plan_cluster(
         restarts: options.restarts,
     };
     planner.read_objects(client, options).await;
+    planner.read_storage_pools(client, options).await;
     planner.plan_steps(client, options, &live).await;
     planner.prunes(client, options).await;
     planner.object_prunes(client, options).await;
@@ -222,6 +224,8 @@ struct Planner<'a> {
     source_revision: Option<String>,
     /// The cluster-object lists read (`objects.rs`).
     objects: objects::ObjectLists,
+    /// The storages of the pools storages name (`storage_pools.rs`).
+    pool_storages: storage_pools::PoolStorages,
 }
 
 impl<'a> Planner<'a> {
@@ -271,6 +275,7 @@ impl<'a> Planner<'a> {
             guard_snapshots: BTreeMap::new(),
             source_revision: options.source_revision.clone(),
             objects: BTreeMap::new(),
+            pool_storages: BTreeMap::new(),
         }
     }
 
@@ -619,6 +624,7 @@ impl<'a> Planner<'a> {
                 let before = previous(&cx, options, resource);
                 let before = before.as_ref().and_then(objects::as_objects);
                 self.object_step(step.id, resource, objs, before, options);
+                self.storage_pool_step(step.id, resource, options);
             }
             Err(e @ (DesiredError::Secret { .. } | DesiredError::SshKey { .. })) => {
                 self.unusable_secret(step.id, &e)

@@ -171,6 +171,11 @@ fn each_reference<'s>(
     mut visit: impl FnMut(ReferenceView<'s>, Vec<PathSeg>),
 ) {
     match spec {
+        ObjectSpec::Storage(st) => {
+            if let Some(pool) = &st.pool {
+                visit(view("pool", "Pool", pool), path!["pool"].to_vec());
+            }
+        }
         ObjectSpec::BackupJob(j) => {
             visit(
                 view("storage", "Storage", &j.storage),
@@ -235,6 +240,10 @@ impl KindDef for ObjectKind {
 
     fn reference_fields(&self) -> &'static [ReferenceField] {
         match self.0 {
+            ObjectClass::Storage => &[ReferenceField {
+                field: "pool",
+                target: "Pool",
+            }],
             ObjectClass::BackupJob => &[
                 ReferenceField {
                     field: "storage",

@@ -206,6 +206,10 @@ fn storage(cx: &SpecContext<'_>, s: &StorageSpec, name: &str) {
     for (i, node) in s.nodes.iter().enumerate() {
         check_node(cx, node, &path!["nodes", i]);
     }
+    if let Some(pool) = &s.pool {
+        // What `PUT /pools/{poolid}` takes: the pool's id.
+        check_as(cx, ("POST", "/pools"), "poolid", pool, &path!["pool"]);
+    }
     check_options(
         cx,
         create,

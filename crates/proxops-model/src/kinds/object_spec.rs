@@ -37,6 +37,12 @@ pub struct StorageSpec {
     /// Whether the storage is disabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable: Option<bool>,
+    /// The resource pool it is a member of (a `Pool` the repository may declare: created
+    /// first), as `pool:` on VM and LXC. Not the ZFS or Ceph pool a `zfspool` or `rbd` storage
+    /// sits on: that is `options.pool`. A storage may be in other pools too; those are left
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     /// The type's other options as PVE names them (`path`, `server`, `export`, `vgname`,
     /// `thinpool`, `pool`, `datastore`, `prune-backups`, ...). Secrets (`password`,
     /// `encryption-key`, `keyring`) are refused: they would sit in the repository in clear.
