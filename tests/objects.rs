@@ -594,3 +594,50 @@ async fn a_storage_joins_the_pool_it_names_is_put_back_and_leaves_only_a_pool_pr
             .is_empty()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_adopted_from_a_pool_keeps_it() {
+    use proxops_engine::adopt::{AdoptContext, Outcome, Selection, adopt_live};
+    let (_sim, client) = sim().await;
+    call(
+        &client,
+        Method::POST,
+        "/pools",
+        Params::new().set("poolid", "prod"),
+    )
+    .await;
+    task(
+        &client,
+        Method::POST,
+        "/nodes/pve1/qemu",
+        Params::new()
+            .set("vmid", "300")
+            .set("name", "legacy")
+            .set("memory", "1024")
+            .set("scsi0", "local-lvm:1")
+            .set("pool", "prod"),
+    )
+    .await;
+    let ctx = AdoptContext::new("t").with_nodes(vec!["pve1".into()]);
+    let adopted = adopt_live(&client, &ctx, &Selection::Vmids(vec![300]))
+        .await
+        .unwrap();
+    let Outcome::Adopted(a) = &adopted[0].1 else {
+        panic!("{adopted:#?}");
+    };
+    assert_eq!(a.manifest["spec"]["pool"], "prod", "{}", a.to_yaml());
+    // Taken over where it is: its identity written, no move out of its pool.
+    let texts = vec![manifest("Pool", "prod", "  id: prod\n"), a.to_yaml()];
+    let p = plan(&client, &texts).await;
+    assert!(
+        p.actions
+            .iter()
+            .all(|a| a.kind != "VM" || a.verb == Verb::Adopt),
+        "{p:#?}"
+    );
+    run(&client, &p).await;
+    let p = plan(&client, &texts).await;
+    assert!(p.is_empty() && p.anomalies.is_empty(), "{p:#?}");
+    let members = get(&client, "/pools/prod").await;
+    assert_eq!(members["members"][0]["vmid"], 300, "{members}");
+}

@@ -103,6 +103,7 @@ pub async fn adopt_live(
             raw_lxc: config.raw_lxc,
             snapshots: client.guest_snapshots(&g.guest_ref()).await?,
             running: g.status == "running",
+            pool: g.pool.clone(),
         };
         let outcome = match adopt(ctx, &live) {
             Ok(mut a) => {

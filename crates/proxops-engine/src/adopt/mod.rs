@@ -51,6 +51,9 @@ pub struct LiveGuest {
     /// Whether it runs (a stopped guest's manifest says `state: stopped`, so that taking it
     /// over starts nothing).
     pub running: bool,
+    /// The resource pool it is a member of (its manifest says `pool:`, so that taking it over
+    /// keeps it there).
+    pub pool: Option<String>,
 }
 
 impl LiveGuest {
@@ -65,6 +68,7 @@ impl LiveGuest {
             raw_lxc: Vec::new(),
             snapshots: Vec::new(),
             running: false,
+            pool: None,
         }
     }
 
@@ -89,6 +93,12 @@ impl LiveGuest {
     /// Whether it runs.
     pub fn with_running(mut self, running: bool) -> LiveGuest {
         self.running = running;
+        self
+    }
+
+    /// The resource pool it is in.
+    pub fn with_pool(mut self, pool: Option<String>) -> LiveGuest {
+        self.pool = pool;
         self
     }
 }
@@ -371,6 +381,9 @@ pub fn adopt(ctx: &AdoptContext, live: &LiveGuest) -> Result<Adopted, AdoptRefus
     // Templates are always stopped; a guest's default state is `started`.
     if !template && !live.running {
         spec.insert("state".into(), Value::from("stopped"));
+    }
+    if let Some(pool) = &live.pool {
+        spec.insert("pool".into(), Value::from(pool.clone()));
     }
     if live.guest == GuestType::Lxc {
         lxc::finish(&mut spec);

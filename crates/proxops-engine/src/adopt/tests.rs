@@ -23,6 +23,7 @@ fn live(vmid: u32, guest: GuestType, text: &str) -> LiveGuest {
         raw_lxc: parsed.raw_lxc,
         snapshots: parsed.snapshots,
         running: true,
+        pool: None,
     }
 }
 
@@ -311,4 +312,15 @@ fn a_linked_clone_keeps_its_volumes_and_the_report_names_its_template() {
             .get("notes")
             .is_none()
     );
+}
+
+#[test]
+fn a_guest_in_a_pool_is_adopted_with_its_pool() {
+    let mut g = live(101, GuestType::Qemu, SIMPLE);
+    g.pool = Some("prod".into());
+    let a = adopt(&AdoptContext::new("home"), &g).unwrap();
+    assert_eq!(a.manifest["spec"]["pool"], "prod");
+    let g = live(101, GuestType::Qemu, SIMPLE);
+    let a = adopt(&AdoptContext::new("home"), &g).unwrap();
+    assert!(a.manifest["spec"].get("pool").is_none());
 }
