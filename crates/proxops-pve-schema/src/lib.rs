@@ -11,8 +11,11 @@
 //! - By hand, once: [`GuestType`] (PVE's two guest types), [`PveRelease`], [`parse_bool`]
 //!   (PVE's boolean spellings), the indexed families' limits ([`max_index`]), and the groups of
 //!   keys PVE's code treats alike: fast-plug keys, hotplug classes, privilege option groups,
-//!   volume keys ([`is_volume`]); and the reading of a property string
-//!   ([`split_property_string`]), which the model and the client share.
+//!   volume keys ([`is_volume`]); the reading of a property string
+//!   ([`split_property_string`]), which the model and the client share; pve-storage's
+//!   plugins ([`STORAGE_PLUGINS`]: each type's options, default content, whether it is
+//!   shared), the storage options that hold a secret and the backup-job options only root@pam
+//!   may set.
 //!
 //! A leaf crate: it depends on no other ProxOps crate, so each of them can use it.
 
@@ -22,6 +25,7 @@ mod guest;
 mod perm;
 mod props;
 mod release;
+mod storage;
 #[rustfmt::skip]
 mod table;
 
@@ -36,6 +40,10 @@ pub use guest::{allowed_values, key, keys, max_index, releases_of, split_indexed
 pub use perm::{Requirement, Term, required};
 pub use props::{PropertyStringError, SubKeys, UnknownKeys, split_property_string};
 pub use release::{PveRelease, Versions};
+pub use storage::{
+    ROOT_ONLY_BACKUP_OPTIONS, SENSITIVE_STORAGE_OPTIONS, STORAGE_PLUGINS, StorageOption,
+    StoragePlugin, storage_plugin,
+};
 pub use table::{CONFIG_CONTROL, ENDPOINTS};
 
 use serde::{Deserialize, Serialize};

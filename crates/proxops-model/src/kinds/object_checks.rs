@@ -14,10 +14,10 @@ use crate::yaml::PathSeg;
 use proxops_pve_schema::{Param, endpoint};
 
 /// Options that hold a secret: refused, since the repository would hold them in clear.
-const SECRET_OPTIONS: &[&str] = &["password", "encryption-key", "keyring", "master-pubkey"];
+const SECRET_OPTIONS: &[&str] = proxops_pve_schema::SENSITIVE_STORAGE_OPTIONS;
 
-/// vzdump options PVE restricts to root@pam (`PVE::API2::Backup` `assert_param_permission_common`).
-const ROOT_ONLY_BACKUP_OPTIONS: &[&str] = &["script", "tmpdir", "dumpdir"];
+/// vzdump options PVE restricts to root@pam.
+const ROOT_ONLY_BACKUP_OPTIONS: &[&str] = proxops_pve_schema::ROOT_ONLY_BACKUP_OPTIONS;
 
 /// The newest definition of parameter `name` of `method path`.
 pub fn create_param(method: &str, path: &str, name: &str) -> Option<&'static Param> {
@@ -220,9 +220,10 @@ fn storage(cx: &SpecContext<'_>, s: &StorageSpec, name: &str) {
             "a secret would sit in the repository in clear; set it on PVE by hand",
         )],
     );
-    // pve-storage `PVE/Storage/*Plugin.pm` `options`: only the dir and LVM plugins (of the
-    // types ProxOps manages) take `shared`; a network storage is shared by nature.
-    if s.shared.is_some() && !matches!(s.storage_type.as_str(), "dir" | "lvm") {
+    // pve-storage's plugins: only some take `shared` (of the types ProxOps manages, dir and
+    // LVM); a network storage is shared by nature.
+    let plugin = proxops_pve_schema::storage_plugin(s.storage_type.as_str());
+    if s.shared.is_some() && plugin.is_some_and(|p| p.option("shared").is_none()) {
         cx.invalid(
             &path!["shared"],
             format!(
@@ -232,20 +233,10 @@ fn storage(cx: &SpecContext<'_>, s: &StorageSpec, name: &str) {
             Some("PVE sets it for network storages by itself: leave it out".into()),
         );
     }
-    // pve-storage's plugins: the options each type cannot do without (`PVE/Storage/*Plugin.pm`
-    // `options`, those not `optional`).
-    let required: &[&str] = match s.storage_type.as_str() {
-        "dir" => &["path"],
-        "nfs" => &["server", "export"],
-        "cifs" => &["server", "share"],
-        "lvm" => &["vgname"],
-        "lvmthin" => &["vgname", "thinpool"],
-        "zfspool" => &["pool"],
-        "pbs" => &["server", "datastore"],
-        _ => &[],
-    };
-    for key in required {
-        if !s.options.contains_key(*key) {
+    // pve-storage's plugins: the options each type cannot do without (those not `optional`,
+    // but the `path` PVE derives for a network share).
+    for key in plugin.into_iter().flat_map(|p| p.required()) {
+        if !s.options.contains_key(key) {
             cx.report_missing(
                 &path!["options"],
                 format!(

@@ -140,6 +140,7 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
         .filter(|(k, _)| !CONTROL.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    root_only(ctx, opts.keys())?;
     storage_permission(ctx, opts.get("storage"))?;
     let mut st = ctx.state();
     if let Some(pool) = opts.get("pool") {
@@ -159,6 +160,20 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     selection_check(&opts)?;
     st.backup_jobs.insert(id, opts);
     Ok(Value::Null)
+}
+
+/// `assert_param_permission_common`: the options only `root@pam` itself may set or delete.
+fn root_only<'k>(ctx: &Ctx, keys: impl Iterator<Item = &'k String>) -> Result<(), ApiError> {
+    let who = ctx.who();
+    if who.userid == "root@pam" && who.tokenid.is_none() {
+        return Ok(());
+    }
+    for k in keys {
+        if proxops_pve_schema::ROOT_ONLY_BACKUP_OPTIONS.contains(&k.as_str()) {
+            return Err(ApiError::param(k, "Only root may set this option."));
+        }
+    }
+    Ok(())
 }
 
 /// `assert_param_permission_create`/`_update`: a job's storage (its `storage`, else the
@@ -208,6 +223,7 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
         .filter(|(k, _)| !CONTROL.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    root_only(ctx, sets.keys().chain(&deletes))?;
     if sets.contains_key("storage") {
         storage_permission(ctx, sets.get("storage"))?;
     } else if deletes.iter().any(|d| d == "storage") {

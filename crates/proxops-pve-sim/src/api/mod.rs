@@ -47,7 +47,6 @@ pub(crate) mod setconfig;
 pub(crate) mod snapshot;
 pub(crate) mod storage;
 pub(crate) mod storage_config;
-pub(crate) mod storage_plugins;
 pub(crate) mod tasks;
 pub(crate) mod tokens;
 pub(crate) mod upload;

@@ -9,20 +9,17 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use super::Ctx;
-use super::storage_plugins::{PLUGINS, Plugin};
 use crate::error::ApiError;
 use crate::schema::split_list;
 use crate::state::{State, Storage};
 use crate::version::PveVersion;
-
-/// `PVE::Storage::Plugin::sensitive_properties`' default list.
-const SENSITIVE: &[&str] = &["encryption-key", "keyring", "master-pubkey", "password"];
+use proxops_pve_schema::{SENSITIVE_STORAGE_OPTIONS as SENSITIVE, StoragePlugin as Plugin};
 
 /// Parameters that steer a request rather than set an option.
 const CONTROL: &[&str] = &["storage", "type", "digest", "delete"];
 
 fn plugin(kind: &str) -> Option<&'static Plugin> {
-    PLUGINS.iter().find(|(t, ..)| *t == kind)
+    proxops_pve_schema::storage_plugin(kind)
 }
 
 /// The first node's copy of each storage, by id.
@@ -136,7 +133,7 @@ fn check_config(
         if CONTROL.contains(&k.as_str()) || SENSITIVE.contains(&k.as_str()) {
             continue;
         }
-        let flags = p.1.iter().find(|(o, _)| o == k).map(|(_, f)| *f);
+        let flags = p.option(k).map(|o| (o.fixed, o.optional));
         if !create && flags.is_some_and(|(fixed, _)| fixed) {
             return Err(format!("can't change value of fixed parameter '{k}'"));
         }
@@ -206,10 +203,11 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
             .or_insert_with(|| format!("/mnt/pve/{storeid}").into());
     }
     let given = secrets(ctx);
-    if let Some((k, _)) = p
-        .1
+    if let Some(k) = p
+        .options
         .iter()
-        .find(|(k, (_, optional))| !optional && !opts.contains_key(*k) && !given.contains_key(*k))
+        .find(|o| !o.optional && !opts.contains_key(o.name) && !given.contains_key(o.name))
+        .map(|o| o.name)
     {
         return Err(ApiError::fail(format!(
             "missing value for required option '{k}'"
@@ -223,13 +221,13 @@ pub(crate) fn create(ctx: &mut Ctx) -> Result<Value, ApiError> {
     }
     let content = match opts.remove("content") {
         Some(c) => split_list(c.as_str().unwrap_or_default()),
-        None => p.2.iter().map(|c| (*c).to_owned()).collect(),
+        None => p.default_content.iter().map(|c| (*c).to_owned()).collect(),
     };
     let shared = opts.remove("shared").is_some_and(|v| v == 1);
     let storage = Storage {
         storage: storeid.clone(),
         kind: kind.clone(),
-        shared: p.3 || shared,
+        shared: p.shared_by_nature || shared,
         content,
         options: opts,
         secrets: given,
@@ -263,13 +261,16 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let opts = check_config(ctx, st.pve_version, p, false).map_err(failed)?;
     let delete = split_list(ctx.p("delete").unwrap_or_default());
     for k in &delete {
-        let Some((_, (fixed, optional))) = p.1.iter().find(|(o, _)| o == k) else {
+        let Some(&proxops_pve_schema::StorageOption {
+            fixed, optional, ..
+        }) = p.option(k)
+        else {
             return Err(failed(format!("no such option '{k}'")));
         };
         if !optional {
             return Err(failed(format!("unable to delete required option '{k}'")));
         }
-        if *fixed {
+        if fixed {
             return Err(failed(format!("unable to delete fixed option '{k}'")));
         }
         if opts.contains_key(k) {
@@ -280,8 +281,8 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
     }
     for k in &delete {
         match k.as_str() {
-            "content" => s.content = p.2.iter().map(|c| (*c).to_owned()).collect(),
-            "shared" => s.shared = p.3,
+            "content" => s.content = p.default_content.iter().map(|c| (*c).to_owned()).collect(),
+            "shared" => s.shared = p.shared_by_nature,
             k if SENSITIVE.contains(&k) => {
                 s.secrets.remove(k);
             }
@@ -293,7 +294,7 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
     for (k, v) in opts {
         match k.as_str() {
             "content" => s.content = split_list(v.as_str().unwrap_or_default()),
-            "shared" => s.shared = p.3 || v == 1,
+            "shared" => s.shared = p.shared_by_nature || v == 1,
             _ => {
                 s.options.insert(k, v);
             }
