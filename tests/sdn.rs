@@ -128,3 +128,115 @@ async fn sdn_objects_are_applied_before_the_guest_on_them_and_removals_are_appli
     let subnets = get(&client, "/cluster/sdn/vnets/labnet/subnets").await;
     assert_eq!(subnets.as_array().map(Vec::len), Some(0), "{subnets:#?}");
 }
+
+/// A simulator with its principal token and `ops@pve!sdn`, which may write SDN zones and what
+/// is under them but not apply the SDN configuration (`SDN.Allocate` on `/sdn/zones`, not on
+/// `/sdn`): an apply that fails after the writes succeeded.
+async fn sim_with_a_token_that_cannot_apply() -> (proxops_pve_sim::SimHandle, PveClient, PveClient)
+{
+    use proxops_pve_sim::{AclEntry, ApiToken, SimConfig, acl_with_token_users, start};
+    let grant = |path: &str, privs: &[&str]| AclEntry {
+        principal: "ops@pve!sdn".into(),
+        path: path.into(),
+        privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+    };
+    let sim = start(
+        SimConfig::default()
+            .with_extra_tokens(vec![ApiToken::new("ops@pve!sdn", "sdn-secret")])
+            .with_acl(acl_with_token_users(vec![
+                grant(
+                    "/",
+                    &[
+                        "Sys.Audit",
+                        "SDN.Audit",
+                        "Datastore.Audit",
+                        "VM.Audit",
+                        "Pool.Audit",
+                    ],
+                ),
+                grant("/sdn/zones", &["SDN.Allocate", "SDN.Audit"]),
+            ])),
+    )
+    .await
+    .unwrap();
+    let admin = proxops_test_support::sim::client(&sim);
+    let limited = proxops_test_support::sim::client_builder(
+        &sim,
+        proxops_pve::Credentials::parse_token("ops@pve!sdn=sdn-secret").unwrap(),
+    )
+    .build()
+    .unwrap();
+    (sim, admin, limited)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_whose_apply_failed_is_applied_by_the_next_cycle() {
+    let (_sim, admin, limited) = sim_with_a_token_that_cannot_apply().await;
+    let texts = sdn("the lab");
+    apply(&admin, &texts).await;
+    assert!(plan(&admin, &texts).await.is_empty());
+
+    // The subnet leaves the repository; its delete is written, the apply is refused.
+    let without: Vec<String> = texts
+        .iter()
+        .filter(|t| !t.contains("kind: SdnSubnet"))
+        .cloned()
+        .collect();
+    let p = plan_with(&limited, &without, &remembered(&texts)).await;
+    let report = execute(&limited, &p, &ExecOptions::default()).await;
+    let outcome = |kind: &str| {
+        let r = report
+            .results
+            .iter()
+            .find(|r| r.subject.starts_with(kind))
+            .unwrap();
+        format!("{:?}", r.outcome)
+    };
+    assert!(outcome("SDN/").contains("Failed"), "{report:#?}");
+    // The delete is not done while PVE has not applied it: no teardown is recorded for it, so
+    // the next cycle still knows the subnet was ProxOps's.
+    let delete = outcome("SdnSubnet/");
+    assert!(
+        delete.contains("Failed") && delete.contains("pending"),
+        "{report:#?}"
+    );
+    // PVE still runs the subnet; its deletion is pending.
+    let running = client_get_running_subnets(&admin).await;
+    assert_eq!(running, ["lab-10.20.0.0-24"], "{running:?}");
+
+    // The next cycle (a token that may apply) applies the pending removal, and nothing else.
+    let p = plan_with(&admin, &without, &remembered(&texts)).await;
+    let verbs: Vec<(&str, Verb)> = p
+        .actions
+        .iter()
+        .map(|a| (a.kind.as_str(), a.verb))
+        .collect();
+    assert_eq!(verbs, [("SDN", Verb::Update)], "{p:#?}");
+    let report = execute(&admin, &p, &ExecOptions::default()).await;
+    assert!(report.all_succeeded(), "{report:#?}");
+    assert!(client_get_running_subnets(&admin).await.is_empty());
+    assert!(
+        plan_with(&admin, &without, &remembered(&without))
+            .await
+            .is_empty()
+    );
+}
+
+/// The subnets of VNet `labnet` PVE runs (the applied configuration).
+async fn client_get_running_subnets(client: &PveClient) -> Vec<String> {
+    let path = "/cluster/sdn/vnets/labnet/subnets";
+    let rows = client
+        .call_json(
+            Method::GET,
+            "/cluster/sdn/vnets/{vnet}/subnets",
+            path,
+            &Params::new().set("running", 1),
+        )
+        .await
+        .unwrap();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["subnet"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -121,15 +121,50 @@ pub async fn execute(client: &PveClient, plan: &ClusterPlan, options: &ExecOptio
         states[id] = State::Done(r.outcome.clone());
         results[id] = Some(r);
     }
+    let mut results: Vec<ActionResult> = results
+        .into_iter()
+        .zip(&plan.actions)
+        .map(|(r, a)| {
+            r.unwrap_or_else(|| result(a, Outcome::NotStarted, Vec::new(), Duration::ZERO))
+        })
+        .collect();
+    sdn_writes_pending(plan, &mut results);
     CycleReport {
         cluster: plan.cluster.clone(),
-        results: results
-            .into_iter()
-            .zip(&plan.actions)
-            .map(|(r, a)| {
-                r.unwrap_or_else(|| result(a, Outcome::NotStarted, Vec::new(), Duration::ZERO))
-            })
-            .collect(),
+        results,
+    }
+}
+
+/// An SDN write whose apply (`PUT /cluster/sdn`) did not succeed is not done: PVE keeps it
+/// pending. Its result says so, so that no receipt or teardown records it as done and the next
+/// cycle, which still knows the object as ProxOps's, applies it.
+fn sdn_writes_pending(plan: &ClusterPlan, results: &mut [ActionResult]) {
+    for apply in plan.actions.iter().filter(|a| matches!(a.op, Op::SdnApply)) {
+        let why = match &results[apply.id].outcome {
+            Outcome::Succeeded => continue,
+            Outcome::Failed { error } => (
+                error.kind(),
+                format!("the SDN apply failed: {}", error.message()),
+            ),
+            _ => (
+                FailureKind::Internal,
+                "the SDN apply did not run".to_owned(),
+            ),
+        };
+        for &write in &apply.after {
+            let r = &mut results[write];
+            if r.outcome == Outcome::Succeeded {
+                r.outcome = Outcome::Failed {
+                    error: ActionError::new(
+                        why.0,
+                        format!(
+                            "written, but {}; the change stays pending in PVE until the SDN configuration is applied",
+                            why.1
+                        ),
+                    ),
+                };
+            }
+        }
     }
 }
 

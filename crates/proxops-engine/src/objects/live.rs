@@ -6,7 +6,7 @@ use super::desired::acl_id;
 use super::value::ObjValue;
 use proxops_pve::{Method, Params, PveClient, PveError};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One live object's parameters, by name.
 pub type LiveParams = BTreeMap<String, ObjValue>;
@@ -16,6 +16,16 @@ pub type LiveList = BTreeMap<String, LiveParams>;
 
 /// Reads the list of `endpoints` (ACL entries are read into `path|type|ugid|role` ids).
 pub async fn read(client: &PveClient, endpoints: &Endpoints) -> Result<LiveList, PveError> {
+    read_with_deletions(client, endpoints)
+        .await
+        .map(|(list, _)| list)
+}
+
+/// [`read`], and the ids of the SDN objects whose deletion waits for `PUT /cluster/sdn`.
+pub async fn read_with_deletions(
+    client: &PveClient,
+    endpoints: &Endpoints,
+) -> Result<(LiveList, BTreeSet<String>), PveError> {
     // Users are listed with everything PVE keeps of them (`full=1`: their groups).
     // Users with everything PVE keeps of them (`full=1`: their groups); SDN objects as they
     // will be once applied, with whether they are (`pending=1`).
@@ -30,7 +40,7 @@ pub async fn read(client: &PveClient, endpoints: &Endpoints) -> Result<LiveList,
     let data = client
         .call_json(Method::GET, endpoints.list, &path, &params)
         .await?;
-    Ok(parse(endpoints, &data))
+    Ok(parse_with_deletions(endpoints, &data))
 }
 
 /// The options of a singleton's read (`GET .../firewall/options`) are kept under this id.
@@ -38,14 +48,21 @@ pub const OPTIONS: &str = "options";
 
 /// The objects of a list response.
 pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
+    parse_with_deletions(endpoints, data).0
+}
+
+/// [`parse`], and the ids of the SDN objects whose deletion is pending (not in the list: they
+/// are gone once applied).
+pub fn parse_with_deletions(endpoints: &Endpoints, data: &Value) -> (LiveList, BTreeSet<String>) {
     let mut out = LiveList::new();
+    let mut deleted = BTreeSet::new();
     if let Some(fields) = data.as_object() {
         let params = fields
             .iter()
             .filter_map(|(k, v)| value_of(v).map(|v| (k.clone(), v)))
             .collect();
         out.insert(OPTIONS.to_owned(), params);
-        return out;
+        return (out, deleted);
     }
     for row in data.as_array().into_iter().flatten() {
         let Some(fields) = row.as_object() else {
@@ -85,6 +102,7 @@ pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
             // what the files hold instead under `pending` (`deleted` for a key they dropped),
             // and a `state`. An object whose deletion is pending is gone already.
             if text("state") == Some("deleted") {
+                deleted.insert(id);
                 continue;
             }
             for (k, v) in fields
@@ -107,7 +125,7 @@ pub fn parse(endpoints: &Endpoints, data: &Value) -> LiveList {
         }
         out.insert(id, params);
     }
-    out
+    (out, deleted)
 }
 
 /// Whether a live SDN object waits for `PUT /cluster/sdn` (its `state` under `pending=1`).

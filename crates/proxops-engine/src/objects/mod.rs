@@ -24,6 +24,8 @@ pub use class::{
 pub use desired::{
     DesiredObject, acl_id, guest_firewall_objects, mark, marks_in, objects, strip_marks,
 };
-pub use live::{LiveList, LiveParams, OPTIONS, parse, pending, read};
+pub use live::{
+    LiveList, LiveParams, OPTIONS, parse, parse_with_deletions, pending, read, read_with_deletions,
+};
 pub(crate) use request::{Found, ObjectRequest, create_request, delete_request, update_request};
 pub use value::{ObjValue, same};

@@ -108,7 +108,7 @@ pub async fn plan_cluster(
     planner.plan_steps(client, options, &live).await;
     planner.prunes(client, options).await;
     planner.object_prunes(client, options).await;
-    planner.sdn_apply();
+    planner.sdn_apply(options);
     Ok(planner.plan)
 }
 

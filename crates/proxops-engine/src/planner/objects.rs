@@ -15,8 +15,8 @@ use super::{PlanOptions, Planner};
 use crate::desired::{Desired, identity_tag};
 use crate::objects::{
     DesiredObject, Endpoints, Found, LiveList, LiveParams, OPTIONS, ObjValue, Shape,
-    create_request, delete_request, guest_firewall_objects, marks_in, objects, read, rules, same,
-    strip_marks, update_request,
+    create_request, delete_request, guest_firewall_objects, marks_in, objects, read_with_deletions,
+    rules, same, strip_marks, update_request,
 };
 use crate::plan::{KeyChange, Op, Skipped, Verb};
 use proxops_graph::StepId;
@@ -33,6 +33,8 @@ pub(super) type ObjectLists = BTreeMap<String, ObjectRead>;
 pub(super) struct ObjectRead {
     endpoints: Endpoints,
     list: Result<LiveList, String>,
+    /// The SDN objects of the list whose deletion waits for `PUT /cluster/sdn`.
+    deleted: BTreeSet<String>,
 }
 
 /// How the object at a declared id is held.
@@ -93,9 +95,18 @@ impl<'a> Planner<'a> {
             if missing_parent {
                 continue;
             }
-            let list = read(client, &e).await.map_err(|e| e.to_string());
-            self.objects
-                .insert(e.list_path(), ObjectRead { endpoints: e, list });
+            let (list, deleted) = match read_with_deletions(client, &e).await {
+                Ok((list, deleted)) => (Ok(list), deleted),
+                Err(err) => (Err(err.to_string()), BTreeSet::new()),
+            };
+            self.objects.insert(
+                e.list_path(),
+                ObjectRead {
+                    endpoints: e,
+                    list,
+                    deleted,
+                },
+            );
         }
     }
 
@@ -1016,7 +1027,7 @@ impl Planner<'_> {
     /// `PUT /cluster/sdn` after ProxOps's SDN writes (or when a declared SDN object still waits
     /// for one): PVE keeps SDN changes pending until then. Whatever waited for an SDN write waits
     /// for the apply instead, so no guest starts on a VNet that is not there yet.
-    pub(super) fn sdn_apply(&mut self) {
+    pub(super) fn sdn_apply(&mut self, options: &PlanOptions) {
         let sdn_kinds = |kind: &str| ObjectClass::of_kind(kind).is_some_and(ObjectClass::is_sdn);
         let writes: BTreeSet<usize> = self
             .plan
@@ -1033,12 +1044,31 @@ impl Planner<'_> {
                     matches!(self.live_list(&d.endpoints.list_path()), Some(Ok(l)) if l.get(&d.id).is_some_and(crate::objects::pending))
                 })
         });
-        if writes.is_empty() && !waiting {
+        // A removal of ProxOps's whose apply failed: the object is no longer declared, PVE
+        // still runs it, and its deletion is pending.
+        let removing = options.previous.iter().flatten().any(|(key, resource)| {
+            sdn_kinds(&key.kind)
+                && graph.find(&key.kind, &key.name).is_none()
+                && objects(self.cx.cluster, resource)
+                    .into_iter()
+                    .flatten()
+                    .any(|d| {
+                        self.objects
+                            .get(&d.endpoints.list_path())
+                            .is_some_and(|r| r.deleted.contains(&d.id))
+                    })
+        });
+        if writes.is_empty() && !waiting && !removing {
             return;
         }
         let id = self.plan.actions.len();
         let reason = if writes.is_empty() {
-            "SDN changes of declared objects wait to be applied".to_owned()
+            match (waiting, removing) {
+                (true, true) => "SDN changes of declared objects, and a removal of ProxOps's, wait to be applied",
+                (true, false) => "SDN changes of declared objects wait to be applied",
+                _ => "the removal of an SDN object of ProxOps's waits to be applied",
+            }
+            .to_owned()
         } else {
             format!(
                 "{} SDN change(s) planned: PVE applies them only with the SDN configuration (any change pending by hand is applied with them)",
