@@ -442,3 +442,60 @@ async fn a_token_whose_secret_cannot_be_written_is_deleted_again() {
         .unwrap();
     assert_eq!(full.expose(), "ci@pve!deploy");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_whose_receipt_cannot_be_published_is_kept_in_the_repository() {
+    let lab = Lab::new();
+    lab.repo.write("user/lab/ci.yaml", USER);
+    lab.repo
+        .write("apitoken/lab/deploy.yaml", &token("deploys from CI"));
+    lab.compose_lab(&["user/lab/ci.yaml", "apitoken/lab/deploy.yaml"]);
+    lab.commit("a CI user and its deploy token");
+    // Another writer holds the observed branch's ref lock: the receipts cannot be published.
+    let lock = lab.path().join(".git/refs/heads/proxops/observed/lab.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::write(&lock, "").unwrap();
+    let state = lab.state.path().join("lab.json");
+    let out = lab.proxops(&[
+        "apply",
+        "--planes",
+        "--yes",
+        "--cluster",
+        "lab",
+        "--backend",
+        "sim",
+        "--sim-state",
+        state.to_str().unwrap(),
+    ]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("ApiToken/deploy: its receipt could not be published; its secret (encrypted) is kept in clusters/lab/tokens/deploy.sops.yaml"),
+        "{text}"
+    );
+    let sops =
+        std::fs::read_to_string(lab.path().join("clusters/lab/tokens/deploy.sops.yaml")).unwrap();
+    let (full, value) = opened(&sops);
+    assert_eq!(full, "ci@pve!deploy");
+    assert!(!text.contains(value.expose()));
+    // The kept value is the token's.
+    let (sim, client) = lab
+        .lab_sim(Some(Credentials::Token {
+            id: "ci@pve!deploy".into(),
+            secret: value,
+        }))
+        .await;
+    client
+        .call_json(Method::GET, "/version", "/version", &Params::new())
+        .await
+        .expect("the token authenticates with the kept value");
+    sim.shutdown().await.unwrap();
+    // The lock gone, the next apply records the planes and makes no second token.
+    std::fs::remove_file(&lock).unwrap();
+    let next = lab.apply_planes();
+    assert!(!next.contains("create    ApiToken"), "{next}");
+    let (sim, client) = lab.lab_sim(None).await;
+    assert_eq!(tokens(&client).await.len(), 1);
+    sim.shutdown().await.unwrap();
+}

@@ -104,9 +104,18 @@ pub(crate) async fn create(
     }
 }
 
+/// Where a token's encrypted secret is written in the repository when no plane keeps it:
+/// `clusters/<cluster>/tokens/<name>.sops.yaml`.
+pub(crate) fn secret_file(cluster: &str, name: &str) -> std::path::PathBuf {
+    Path::new("clusters")
+        .join(cluster)
+        .join("tokens")
+        .join(format!("{name}.sops.yaml"))
+}
+
 /// Writes the encrypted document to `path` whole or not at all (a temporary file beside it,
 /// renamed), creating its directory; an existing file (a token made anew) is replaced.
-fn write_sealed(path: &Path, sops: &str) -> Result<(), String> {
+pub(crate) fn write_sealed(path: &Path, sops: &str) -> Result<(), String> {
     let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", path.display());
     let dir = path
         .parent()

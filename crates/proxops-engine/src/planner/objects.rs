@@ -787,10 +787,7 @@ fn token_sink(
     let file = match (&options.receipts, &options.token_files) {
         (Some(_), _) => None,
         (None, Some(root)) => {
-            let shown = std::path::Path::new("clusters")
-                .join(cluster)
-                .join("tokens")
-                .join(format!("{name}.sops.yaml"));
+            let shown = crate::objects::token::secret_file(cluster, name);
             Some((shown.clone(), root.join(shown)))
         }
         (None, None) => {

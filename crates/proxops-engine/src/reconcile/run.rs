@@ -408,9 +408,18 @@ impl Reconciler {
                     .count(),
             )
             .unwrap_or(u32::MAX);
-            let receipts = self
+            let receipts = match self
                 .record(conn, planes, run, &plan, Some(&report), started)
-                .await?;
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    // The receipts carry new API tokens' secrets, which PVE shows only once:
+                    // kept in the repository directory instead of lost.
+                    self.keep_token_secrets(name, &report, dir);
+                    return Err(e);
+                }
+            };
             let failed =
                 report.count(|o| matches!(o, Outcome::Failed { .. } | Outcome::Deferred { .. }));
             let not_started = report.count(|o| *o == Outcome::NotStarted);
@@ -443,6 +452,33 @@ impl Reconciler {
         } else {
             RunResult::NotConverged
         })
+    }
+
+    /// Writes the encrypted secret of each API token the cycle created to
+    /// `clusters/<cluster>/tokens/<name>.sops.yaml` under `dir`, with a warning naming it: what
+    /// is left of the secret when its receipt could not be published.
+    fn keep_token_secrets(&self, cluster: &str, report: &crate::execute::CycleReport, dir: &Path) {
+        for r in &report.results {
+            let Some(sealed) = &r.token else { continue };
+            let name = r
+                .subject
+                .split_once('/')
+                .map_or(r.subject.as_str(), |(_, n)| n);
+            let shown = crate::objects::token::secret_file(cluster, name);
+            let message = match crate::objects::token::write_sealed(&dir.join(&shown), &sealed.sops)
+            {
+                Ok(()) => format!(
+                    "{}: its receipt could not be published; its secret (encrypted) is kept in {} instead",
+                    r.subject,
+                    shown.display()
+                ),
+                Err(e) => format!(
+                    "{}: its receipt could not be published and its secret could not be kept ({e}): delete the token by hand, ProxOps then makes it anew",
+                    r.subject
+                ),
+            };
+            self.emit(&Event::Warning { cluster, message });
+        }
     }
 
     /// Publishes the receipts of one cycle, when the planes are recorded.

@@ -12,7 +12,7 @@ fn publishes_resolved_resources_readable_with_the_git_cli() {
     assert_eq!(p.changes.created.len(), 26);
     assert_fsck_clean(repo.path());
     let docs = cli_documents(repo.path(), "proxops/desired/home");
-    assert_eq!(docs.len(), 26, "{:?}", docs.keys());
+    assert_eq!(docs.len(), 27, "{:?}", docs.keys());
     let vm = &docs["resources/VM/jumpbox.yaml"];
     assert_eq!(vm["apiVersion"], "proxops/v1alpha1");
     assert_eq!(vm["kind"], "VM");

@@ -103,7 +103,7 @@ fn state_is_clean_for_a_current_receipt_and_ready_otherwise() {
     let row = view.resource("VM", "jumpbox").unwrap();
     assert_eq!(row.state, ResourceState::Clean);
     assert_eq!(row.observation, ObservationState::Current);
-    assert_eq!(view.count(ResourceState::Ready), 24);
+    assert_eq!(view.count(ResourceState::Ready), 25);
     assert_eq!(view.artifacts[0].freshness, Freshness::Current);
     let other = view.resource("VM", "truenas").unwrap();
     assert_eq!(other.observation, ObservationState::Missing);
