@@ -77,6 +77,40 @@ pub struct KeyChange {
     pub removed: Vec<String>,
 }
 
+impl KeyChange {
+    /// `key` written with `to` (its live value `from`).
+    pub fn set(key: impl Into<String>, from: Option<String>, to: impl Into<String>) -> KeyChange {
+        KeyChange {
+            key: key.into(),
+            from,
+            to: Some(to.into()),
+            delete: false,
+            removed: Vec::new(),
+        }
+    }
+
+    /// `key` deleted (its live value `from`).
+    pub fn deleted(key: impl Into<String>, from: impl Into<String>) -> KeyChange {
+        KeyChange {
+            key: key.into(),
+            from: Some(from.into()),
+            to: None,
+            delete: true,
+            removed: Vec::new(),
+        }
+    }
+
+    /// The keys written and deleted, shown in key order.
+    pub fn sorted(
+        set: impl IntoIterator<Item = KeyChange>,
+        deleted: impl IntoIterator<Item = KeyChange>,
+    ) -> Vec<KeyChange> {
+        let mut out: Vec<KeyChange> = set.into_iter().chain(deleted).collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+}
+
 /// One disk growth, for display.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

@@ -695,25 +695,13 @@ fn key_changes(
     changes: &[crate::diff::Change],
     removals: &[crate::diff::Removal],
 ) -> Vec<KeyChange> {
-    let mut out: Vec<KeyChange> = changes
-        .iter()
-        .map(|c| KeyChange {
-            key: c.key.clone(),
-            from: c.live.clone(),
-            to: Some(c.value.clone()),
-            delete: false,
+    KeyChange::sorted(
+        changes.iter().map(|c| KeyChange {
             removed: c.removed.clone(),
-        })
-        .chain(removals.iter().map(|r| KeyChange {
-            key: r.key.clone(),
-            from: Some(r.live.clone()),
-            to: None,
-            delete: true,
-            removed: Vec::new(),
-        }))
-        .collect();
-    out.sort_by(|a, b| a.key.cmp(&b.key));
-    out
+            ..KeyChange::set(&c.key, c.live.clone(), &c.value)
+        }),
+        removals.iter().map(|r| KeyChange::deleted(&r.key, &r.live)),
+    )
 }
 
 /// What the planner read of the live guests of ours.

@@ -830,26 +830,16 @@ fn token_recipients(options: &PlanOptions) -> Result<Vec<String>, (&'static str,
 
 /// The key changes an update or adoption shows, sorted by key.
 fn shown(found: &Found) -> Vec<KeyChange> {
-    let mut out: Vec<KeyChange> = found
-        .set
-        .iter()
-        .map(|(k, d, l)| KeyChange {
-            key: k.clone(),
-            from: l.as_ref().map(ToString::to_string),
-            to: Some(d.to_string()),
-            delete: false,
-            removed: Vec::new(),
-        })
-        .chain(found.unset.iter().map(|(k, l)| KeyChange {
-            key: k.clone(),
-            from: Some(l.to_string()),
-            to: None,
-            delete: true,
-            removed: Vec::new(),
-        }))
-        .collect();
-    out.sort_by(|a, b| a.key.cmp(&b.key));
-    out
+    KeyChange::sorted(
+        found
+            .set
+            .iter()
+            .map(|(k, d, l)| KeyChange::set(k, l.as_ref().map(ToString::to_string), d.to_string())),
+        found
+            .unset
+            .iter()
+            .map(|(k, l)| KeyChange::deleted(k, l.to_string())),
+    )
 }
 
 /// Whether two free-text values say the same once ProxOps's marks are taken out.
@@ -938,13 +928,7 @@ fn shown_all(d: &DesiredObject) -> Vec<KeyChange> {
     d.create_only
         .iter()
         .chain(&d.params)
-        .map(|(k, v)| KeyChange {
-            key: k.clone(),
-            from: None,
-            to: Some(v.to_string()),
-            delete: false,
-            removed: Vec::new(),
-        })
+        .map(|(k, v)| KeyChange::set(k, None, v.to_string()))
         .collect()
 }
 
