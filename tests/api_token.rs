@@ -34,18 +34,7 @@ fn token(comment: &str) -> String {
 impl Lab {
     /// `proxops apply --planes --yes` on lab's persistent simulator; its standard output.
     fn apply_planes(&self) -> String {
-        let state = self.state.path().join("lab.json");
-        let out = self.proxops(&[
-            "apply",
-            "--planes",
-            "--yes",
-            "--cluster",
-            "lab",
-            "--backend",
-            "sim",
-            "--sim-state",
-            state.to_str().unwrap(),
-        ]);
+        let out = self.apply_on("lab", &["--planes"]);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "apply failed: {stdout}\n{stderr}");
@@ -54,18 +43,7 @@ impl Lab {
 
     /// `proxops apply --no-planes --yes` on lab's persistent simulator; its output and status.
     fn apply_no_planes(&self) -> (bool, String) {
-        let state = self.state.path().join("lab.json");
-        let out = self.proxops(&[
-            "apply",
-            "--no-planes",
-            "--yes",
-            "--cluster",
-            "lab",
-            "--backend",
-            "sim",
-            "--sim-state",
-            state.to_str().unwrap(),
-        ]);
+        let out = self.apply_on("lab", &["--no-planes"]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
         (out.status.success(), text)
@@ -455,18 +433,7 @@ async fn a_secret_whose_receipt_cannot_be_published_is_kept_in_the_repository() 
     let lock = lab.path().join(".git/refs/heads/proxops/observed/lab.lock");
     std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
     std::fs::write(&lock, "").unwrap();
-    let state = lab.state.path().join("lab.json");
-    let out = lab.proxops(&[
-        "apply",
-        "--planes",
-        "--yes",
-        "--cluster",
-        "lab",
-        "--backend",
-        "sim",
-        "--sim-state",
-        state.to_str().unwrap(),
-    ]);
+    let out = lab.apply_on("lab", &["--planes"]);
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}");

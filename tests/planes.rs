@@ -12,18 +12,7 @@ use std::process::Command;
 impl Lab {
     /// `proxops apply --planes` on cluster lab's persistent simulator; its standard output.
     fn apply(&self) -> String {
-        let state = self.state.path().join("lab.json");
-        let out = self.proxops(&[
-            "apply",
-            "--planes",
-            "--yes",
-            "--cluster",
-            "lab",
-            "--backend",
-            "sim",
-            "--sim-state",
-            state.to_str().unwrap(),
-        ]);
+        let out = self.apply_on("lab", &["--planes"]);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
@@ -355,18 +344,7 @@ fn apply_with_planes_needs_a_git_repository() {
 #[test]
 fn resources_applied_before_planes_get_in_sync_receipts() {
     let lab = Lab::new();
-    let state = lab.state.path().join("lab.json");
-    let out = lab.proxops(&[
-        "apply",
-        "--no-planes",
-        "--yes",
-        "--cluster",
-        "lab",
-        "--backend",
-        "sim",
-        "--sim-state",
-        state.to_str().unwrap(),
-    ]);
+    let out = lab.apply_on("lab", &["--no-planes"]);
     assert!(out.status.success(), "{out:?}");
     let plain = lab.git(&["branch", "--list", "proxops/*"]);
     assert_eq!(plain, "", "apply --no-planes writes no plane");
@@ -769,20 +747,7 @@ fn apply_with_a_remote_publishes_the_planes_there_and_gives_the_remote_lease_bac
     git(remote.path(), &["init", "-q", "--bare", "-b", "main"]);
     lab.git(&["remote", "add", "origin", remote.path().to_str().unwrap()]);
     lab.git(&["push", "-q", "origin", "main"]);
-    let state = lab.state.path().join("lab.json");
-    let out = lab.proxops(&[
-        "apply",
-        "--planes",
-        "--remote",
-        "origin",
-        "--yes",
-        "--cluster",
-        "lab",
-        "--backend",
-        "sim",
-        "--sim-state",
-        state.to_str().unwrap(),
-    ]);
+    let out = lab.apply_on("lab", &["--planes", "--remote", "origin"]);
     assert!(out.status.success(), "{out:?}");
     let on_remote = git(remote.path(), &["show-ref"]);
     for branch in [DESIRED, OBSERVED] {

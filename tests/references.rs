@@ -146,18 +146,7 @@ fn a_waiting_consumer_is_never_deleted_duplicated_or_created_with_a_placeholder(
     assert!(waits.contains("VM/sandbox-02"), "{waits}");
 
     // Without planes, a resource using a reference is never applied with a placeholder.
-    let state = lab.state.path().join("lab.json");
-    let out = lab.proxops(&[
-        "apply",
-        "--no-planes",
-        "--yes",
-        "--cluster",
-        "lab",
-        "--backend",
-        "sim",
-        "--sim-state",
-        state.to_str().unwrap(),
-    ]);
+    let out = lab.apply_on("lab", &["--no-planes"]);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -328,18 +317,7 @@ fn promote_carries_a_disk_image_url_and_checksum_from_the_pinned_source() {
     );
 
     // Outside a promotion, `fromPromotion` is an error, not a wait.
-    let state = lab.state.path().join("home.json");
-    let out = lab.proxops(&[
-        "apply",
-        "--planes",
-        "--yes",
-        "--cluster",
-        "home",
-        "--backend",
-        "sim",
-        "--sim-state",
-        state.to_str().unwrap(),
-    ]);
+    let out = lab.apply_on("home", &["--planes"]);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -206,6 +206,16 @@ impl Lab {
     }
 
     /// Commits every change of the work tree.
+    /// `proxops apply --yes --cluster CLUSTER` with `extra`, on the cluster's persistent
+    /// simulator (`--backend sim --sim-state <state>/<cluster>.json`).
+    pub fn apply_on(&self, cluster: &str, extra: &[&str]) -> std::process::Output {
+        let state = self.state.path().join(format!("{cluster}.json"));
+        let mut args = vec!["apply", "--yes", "--cluster", cluster, "--backend", "sim"];
+        args.extend(["--sim-state", state.to_str().unwrap()]);
+        args.extend(extra);
+        self.proxops(&args)
+    }
+
     pub fn commit(&self, message: &str) {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "-m", message]);
