@@ -139,6 +139,7 @@ async fn sim_with_a_token_that_cannot_apply() -> (proxops_pve_sim::SimHandle, Pv
         principal: "ops@pve!sdn".into(),
         path: path.into(),
         privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+        propagate: true,
     };
     let sim = start(
         SimConfig::default()

@@ -269,8 +269,8 @@ impl Access {
         self.acl.iter().flat_map(|e| e.privs.iter())
     }
 
-    /// Whether ACL entries of `principal` grant `privilege` on `path`: on it or a path above
-    /// (the simulator's grants always propagate), or on a pool holding it (pve-access-control
+    /// Whether ACL entries of `principal` grant `privilege` on `path`: on it or (propagating)
+    /// on a path above, or on a pool holding it (pve-access-control
     /// `RPCEnvironment.pm` `$compile_acl_path`: pool roles apply to the pool's guests and
     /// storages).
     fn grants(&self, principal: &str, path: &str, privilege: &str) -> bool {
@@ -280,6 +280,7 @@ impl Access {
             self.acl.iter().any(|e| {
                 (e.principal == principal || groups.contains(&e.principal))
                     && covers(&e.path, p)
+                    && (e.propagate || e.path == p)
                     && e.privs.iter().any(|x| x == "*" || x == privilege)
             })
         };

@@ -121,6 +121,13 @@ pub struct AclEntry {
     pub path: String,
     /// Privilege names (`VM.Allocate`, ...); `*` grants all.
     pub privs: Vec<String>,
+    /// Whether the grant holds below `path` too (PVE's `propagate`, 1 unless set).
+    #[serde(default = "propagates")]
+    pub propagate: bool,
+}
+
+fn propagates() -> bool {
+    true
 }
 
 /// `entries` with each grant to a token repeated for the token's user: what a
@@ -149,6 +156,7 @@ impl AclEntry {
             principal: principal.into(),
             path: "/".into(),
             privs: vec!["*".into()],
+            propagate: true,
         }
     }
 }

@@ -197,6 +197,7 @@ fn acl_entry(text: &str) -> Result<AclEntry, CommandError> {
         principal: principal.to_owned(),
         path: path.to_owned(),
         privs,
+        propagate: true,
     })
 }
 

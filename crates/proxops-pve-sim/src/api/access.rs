@@ -53,7 +53,6 @@ pub(crate) fn permissions(ctx: &mut Ctx) -> Result<Value, ApiError> {
         (auth::Access::of(&st), st.pve_version)
     };
     let privileges = |path: &str| -> Map<String, Value> {
-        // The simulator's ACL entries always propagate.
         auth::privileges_at(&shared, &access, version, &who, path)
             .into_iter()
             .map(|p| (p, Value::from(1)))
@@ -228,7 +227,7 @@ fn role_of(privs: &[String], version: crate::version::PveVersion) -> (String, Ve
 
 /// `GET /access/acl` (pve-access-control `PVE/API2/ACL.pm` `read_acl`): every grant, as PVE
 /// lists them, restricted to the paths where the caller may modify permissions unless it
-/// holds `Sys.Audit` on `/access`. The simulator's grants always propagate.
+/// holds `Sys.Audit` on `/access`.
 pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let audit = ctx.allowed("/access", "Sys.Audit");
     let version = ctx.state().pve_version;
@@ -254,7 +253,7 @@ pub(crate) fn acl(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 "type": kind,
                 "ugid": ugid,
                 "roleid": role_of(&e.privs, version).0,
-                "propagate": 1,
+                "propagate": u8::from(e.propagate),
             })
         })
         .collect();

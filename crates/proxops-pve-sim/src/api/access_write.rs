@@ -25,6 +25,8 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
     super::pool::check_perm_modify(ctx, &path)?;
     let roles = split_list(&ctx.req("roles")?);
     let delete = ctx.flag("delete").unwrap_or(false);
+    // `update_acl`: a grant propagates unless told otherwise; granting it again sets it.
+    let propagate = ctx.flag("propagate").unwrap_or(true);
     let users = ctx.p("users").map(split_list).unwrap_or_default();
     let tokens = ctx.p("tokens").map(split_list).unwrap_or_default();
     let groups = ctx.p("groups").map(split_list).unwrap_or_default();
@@ -81,6 +83,7 @@ pub(crate) fn update(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 } else {
                     privs.clone()
                 },
+                propagate,
             };
             acl.retain(|e| {
                 !(e.principal == entry.principal && e.path == entry.path && e.privs == entry.privs)

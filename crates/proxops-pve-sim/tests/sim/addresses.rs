@@ -173,6 +173,7 @@ fn tokens(cfg: &mut SimConfig, denied: &[&str], allowed: &[&str]) -> (Auth, Auth
             principal: t.id.clone(),
             path: "/vms/100".into(),
             privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+            propagate: true,
         });
         auth.push(Auth::Header(t.header()));
     }

@@ -104,11 +104,13 @@ async fn acl_privileges_and_403_wording() {
             principal: "ops@pve!ci".into(),
             path: "/vms/100".into(),
             privs: vec!["VM.Audit".into(), "VM.PowerMgmt".into()],
+            propagate: true,
         },
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/storage".into(),
             privs: vec!["Datastore.Audit".into()],
+            propagate: true,
         },
     ]);
     let sim = Sim::with(cfg).await;
@@ -188,6 +190,7 @@ async fn disk_allocation_needs_datastore_privilege() {
         principal: "ops@pve!ci".into(),
         path: "/vms".into(),
         privs: vec!["*".into()],
+        propagate: true,
     }]);
     let sim = Sim::with(cfg).await;
     let ci = Auth::Header(t.header());
@@ -222,11 +225,13 @@ async fn access_permissions_reports_effective_privileges() {
             principal: "ops@pve!ci".into(),
             path: "/vms/100".into(),
             privs: vec!["VM.Audit".into(), "VM.PowerMgmt".into()],
+            propagate: true,
         },
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/storage".into(),
             privs: vec!["*".into()],
+            propagate: true,
         },
     ]);
     let sim = Sim::with(cfg).await;
@@ -302,6 +307,7 @@ async fn the_acl_lists_each_grant_with_its_role() {
             principal: "ops@pve!ci".into(),
             path: "/vms/100".into(),
             privs: vec!["VM.PowerMgmt".into(), "VM.Audit".into()],
+            propagate: true,
         },
         AclEntry::admin("admin@pve"),
     ]);
@@ -355,6 +361,7 @@ async fn tokens_hold_what_pve_computes_for_them() {
         principal: principal.into(),
         path: "/vms".into(),
         privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+        propagate: true,
     };
     cfg.acl = vec![
         grant("ops@pve", &["VM.Audit"]),

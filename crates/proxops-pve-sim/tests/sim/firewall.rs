@@ -527,11 +527,13 @@ async fn writing_needs_the_modify_privileges() {
             principal: auditor.id.clone(),
             path: "/".into(),
             privs: vec!["Sys.Audit".into()],
+            propagate: true,
         },
         AclEntry {
             principal: auditor.id.clone(),
             path: "/vms/100".into(),
             privs: vec!["VM.Audit".into()],
+            propagate: true,
         },
     ]);
     let sim = Sim::with(cfg).await;

@@ -145,6 +145,7 @@ async fn writing_a_mapping_needs_mapping_modify() {
         principal: ops.id.clone(),
         path: "/mapping/pci".into(),
         privs: vec!["Mapping.Audit".into()],
+        propagate: true,
     }]);
     let sim = Sim::with(cfg).await;
     let auth = Auth::Header(ops.header());

@@ -111,6 +111,7 @@ async fn pool_admin() -> (Sim, crate::support::Auth) {
         principal: ops.id.clone(),
         path: path.into(),
         privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+        propagate: true,
     };
     cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         grant(
@@ -181,6 +182,7 @@ async fn a_move_out_of_a_pool_without_pool_allocate_is_refused() {
         principal: ops.id.clone(),
         path: path.into(),
         privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+        propagate: true,
     };
     cfg.acl = proxops_pve_sim::acl_with_token_users(vec![
         grant("/pool/db", &["Pool.Allocate"]),

@@ -253,6 +253,7 @@ async fn suspend_to_disk_checks_pci_devices_and_permissions() {
             principal: id.into(),
             path: "/vms".into(),
             privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+            propagate: true,
         };
         (t, acl)
     };

@@ -133,6 +133,7 @@ async fn raw_hostpci_is_root_only_and_a_mapping_needs_mapping_use() {
         principal: "ops@pve!ci".into(),
         path: "/vms".into(),
         privs: vec!["*".into()],
+        propagate: true,
     }]);
     let limited = Sim::with(cfg).await;
     let denied = limited
@@ -263,11 +264,13 @@ async fn limited_on(version: PveVersion, privs: &[&str]) -> (Sim, Auth) {
             principal: "ops@pve!ci".into(),
             path: "/vms".into(),
             privs: privs.iter().map(|p| (*p).to_owned()).collect(),
+            propagate: true,
         },
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/storage".into(),
             privs: vec!["*".into()],
+            propagate: true,
         },
     ]);
     let sim = Sim::with(cfg).await;
@@ -644,6 +647,7 @@ async fn storage_rows_of_cluster_resources_need_datastore_audit() {
         principal: "ops@pve!ci".into(),
         path: "/storage/local".into(),
         privs: vec!["Datastore.AllocateSpace".into()],
+        propagate: true,
     }]);
     let sim = Sim::with(cfg).await;
     let rows = |auth: Auth| {
@@ -679,16 +683,19 @@ async fn bridges_need_sdn_use_in_their_real_zone() {
             principal: "ops@pve!ci".into(),
             path: "/vms".into(),
             privs: vec!["*".into()],
+            propagate: true,
         },
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/sdn/zones/localnetwork/vmbr0".into(),
             privs: vec!["SDN.Use".into()],
+            propagate: true,
         },
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/sdn/zones/tenants".into(),
             privs: vec!["SDN.Audit".into()],
+            propagate: true,
         },
     ]);
     let sim = Sim::with(cfg).await;

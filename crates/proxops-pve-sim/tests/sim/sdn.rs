@@ -427,11 +427,13 @@ async fn sdn_privileges_are_pves() {
             principal: "ops@pve!ci".into(),
             path: "/sdn/zones/zs".into(),
             privs: vec!["SDN.Allocate".into()],
+            propagate: true,
         },
         AclEntry {
             principal: "ops@pve!ci".into(),
             path: "/sdn/zones/zv".into(),
             privs: vec!["SDN.Audit".into()],
+            propagate: true,
         },
     ]);
     let sim = Sim::with(cfg).await;

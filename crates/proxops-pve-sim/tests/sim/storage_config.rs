@@ -200,6 +200,7 @@ async fn nodes_move_a_storage_and_a_deleted_one_loses_its_acl() {
         principal: "ops@pve".into(),
         path: "/storage/fast".into(),
         privs: vec!["Datastore.Audit".into()],
+        propagate: true,
     });
     let sim = Sim::with(cfg).await;
     sim.post(

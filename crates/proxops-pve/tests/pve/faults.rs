@@ -176,6 +176,7 @@ async fn permanent_errors_are_not_retried() {
         principal: "ops@pve!ci".into(),
         path: "/vms/100".into(),
         privs: vec!["VM.Audit".into()],
+        propagate: true,
     }]);
     let sim = Sim::with(cfg).await;
     let g = sim.create_vm(100, &[]).await;

@@ -126,6 +126,7 @@ async fn permission_errors_are_final() {
         principal: "ops@pve!ci".into(),
         path: "/vms/100".into(),
         privs: vec!["VM.Audit".into()],
+        propagate: true,
     }]);
     let sim = Sim::with(cfg).await;
     let g = sim.create_vm(100, &[]).await;
