@@ -61,7 +61,8 @@ fn entry(s: &Storage, digest: &str) -> Value {
 }
 
 /// `GET /storage` (`index`): the storages the caller holds `Datastore.Audit` on, of the `type`
-/// asked for; each lists the nodes that have it (`nodes`), whether configured or not.
+/// asked for, as `$api_storage_config` gives them: `nodes` and `shared` only when the config
+/// has them. A storage the state puts on some nodes only lists them, as its `nodes` would.
 pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
     let st = ctx.state();
     let digest = digest(&st);
@@ -78,8 +79,9 @@ pub(crate) fn index(ctx: &mut Ctx) -> Result<Value, ApiError> {
                 .filter(|m| m.storages.iter().any(|x| x.storage == s.storage))
                 .map(|m| m.node.as_str())
                 .collect();
-            row["nodes"] = nodes.join(",").into();
-            row["shared"] = u8::from(s.shared).into();
+            if nodes.len() < st.nodes.len() {
+                row["nodes"] = nodes.join(",").into();
+            }
             row
         })
         .collect();
