@@ -27,5 +27,7 @@ pub use desired::{
 pub use live::{
     LiveList, LiveParams, OPTIONS, parse, parse_with_deletions, pending, read, read_with_deletions,
 };
-pub(crate) use request::{Found, ObjectRequest, create_request, delete_request, update_request};
+pub(crate) use request::{
+    Found, ObjectRequest, carried, create_request, delete_request, update_request,
+};
 pub use value::{ObjValue, same};

@@ -13,8 +13,33 @@ pub(crate) struct Found {
     pub(crate) set: Vec<(String, ObjValue, Option<ObjValue>)>,
     /// Keys ProxOps wrote before that the manifest no longer sets: (key, live).
     pub(crate) unset: Vec<(String, ObjValue)>,
+    /// Keys the update must carry though they match (see [`carried`]): (key, live).
+    pub(crate) kept: Vec<(String, ObjValue)>,
     /// Keys PVE fixes at creation that differ, in words.
     pub(crate) fixed: Vec<String>,
+}
+
+/// The keys an update of `d` must send even when they do not change, their live value sent
+/// back as PVE has it: what PVE's update requires besides the ids in its path (a USB
+/// mapping's `map`), and the fields a firewall alias's or IP set entry's update replaces
+/// (`update_alias`, `update_ip` in pve-firewall `API2/Firewall/Aliases.pm`, `IPSet.pm`: the
+/// alias or entry becomes what the request gives, a field not given is gone).
+pub(crate) fn carried(d: &DesiredObject) -> Vec<&'static str> {
+    if d.class == ObjectClass::Firewall {
+        match d.endpoints.list {
+            "/cluster/firewall/aliases" => return vec!["cidr", "comment"],
+            "/cluster/firewall/ipset/{name}" => return vec!["nomatch", "comment"],
+            _ => {}
+        }
+    }
+    let item = d.endpoints.item;
+    proxops_pve_schema::endpoint("PUT", item)
+        .map(|ep| ep.params)
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| !p.optional && !item.contains(&format!("{{{}}}", p.name)))
+        .map(|p| p.name)
+        .collect()
 }
 
 impl Found {
@@ -93,8 +118,28 @@ pub(crate) fn update_request(d: &DesiredObject, found: &Found) -> Request {
     if d.class == ObjectClass::Acl {
         return create_request(d);
     }
+    if d.class == ObjectClass::Firewall {
+        match d.endpoints.list {
+            // An IP set or security group has no `PUT`: its comment is changed by its create
+            // with `rename` set to its own name (`create_ipset`, `create_security_group`).
+            "/cluster/firewall/ipset" | "/cluster/firewall/groups" => {
+                let mut params = Params::new()
+                    .set(d.endpoints.id_param, &d.id)
+                    .set("rename", &d.id);
+                for (k, v) in &d.params {
+                    push_value(&mut params, k, v);
+                }
+                let path = d.endpoints.create_path();
+                return Request::new(Method::POST, d.endpoints.create, path, params);
+            }
+            _ => {}
+        }
+    }
     let mut params = Params::new();
     for (k, v, _) in &found.set {
+        push_value(&mut params, k, v);
+    }
+    for (k, v) in &found.kept {
         push_value(&mut params, k, v);
     }
     if !found.unset.is_empty() {

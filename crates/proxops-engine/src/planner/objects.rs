@@ -14,7 +14,7 @@
 use super::{PlanOptions, Planner};
 use crate::desired::{Desired, identity_tag};
 use crate::objects::{
-    DesiredObject, Endpoints, Found, LiveList, LiveParams, OPTIONS, ObjValue, Shape,
+    DesiredObject, Endpoints, Found, LiveList, LiveParams, OPTIONS, ObjValue, Shape, carried,
     create_request, delete_request, guest_firewall_objects, marks_in, objects, read_with_deletions,
     rules, same, strip_marks, update_request,
 };
@@ -991,6 +991,15 @@ pub(crate) fn diff(
             && let Some(have) = live.get(k)
         {
             found.unset.push((k.clone(), have.clone()));
+        }
+    }
+    if !found.is_empty() {
+        for k in carried(d) {
+            let written =
+                found.set.iter().any(|(s, _, _)| s == k) || found.unset.iter().any(|(u, _)| u == k);
+            if !written && let Some(have) = live.get(k) {
+                found.kept.push((k.to_owned(), have.clone()));
+            }
         }
     }
     found
