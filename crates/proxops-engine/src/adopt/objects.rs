@@ -1,17 +1,19 @@
 //! `proxops adopt --kind <Kind>`: manifests for cluster objects ProxOps did not create
-//! (storages, pools, backup jobs, resource mappings, users, groups, roles, ACL entries), from
-//! one read of their list. Reads only: the next plan finds each one matching its manifest and
+//! (storages, pools, backup jobs, resource mappings, users, groups, roles, ACL entries, SDN
+//! zones, VNets and subnets, the cluster's firewall), from one read of their list. Reads only: the next plan finds each one matching its manifest and
 //! takes it over without rewriting it (it writes only ProxOps's mark, where PVE has a field for
 //! one).
 
 use super::error::AdoptError;
-use crate::objects::{LiveParams, ObjValue, endpoints, marks_in, parse};
+use crate::objects::{
+    Endpoints, FirewallPart, LiveParams, OPTIONS, ObjValue, endpoints, firewall, marks_in, read,
+};
 use proxops_model::Cluster;
 use proxops_model::kinds::ObjectClass;
-use proxops_model::kinds::object::{MappingType, object_id};
+use proxops_model::kinds::object::{MappingType, StorageType, object_id};
 use proxops_model::manifest::Spec;
 use proxops_model::names::is_valid_name;
-use proxops_pve::{Method, Params, PveClient};
+use proxops_pve::PveClient;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -93,25 +95,37 @@ pub async fn adopt_objects(
             })
             .collect());
     }
-    let lists: Vec<(Option<MappingType>, &'static str)> = match class {
-        ObjectClass::Mapping => vec![
-            (Some(MappingType::Pci), "/cluster/mapping/pci"),
-            (Some(MappingType::Usb), "/cluster/mapping/usb"),
-        ],
-        other => vec![(None, endpoints(other, None).list)],
+    if class == ObjectClass::Firewall {
+        return adopt_firewall(client, cluster, ids).await;
+    }
+    let lists: Vec<(Option<MappingType>, Endpoints)> = match class {
+        ObjectClass::Mapping => [MappingType::Pci, MappingType::Usb]
+            .into_iter()
+            .map(|m| (Some(m), endpoints(class, Some(m))))
+            .collect(),
+        // Subnets are listed under their VNet: every VNet's.
+        ObjectClass::SdnSubnet => read(client, &endpoints(ObjectClass::SdnVnet, None))
+            .await?
+            .into_keys()
+            .map(|vnet| {
+                let mut e = endpoints(class, None);
+                e.vars = vec![("vnet", vnet)];
+                (None, e)
+            })
+            .collect(),
+        other => vec![(None, endpoints(other, None))],
     };
     let declared = declared_ids(cluster, class);
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
-    for (mapping, list) in lists {
-        let e = endpoints(class, mapping);
-        let params = if list == "/access/users" {
-            Params::new().set("full", 1)
-        } else {
-            Params::new()
-        };
-        let data = client.call_json(Method::GET, list, list, &params).await?;
-        for (id, live) in parse(&e, &data) {
+    for (mapping, e) in lists {
+        // As the plan reads them: users with their groups, SDN objects as they will be once
+        // applied.
+        for (id, mut live) in read(client, &e).await? {
+            if let Some((_, vnet)) = e.vars.iter().find(|(k, _)| *k == "vnet") {
+                live.entry("vnet".to_owned())
+                    .or_insert_with(|| ObjValue::One(vnet.clone()));
+            }
             if ids.is_some_and(|want| !want.iter().any(|w| *w == id || acl_named(w, &id))) {
                 continue;
             }
@@ -167,7 +181,8 @@ fn declared_ids(cluster: &Cluster, class: ObjectClass) -> BTreeSet<String> {
     out
 }
 
-/// Why an object PVE itself defines is not adopted: its built-in roles, `root@pam`.
+/// Why an object is not adopted: PVE defines it (its built-in roles, `root@pam`), or its kind
+/// cannot declare it (a storage of a type it does not know).
 fn builtin(class: ObjectClass, id: &str, live: &LiveParams) -> Option<String> {
     match class {
         ObjectClass::Role if matches!(live.get("special"), Some(ObjValue::One(s)) if s == "1") => {
@@ -175,6 +190,12 @@ fn builtin(class: ObjectClass, id: &str, live: &LiveParams) -> Option<String> {
         }
         ObjectClass::User if id == "root@pam" => {
             Some("PVE's superuser, which nothing should manage".to_owned())
+        }
+        ObjectClass::Storage => {
+            let kind = text(live, "type").unwrap_or_default();
+            serde_json::from_value::<StorageType>(json!(kind))
+                .is_err()
+                .then(|| format!("a `{kind}` storage, which the Storage kind does not declare"))
         }
         _ => None,
     }
@@ -252,13 +273,24 @@ fn manifest(
     id: &str,
     live: &LiveParams,
 ) -> AdoptedObject {
-    let (name, explicit) = name_for(id);
+    // A subnet's network is no name, nor unique across VNets: named after both.
+    let (name, explicit) = match (class, live.get("vnet")) {
+        (ObjectClass::SdnSubnet, Some(ObjValue::One(vnet))) => name_for(&format!("{vnet} {id}")),
+        _ => name_for(id),
+    };
     let mut spec = Map::new();
     let mut notes = Vec::new();
     let mut put = |k: &str, v: Value| {
         spec.insert(k.to_owned(), v);
     };
-    if explicit && class != ObjectClass::User {
+    // Only the kinds whose spec has an `id:` (a user's is its `userid`, an ACL entry's and a
+    // subnet's are their fields).
+    if explicit
+        && !matches!(
+            class,
+            ObjectClass::User | ObjectClass::Acl | ObjectClass::SdnSubnet
+        )
+    {
         put("id", json!(id));
     }
     let mut used: Vec<&str> = COMPUTED.to_vec();
@@ -273,8 +305,14 @@ fn manifest(
             if !nodes.is_empty() {
                 put("nodes", json!(nodes));
             }
+            // Only some plugins take `shared` (dir, LVM): PVE sets it for network storages.
+            let settable =
+                proxops_pve_schema::storage_plugin(&text(live, "type").unwrap_or_default())
+                    .is_some_and(|p| p.option("shared").is_some());
             for k in ["shared", "disable"] {
-                if let Some(b) = flag(live, k) {
+                if let Some(b) = flag(live, k)
+                    && (k != "shared" || settable)
+                {
                     put(k, json!(b));
                 }
             }
@@ -398,6 +436,42 @@ fn manifest(
         ObjectClass::Role => {
             put("privs", json!(list(live, "privs")));
         }
+        ObjectClass::SdnZone => {
+            put("type", json!(text(live, "type").unwrap_or_default()));
+            used.extend(["zone", "state"]);
+            let create = ("POST", "/cluster/sdn/zones");
+            options(&mut put, live, &used, create, &mut notes);
+        }
+        ObjectClass::SdnVnet => {
+            put("zone", json!(text(live, "zone").unwrap_or_default()));
+            if let Some(t) = text(live, "tag").and_then(|t| t.parse::<u32>().ok()) {
+                put("tag", json!(t));
+            }
+            if let Some(a) = text(live, "alias") {
+                put("alias", json!(a));
+            }
+            used.extend(["vnet", "zone", "tag", "alias", "state"]);
+            let create = ("POST", "/cluster/sdn/vnets");
+            options(&mut put, live, &used, create, &mut notes);
+        }
+        ObjectClass::SdnSubnet => {
+            put("vnet", json!(text(live, "vnet").unwrap_or_default()));
+            put("subnet", json!(id));
+            if let Some(g) = text(live, "gateway") {
+                put("gateway", json!(g));
+            }
+            if let Some(b) = flag(live, "snat") {
+                put("snat", json!(b));
+            }
+            // `subnet` is listed as `<zone>-<network>-<mask>`, the network as `cidr`, and
+            // `network`, `mask` and `zone` are derived from it and the VNet.
+            used.extend([
+                "subnet", "cidr", "network", "mask", "vnet", "zone", "gateway", "snat", "state",
+                "id",
+            ]);
+            let create = ("POST", "/cluster/sdn/vnets/{vnet}/subnets");
+            options(&mut put, live, &used, create, &mut notes);
+        }
         _ => {
             // One ACL entry (`path|type|ugid|role`); [`group_acl`] joins the roles of a path
             // and principal into one manifest.
@@ -410,18 +484,161 @@ fn manifest(
             }
         }
     }
+    let manifest = json!({
+        "apiVersion": "proxops/v1alpha1",
+        "kind": class.kind(),
+        "metadata": { "name": name },
+        "spec": Value::Object(spec),
+    });
     AdoptedObject {
         kind: class.kind(),
         name,
         id: id.to_owned(),
-        manifest: json!({
-            "apiVersion": "proxops/v1alpha1",
-            "kind": class.kind(),
-            "metadata": { "name": name_for(id).0 },
-            "spec": Value::Object(spec),
-        }),
+        manifest,
         notes,
     }
+}
+
+/// The cluster's firewall, one manifest named after the cluster: its options, and the aliases,
+/// IP sets (with their entries) and security groups without a ProxOps mark. Rules are left out
+/// (noted): a rule without ProxOps's mark is the operator's, never changed, moved or deleted,
+/// and one declared would be added anew beside it.
+async fn adopt_firewall(
+    client: &PveClient,
+    cluster: &Cluster,
+    ids: Option<&[String]>,
+) -> Result<Vec<ObjectOutcome>, AdoptError> {
+    const ID: &str = "cluster firewall";
+    let refused = |reason: &str| {
+        Ok(vec![ObjectOutcome::Refused {
+            id: ID.to_owned(),
+            reason: reason.to_owned(),
+        }])
+    };
+    if ids.is_some_and(|i| !i.is_empty()) {
+        return refused("the cluster has one firewall, adopted whole: use --all");
+    }
+    if cluster.resources.iter().any(|r| r.kind == "Firewall") {
+        return refused("the repository declares the cluster's firewall already");
+    }
+    let mut notes = Vec::new();
+    // A part carrying a mark is ProxOps's already (or another cluster's): left out.
+    let unmarked = |part: &str, id: &str, live: &LiveParams, notes: &mut Vec<String>| {
+        let mark = match live.get("comment") {
+            Some(ObjValue::One(t)) => marks_in(t).first().map(|m| (*m).to_owned()),
+            _ => None,
+        };
+        if let Some(m) = &mark {
+            notes.push(format!("{part} `{id}` carries the mark `[{m}]`: left out"));
+        }
+        mark.is_none()
+    };
+    let comment = |live: &LiveParams, item: &mut Map<String, Value>| {
+        if let Some(c) = text(live, "comment") {
+            item.insert("comment".to_owned(), json!(c));
+        }
+    };
+    let mut spec = Map::new();
+    let options = read(client, &firewall(FirewallPart::Options, &[])).await?;
+    let options: Map<String, Value> = options
+        .get(OPTIONS)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != "digest")
+        .filter_map(|(k, v)| match v {
+            ObjValue::One(s) => Some((k.clone(), json!(s))),
+            ObjValue::Many(_) => None,
+        })
+        .collect();
+    if !options.is_empty() {
+        spec.insert("options".to_owned(), Value::Object(options));
+    }
+    let mut aliases = Vec::new();
+    for (name, live) in read(client, &firewall(FirewallPart::Aliases, &[])).await? {
+        if unmarked("alias", &name, &live, &mut notes) {
+            let mut a = Map::new();
+            a.insert("name".to_owned(), json!(name));
+            a.insert(
+                "cidr".to_owned(),
+                json!(text(&live, "cidr").unwrap_or_default()),
+            );
+            comment(&live, &mut a);
+            aliases.push(Value::Object(a));
+        }
+    }
+    let mut ipsets = Vec::new();
+    for (name, live) in read(client, &firewall(FirewallPart::IpSets, &[])).await? {
+        if !unmarked("IP set", &name, &live, &mut notes) {
+            continue;
+        }
+        let mut set = Map::new();
+        set.insert("name".to_owned(), json!(name));
+        comment(&live, &mut set);
+        let mut entries = Vec::new();
+        let part = firewall(FirewallPart::IpSetEntries, &[("name", name.clone())]);
+        for (cidr, live) in read(client, &part).await? {
+            if unmarked("IP set entry", &cidr, &live, &mut notes) {
+                let mut e = Map::new();
+                e.insert("cidr".to_owned(), json!(cidr));
+                if let Some(b) = flag(&live, "nomatch") {
+                    e.insert("nomatch".to_owned(), json!(b));
+                }
+                comment(&live, &mut e);
+                entries.push(Value::Object(e));
+            }
+        }
+        if !entries.is_empty() {
+            set.insert("entries".to_owned(), Value::Array(entries));
+        }
+        ipsets.push(Value::Object(set));
+    }
+    let mut groups = Vec::new();
+    for (name, live) in read(client, &firewall(FirewallPart::Groups, &[])).await? {
+        if !unmarked("security group", &name, &live, &mut notes) {
+            continue;
+        }
+        let mut g = Map::new();
+        g.insert("name".to_owned(), json!(name));
+        comment(&live, &mut g);
+        groups.push(Value::Object(g));
+        let part = firewall(FirewallPart::GroupRules, &[("group", name.clone())]);
+        let rules = read(client, &part).await?.len();
+        if rules > 0 {
+            notes.push(format!(
+                "the {rules} rule(s) of security group `{name}` are not declared: rules without ProxOps's mark stay the operator's, never touched"
+            ));
+        }
+    }
+    let rules = read(client, &firewall(FirewallPart::Rules, &[]))
+        .await?
+        .len();
+    if rules > 0 {
+        notes.push(format!(
+            "the cluster's {rules} rule(s) are not declared: rules without ProxOps's mark stay the operator's, never touched"
+        ));
+    }
+    for (k, v) in [("aliases", aliases), ("ipsets", ipsets), ("groups", groups)] {
+        if !v.is_empty() {
+            spec.insert(k.to_owned(), Value::Array(v));
+        }
+    }
+    if spec.is_empty() {
+        return refused("the cluster firewall has no options, aliases, IP sets or groups");
+    }
+    let (name, _) = name_for(&cluster.name);
+    let manifest = json!({
+        "apiVersion": "proxops/v1alpha1",
+        "kind": "Firewall",
+        "metadata": { "name": name },
+        "spec": Value::Object(spec),
+    });
+    Ok(vec![ObjectOutcome::Adopted(AdoptedObject {
+        kind: "Firewall",
+        name,
+        id: ID.to_owned(),
+        manifest,
+        notes,
+    })])
 }
 
 /// A list field's items: an array's, or one string's.
