@@ -252,6 +252,15 @@ const TOKEN_T: &str = "apiVersion: proxops/v1alpha1\nkind: ApiToken\nmetadata:\n
 const USER_T: &str =
     "apiVersion: proxops/v1alpha1\nkind: User\nmetadata:\n  name: ci\nspec:\n  userid: ci@pve\n";
 
+/// `options` with the SOPS recipient a new token's secret is encrypted to (a fresh age key):
+/// what a cluster with a `secrets-file` gives the plan.
+pub(crate) fn with_recipient(options: PlanOptions) -> PlanOptions {
+    let key = proxops_secrets::generate_identity();
+    options.with_secrets(Some(
+        ClusterSecrets::not_loaded("t").with_recipients(vec![key.recipient.clone()]),
+    ))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_is_never_created_without_the_planes_or_recipients_for_its_secret() {
     let (_sim, client) = sim().await;
@@ -282,10 +291,7 @@ async fn a_token_is_never_created_without_the_planes_or_recipients_for_its_secre
     let p = plan_cluster(&client, "t", &graph, &none).await.unwrap();
     refused(&p, TOKEN_NO_RECIPIENTS);
     // With a recipient: created, the plan showing no secret.
-    let key = proxops_secrets::generate_identity();
-    let with = planes.with_secrets(Some(
-        ClusterSecrets::not_loaded("t").with_recipients(vec![key.recipient.clone()]),
-    ));
+    let with = with_recipient(planes);
     let p = plan_cluster(&client, "t", &graph, &with).await.unwrap();
     assert!(p.errors.is_empty(), "{p:#?}");
     assert!(

@@ -16,6 +16,7 @@ mod guarded;
 mod honest;
 mod init;
 mod interop;
+mod kinds;
 mod locks;
 mod materialized;
 mod migration_refusals;

@@ -291,7 +291,7 @@ async fn a_storage_without_a_receipt_is_never_changed_and_one_a_guest_uses_is_ne
 }
 
 /// A repository of cluster `t` (nodes pve1-pve3) listing `texts`, loaded.
-fn repository(dir: &std::path::Path, texts: &[String]) -> proxops_model::Cluster {
+pub(crate) fn repository(dir: &std::path::Path, texts: &[String]) -> proxops_model::Cluster {
     use proxops_model::{FsSource, LoadOptions, load_repository};
     let cluster = dir.join("clusters/t");
     std::fs::create_dir_all(&cluster).unwrap();
@@ -325,7 +325,7 @@ fn repository(dir: &std::path::Path, texts: &[String]) -> proxops_model::Cluster
 }
 
 /// The manifests `proxops adopt --kind` writes for `class`, as texts.
-async fn adopted(
+pub(crate) async fn adopted(
     client: &PveClient,
     cluster: &proxops_model::Cluster,
     class: proxops_model::kinds::ObjectClass,

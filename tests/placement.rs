@@ -17,11 +17,22 @@ use proxops_pve_sim::{Node, SimConfig, SimHandle, State, Storage, TaskDurations,
 use std::time::Duration;
 
 fn storage(name: &str, kind: &str, content: &[&str], shared: bool) -> Storage {
+    // The options storage.cfg has for each type on a fresh PVE (and a Ceph pool's name).
+    let options: &[(&str, &str)] = match kind {
+        "dir" => &[("path", "/var/lib/vz")],
+        "lvmthin" => &[("vgname", "pve"), ("thinpool", "data")],
+        "rbd" => &[("pool", name)],
+        _ => &[],
+    };
     Storage {
         storage: name.into(),
         kind: kind.into(),
         content: content.iter().map(|c| (*c).to_owned()).collect(),
         shared,
+        options: options
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).into()))
+            .collect(),
         ..Storage::default()
     }
 }
