@@ -59,12 +59,17 @@ const IPSETS: usize = 3;
 const IPSET_ENTRIES: usize = 4;
 const GROUPS: usize = 2;
 const GROUP_RULES: usize = 4;
+const ACCESS_GROUPS: usize = 5;
+const ROLES: usize = 3;
+const VNETS: usize = 4;
+const STORAGES: usize = 4;
+/// Of the storages, those in a pool (`pool: pool-00`).
+const POOL_STORAGES: usize = 2;
 
 /// The cluster objects: pools, backup jobs (each of some guests, on `local`), PCI mappings,
-/// users, ACL entries (each user audits a pool), and the cluster's firewall. Groups, roles and
-/// SDN are left out (the simulator on main lists them but does not write them), and so are
-/// storages (it creates them but keeps none of their options: a `dir` storage's `path` reads
-/// back missing, so the plan never converges).
+/// users, ACL entries (each user audits a pool), the cluster's firewall, access groups, roles,
+/// an SDN zone with its VNets and a subnet on each, and `dir` storages (some in a pool). API
+/// tokens are left out: their create needs the planes or a directory for their secret.
 fn object_manifests(guests: usize) -> Vec<String> {
     let m = |kind: &str, name: &str, spec: &str| {
         format!(
@@ -152,15 +157,63 @@ fn object_manifests(guests: usize) -> Vec<String> {
         }
     }
     out.push(m("Firewall", "bench", &fw));
+    for i in 0..ACCESS_GROUPS {
+        out.push(m(
+            "Group",
+            &format!("team-{i:02}"),
+            &format!("  comment: bench team {i}\n"),
+        ));
+    }
+    for i in 0..ROLES {
+        out.push(m(
+            "Role",
+            &format!("reader-{i:02}"),
+            "  privs: [VM.Audit, Datastore.Audit]\n",
+        ));
+    }
+    out.push(m("SdnZone", "bench", "  type: simple\n"));
+    for i in 0..VNETS {
+        out.push(m(
+            "SdnVnet",
+            &format!("vnet{i}"),
+            &format!("  zone: bench\n  alias: bench vnet {i}\n"),
+        ));
+        out.push(m(
+            "SdnSubnet",
+            &format!("vnet{i}-v4"),
+            &format!("  vnet: vnet{i}\n  subnet: 10.50.{i}.0/24\n  gateway: 10.50.{i}.1\n"),
+        ));
+    }
+    for i in 0..STORAGES {
+        let pool = if i < POOL_STORAGES {
+            "  pool: pool-00\n"
+        } else {
+            ""
+        };
+        out.push(m(
+            "Storage",
+            &format!("store{i}"),
+            &format!("  type: dir\n  content: [iso, backup]\n{pool}  options:\n    path: /mnt/bench/{i}\n"),
+        ));
+    }
     out
 }
 
 /// The object lists a converged plan may read: per list template (`GET` counter key), the
 /// concrete lists the composition's objects are in (an IP set's entries and a security group's
-/// rules are one list each).
+/// rules are one list each), and the storages of each pool a storage names (PVE lists them one
+/// pool at a time, `GET /pools?poolid=`).
 fn object_lists(graph: &Graph) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for id in graph.resources() {
+        if let proxops_model::Spec::Object(proxops_model::kinds::ObjectSpec::Storage(st)) =
+            &graph.resource(id).spec
+            && let Some(pool) = &st.pool
+        {
+            out.entry("GET /pools".to_owned())
+                .or_default()
+                .insert(format!("/pools?poolid={pool}&type=storage"));
+        }
         for o in objects(fleet::CLUSTER, graph.resource(id))
             .into_iter()
             .flatten()
