@@ -332,6 +332,32 @@ async fn without_the_planes_apply_writes_the_secret_encrypted_into_the_repositor
     let sops = std::fs::read_to_string(&file).unwrap();
     let (full, value) = opened(&sops);
     assert_eq!(full, "ci@pve!deploy");
+    // The operator opens it with sops itself.
+    if let Some(bin) = proxops_test_support::sops() {
+        let out = std::process::Command::new(bin)
+            .arg("-d")
+            .arg(&file)
+            .env(
+                "SOPS_AGE_KEY_FILE",
+                proxops_test_support::homelab().join("example-age-key.txt"),
+            )
+            .output()
+            .unwrap();
+        let clear = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            clear.contains("full-tokenid: ci@pve!deploy"),
+            "sops -d printed other lines"
+        );
+        assert!(
+            clear.contains(value.expose()),
+            "sops -d printed another value"
+        );
+    }
     assert!(!first.contains(value.expose()));
     assert!(!sops.contains(value.expose()));
     // No plane was written, and the value is the token's.
