@@ -468,9 +468,10 @@ impl Reconciler {
             let message = match crate::objects::token::write_sealed(&dir.join(&shown), &sealed.sops)
             {
                 Ok(()) => format!(
-                    "{}: its receipt could not be published; its secret (encrypted) is kept in {} instead",
+                    "{}: its receipt could not be published; its secret (encrypted) is kept in {} instead (under {})",
                     r.subject,
-                    shown.display()
+                    shown.display(),
+                    dir.display()
                 ),
                 Err(e) => format!(
                     "{}: its receipt could not be published and its secret could not be kept ({e}): delete the token by hand, ProxOps then makes it anew",
