@@ -49,6 +49,21 @@ impl Lab {
         (out.status.success(), text)
     }
 
+    /// Asserts that `ci@pve!deploy` authenticates with `secret` on lab's simulator.
+    async fn deploy_token_authenticates(&self, secret: Secret) {
+        let (sim, client) = self
+            .lab_sim(Some(Credentials::Token {
+                id: "ci@pve!deploy".into(),
+                secret,
+            }))
+            .await;
+        client
+            .call_json(Method::GET, "/version", "/version", &Params::new())
+            .await
+            .expect("the token authenticates with the value");
+        sim.shutdown().await.unwrap();
+    }
+
     /// Lab's composition with the example's files and `extra` (repository paths).
     fn compose_lab(&self, extra: &[&str]) {
         let mut text = std::fs::read_to_string(self.path().join("clusters/lab/resources.yaml"))
@@ -362,17 +377,7 @@ async fn without_the_planes_apply_writes_the_secret_encrypted_into_the_repositor
     assert!(!sops.contains(value.expose()));
     // No plane was written, and the value is the token's.
     assert!(lab.secret_artifact().is_none());
-    let (sim, client) = lab
-        .lab_sim(Some(Credentials::Token {
-            id: "ci@pve!deploy".into(),
-            secret: value,
-        }))
-        .await;
-    client
-        .call_json(Method::GET, "/version", "/version", &Params::new())
-        .await
-        .expect("the token authenticates with the written value");
-    sim.shutdown().await.unwrap();
+    lab.deploy_token_authenticates(value).await;
     // The repository still validates with the file in it, and the next apply has nothing to do.
     let (ok, second) = lab.apply_no_planes();
     assert!(
@@ -479,17 +484,7 @@ async fn a_secret_whose_receipt_cannot_be_published_is_kept_in_the_repository() 
     assert_eq!(full, "ci@pve!deploy");
     assert!(!text.contains(value.expose()));
     // The kept value is the token's.
-    let (sim, client) = lab
-        .lab_sim(Some(Credentials::Token {
-            id: "ci@pve!deploy".into(),
-            secret: value,
-        }))
-        .await;
-    client
-        .call_json(Method::GET, "/version", "/version", &Params::new())
-        .await
-        .expect("the token authenticates with the kept value");
-    sim.shutdown().await.unwrap();
+    lab.deploy_token_authenticates(value).await;
     // The lock gone, the next apply records the planes and makes no second token.
     std::fs::remove_file(&lock).unwrap();
     let next = lab.apply_planes();
